@@ -1,0 +1,289 @@
+//! The in-memory [`HistoryStore`]: the reference implementation every backend is compared with.
+
+use std::collections::{BTreeMap, HashMap};
+use std::ops::RangeInclusive;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+
+use super::{
+    AppendOutcome, HistoryCapabilities, HistoryStore, PreparedBatch, StoredMessage, ThreadCount,
+    Window,
+};
+use crate::error::{Error, ErrorKind, Result};
+use crate::message::ChatMessage;
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate};
+use crate::tokens::{TokenCounter, default_token_counter};
+
+/// A [`HistoryStore`] in process memory: fast, exact, and gone when the process ends.
+///
+/// Cloning shares the same data.
+///
+/// ```
+/// use memory_core::{ChatMessage, HistoryStore, InMemoryHistoryStore, Scope, Window};
+///
+/// # tokio_test_block_on(async {
+/// let store = InMemoryHistoryStore::new();
+/// let scope = Scope::session("s-1")?;
+/// store.append(&scope, &[ChatMessage::user("hi"), ChatMessage::assistant("hello")]).await?;
+/// let last = store.read(&scope, Window::Last(1)).await?;
+/// assert_eq!(last[0].seq, 2);
+/// # Ok::<(), memory_core::Error>(())
+/// # });
+/// # fn tokio_test_block_on<F: std::future::Future>(f: F) -> F::Output {
+/// #     tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(f)
+/// # }
+/// ```
+#[derive(Debug, Clone)]
+pub struct InMemoryHistoryStore {
+    threads: Arc<Mutex<BTreeMap<String, Thread>>>,
+    counter: Arc<dyn TokenCounter>,
+    default_ttl: Option<Duration>,
+}
+
+#[derive(Debug)]
+struct Thread {
+    scope: Scope,
+    /// `messages[i].seq == i + 1`: nothing is removed but by clearing the whole thread.
+    messages: Vec<StoredMessage>,
+    ids: HashMap<String, u64>,
+    active: u64,
+    active_tokens: u64,
+    ttl: Option<Duration>,
+    expires_at: Option<Instant>,
+}
+
+impl Thread {
+    fn new(scope: Scope, ttl: Option<Duration>) -> Self {
+        Self {
+            scope,
+            messages: Vec::new(),
+            ids: HashMap::new(),
+            active: 0,
+            active_tokens: 0,
+            ttl,
+            expires_at: None,
+        }
+    }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    fn touch(&mut self, now: Instant) {
+        self.expires_at = self.ttl.map(|ttl| now + ttl);
+    }
+}
+
+impl Default for InMemoryHistoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl InMemoryHistoryStore {
+    /// An empty store counting tokens with the default counter (tiktoken `o200k_base`).
+    pub fn new() -> Self {
+        Self::with_token_counter(default_token_counter())
+    }
+
+    /// An empty store counting tokens with `counter`.
+    pub fn with_token_counter(counter: Arc<dyn TokenCounter>) -> Self {
+        Self {
+            threads: Arc::new(Mutex::new(BTreeMap::new())),
+            counter,
+            default_ttl: None,
+        }
+    }
+
+    /// Gives every new thread a time to live (see [`HistoryStore::set_ttl`]).
+    pub fn with_default_ttl(mut self, ttl: Duration) -> Self {
+        self.default_ttl = Some(ttl);
+        self
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<String, Thread>>> {
+        self.threads.lock().map_err(|_| {
+            Error::new(
+                ErrorKind::Backend,
+                "the in-memory history store was poisoned by a panic in another thread",
+            )
+        })
+    }
+
+    /// The live thread of `key`, dropping it first if it expired.
+    fn live<'a>(
+        threads: &'a mut BTreeMap<String, Thread>,
+        key: &str,
+        now: Instant,
+    ) -> Option<&'a mut Thread> {
+        if threads.get(key).is_some_and(|t| t.expired(now)) {
+            threads.remove(key);
+        }
+        threads.get_mut(key)
+    }
+}
+
+#[async_trait]
+impl HistoryStore for InMemoryHistoryStore {
+    fn capabilities(&self) -> HistoryCapabilities {
+        HistoryCapabilities::new(true, false)
+    }
+
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        let batch = PreparedBatch::new(self.counter.as_ref(), messages)?;
+        if batch.unique.is_empty() {
+            return Ok(AppendOutcome {
+                seqs: Vec::new(),
+                inserted: 0,
+            });
+        }
+        let now = Instant::now();
+        let key = scope.key();
+        let mut threads = self.lock()?;
+        if Self::live(&mut threads, &key, now).is_none() {
+            threads.insert(key.clone(), Thread::new(scope.clone(), self.default_ttl));
+        }
+        let thread = threads
+            .get_mut(&key)
+            .ok_or_else(|| Error::new(ErrorKind::Backend, "thread vanished under its lock"))?;
+        let mut unique_seqs = Vec::with_capacity(batch.unique.len());
+        let mut inserted = 0;
+        for prepared in &batch.unique {
+            if let Some(&seq) = thread.ids.get(prepared.message.id.as_str()) {
+                unique_seqs.push(seq);
+                continue;
+            }
+            let seq = thread.messages.len() as u64 + 1;
+            thread.ids.insert(prepared.message.id.as_str().to_owned(), seq);
+            thread.messages.push(StoredMessage {
+                seq,
+                tokens: prepared.tokens,
+                archived: false,
+                message: prepared.message.clone(),
+            });
+            thread.active += 1;
+            thread.active_tokens += u64::from(prepared.tokens);
+            unique_seqs.push(seq);
+            inserted += 1;
+        }
+        thread.touch(now);
+        tracing::debug!(scope = %scope, inserted, "history.append");
+        Ok(AppendOutcome {
+            seqs: batch.seqs_for_input(&unique_seqs),
+            inserted,
+        })
+    }
+
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        let mut threads = self.lock()?;
+        let Some(thread) = Self::live(&mut threads, &scope.key(), Instant::now()) else {
+            return Ok(Vec::new());
+        };
+        let messages = &thread.messages;
+        let active_from_end = || messages.iter().rev().filter(|m| !m.archived);
+        let out: Vec<StoredMessage> = match window {
+            Window::All => messages.iter().filter(|m| !m.archived).cloned().collect(),
+            Window::Everything => messages.clone(),
+            Window::After(seq) => {
+                let start = usize::try_from(seq).unwrap_or(usize::MAX).min(messages.len());
+                messages[start..]
+                    .iter()
+                    .filter(|m| !m.archived)
+                    .cloned()
+                    .collect()
+            }
+            Window::Last(n) => {
+                let mut v: Vec<_> = active_from_end().take(n).cloned().collect();
+                v.reverse();
+                v
+            }
+            Window::TokenBudget(budget) => {
+                let mut used = 0u64;
+                let mut v: Vec<_> = active_from_end()
+                    .take_while(|m| {
+                        used += u64::from(m.tokens);
+                        used <= budget
+                    })
+                    .cloned()
+                    .collect();
+                v.reverse();
+                v
+            }
+        };
+        Ok(out)
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        let mut threads = self.lock()?;
+        Ok(match Self::live(&mut threads, &scope.key(), Instant::now()) {
+            None => ThreadCount::default(),
+            Some(t) => ThreadCount {
+                active: t.active,
+                archived: t.messages.len() as u64 - t.active,
+                active_tokens: t.active_tokens,
+                last_seq: t.messages.len() as u64,
+            },
+        })
+    }
+
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        let mut threads = self.lock()?;
+        let Some(thread) = Self::live(&mut threads, &scope.key(), Instant::now()) else {
+            return Ok(0);
+        };
+        let len = thread.messages.len() as u64;
+        let (first, last) = (*seqs.start().max(&1), *seqs.end().min(&len));
+        let mut moved = 0;
+        if first <= last {
+            for m in &mut thread.messages[(first - 1) as usize..last as usize] {
+                if !m.archived {
+                    m.archived = true;
+                    moved += 1;
+                    thread.active -= 1;
+                    thread.active_tokens -= u64::from(m.tokens);
+                }
+            }
+        }
+        tracing::debug!(scope = %scope, moved, first, last, "history.archive");
+        Ok(moved)
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let mut threads = self.lock()?;
+        let removed = Self::live(&mut threads, &scope.key(), Instant::now())
+            .map(|t| t.messages.len() as u64)
+            .unwrap_or(0);
+        threads.remove(&scope.key());
+        tracing::debug!(scope = %scope, removed, "history.clear");
+        Ok(removed)
+    }
+
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        let threads = self.lock()?;
+        let now = Instant::now();
+        Ok(paginate(&threads, &page, |t| {
+            (!t.expired(now) && !t.messages.is_empty() && t.scope.matches(filter))
+                .then_some(&t.scope)
+        }))
+    }
+
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let mut threads = self.lock()?;
+        let now = Instant::now();
+        let thread = Self::live(&mut threads, &scope.key(), now)
+            .ok_or_else(|| Error::not_found(format!("no thread at {scope}")))?;
+        thread.ttl = ttl;
+        thread.touch(now);
+        Ok(())
+    }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let mut threads = self.lock()?;
+        let now = Instant::now();
+        let before = threads.len();
+        threads.retain(|_, t| !t.expired(now));
+        Ok((before - threads.len()) as u64)
+    }
+}

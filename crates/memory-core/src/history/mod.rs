@@ -1,0 +1,220 @@
+//! [`HistoryStore`]: the durable, ordered, per-thread chat history.
+
+mod batch;
+mod in_memory;
+
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+
+pub use batch::{MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage};
+pub use in_memory::InMemoryHistoryStore;
+
+use crate::error::Result;
+use crate::message::ChatMessage;
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
+
+/// A message as a store holds it: its per-thread sequence number, its token count (computed
+/// once, when it was appended) and whether it was archived out of the active window.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredMessage {
+    /// Position in the thread: 1 for the first message, then consecutive.
+    pub seq: u64,
+    /// Tokens of the message, counted by the store's counter when it was appended.
+    pub tokens: u32,
+    /// Whether the message was archived (it stays stored and readable, out of the active
+    /// window).
+    pub archived: bool,
+    /// The message.
+    pub message: ChatMessage,
+}
+
+impl AsRef<ChatMessage> for StoredMessage {
+    fn as_ref(&self) -> &ChatMessage {
+        &self.message
+    }
+}
+
+/// Which messages of a thread a read returns. Results are always in sequence order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Window {
+    /// Every active message.
+    All,
+    /// The last `n` active messages.
+    Last(usize),
+    /// The active messages with a sequence number greater than the given one.
+    After(u64),
+    /// The newest active messages whose stored token counts add up to at most the budget. The
+    /// window is contiguous: it ends before the first (from the newest) message that would not
+    /// fit.
+    TokenBudget(u64),
+    /// Every message, active and archived.
+    Everything,
+}
+
+/// What an append did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AppendOutcome {
+    /// The sequence number of each given message, in the order given. A message whose id the
+    /// thread already held keeps the number it was first stored with.
+    pub seqs: Vec<u64>,
+    /// How many messages were new (the rest were already stored).
+    pub inserted: usize,
+}
+
+/// Counts of one thread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ThreadCount {
+    /// Messages in the active window.
+    pub active: u64,
+    /// Archived messages.
+    pub archived: u64,
+    /// Sum of the stored token counts of the active messages.
+    pub active_tokens: u64,
+    /// The highest sequence number assigned (0 for an empty thread).
+    pub last_seq: u64,
+}
+
+/// What a history store can do beyond the required behaviour.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct HistoryCapabilities {
+    /// Threads can expire ([`HistoryStore::set_ttl`]).
+    pub ttl: bool,
+    /// Several processes can write the same thread safely (a shared server or file).
+    pub multi_process: bool,
+}
+
+impl HistoryCapabilities {
+    /// Capabilities with the given TTL support and multi-process safety.
+    pub fn new(ttl: bool, multi_process: bool) -> Self {
+        Self { ttl, multi_process }
+    }
+}
+
+/// The durable chat history of threads, each addressed by a [`Scope`].
+///
+/// One store serves every thread; every call names its thread's scope, and data of one scope is
+/// never visible through another.
+///
+/// # Behavior
+/// - [`append`](HistoryStore::append) writes a batch atomically: all of it or none of it. The
+///   store assigns per-thread sequence numbers: 1 for a thread's first message, then consecutive,
+///   in the order given, with no gap or repeat even under concurrent writers (each batch lands
+///   contiguously). A message whose id the thread already holds (active or archived), or that
+///   repeats an earlier id of the same batch, is not stored again: a retried append never
+///   duplicates. Each message's token count is computed once, here, and stored. A message over
+///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] is refused with
+///   [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written. An empty batch
+///   is a no-op.
+/// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order;
+///   an unknown thread reads as empty. Budgeted windows use the stored counts.
+/// - [`count`](HistoryStore::count) returns active, archived and token counts.
+/// - [`archive`](HistoryStore::archive) moves the active messages whose sequence numbers fall
+///   in the range out of the active window; they stay stored, readable with
+///   [`Window::Everything`], and their ids stay known. It returns how many it moved.
+/// - [`clear`](HistoryStore::clear) deletes the thread; a later append starts a new thread at
+///   sequence number 1. It returns how many messages it deleted.
+/// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
+///   and match the filter, each once, in a stable order.
+/// - [`set_ttl`](HistoryStore::set_ttl) makes a thread expire `ttl` after its last append (each
+///   append restarts the clock); `None` removes the expiry. An expired thread reads as empty, is
+///   not listed, and is gone for appends (they start a new thread).
+///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now.
+///   Stores without TTL support (see [`capabilities`](HistoryStore::capabilities)) return
+///   [`Unsupported`](crate::ErrorKind::Unsupported).
+#[async_trait]
+pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
+    /// What this store supports.
+    fn capabilities(&self) -> HistoryCapabilities;
+
+    /// Appends a batch to the thread of `scope`, atomically and idempotently.
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome>;
+
+    /// Reads the messages `window` selects, in sequence order.
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>>;
+
+    /// Counts the thread's messages and active tokens.
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount>;
+
+    /// Archives the active messages whose sequence numbers are in `seqs`.
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64>;
+
+    /// Deletes the thread.
+    async fn clear(&self, scope: &Scope) -> Result<u64>;
+
+    /// Lists the threads matching `filter`, a page at a time.
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
+
+    /// Sets or removes the thread's time to live.
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()>;
+
+    /// Deletes the data of expired threads now; returns how many threads it removed.
+    async fn purge_expired(&self) -> Result<u64>;
+}
+
+#[async_trait]
+impl<T: HistoryStore + ?Sized> HistoryStore for Arc<T> {
+    fn capabilities(&self) -> HistoryCapabilities {
+        (**self).capabilities()
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        (**self).append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        (**self).read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        (**self).count(scope).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        (**self).archive(scope, seqs).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        (**self).clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        (**self).list_threads(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        (**self).set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        (**self).purge_expired().await
+    }
+}
+
+#[async_trait]
+impl<T: HistoryStore + ?Sized> HistoryStore for Box<T> {
+    fn capabilities(&self) -> HistoryCapabilities {
+        (**self).capabilities()
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        (**self).append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        (**self).read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        (**self).count(scope).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        (**self).archive(scope, seqs).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        (**self).clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        (**self).list_threads(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        (**self).set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        (**self).purge_expired().await
+    }
+}

@@ -1,0 +1,44 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod agent;
+pub mod context;
+pub mod error;
+pub mod history;
+pub mod id;
+pub mod message;
+pub mod model;
+pub mod reducer;
+pub mod scope;
+pub mod session;
+pub mod tokens;
+pub mod vector;
+
+pub use agent::{Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_WINDOW};
+pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext};
+pub use error::{Error, ErrorKind, Result};
+pub use history::{
+    AppendOutcome, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, MAX_BATCH_MESSAGES,
+    MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, StoredMessage, ThreadCount, Window,
+};
+pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
+pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
+pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
+pub use reducer::{
+    ChatReducer, MessageCountReducer, Reduction, ReducerTrigger, Segmentation, TokenBudgetReducer,
+};
+pub use scope::{Page, PageRequest, Scope, ScopeFilter};
+pub use session::{
+    AgentSession, Conversation, InMemorySessionStore, SessionCapabilities, SessionStore,
+    StoredSession,
+};
+pub use tokens::{
+    Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter,
+    default_token_counter,
+};
+pub use vector::{
+    InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+};
+
+pub use async_trait::async_trait;

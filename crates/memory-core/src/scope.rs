@@ -1,0 +1,338 @@
+//! [`Scope`]: the address of every thread, session and vector point.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::id::{AgentId, SessionId, SourceId, TenantId, UserId};
+
+/// The tenant used when none is given.
+pub const DEFAULT_TENANT: &str = "default";
+/// The source id of the agent's own chat history.
+pub const DEFAULT_SOURCE: &str = "history";
+
+/// Where a piece of memory lives: tenant, optional user, optional agent, session and the source
+/// (the provider that owns it).
+///
+/// Every store call takes a scope, and every backend derives its keys from the *whole* scope, so
+/// two users, two agents or two providers of one session never read or write each other's data.
+/// All parts are validated ids, so a scope is always safe to put in a key.
+///
+/// ```
+/// use memory_core::Scope;
+///
+/// let scope = Scope::session("chat-1")?.with_user("u-42")?;
+/// assert_eq!(scope.tenant().as_str(), "default");
+/// assert_eq!(scope.source().as_str(), "history");
+/// assert_eq!(scope.key(), "default|u-42|~|history|chat-1");
+/// # Ok::<(), memory_core::Error>(())
+/// ```
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Scope {
+    tenant: TenantId,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    user: Option<UserId>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent: Option<AgentId>,
+    session: SessionId,
+    source: SourceId,
+}
+
+impl Scope {
+    /// A scope for `session` in `tenant`, with no user or agent and the default source.
+    pub fn new(tenant: TenantId, session: SessionId) -> Self {
+        Self {
+            tenant,
+            user: None,
+            agent: None,
+            session,
+            source: default_source(),
+        }
+    }
+
+    /// A scope for the session named `session` in the default tenant.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when `session` is not a valid
+    /// id.
+    pub fn session(session: impl Into<String>) -> Result<Self> {
+        Ok(Self::new(default_tenant(), SessionId::new(session)?))
+    }
+
+    /// Replaces the tenant.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid id.
+    pub fn with_tenant(mut self, tenant: impl Into<String>) -> Result<Self> {
+        self.tenant = TenantId::new(tenant)?;
+        Ok(self)
+    }
+
+    /// Sets the user.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid id.
+    pub fn with_user(mut self, user: impl Into<String>) -> Result<Self> {
+        self.user = Some(UserId::new(user)?);
+        Ok(self)
+    }
+
+    /// Sets the agent.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid id.
+    pub fn with_agent(mut self, agent: impl Into<String>) -> Result<Self> {
+        self.agent = Some(AgentId::new(agent)?);
+        Ok(self)
+    }
+
+    /// Sets the source (the provider that owns the data).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid id.
+    pub fn with_source(self, source: impl Into<String>) -> Result<Self> {
+        Ok(self.with_source_id(SourceId::new(source)?))
+    }
+
+    /// Sets the source from an already validated id.
+    pub fn with_source_id(mut self, source: SourceId) -> Self {
+        self.source = source;
+        self
+    }
+
+    /// Sets the agent from an already validated id.
+    pub fn with_agent_id(mut self, agent: AgentId) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// The tenant.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The user, if any.
+    pub fn user(&self) -> Option<&UserId> {
+        self.user.as_ref()
+    }
+
+    /// The agent, if any.
+    pub fn agent(&self) -> Option<&AgentId> {
+        self.agent.as_ref()
+    }
+
+    /// The session.
+    pub fn session_id(&self) -> &SessionId {
+        &self.session
+    }
+
+    /// The source.
+    pub fn source(&self) -> &SourceId {
+        &self.source
+    }
+
+    /// The canonical key of this scope: `tenant|user|agent|source|session`, with `~` for an
+    /// absent part. Neither `|` nor `~` can occur in an id, so distinct scopes always have
+    /// distinct keys; backends use it (or its parts) as their storage key.
+    pub fn key(&self) -> String {
+        let opt = |v: Option<&str>| v.unwrap_or("~").to_owned();
+        format!(
+            "{}|{}|{}|{}|{}",
+            self.tenant,
+            opt(self.user.as_ref().map(UserId::as_str)),
+            opt(self.agent.as_ref().map(AgentId::as_str)),
+            self.source,
+            self.session
+        )
+    }
+
+    /// Whether this scope matches `filter`.
+    pub fn matches(&self, filter: &ScopeFilter) -> bool {
+        self.tenant == filter.tenant
+            && filter.user.as_ref().is_none_or(|u| self.user.as_ref() == Some(u))
+            && filter.agent.as_ref().is_none_or(|a| self.agent.as_ref() == Some(a))
+            && filter.source.as_ref().is_none_or(|s| &self.source == s)
+    }
+}
+
+impl fmt::Debug for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Scope({})", self.key())
+    }
+}
+
+impl fmt::Display for Scope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.key())
+    }
+}
+
+fn default_tenant() -> TenantId {
+    TenantId::new(DEFAULT_TENANT).unwrap_or_else(|_| unreachable!("the default tenant is valid"))
+}
+
+fn default_source() -> SourceId {
+    SourceId::new(DEFAULT_SOURCE).unwrap_or_else(|_| unreachable!("the default source is valid"))
+}
+
+/// Which scopes a listing returns: always one tenant, optionally narrowed to a user, an agent
+/// and a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScopeFilter {
+    /// The tenant (required: a listing never crosses tenants).
+    pub tenant: TenantId,
+    /// Only this user's scopes.
+    pub user: Option<UserId>,
+    /// Only this agent's scopes.
+    pub agent: Option<AgentId>,
+    /// Only this source's scopes.
+    pub source: Option<SourceId>,
+}
+
+impl ScopeFilter {
+    /// Every scope of `tenant`.
+    pub fn tenant(tenant: TenantId) -> Self {
+        Self {
+            tenant,
+            user: None,
+            agent: None,
+            source: None,
+        }
+    }
+
+    /// Narrows to one user.
+    pub fn with_user(mut self, user: UserId) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    /// Narrows to one agent.
+    pub fn with_agent(mut self, agent: AgentId) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Narrows to one source.
+    pub fn with_source(mut self, source: SourceId) -> Self {
+        self.source = Some(source);
+        self
+    }
+}
+
+/// One page of a listing request: at most `limit` items after the opaque `cursor`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageRequest {
+    /// Largest number of items to return (at least 1).
+    pub limit: usize,
+    /// The cursor a previous page returned; `None` for the first page.
+    pub cursor: Option<String>,
+}
+
+impl PageRequest {
+    /// The first page of at most `limit` items.
+    pub fn first(limit: usize) -> Self {
+        Self {
+            limit: limit.max(1),
+            cursor: None,
+        }
+    }
+
+    /// The page after `cursor`.
+    pub fn after(limit: usize, cursor: impl Into<String>) -> Self {
+        Self {
+            limit: limit.max(1),
+            cursor: Some(cursor.into()),
+        }
+    }
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Page<T> {
+    /// The items of this page.
+    pub items: Vec<T>,
+    /// The cursor of the next page; `None` when this page is the last.
+    pub next_cursor: Option<String>,
+}
+
+
+/// Pages through `map` (keyed by [`Scope::key`]) in key order, after the request's cursor,
+/// returning the scopes that `visible` yields.
+pub(crate) fn paginate<T>(
+    map: &std::collections::BTreeMap<String, T>,
+    page: &PageRequest,
+    visible: impl Fn(&T) -> Option<&Scope>,
+) -> Page<Scope> {
+    use std::ops::Bound;
+    let start = match &page.cursor {
+        Some(cursor) => Bound::Excluded(cursor.clone()),
+        None => Bound::Unbounded,
+    };
+    let limit = page.limit.max(1);
+    let mut items = Vec::new();
+    let mut last_key = None;
+    let mut more = false;
+    for (key, value) in map.range::<String, _>((start, Bound::Unbounded)) {
+        let Some(scope) = visible(value) else {
+            continue;
+        };
+        if items.len() == limit {
+            more = true;
+            break;
+        }
+        items.push(scope.clone());
+        last_key = Some(key.clone());
+    }
+    Page {
+        items,
+        next_cursor: if more { last_key } else { None },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_differ_for_every_part() {
+        let base = Scope::session("s").unwrap();
+        let variants = [
+            base.clone(),
+            base.clone().with_tenant("t2").unwrap(),
+            base.clone().with_user("u").unwrap(),
+            base.clone().with_agent("a").unwrap(),
+            base.clone().with_source("other").unwrap(),
+            Scope::session("s2").unwrap(),
+        ];
+        let keys: std::collections::HashSet<_> = variants.iter().map(Scope::key).collect();
+        assert_eq!(keys.len(), variants.len());
+    }
+
+    #[test]
+    fn user_and_agent_in_key_do_not_alias() {
+        let a = Scope::session("s").unwrap().with_user("x").unwrap();
+        let b = Scope::session("s").unwrap().with_agent("x").unwrap();
+        assert_ne!(a.key(), b.key());
+    }
+
+    #[test]
+    fn serde_round_trip_validates() {
+        let scope = Scope::session("s").unwrap().with_user("u").unwrap();
+        let json = serde_json::to_string(&scope).unwrap();
+        let back: Scope = serde_json::from_str(&json).unwrap();
+        assert_eq!(scope, back);
+        let bad = json.replace("\"u\"", "\"u u\"");
+        assert!(serde_json::from_str::<Scope>(&bad).is_err());
+    }
+
+    #[test]
+    fn filter_matching() {
+        let scope = Scope::session("s").unwrap().with_user("u").unwrap();
+        let f = ScopeFilter::tenant(scope.tenant().clone());
+        assert!(scope.matches(&f));
+        assert!(scope.matches(&f.clone().with_user(UserId::new("u").unwrap())));
+        assert!(!scope.matches(&f.with_user(UserId::new("v").unwrap())));
+    }
+}

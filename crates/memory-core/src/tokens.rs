@@ -1,0 +1,290 @@
+//! Token counting: tiktoken encodings by default, any function as a replacement.
+//!
+//! A message's count is computed once, when a store appends it, and kept with it
+//! ([`StoredMessage::tokens`](crate::StoredMessage::tokens)); windows within a token budget are
+//! answered from those stored counts.
+
+use std::fmt;
+use std::sync::Arc;
+
+use tiktoken_rs::CoreBPE;
+
+use crate::message::{ChatMessage, MediaKind, Part};
+
+/// The fixed costs of media parts, which text tokenizers cannot measure. The defaults are
+/// LlamaIndex's estimates: 256 tokens for an image, audio or video, 2,048 for a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MediaTokenCosts {
+    /// Tokens per image.
+    pub image: u32,
+    /// Tokens per audio clip.
+    pub audio: u32,
+    /// Tokens per video clip.
+    pub video: u32,
+    /// Tokens per document.
+    pub document: u32,
+}
+
+impl Default for MediaTokenCosts {
+    fn default() -> Self {
+        Self {
+            image: 256,
+            audio: 256,
+            video: 256,
+            document: 2048,
+        }
+    }
+}
+
+impl MediaTokenCosts {
+    /// The cost of one part of `kind`.
+    pub fn cost(&self, kind: MediaKind) -> u32 {
+        match kind {
+            MediaKind::Image => self.image,
+            MediaKind::Audio => self.audio,
+            MediaKind::Video => self.video,
+            MediaKind::Document => self.document,
+        }
+    }
+}
+
+/// Tokens every chat message costs beyond its content (OpenAI's documented count for the chat
+/// format: `<|start|>{role/name}\n{content}<|end|>\n`).
+pub const TOKENS_PER_MESSAGE: u32 = 3;
+/// Extra tokens when a message carries a `name`.
+pub const TOKENS_PER_NAME: u32 = 1;
+/// Tokens that prime every reply (`<|start|>assistant<|message|>`), counted once per request.
+pub const TOKENS_PER_REPLY: u32 = 3;
+
+/// Counts tokens.
+///
+/// Implement [`count_text`](TokenCounter::count_text); the provided
+/// [`count_message`](TokenCounter::count_message) adds OpenAI's per-message overhead (as the
+/// "How to count tokens with tiktoken" guide of the OpenAI cookbook documents it: 3 per message,
+/// the role, 1 more with a name) and the fixed costs of media parts.
+pub trait TokenCounter: Send + Sync + fmt::Debug {
+    /// Tokens in `text`.
+    fn count_text(&self, text: &str) -> u32;
+
+    /// The costs of media parts.
+    fn media_costs(&self) -> MediaTokenCosts {
+        MediaTokenCosts::default()
+    }
+
+    /// Tokens that `message` costs in a chat request.
+    fn count_message(&self, message: &ChatMessage) -> u32 {
+        let mut total = TOKENS_PER_MESSAGE + self.count_text(message.role.as_str());
+        if let Some(name) = &message.author_name {
+            total += TOKENS_PER_NAME + self.count_text(name);
+        }
+        for part in &message.parts {
+            total += match part {
+                Part::Text { text } | Part::Refusal { text } => self.count_text(text),
+                Part::ToolCall {
+                    name, arguments, ..
+                } => self.count_text(name) + self.count_text(arguments),
+                Part::ToolResult { content, .. } => self.count_text(content),
+                Part::Data { data, .. } => self.count_text(&data.to_string()),
+                media => media
+                    .as_media()
+                    .map_or(0, |(kind, _)| self.media_costs().cost(kind)),
+            };
+        }
+        total
+    }
+}
+
+impl<T: TokenCounter + ?Sized> TokenCounter for Arc<T> {
+    fn count_text(&self, text: &str) -> u32 {
+        (**self).count_text(text)
+    }
+    fn media_costs(&self) -> MediaTokenCosts {
+        (**self).media_costs()
+    }
+    fn count_message(&self, message: &ChatMessage) -> u32 {
+        (**self).count_message(message)
+    }
+}
+
+/// A tiktoken encoding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Encoding {
+    /// `o200k_base` (GPT-4o, o-series).
+    O200kBase,
+    /// `cl100k_base` (GPT-4, GPT-3.5; LlamaIndex's default).
+    Cl100kBase,
+}
+
+/// A [`TokenCounter`] on a tiktoken encoding. The encoding tables are loaded once per process,
+/// on first use, and shared by every counter.
+///
+/// ```
+/// use memory_core::{TiktokenCounter, TokenCounter};
+///
+/// let counter = TiktokenCounter::cl100k();
+/// assert_eq!(counter.count_text("hello world"), 2);
+/// ```
+#[derive(Clone, Copy)]
+pub struct TiktokenCounter {
+    encoding: Encoding,
+    bpe: &'static CoreBPE,
+    media: MediaTokenCosts,
+}
+
+impl TiktokenCounter {
+    /// A counter on `encoding`.
+    pub fn new(encoding: Encoding) -> Self {
+        let bpe = match encoding {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+        };
+        Self {
+            encoding,
+            bpe,
+            media: MediaTokenCosts::default(),
+        }
+    }
+
+    /// A counter on `o200k_base`.
+    pub fn o200k() -> Self {
+        Self::new(Encoding::O200kBase)
+    }
+
+    /// A counter on `cl100k_base`.
+    pub fn cl100k() -> Self {
+        Self::new(Encoding::Cl100kBase)
+    }
+
+    /// Replaces the media costs.
+    pub fn with_media_costs(mut self, media: MediaTokenCosts) -> Self {
+        self.media = media;
+        self
+    }
+
+    /// The encoding.
+    pub fn encoding(&self) -> Encoding {
+        self.encoding
+    }
+}
+
+impl fmt::Debug for TiktokenCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TiktokenCounter")
+            .field("encoding", &self.encoding)
+            .field("media", &self.media)
+            .finish()
+    }
+}
+
+impl TokenCounter for TiktokenCounter {
+    fn count_text(&self, text: &str) -> u32 {
+        // Special-token text in user content is ordinary text to the API.
+        u32::try_from(self.bpe.encode_ordinary(text).len()).unwrap_or(u32::MAX)
+    }
+
+    fn media_costs(&self) -> MediaTokenCosts {
+        self.media
+    }
+}
+
+/// A [`TokenCounter`] on any function from text to a count.
+///
+/// ```
+/// use memory_core::{FnTokenCounter, TokenCounter};
+///
+/// let words = FnTokenCounter::new(|text| text.split_whitespace().count() as u32);
+/// assert_eq!(words.count_text("one two three"), 3);
+/// ```
+#[derive(Clone)]
+pub struct FnTokenCounter {
+    count: Arc<dyn Fn(&str) -> u32 + Send + Sync>,
+    media: MediaTokenCosts,
+}
+
+impl FnTokenCounter {
+    /// A counter calling `count` for every text.
+    pub fn new(count: impl Fn(&str) -> u32 + Send + Sync + 'static) -> Self {
+        Self {
+            count: Arc::new(count),
+            media: MediaTokenCosts::default(),
+        }
+    }
+
+    /// Replaces the media costs.
+    pub fn with_media_costs(mut self, media: MediaTokenCosts) -> Self {
+        self.media = media;
+        self
+    }
+}
+
+impl fmt::Debug for FnTokenCounter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("FnTokenCounter").finish_non_exhaustive()
+    }
+}
+
+impl TokenCounter for FnTokenCounter {
+    fn count_text(&self, text: &str) -> u32 {
+        (self.count)(text)
+    }
+
+    fn media_costs(&self) -> MediaTokenCosts {
+        self.media
+    }
+}
+
+/// The counter stores use when none is given: tiktoken `o200k_base`, the encoding of current
+/// OpenAI models.
+pub fn default_token_counter() -> Arc<dyn TokenCounter> {
+    Arc::new(TiktokenCounter::o200k())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{Media, Role};
+
+    #[test]
+    fn encodings_count_differently_and_correctly() {
+        let cl = TiktokenCounter::cl100k();
+        let o = TiktokenCounter::o200k();
+        assert_eq!(cl.count_text(""), 0);
+        assert_eq!(cl.count_text("hello world"), 2);
+        assert_eq!(o.count_text("hello world"), 2);
+        // Special-token text counts as ordinary text.
+        assert!(cl.count_text("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn message_overhead_follows_openai_cookbook() {
+        let counter = TiktokenCounter::cl100k();
+        let msg = ChatMessage::user("hello world");
+        // 3 per message + "user" (1) + content (2).
+        assert_eq!(counter.count_message(&msg), 3 + 1 + 2);
+        let named = msg.clone().with_author("dana");
+        assert_eq!(
+            counter.count_message(&named),
+            3 + 1 + 2 + TOKENS_PER_NAME + counter.count_text("dana")
+        );
+    }
+
+    #[test]
+    fn media_costs_apply_and_are_configurable() {
+        let msg = ChatMessage::new(
+            Role::User,
+            vec![
+                Part::Image(Media::url("https://x/a.png")),
+                Part::Document(Media::url("https://x/a.pdf")),
+            ],
+        );
+        let words = FnTokenCounter::new(|t| t.split_whitespace().count() as u32);
+        assert_eq!(words.count_message(&msg), 3 + 1 + 256 + 2048);
+        let cheap = words.with_media_costs(MediaTokenCosts {
+            image: 1,
+            audio: 1,
+            video: 1,
+            document: 1,
+        });
+        assert_eq!(cheap.count_message(&msg), 3 + 1 + 2);
+    }
+}

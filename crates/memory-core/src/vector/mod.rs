@@ -1,0 +1,179 @@
+//! [`VectorStore`]: scoped vector points with payloads, searched by similarity.
+
+mod filter;
+mod in_memory;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+pub use filter::PayloadFilter;
+pub use in_memory::InMemoryVectorStore;
+
+use crate::error::{Error, Result};
+use crate::scope::Scope;
+
+/// One point: an id, a vector and a JSON payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct VectorPoint {
+    /// The point's id, unique within its scope.
+    pub id: Uuid,
+    /// The vector.
+    pub vector: Vec<f32>,
+    /// Free-form payload, returned with search results and matched by filters.
+    pub payload: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A similarity search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VectorQuery {
+    /// The query vector.
+    pub vector: Vec<f32>,
+    /// How many results at most.
+    pub top_k: usize,
+    /// Only points whose payload matches.
+    pub filter: Option<PayloadFilter>,
+    /// Only points scoring at least this.
+    pub min_score: Option<f32>,
+}
+
+impl VectorQuery {
+    /// The `top_k` nearest points to `vector`.
+    pub fn new(vector: Vec<f32>, top_k: usize) -> Self {
+        Self {
+            vector,
+            top_k,
+            filter: None,
+            min_score: None,
+        }
+    }
+
+    /// Restricts the search to points matching `filter`.
+    pub fn with_filter(mut self, filter: PayloadFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+
+    /// Drops results scoring below `min_score`.
+    pub fn with_min_score(mut self, min_score: f32) -> Self {
+        self.min_score = Some(min_score);
+        self
+    }
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredPoint {
+    /// The point's id.
+    pub id: Uuid,
+    /// Cosine similarity to the query, in `[-1, 1]`.
+    pub score: f32,
+    /// The point's payload.
+    pub payload: serde_json::Map<String, serde_json::Value>,
+}
+
+/// Scoped vector storage with cosine similarity search.
+///
+/// # Behavior
+/// - [`upsert`](VectorStore::upsert) inserts or replaces points by id within the scope; a
+///   retried upsert of the same points changes nothing. All vectors of a store have one
+///   dimension, fixed by the first upsert; a vector of another dimension, an empty vector, or
+///   a non-finite value is [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of
+///   that batch is written.
+/// - [`search`](VectorStore::search) returns at most `top_k` points *of the scope* by
+///   decreasing cosine similarity, ties by id; the scope is enforced by the store whatever
+///   filter is passed.
+/// - [`get`](VectorStore::get) returns the points of the given ids that exist in the scope.
+/// - [`delete`](VectorStore::delete) removes points by id; returns how many existed.
+/// - [`count`](VectorStore::count) counts a scope's points; [`clear`](VectorStore::clear)
+///   removes them all.
+#[async_trait]
+pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
+    /// Inserts or replaces points.
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()>;
+
+    /// The nearest points to the query.
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>>;
+
+    /// The points with these ids.
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>>;
+
+    /// Removes points by id.
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
+
+    /// Counts the scope's points.
+    async fn count(&self, scope: &Scope) -> Result<u64>;
+
+    /// Removes every point of the scope; returns how many.
+    async fn clear(&self, scope: &Scope) -> Result<u64>;
+}
+
+#[async_trait]
+impl<T: VectorStore + ?Sized> VectorStore for Arc<T> {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        (**self).upsert(scope, points).await
+    }
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        (**self).search(scope, query).await
+    }
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        (**self).get(scope, ids).await
+    }
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        (**self).delete(scope, ids).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        (**self).count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        (**self).clear(scope).await
+    }
+}
+
+/// Checks that every vector is non-empty, finite and of `dimensions` (when known); returns the
+/// dimension of the batch.
+///
+/// # Errors
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) naming the first bad vector.
+pub fn check_vectors<'a>(
+    vectors: impl IntoIterator<Item = &'a [f32]>,
+    dimensions: Option<usize>,
+) -> Result<Option<usize>> {
+    let mut dim = dimensions;
+    for v in vectors {
+        if v.is_empty() {
+            return Err(Error::invalid_input("a vector must not be empty"));
+        }
+        if v.iter().any(|x| !x.is_finite()) {
+            return Err(Error::invalid_input("a vector holds a NaN or infinite value"));
+        }
+        match dim {
+            Some(d) if d != v.len() => {
+                return Err(Error::invalid_input(format!(
+                    "a vector has {} dimensions; this store holds {d}",
+                    v.len()
+                )));
+            }
+            _ => dim = Some(v.len()),
+        }
+    }
+    Ok(dim)
+}
+
+/// Cosine similarity of two vectors of equal length (0 when either is all zeros).
+pub fn cosine_similarity(a: &[f32], b: &[f32]) -> f32 {
+    let (mut dot, mut na, mut nb) = (0f32, 0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
