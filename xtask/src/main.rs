@@ -1,1 +1,80 @@
-fn main() {}
+//! Project automation for agent-memory, in the style of
+//! [cargo-xtask](https://github.com/matklad/cargo-xtask): run it as `cargo xtask <command>`
+//! (the alias lives in `.cargo/config.toml`).
+//!
+//! - `cargo xtask services`: make sure PostgreSQL, MariaDB and Redis accept connections.
+//! - `cargo xtask test [-- ARGS]`: `services`, then `cargo test` over the whole workspace,
+//!   with a `N passed, M failed` summary.
+//! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
+//! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
+//!
+//! Each command lives in its own module; this file only parses the command line.
+
+mod bench;
+mod ci;
+mod services;
+mod test;
+mod util;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+/// Command line of `cargo xtask`.
+#[derive(Debug, Parser)]
+#[command(name = "xtask", bin_name = "cargo xtask", about = "Project automation for agent-memory")]
+struct Cli {
+    /// The task to run.
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The tasks `cargo xtask` knows.
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Check PostgreSQL, MariaDB and Redis on 127.0.0.1 and start the ones that are down.
+    ///
+    /// With `CI=true` a service that stays unreachable is an error; otherwise a warning.
+    Services,
+    /// Run `services`, then `cargo test --workspace --all-features --no-fail-fast [ARGS]`.
+    ///
+    /// Prints `N passed, M failed` at the end; fails if cargo failed, a test failed or no test
+    /// passed.
+    Test {
+        /// Extra arguments for `cargo test`, after its own (e.g. a test name filter).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+    /// Run every CI check in order: fmt, clippy, tests, docs, cargo-deny.
+    Ci {
+        /// Skip the test step (`.ci/run` runs `cargo xtask test` on its own first).
+        #[arg(long)]
+        no_tests: bool,
+    },
+    /// Build and run the benchmark binary (`memory-bench`) in release mode.
+    ///
+    /// Without `--data`, passes `--data $AGENT_MEMORY_BENCH_DATA`, or else
+    /// `<workspace>/../shared/bench/chat-10000.jsonl`.
+    Bench {
+        /// Arguments for `memory-bench`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Services => services::run(),
+        Command::Test { args } => test::run(&args),
+        Command::Ci { no_tests } => ci::run(no_tests),
+        Command::Bench { args } => bench::run(&args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("xtask error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

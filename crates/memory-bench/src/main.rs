@@ -1,1 +1,368 @@
-fn main() {}
+//! `memory-bench`: the benchmark runner behind `cargo xtask bench`.
+//!
+//! It measures agent-memory's hot paths (an agent turn, an append, a budgeted window read, a
+//! bulk import, a session round trip, token counting) on the first N messages of the shared chat
+//! data set, for every registered backend, and prints one JSON line per figure on stdout
+//! (`{"workload", "backend", "n", "ops_per_s", "p50_us", "p99_us", "peak_rss_mb", ...}`).
+//! Human progress goes to stderr only.
+//!
+//! Every `(workload, backend, n)` case runs in its own child process (the binary re-executes
+//! itself with `--case workload:backend:n`), so each line's peak RSS is that case's alone. See
+//! the crate's README for the workloads and the fields of each line.
+
+mod backends;
+mod data;
+mod harness;
+mod workloads;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use clap::Parser;
+
+use crate::backends::Backend;
+use crate::workloads::Workload;
+
+/// The error type of the runner: anything displayable, from any layer.
+pub(crate) type BenchError = Box<dyn std::error::Error + Send + Sync>;
+/// The result type of the runner.
+pub(crate) type BenchResult<T> = Result<T, BenchError>;
+
+/// The sizes of thread measured when `--n` is not given.
+const DEFAULT_NS: [usize; 3] = [100, 1_000, 10_000];
+
+/// Command-line arguments.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memory-bench",
+    about = "Benchmarks agent-memory's hot paths; prints one JSON line per figure on stdout.",
+    after_help = "Each (workload, backend, n) case runs in a child process of its own, so that \
+                  peak_rss_mb is the case's own peak."
+)]
+struct Cli {
+    /// The chat data set: JSON lines `{"i", "role", "text"}` (shared/bench/chat-10000.jsonl).
+    #[arg(long, value_name = "PATH")]
+    data: PathBuf,
+
+    /// A workload to run (repeatable or comma-separated; default: all).
+    #[arg(long = "workload", value_name = "NAME", value_enum, value_delimiter = ',')]
+    workloads: Vec<Workload>,
+
+    /// A backend to run (repeatable or comma-separated; default: every available backend).
+    #[arg(long = "backend", value_name = "NAME", value_delimiter = ',')]
+    backends: Vec<String>,
+
+    /// A thread size: the first N messages of the data set (repeatable or comma-separated;
+    /// default: 100, 1000, 10000).
+    #[arg(long = "n", value_name = "N", value_delimiter = ',')]
+    ns: Vec<usize>,
+
+    /// Operations measured per case (default: per workload, see the README).
+    #[arg(long, value_name = "K")]
+    ops: Option<usize>,
+
+    /// Lists the workloads and backends and exits.
+    #[arg(long)]
+    list: bool,
+
+    /// Runs one case in this process: `workload:backend:n` (used by the parent process).
+    #[arg(long, value_name = "WORKLOAD:BACKEND:N", hide = true)]
+    case: Option<String>,
+}
+
+/// One `(workload, backend, n)` case.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Case {
+    /// What is measured.
+    pub(crate) workload: Workload,
+    /// The backend's registry name, or [`backends::NO_BACKEND`] for store-free workloads.
+    pub(crate) backend: String,
+    /// The thread size.
+    pub(crate) n: usize,
+}
+
+impl Case {
+    /// Parses `workload:backend:n`.
+    fn parse(spec: &str) -> BenchResult<Self> {
+        let mut parts = spec.splitn(3, ':');
+        let (Some(workload), Some(backend), Some(n)) = (parts.next(), parts.next(), parts.next())
+        else {
+            return Err(format!("a case is workload:backend:n, not {spec:?}").into());
+        };
+        let workload = Workload::from_name(workload)?;
+        let n = n
+            .parse()
+            .map_err(|e| format!("bad n {n:?} in case {spec:?}: {e}"))?;
+        Ok(Self {
+            workload,
+            backend: backend.to_owned(),
+            n,
+        })
+    }
+
+    /// The `workload:backend:n` form [`parse`](Self::parse) reads.
+    fn spec(&self) -> String {
+        format!("{}:{}:{}", self.workload.name(), self.backend, self.n)
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = if cli.list {
+        list()
+    } else if let Some(spec) = &cli.case {
+        run_child(&cli, spec)
+    } else {
+        run_parent(&cli)
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("memory-bench: error: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Prints the workloads and backends (`--list`).
+fn list() -> BenchResult<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "workloads:")?;
+    for workload in Workload::ALL {
+        writeln!(out, "  {:<18} {}", workload.name(), workload.description())?;
+    }
+    writeln!(out, "backends:")?;
+    for backend in backends::BACKENDS {
+        let status = if (backend.available)() {
+            "available"
+        } else {
+            "not available"
+        };
+        writeln!(
+            out,
+            "  {:<18} {} ({status})",
+            backend.name, backend.description
+        )?;
+    }
+    Ok(())
+}
+
+/// The cases the arguments select, in output order: workload, then backend, then n.
+fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
+    let workloads: Vec<Workload> = if cli.workloads.is_empty() {
+        Workload::ALL.to_vec()
+    } else {
+        cli.workloads.clone()
+    };
+    let selected: Vec<&Backend> = if cli.backends.is_empty() {
+        backends::BACKENDS
+            .iter()
+            .filter(|b| (b.available)())
+            .collect()
+    } else {
+        cli.backends
+            .iter()
+            .map(|name| backends::find(name))
+            .collect::<BenchResult<_>>()?
+    };
+    let ns: Vec<usize> = if cli.ns.is_empty() {
+        DEFAULT_NS.to_vec()
+    } else {
+        cli.ns.clone()
+    };
+    if let Some(&zero) = ns.iter().find(|&&n| n == 0) {
+        return Err(format!("--n must be at least 1, not {zero}").into());
+    }
+    let mut cases = Vec::new();
+    for &workload in &workloads {
+        let names: Vec<&str> = if workload.uses_backend() {
+            selected.iter().map(|b| b.name).collect()
+        } else {
+            vec![backends::NO_BACKEND]
+        };
+        for name in names {
+            for &n in &ns {
+                cases.push(Case {
+                    workload,
+                    backend: name.to_owned(),
+                    n,
+                });
+            }
+        }
+    }
+    Ok(cases)
+}
+
+/// Runs every selected case in a child process and forwards the children's JSON lines.
+fn run_parent(cli: &Cli) -> BenchResult<()> {
+    // Fail on a bad data set here, once, rather than in every child.
+    let data = data::load(&cli.data)?;
+    let cases = plan(cli)?;
+    if let Some(largest) = cases.iter().map(|c| c.n).max()
+        && largest > data.len()
+    {
+        return Err(format!(
+            "--n {largest} is larger than the data set ({} messages in {})",
+            data.len(),
+            cli.data.display()
+        )
+        .into());
+    }
+    drop(data);
+    let exe = std::env::current_exe()?;
+    let total = cases.len();
+    let mut failed = Vec::new();
+    for (index, case) in cases.iter().enumerate() {
+        eprintln!(
+            "[{}/{total}] {} on {} with n = {}",
+            index + 1,
+            case.workload.name(),
+            case.backend,
+            case.n
+        );
+        if let Err(error) = run_case_process(&exe, cli, case) {
+            eprintln!("  FAILED: {error}");
+            failed.push(case.spec());
+        }
+    }
+    if failed.is_empty() {
+        eprintln!("done: {total} cases");
+        Ok(())
+    } else {
+        Err(format!(
+            "{} of {total} cases failed: {}",
+            failed.len(),
+            failed.join(", ")
+        )
+        .into())
+    }
+}
+
+/// Runs one case in a child process, copying its stdout lines to ours as they come.
+fn run_case_process(exe: &Path, cli: &Cli, case: &Case) -> BenchResult<()> {
+    let mut command = Command::new(exe);
+    command
+        .arg("--data")
+        .arg(&cli.data)
+        .arg("--case")
+        .arg(case.spec())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    if let Some(ops) = cli.ops {
+        command.arg("--ops").arg(ops.to_string());
+    }
+    let mut child = command.spawn()?;
+    let stdout = child
+        .stdout
+        .take()
+        .ok_or("the child process has no stdout pipe")?;
+    let mut out = std::io::stdout().lock();
+    let mut lines = 0usize;
+    for line in BufReader::new(stdout).lines() {
+        let line = line?;
+        writeln!(out, "{line}")?;
+        out.flush()?;
+        lines += 1;
+    }
+    let status = child.wait()?;
+    if !status.success() {
+        return Err(format!("the child process exited with {status}").into());
+    }
+    if lines == 0 {
+        return Err("the child process printed no result".into());
+    }
+    Ok(())
+}
+
+/// Runs the one case of `--case` in this process and prints its JSON lines.
+fn run_child(cli: &Cli, spec: &str) -> BenchResult<()> {
+    let case = Case::parse(spec)?;
+    let data = data::load(&cli.data)?;
+    if case.n > data.len() {
+        return Err(format!(
+            "n = {} is larger than the data set ({} messages)",
+            case.n,
+            data.len()
+        )
+        .into());
+    }
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let reports = runtime.block_on(workloads::run(&case, &data, cli.ops))?;
+    let mut out = std::io::stdout().lock();
+    for report in &reports {
+        eprintln!("  {}", report.summary());
+        writeln!(out, "{}", serde_json::to_string(report)?)?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cases_round_trip_through_their_spec() {
+        let case = Case {
+            workload: Workload::AgentTurn,
+            backend: "in-memory".to_owned(),
+            n: 1000,
+        };
+        assert_eq!(case.spec(), "agent_turn:in-memory:1000");
+        assert_eq!(Case::parse(&case.spec()).unwrap(), case);
+        assert!(Case::parse("agent_turn:in-memory").is_err());
+        assert!(Case::parse("nope:in-memory:1").is_err());
+        assert!(Case::parse("agent_turn:in-memory:x").is_err());
+    }
+
+    #[test]
+    fn the_default_plan_covers_every_workload_and_size() {
+        let cli = Cli::parse_from(["memory-bench", "--data", "x.jsonl"]);
+        let cases = plan(&cli).unwrap();
+        let store_free = Workload::ALL.iter().filter(|w| !w.uses_backend()).count();
+        let with_store = Workload::ALL.len() - store_free;
+        let available = backends::BACKENDS
+            .iter()
+            .filter(|b| (b.available)())
+            .count();
+        assert_eq!(cases.len(), 3 * (with_store * available + store_free));
+        assert!(
+            cases
+                .iter()
+                .any(|c| c.workload == Workload::CountTokens && c.backend == backends::NO_BACKEND)
+        );
+    }
+
+    #[test]
+    fn arguments_repeat_or_split_on_commas() {
+        let cli = Cli::parse_from([
+            "memory-bench",
+            "--data",
+            "x",
+            "--workload",
+            "agent_turn,read_window",
+            "--workload",
+            "count_tokens",
+            "--n",
+            "10,20",
+            "--backend",
+            "in-memory",
+        ]);
+        assert_eq!(
+            cli.workloads,
+            vec![
+                Workload::AgentTurn,
+                Workload::ReadWindow,
+                Workload::CountTokens
+            ]
+        );
+        assert_eq!(cli.ns, vec![10, 20]);
+        assert_eq!(plan(&cli).unwrap().len(), 6);
+        let unknown = Cli::parse_from(["memory-bench", "--data", "x", "--backend", "nope"]);
+        assert!(plan(&unknown).is_err());
+    }
+}

@@ -10,7 +10,7 @@ use crate::history::{HistoryStore, StoredMessage, Window};
 use crate::id::AgentId;
 use crate::message::{ChatMessage, Role};
 use crate::model::{ChatModel, ChatRequest, Usage};
-use crate::reducer::{ChatReducer, Reduction, ReducerTrigger};
+use crate::reducer::{ChatReducer, ReducerTrigger, Reduction};
 use crate::session::{AgentSession, Conversation};
 
 /// The default history window an agent reads: the newest messages within 30,000 tokens.
@@ -211,7 +211,9 @@ impl Agent {
     ) -> Result<AgentRun> {
         let AgentInput(input) = input.into();
         if input.is_empty() {
-            return Err(Error::invalid_input("a run needs at least one input message"));
+            return Err(Error::invalid_input(
+                "a run needs at least one input message",
+            ));
         }
         let span = tracing::info_span!("agent.run", agent = %self.name, scope = %session.scope());
         self.run_inner(input, session).instrument(span).await
@@ -241,11 +243,18 @@ impl Agent {
             Some((reducer, ReducerTrigger::BeforeMessagesRetrieval)) if !window.is_empty() => {
                 let reduction = reducer
                     .reduce(&window)
-                    .instrument(tracing::debug_span!("reducer.reduce", messages = window.len()))
+                    .instrument(tracing::debug_span!(
+                        "reducer.reduce",
+                        messages = window.len()
+                    ))
                     .await?;
                 reduced = reduction.dropped().len();
                 if reduced > 0 {
-                    tracing::info!(dropped = reduced, kept = window.len() - reduced, "reducer shrank the view");
+                    tracing::info!(
+                        dropped = reduced,
+                        kept = window.len() - reduced,
+                        "reducer shrank the view"
+                    );
                 }
                 reduction.apply(&window)
             }
@@ -279,13 +288,20 @@ impl Agent {
         let response = match self
             .model
             .complete(request.clone())
-            .instrument(tracing::debug_span!("model.complete", messages = request.messages.len()))
+            .instrument(tracing::debug_span!(
+                "model.complete",
+                messages = request.messages.len()
+            ))
             .await
         {
             Ok(response) => response,
             Err(error) => {
                 tracing::warn!(%error, "the model failed; nothing is stored");
-                if let Err(provider_error) = self.providers.invoked(session, &input, None, Some(&error)).await {
+                if let Err(provider_error) = self
+                    .providers
+                    .invoked(session, &input, None, Some(&error))
+                    .await
+                {
                     tracing::warn!(%provider_error, "a provider failed while being told of the model's failure");
                 }
                 return Err(error);
@@ -308,7 +324,10 @@ impl Agent {
                 batch.extend(answer.iter().cloned());
                 self.history
                     .append(&scope, &batch)
-                    .instrument(tracing::debug_span!("history.append", messages = batch.len()))
+                    .instrument(tracing::debug_span!(
+                        "history.append",
+                        messages = batch.len()
+                    ))
                     .await?;
                 if let Some((reducer, ReducerTrigger::AfterMessageAdded)) = &self.reducer {
                     archived = self.reduce_stored(reducer.as_ref(), session).await?;
@@ -344,7 +363,10 @@ impl Agent {
         let window = self.history.read(scope, self.window).await?;
         let reduction = reducer
             .reduce(&window)
-            .instrument(tracing::debug_span!("reducer.reduce", messages = window.len()))
+            .instrument(tracing::debug_span!(
+                "reducer.reduce",
+                messages = window.len()
+            ))
             .await?;
         let ranges = archive_ranges(&window, &reduction);
         let mut archived = 0;
@@ -356,7 +378,10 @@ impl Agent {
                 .await?;
         }
         if archived > 0 {
-            tracing::info!(archived, "reducer archived messages out of the active window");
+            tracing::info!(
+                archived,
+                "reducer archived messages out of the active window"
+            );
         }
         Ok(archived)
     }

@@ -164,7 +164,14 @@ mod tests {
 
     #[test]
     fn accepts_usual_ids() {
-        for ok in ["a", "user-42", "User:42/chat", "x@example.com", "abc+def=", "a.b_c"] {
+        for ok in [
+            "a",
+            "user-42",
+            "User:42/chat",
+            "x@example.com",
+            "abc+def=",
+            "a.b_c",
+        ] {
             assert!(UserId::new(ok).is_ok(), "{ok}");
         }
     }
@@ -172,7 +179,18 @@ mod tests {
     #[test]
     fn refuses_bad_ids() {
         let long = "a".repeat(MAX_ID_LEN + 1);
-        for bad in ["", " ", "a b", "a|b", "{tag}", "a*", "~", "é", "a\nb", long.as_str()] {
+        for bad in [
+            "",
+            " ",
+            "a b",
+            "a|b",
+            "{tag}",
+            "a*",
+            "~",
+            "é",
+            "a\nb",
+            long.as_str(),
+        ] {
             let err = SessionId::new(bad).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
         }

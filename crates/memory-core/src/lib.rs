@@ -26,7 +26,7 @@ pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, User
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
 pub use reducer::{
-    ChatReducer, MessageCountReducer, Reduction, ReducerTrigger, Segmentation, TokenBudgetReducer,
+    ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, Segmentation, TokenBudgetReducer,
 };
 pub use scope::{Page, PageRequest, Scope, ScopeFilter};
 pub use session::{
@@ -34,8 +34,7 @@ pub use session::{
     StoredSession,
 };
 pub use tokens::{
-    Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter,
-    default_token_counter,
+    Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter, default_token_counter,
 };
 pub use vector::{
     InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorPoint, VectorQuery, VectorStore,

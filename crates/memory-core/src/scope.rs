@@ -151,8 +151,14 @@ impl Scope {
     /// Whether this scope matches `filter`.
     pub fn matches(&self, filter: &ScopeFilter) -> bool {
         self.tenant == filter.tenant
-            && filter.user.as_ref().is_none_or(|u| self.user.as_ref() == Some(u))
-            && filter.agent.as_ref().is_none_or(|a| self.agent.as_ref() == Some(a))
+            && filter
+                .user
+                .as_ref()
+                .is_none_or(|u| self.user.as_ref() == Some(u))
+            && filter
+                .agent
+                .as_ref()
+                .is_none_or(|a| self.agent.as_ref() == Some(a))
             && filter.source.as_ref().is_none_or(|s| &self.source == s)
     }
 }
@@ -256,7 +262,6 @@ pub struct Page<T> {
     /// The cursor of the next page; `None` when this page is the last.
     pub next_cursor: Option<String>,
 }
-
 
 /// Pages through `map` (keyed by [`Scope::key`]) in key order, after the request's cursor,
 /// returning the scopes that `visible` yields.

@@ -156,7 +156,9 @@ impl HistoryStore for InMemoryHistoryStore {
                 continue;
             }
             let seq = thread.messages.len() as u64 + 1;
-            thread.ids.insert(prepared.message.id.as_str().to_owned(), seq);
+            thread
+                .ids
+                .insert(prepared.message.id.as_str().to_owned(), seq);
             thread.messages.push(StoredMessage {
                 seq,
                 tokens: prepared.tokens,
@@ -187,7 +189,9 @@ impl HistoryStore for InMemoryHistoryStore {
             Window::All => messages.iter().filter(|m| !m.archived).cloned().collect(),
             Window::Everything => messages.clone(),
             Window::After(seq) => {
-                let start = usize::try_from(seq).unwrap_or(usize::MAX).min(messages.len());
+                let start = usize::try_from(seq)
+                    .unwrap_or(usize::MAX)
+                    .min(messages.len());
                 messages[start..]
                     .iter()
                     .filter(|m| !m.archived)
@@ -217,15 +221,17 @@ impl HistoryStore for InMemoryHistoryStore {
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let mut threads = self.lock()?;
-        Ok(match Self::live(&mut threads, &scope.key(), Instant::now()) {
-            None => ThreadCount::default(),
-            Some(t) => ThreadCount {
-                active: t.active,
-                archived: t.messages.len() as u64 - t.active,
-                active_tokens: t.active_tokens,
-                last_seq: t.messages.len() as u64,
+        Ok(
+            match Self::live(&mut threads, &scope.key(), Instant::now()) {
+                None => ThreadCount::default(),
+                Some(t) => ThreadCount {
+                    active: t.active,
+                    archived: t.messages.len() as u64 - t.active,
+                    active_tokens: t.active_tokens,
+                    last_seq: t.messages.len() as u64,
+                },
             },
-        })
+        )
     }
 
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {

@@ -229,6 +229,12 @@ impl ChatMessage {
     }
 }
 
+impl AsRef<ChatMessage> for ChatMessage {
+    fn as_ref(&self) -> &ChatMessage {
+        self
+    }
+}
+
 impl Serialize for ChatMessage {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         WireMessageRef::from(self).serialize(serializer)
@@ -331,7 +337,10 @@ mod tests {
 
     #[test]
     fn unknown_version_is_refused() {
-        let json = ChatMessage::user("x").to_json().unwrap().replace("\"v\":1", "\"v\":99");
+        let json = ChatMessage::user("x")
+            .to_json()
+            .unwrap()
+            .replace("\"v\":1", "\"v\":99");
         let err = ChatMessage::from_json(&json).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Serialization);
         assert!(err.to_string().contains("version 99"));
@@ -339,7 +348,14 @@ mod tests {
 
     #[test]
     fn garbage_is_a_typed_error() {
-        for bad in ["", "{", "null", "[]", "{\"v\":1}", "{\"v\":\"1\",\"id\":\"a\"}"] {
+        for bad in [
+            "",
+            "{",
+            "null",
+            "[]",
+            "{\"v\":1}",
+            "{\"v\":\"1\",\"id\":\"a\"}",
+        ] {
             let err = ChatMessage::from_json(bad).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Serialization, "{bad}");
         }
@@ -347,10 +363,11 @@ mod tests {
 
     #[test]
     fn invalid_id_in_json_is_refused() {
-        let json = ChatMessage::user("x")
-            .to_json()
-            .unwrap()
-            .replacen("\"id\":\"", "\"id\":\"bad id ", 1);
+        let json =
+            ChatMessage::user("x")
+                .to_json()
+                .unwrap()
+                .replacen("\"id\":\"", "\"id\":\"bad id ", 1);
         assert!(ChatMessage::from_json(&json).is_err());
     }
 }

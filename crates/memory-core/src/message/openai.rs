@@ -404,7 +404,8 @@ mod tests {
 
     #[test]
     fn unknown_role_and_missing_call_id_are_errors() {
-        let wire: OpenAiMessage = serde_json::from_str(r#"{"role":"wizard","content":"x"}"#).unwrap();
+        let wire: OpenAiMessage =
+            serde_json::from_str(r#"{"role":"wizard","content":"x"}"#).unwrap();
         assert!(ChatMessage::from_openai(wire).is_err());
         let wire: OpenAiMessage = serde_json::from_str(r#"{"role":"tool","content":"x"}"#).unwrap();
         assert!(ChatMessage::from_openai(wire).is_err());

@@ -113,7 +113,8 @@ mod tests {
 
     fn sample() -> AgentSession {
         let mut s = AgentSession::new(Scope::session("s-1").unwrap().with_user("u").unwrap());
-        s.add_history_message("planner", ChatMessage::user("hi")).unwrap();
+        s.add_history_message("planner", ChatMessage::user("hi"))
+            .unwrap();
         s.update_snapshot("step", json!(3));
         s.set_provider_state(SourceId::new("mem0").unwrap(), json!({"user_id": "u"}));
         s.set_history_window(Some(5));
@@ -180,15 +181,17 @@ mod tests {
 
     #[test]
     fn restore_into_used_session_fails_and_keeps_it() {
-        let state = sample().serialize().unwrap();
+        let original = sample();
+        let state = original.serialize().unwrap();
         let mut used = AgentSession::new(Scope::session("other").unwrap());
-        used.add_history_message("a", ChatMessage::user("x")).unwrap();
+        used.add_history_message("a", ChatMessage::user("x"))
+            .unwrap();
         let before = used.clone();
         let err = used.restore(&state).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Conflict);
         assert_eq!(used, before);
         let mut fresh = AgentSession::new(Scope::session("other").unwrap());
         fresh.restore(&state).unwrap();
-        assert_eq!(fresh, sample());
+        assert_eq!(fresh, original);
     }
 }

@@ -63,8 +63,12 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>>;
 
     /// Saves `state` if the stored version is `expected_version`; returns the new version.
-    async fn save(&self, scope: &Scope, state: &Value, expected_version: Option<u64>)
-    -> Result<u64>;
+    async fn save(
+        &self,
+        scope: &Scope,
+        state: &Value,
+        expected_version: Option<u64>,
+    ) -> Result<u64>;
 
     /// Deletes the session; returns whether it existed.
     async fn delete(&self, scope: &Scope) -> Result<bool>;

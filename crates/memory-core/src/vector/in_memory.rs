@@ -81,7 +81,10 @@ impl VectorStore for InMemoryVectorStore {
         let Some(points) = inner.scopes.get(&scope.key()) else {
             return Ok(Vec::new());
         };
-        Ok(ids.iter().filter_map(|id| points.get(id).cloned()).collect())
+        Ok(ids
+            .iter()
+            .filter_map(|id| points.get(id).cloned())
+            .collect())
     }
 
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
@@ -99,6 +102,9 @@ impl VectorStore for InMemoryVectorStore {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let mut inner = self.lock()?;
-        Ok(inner.scopes.remove(&scope.key()).map_or(0, |p| p.len() as u64))
+        Ok(inner
+            .scopes
+            .remove(&scope.key())
+            .map_or(0, |p| p.len() as u64))
     }
 }

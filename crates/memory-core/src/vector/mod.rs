@@ -148,7 +148,9 @@ pub fn check_vectors<'a>(
             return Err(Error::invalid_input("a vector must not be empty"));
         }
         if v.iter().any(|x| !x.is_finite()) {
-            return Err(Error::invalid_input("a vector holds a NaN or infinite value"));
+            return Err(Error::invalid_input(
+                "a vector holds a NaN or infinite value",
+            ));
         }
         match dim {
             Some(d) if d != v.len() => {

@@ -1,0 +1,73 @@
+//! `cargo xtask bench`: build and run the `memory-bench` binary in release mode.
+//!
+//! The binary prints one JSON line per measurement on stdout. Unless the arguments already
+//! name a data file (`--data PATH` or `--data=PATH`), `--data` is added: the file named by
+//! `AGENT_MEMORY_BENCH_DATA`, or else `<workspace>/../shared/bench/chat-10000.jsonl`.
+
+use std::{env, path::PathBuf};
+
+use crate::util::{self, Result};
+
+/// Environment variable that names the benchmark data file.
+const DATA_ENV: &str = "AGENT_MEMORY_BENCH_DATA";
+
+/// Runs `cargo xtask bench ARGS...`.
+pub(crate) fn run(args: &[String]) -> Result {
+    let mut cmd = util::cargo(["run", "--release", "--package", "memory-bench", "--"])?;
+    cmd.args(args);
+    if !has_data_arg(args) {
+        let data = default_data()?;
+        cmd.arg("--data").arg(data);
+    }
+    util::run_checked(&mut cmd)
+}
+
+/// Whether `args` already pass `--data`.
+fn has_data_arg(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|arg| *arg != "--")
+        .any(|arg| arg == "--data" || arg.starts_with("--data="))
+}
+
+/// The data file to use when the arguments name none; it must exist.
+fn default_data() -> Result<PathBuf> {
+    let (path, from) = match env::var_os(DATA_ENV) {
+        Some(path) if !path.is_empty() => (PathBuf::from(path), format!("${DATA_ENV}")),
+        _ => {
+            let root = util::workspace_root()?;
+            let path = root.parent().map_or_else(
+                || root.join("..").join("shared/bench/chat-10000.jsonl"),
+                |parent| parent.join("shared/bench/chat-10000.jsonl"),
+            );
+            (path, "the default location".to_owned())
+        }
+    };
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(format!(
+            "benchmark data not found: looked for {} ({from}); set {DATA_ENV}=/path/to/chat-10000.jsonl \
+             or pass --data PATH",
+            path.display()
+        )
+        .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn strings(args: &[&str]) -> Vec<String> {
+        args.iter().map(|arg| (*arg).to_owned()).collect()
+    }
+
+    #[test]
+    fn finds_data_argument() {
+        assert!(has_data_arg(&strings(&["--data", "x.jsonl"])));
+        assert!(has_data_arg(&strings(&["--n", "100", "--data=x.jsonl"])));
+        assert!(!has_data_arg(&strings(&["--n", "100"])));
+        assert!(!has_data_arg(&strings(&["--", "--data"])));
+        assert!(!has_data_arg(&strings(&["--database", "pg"])));
+    }
+}

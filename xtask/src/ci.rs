@@ -1,0 +1,146 @@
+//! `cargo xtask ci`: every check CI makes, in order, stopping at the first failure.
+//!
+//! 1. `cargo fmt --all -- --check`
+//! 2. `cargo clippy --workspace --all-targets --all-features -- -D warnings`
+//! 3. `cargo xtask test` (unless `--no-tests`)
+//! 4. `cargo doc --workspace --all-features --no-deps` with `RUSTDOCFLAGS="-D warnings"`
+//! 5. `cargo deny check bans licenses sources` (installing cargo-deny first if it is missing;
+//!    advisories need the network and are left out)
+
+use std::{
+    env,
+    process::Stdio,
+    time::{Duration, Instant},
+};
+
+use crate::{
+    test,
+    util::{self, Result},
+};
+
+/// One CI step: a name and what it runs.
+struct Step {
+    /// Short name, used in headers and error messages.
+    name: &'static str,
+    /// The command line it runs, shown in the header.
+    shown: &'static str,
+    /// Runs the step.
+    run: fn() -> Result,
+}
+
+/// Runs `cargo xtask ci`; with `no_tests` the test step is skipped.
+pub(crate) fn run(no_tests: bool) -> Result {
+    let steps: Vec<Step> = [
+        Step {
+            name: "fmt",
+            shown: "cargo fmt --all -- --check",
+            run: fmt,
+        },
+        Step {
+            name: "clippy",
+            shown: "cargo clippy --workspace --all-targets --all-features -- -D warnings",
+            run: clippy,
+        },
+        Step {
+            name: "test",
+            shown: "cargo xtask test",
+            run: || test::run(&[]),
+        },
+        Step {
+            name: "doc",
+            shown: "RUSTDOCFLAGS=\"-D warnings\" cargo doc --workspace --all-features --no-deps",
+            run: doc,
+        },
+        Step {
+            name: "deny",
+            shown: "cargo deny check bans licenses sources",
+            run: deny,
+        },
+    ]
+    .into_iter()
+    .filter(|step| !(no_tests && step.name == "test"))
+    .collect();
+
+    let total = steps.len();
+    let started = Instant::now();
+    let mut timings: Vec<(&str, Duration)> = Vec::new();
+    for (index, step) in steps.iter().enumerate() {
+        println!(
+            "\n==> [{}/{total}] {}: {}",
+            index + 1,
+            step.name,
+            step.shown
+        );
+        let step_started = Instant::now();
+        let result = (step.run)();
+        let elapsed = step_started.elapsed();
+        match result {
+            Ok(()) => {
+                println!("<== {}: ok in {}", step.name, util::secs(elapsed));
+                timings.push((step.name, elapsed));
+            }
+            Err(err) => {
+                println!("<== {}: FAILED after {}", step.name, util::secs(elapsed));
+                return Err(format!("CI step `{}` failed: {err}", step.name).into());
+            }
+        }
+    }
+
+    println!("\nCI passed in {}:", util::secs(started.elapsed()));
+    for (name, elapsed) in timings {
+        println!("  {name:<8} {}", util::secs(elapsed));
+    }
+    if no_tests {
+        println!("  (tests skipped: --no-tests)");
+    }
+    Ok(())
+}
+
+/// `cargo fmt --all -- --check`.
+fn fmt() -> Result {
+    util::run_checked(&mut util::cargo(["fmt", "--all", "--", "--check"])?)
+}
+
+/// `cargo clippy --workspace --all-targets --all-features -- -D warnings`.
+fn clippy() -> Result {
+    util::run_checked(&mut util::cargo([
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--all-features",
+        "--",
+        "-D",
+        "warnings",
+    ])?)
+}
+
+/// `cargo doc --workspace --all-features --no-deps`, with rustdoc warnings denied.
+fn doc() -> Result {
+    let mut flags = String::from("-D warnings");
+    if let Ok(extra) = env::var("RUSTDOCFLAGS")
+        && !extra.trim().is_empty()
+    {
+        flags = format!("{extra} {flags}");
+    }
+    let mut cmd = util::cargo(["doc", "--workspace", "--all-features", "--no-deps"])?;
+    cmd.env("RUSTDOCFLAGS", flags);
+    util::run_checked(&mut cmd)
+}
+
+/// `cargo deny check bans licenses sources`, installing cargo-deny first if it is missing.
+fn deny() -> Result {
+    let installed = util::cargo(["deny", "--version"])?
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|status| status.success());
+    if !installed {
+        println!("cargo-deny is not installed; installing it: cargo install cargo-deny --locked");
+        util::run_checked(&mut util::cargo(["install", "cargo-deny", "--locked"])?)
+            .map_err(|err| format!("installing cargo-deny: {err}"))?;
+    }
+    util::run_checked(&mut util::cargo([
+        "deny", "check", "bans", "licenses", "sources",
+    ])?)
+}
