@@ -4,7 +4,8 @@
 //! `test result: ...` lines are summed over all test binaries and doctests.
 
 use std::{
-    io::{self, BufRead, BufReader, Read, Write},
+    env,
+    io::{self, BufRead, BufReader, IsTerminal, Read, Write},
     process::Stdio,
     thread,
 };
@@ -29,6 +30,10 @@ pub(crate) fn run(extra: &[String]) -> Result {
 
     let mut cmd = util::cargo(["test", "--workspace", "--all-features", "--no-fail-fast"])?;
     cmd.args(extra);
+    // cargo sees pipes, not our terminal: keep its colours when we are on one.
+    if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
+        cmd.env("CARGO_TERM_COLOR", "always");
+    }
     let shown = Shown(&cmd).to_string();
     println!("$ {shown}");
     let mut child = cmd

@@ -46,7 +46,12 @@ struct Cli {
     data: PathBuf,
 
     /// A workload to run (repeatable or comma-separated; default: all).
-    #[arg(long = "workload", value_name = "NAME", value_enum, value_delimiter = ',')]
+    #[arg(
+        long = "workload",
+        value_name = "NAME",
+        value_enum,
+        value_delimiter = ','
+    )]
     workloads: Vec<Workload>,
 
     /// A backend to run (repeatable or comma-separated; default: every available backend).

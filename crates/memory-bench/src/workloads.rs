@@ -1,0 +1,672 @@
+//! The workloads: what one operation is, how a case is set up, and what each line reports.
+//!
+//! Setup (preloading the thread, building the session) is never timed. Each workload warms up
+//! with a few untimed operations, then times every operation on its own.
+//!
+//! `memory_get` (`Memory::get` with a static block, token_limit 30,000, on a thread of N
+//! messages; see shared/bench/README.md) is not here yet: it arrives with the `Memory` work in
+//! memory-core, as one more [`Workload`] variant.
+
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::ValueEnum;
+use memory_core::{
+    Agent, AgentSession, ChatMessage, ChatModel, ChatRequest, ChatResponse, HistoryStore, Scope,
+    TiktokenCounter, TokenCounter, Window,
+};
+
+use crate::backends::{self, Stores};
+use crate::data::{DataMessage, DataRole};
+use crate::harness::{Recorder, Report, Stats, round};
+use crate::{BenchResult, Case};
+
+/// The context window every workload reads: what the model would get.
+const WINDOW: Window = Window::TokenBudget(30_000);
+/// The most messages one bulk-import append carries.
+const IMPORT_BATCH: usize = 1_000;
+/// The agent whose history the session of `session_roundtrip` holds, and the agent's name in
+/// `agent_run`.
+const AGENT: &str = "assistant-agent";
+/// The average cl100k tokens per message text of the full data set (shared/bench/README.md).
+const README_AVG_CL100K_TOKENS: f64 = 57.9;
+/// The answer of [`ConstantReplyModel`]: about as long as a data set message.
+const CONSTANT_REPLY: &str = "Thanks for the update. I checked the release branch and the \
+    billing service: the config file migrated as expected, the design doc is reviewed, and the \
+    pricing table needs one more pass before Friday. I will follow up with the hiring committee \
+    after lunch and post the notes in the weekly sync.";
+
+/// What the benchmark measures.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, ValueEnum)]
+#[value(rename_all = "snake_case")]
+pub(crate) enum Workload {
+    /// Append a user message, read the 30,000-token window, append an assistant message.
+    AgentTurn,
+    /// `Agent::run` with an offline constant-reply model.
+    AgentRun,
+    /// Append one message.
+    AppendOne,
+    /// Read the 30,000-token window.
+    ReadWindow,
+    /// Append N messages to an empty thread, in batches of up to 1,000.
+    BulkImport,
+    /// Serialize and deserialize a session holding N messages; save and load it in the store.
+    SessionRoundtrip,
+    /// Count the tokens of N messages with o200k and cl100k.
+    CountTokens,
+}
+
+impl Workload {
+    /// Every workload, in the order they run.
+    pub(crate) const ALL: [Workload; 7] = [
+        Workload::AgentTurn,
+        Workload::AgentRun,
+        Workload::AppendOne,
+        Workload::ReadWindow,
+        Workload::BulkImport,
+        Workload::SessionRoundtrip,
+        Workload::CountTokens,
+    ];
+
+    /// The name used on the command line and in the JSON lines.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Workload::AgentTurn => "agent_turn",
+            Workload::AgentRun => "agent_run",
+            Workload::AppendOne => "append_one",
+            Workload::ReadWindow => "read_window",
+            Workload::BulkImport => "bulk_import",
+            Workload::SessionRoundtrip => "session_roundtrip",
+            Workload::CountTokens => "count_tokens",
+        }
+    }
+
+    /// The workload called `name`.
+    pub(crate) fn from_name(name: &str) -> BenchResult<Self> {
+        Self::ALL
+            .into_iter()
+            .find(|w| w.name() == name)
+            .ok_or_else(|| format!("unknown workload {name:?}").into())
+    }
+
+    /// One line for `--list`: what one operation is.
+    pub(crate) fn description(self) -> &'static str {
+        match self {
+            Workload::AgentTurn => {
+                "append a user message, read the 30,000-token window, append an assistant message"
+            }
+            Workload::AgentRun => "Agent::run with an offline constant-reply model",
+            Workload::AppendOne => "append one message to a thread of N",
+            Workload::ReadWindow => "read the 30,000-token window of a thread of N",
+            Workload::BulkImport => "append N messages to an empty thread, 1,000 per batch",
+            Workload::SessionRoundtrip => {
+                "serialize / deserialize / save / load a session holding N messages"
+            }
+            Workload::CountTokens => "count the tokens of N messages (o200k, cl100k)",
+        }
+    }
+
+    /// Whether the workload runs on a backend's stores (else it reports backend `"none"`).
+    pub(crate) fn uses_backend(self) -> bool {
+        !matches!(self, Workload::CountTokens)
+    }
+}
+
+/// A chat model for the benchmark: answers every request with the same assistant message,
+/// offline and at no cost, so `agent_run` measures the memory pipeline alone.
+#[derive(Debug, Clone)]
+pub(crate) struct ConstantReplyModel {
+    reply: String,
+}
+
+impl ConstantReplyModel {
+    /// A model answering `reply` to everything.
+    pub(crate) fn new(reply: impl Into<String>) -> Self {
+        Self {
+            reply: reply.into(),
+        }
+    }
+}
+
+#[memory_core::async_trait]
+impl ChatModel for ConstantReplyModel {
+    async fn complete(&self, _request: ChatRequest) -> memory_core::Result<ChatResponse> {
+        Ok(ChatResponse {
+            messages: vec![ChatMessage::assistant(self.reply.clone())],
+            ..ChatResponse::default()
+        })
+    }
+}
+
+/// Everything one case needs.
+struct Ctx<'a> {
+    workload: &'static str,
+    backend: &'a str,
+    n: usize,
+    data: &'a [DataMessage],
+    ops: Option<usize>,
+}
+
+impl Ctx<'_> {
+    /// The first `n` messages of the data set.
+    fn thread(&self) -> &[DataMessage] {
+        &self.data[..self.n]
+    }
+
+    /// The `k`-th message after the first `n` (cycling through the data set): the new messages
+    /// the timed operations append.
+    fn later(&self, k: usize) -> &DataMessage {
+        &self.data[(self.n + k) % self.data.len()]
+    }
+
+    /// A report line of this case.
+    fn report(&self, stats: &Stats) -> Report {
+        Report::new(self.workload, self.backend, self.n, stats)
+    }
+}
+
+/// Runs one case and returns its lines, each with the process's peak RSS.
+pub(crate) async fn run(
+    case: &Case,
+    data: &[DataMessage],
+    ops: Option<usize>,
+) -> BenchResult<Vec<Report>> {
+    let ctx = Ctx {
+        workload: case.workload.name(),
+        backend: &case.backend,
+        n: case.n,
+        data,
+        ops,
+    };
+    let reports = if case.workload.uses_backend() {
+        let backend = backends::find(&case.backend)?;
+        let stores = (backend.connect)()
+            .await
+            .map_err(|e| format!("cannot open the {} backend: {e}", backend.name))?;
+        match case.workload {
+            Workload::AgentTurn => agent_turn(&ctx, &stores).await?,
+            Workload::AgentRun => agent_run(&ctx, &stores).await?,
+            Workload::AppendOne => append_one(&ctx, &stores).await?,
+            Workload::ReadWindow => read_window(&ctx, &stores).await?,
+            Workload::BulkImport => bulk_import(&ctx, &stores).await?,
+            Workload::SessionRoundtrip => session_roundtrip(&ctx, &stores).await?,
+            Workload::CountTokens => count_tokens(&ctx)?,
+        }
+    } else {
+        count_tokens(&ctx)?
+    };
+    Ok(reports.into_iter().map(Report::with_peak_rss).collect())
+}
+
+/// A fresh random scope, so a case never meets data of another run.
+fn fresh_scope() -> BenchResult<Scope> {
+    Ok(Scope::session(format!("bench-{}", uuid::Uuid::new_v4()))?)
+}
+
+/// Appends `messages` to the thread of `scope` in batches (setup, untimed).
+async fn preload(
+    history: &dyn HistoryStore,
+    scope: &Scope,
+    messages: &[DataMessage],
+) -> BenchResult<()> {
+    for chunk in messages.chunks(IMPORT_BATCH) {
+        let batch: Vec<ChatMessage> = chunk.iter().map(DataMessage::to_chat).collect();
+        let outcome = history.append(scope, &batch).await?;
+        if outcome.inserted != batch.len() {
+            return Err(format!(
+                "preloading stored {} of {} messages",
+                outcome.inserted,
+                batch.len()
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// The number of messages in the thread of `scope`, checked against `expected`.
+async fn check_len(history: &dyn HistoryStore, scope: &Scope, expected: usize) -> BenchResult<()> {
+    let count = history.count(scope).await?;
+    if count.active != expected as u64 {
+        return Err(format!(
+            "the thread holds {} active messages, expected {expected}",
+            count.active
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// The average of `total` over `count` items, rounded to 0.1.
+fn average(total: usize, count: usize) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        round(total as f64 / count as f64, 1)
+    }
+}
+
+/// `agent_turn`: on a thread of N, append a user message, read the window, append an assistant
+/// message. One op = those three store calls.
+async fn agent_turn(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(200);
+    let warmup = 10;
+    let history = stores.history.as_ref();
+    let scope = fresh_scope()?;
+    preload(history, &scope, ctx.thread()).await?;
+    let turns: Vec<(ChatMessage, ChatMessage)> = (0..warmup + ops)
+        .map(|k| {
+            (
+                ChatMessage::user(ctx.later(2 * k).text.clone()),
+                ChatMessage::assistant(ctx.later(2 * k + 1).text.clone()),
+            )
+        })
+        .collect();
+    let mut turns = turns.into_iter();
+    for (user, assistant) in turns.by_ref().take(warmup) {
+        history.append(&scope, &[user]).await?;
+        black_box(history.read(&scope, WINDOW).await?);
+        history.append(&scope, &[assistant]).await?;
+    }
+    let mut window_total = 0;
+    let mut recorder = Recorder::new(ops);
+    for (user, assistant) in turns {
+        let started = Instant::now();
+        history.append(&scope, &[user]).await?;
+        let window = history.read(&scope, WINDOW).await?;
+        window_total += window.len();
+        drop(window);
+        history.append(&scope, &[assistant]).await?;
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    let n_end = ctx.n + 2 * (warmup + ops);
+    check_len(history, &scope, n_end).await?;
+    history.clear(&scope).await?;
+    Ok(vec![
+        ctx.report(&stats)
+            .field("store_calls_per_op", 3)
+            .field("window_len_avg", average(window_total, ops))
+            .field("n_end", n_end),
+    ])
+}
+
+/// `agent_run`: `Agent::run` on a session whose thread holds N messages, with
+/// [`ConstantReplyModel`]. One op = one run (window read, request, model, one append).
+async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(200);
+    let warmup = 10;
+    let agent = Agent::builder(
+        AGENT,
+        Arc::new(ConstantReplyModel::new(CONSTANT_REPLY)),
+        Arc::clone(&stores.history),
+    )
+    .instructions("You are a helpful assistant. Answer briefly.")
+    .build()?;
+    let mut session = AgentSession::new(fresh_scope()?);
+    let history = stores.history.as_ref();
+    preload(history, session.scope(), ctx.thread()).await?;
+    let inputs: Vec<ChatMessage> = (0..warmup + ops)
+        .map(|k| ChatMessage::user(ctx.later(k).text.clone()))
+        .collect();
+    let mut inputs = inputs.into_iter();
+    for input in inputs.by_ref().take(warmup) {
+        black_box(agent.run(input, &mut session).await?);
+    }
+    let mut window_total = 0;
+    let mut recorder = Recorder::new(ops);
+    for input in inputs {
+        let started = Instant::now();
+        let run = agent.run(input, &mut session).await?;
+        window_total += run.window_len;
+        drop(run);
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    let n_end = ctx.n + 2 * (warmup + ops);
+    check_len(history, session.scope(), n_end).await?;
+    history.clear(session.scope()).await?;
+    Ok(vec![
+        ctx.report(&stats)
+            .field("store_calls_per_op", 2)
+            .field("window_len_avg", average(window_total, ops))
+            .field("n_end", n_end),
+    ])
+}
+
+/// `append_one`: append one message to a thread of N.
+async fn append_one(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(1_000);
+    let warmup = 50;
+    let history = stores.history.as_ref();
+    let scope = fresh_scope()?;
+    preload(history, &scope, ctx.thread()).await?;
+    let messages: Vec<ChatMessage> = (0..warmup + ops).map(|k| ctx.later(k).to_chat()).collect();
+    let mut messages = messages.into_iter();
+    for message in messages.by_ref().take(warmup) {
+        history.append(&scope, &[message]).await?;
+    }
+    let mut recorder = Recorder::new(ops);
+    for message in messages {
+        let started = Instant::now();
+        black_box(history.append(&scope, &[message]).await?);
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    let n_end = ctx.n + warmup + ops;
+    check_len(history, &scope, n_end).await?;
+    history.clear(&scope).await?;
+    Ok(vec![
+        ctx.report(&stats)
+            .field("store_calls_per_op", 1)
+            .field("n_end", n_end),
+    ])
+}
+
+/// `read_window`: read the 30,000-token window of a thread of N.
+async fn read_window(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(1_000);
+    let warmup = 50;
+    let history = stores.history.as_ref();
+    let scope = fresh_scope()?;
+    preload(history, &scope, ctx.thread()).await?;
+    let window = history.read(&scope, WINDOW).await?;
+    let window_len = window.len();
+    let window_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+    drop(window);
+    for _ in 0..warmup {
+        black_box(history.read(&scope, WINDOW).await?);
+    }
+    let mut recorder = Recorder::new(ops);
+    for _ in 0..ops {
+        let started = Instant::now();
+        let window = history.read(&scope, WINDOW).await?;
+        black_box(&window);
+        drop(window);
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    history.clear(&scope).await?;
+    Ok(vec![
+        ctx.report(&stats)
+            .field("store_calls_per_op", 1)
+            .field("window_len", window_len)
+            .field("window_tokens", window_tokens),
+    ])
+}
+
+/// `bulk_import`: append N messages to an empty thread in batches of up to 1,000, repeated on
+/// fresh threads. One op = one batch; throughput is messages per second.
+async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let imports = ctx.ops.unwrap_or((20_000 / ctx.n).clamp(3, 50)).max(1);
+    let history = stores.history.as_ref();
+    let messages: Vec<ChatMessage> = ctx.thread().iter().map(DataMessage::to_chat).collect();
+    // Warm-up: one batch on a throwaway thread.
+    let scope = fresh_scope()?;
+    let warm = &messages[..messages.len().min(IMPORT_BATCH)];
+    history.append(&scope, warm).await?;
+    history.clear(&scope).await?;
+    let mut samples = Vec::with_capacity(imports * ctx.n.div_ceil(IMPORT_BATCH));
+    for _ in 0..imports {
+        let scope = fresh_scope()?;
+        for batch in messages.chunks(IMPORT_BATCH) {
+            let started = Instant::now();
+            black_box(history.append(&scope, batch).await?);
+            samples.push(started.elapsed());
+        }
+        check_len(history, &scope, ctx.n).await?;
+        history.clear(&scope).await?;
+    }
+    // Only the appends count: checking and clearing between imports is not the workload.
+    let busy = samples.iter().sum();
+    let stats = Stats::from_samples(samples, busy);
+    let total_messages = imports * ctx.n;
+    let import_ms = busy.as_secs_f64() * 1e3 / imports as f64;
+    let us_per_message = busy.as_secs_f64() * 1e6 / total_messages as f64;
+    Ok(vec![
+        Report::with_units(
+            ctx.workload,
+            ctx.backend,
+            ctx.n,
+            &stats,
+            total_messages as f64,
+        )
+        .field("rate_unit", "messages")
+        .field("batch_size", ctx.n.min(IMPORT_BATCH))
+        .field("imports", imports)
+        .field("import_ms", round(import_ms, 3))
+        .field("us_per_message", round(us_per_message, 3)),
+    ])
+}
+
+/// `session_roundtrip`: a session holding N messages in one agent's history; four lines:
+/// `serialize` (`serialize()` + `serde_json::to_string`), `deserialize`
+/// (`AgentSession::from_json`), and the backend's `save` and `load` of the state.
+async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let rounds = ctx.ops.unwrap_or((100_000 / ctx.n).clamp(10, 200)).max(1);
+    let warmup = 2;
+    let mut session = AgentSession::new(fresh_scope()?);
+    for message in ctx.thread() {
+        session.add_history_message(AGENT, message.to_chat())?;
+    }
+
+    let mut json = String::new();
+    for _ in 0..warmup {
+        json = serde_json::to_string(&session.serialize()?)?;
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let encoded = serde_json::to_string(&session.serialize()?)?;
+        recorder.push(started.elapsed());
+        json = encoded;
+    }
+    let serialize = recorder.finish();
+    let bytes = json.len();
+
+    if AgentSession::from_json(&json)? != session {
+        return Err("the session does not survive its JSON round trip".into());
+    }
+    for _ in 0..warmup {
+        black_box(AgentSession::from_json(&json)?);
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let restored = AgentSession::from_json(&json)?;
+        black_box(&restored);
+        drop(restored);
+        recorder.push(started.elapsed());
+    }
+    let deserialize = recorder.finish();
+
+    let sessions = stores.sessions.as_ref();
+    let scope = session.scope();
+    let state = session.serialize()?;
+    let mut version = None;
+    for _ in 0..warmup {
+        version = Some(sessions.save(scope, &state, version).await?);
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let saved = sessions.save(scope, &state, version).await?;
+        recorder.push(started.elapsed());
+        version = Some(saved);
+    }
+    let save = recorder.finish();
+
+    for _ in 0..warmup {
+        black_box(sessions.load(scope).await?);
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let loaded = sessions.load(scope).await?;
+        black_box(&loaded);
+        drop(loaded);
+        recorder.push(started.elapsed());
+    }
+    let load = recorder.finish();
+    match sessions.load(scope).await? {
+        Some(stored) if stored.state == state && Some(stored.version) == version => {}
+        _ => return Err("the session store did not return the state it saved".into()),
+    }
+    sessions.delete(scope).await?;
+
+    Ok([
+        ("serialize", &serialize),
+        ("deserialize", &deserialize),
+        ("save", &save),
+        ("load", &load),
+    ]
+    .into_iter()
+    .map(|(phase, stats)| {
+        ctx.report(stats)
+            .field("phase", phase)
+            .field("bytes", bytes)
+            .field(
+                "mb_per_s",
+                round(stats.per_second(bytes as f64 * stats.ops as f64) / 1e6, 1),
+            )
+    })
+    .collect())
+}
+
+/// `count_tokens`: count the tokens of the N messages with o200k and cl100k, a message at a
+/// time (`count_message`), in as many passes as make about `--ops` messages (default 10,000).
+/// One line per encoding, with tokens per second and the average tokens per message text.
+fn count_tokens(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
+    let target = ctx.ops.unwrap_or(10_000);
+    let passes = target.div_ceil(ctx.n).max(1);
+    let messages: Vec<ChatMessage> = ctx.thread().iter().map(DataMessage::to_chat).collect();
+    let mut reports = Vec::new();
+    for (encoding, counter) in [
+        ("o200k_base", TiktokenCounter::o200k()),
+        ("cl100k_base", TiktokenCounter::cl100k()),
+    ] {
+        let text_tokens: usize = ctx
+            .thread()
+            .iter()
+            .map(|m| counter.count_text(&m.text) as usize)
+            .sum();
+        let avg_tokens = average(text_tokens, ctx.n);
+        for message in messages.iter().take(100) {
+            black_box(counter.count_message(message));
+        }
+        let mut tokens = 0u64;
+        let mut recorder = Recorder::new(passes * ctx.n);
+        for _ in 0..passes {
+            for message in &messages {
+                let started = Instant::now();
+                let count = counter.count_message(black_box(message));
+                recorder.push(started.elapsed());
+                tokens += u64::from(count);
+            }
+        }
+        let stats = recorder.finish();
+        if encoding == "cl100k_base"
+            && ctx.n == ctx.data.len()
+            && (avg_tokens - README_AVG_CL100K_TOKENS).abs() > 0.5
+        {
+            eprintln!(
+                "  WARNING: cl100k averages {avg_tokens} tokens per message text; \
+                 shared/bench/README.md says {README_AVG_CL100K_TOKENS}"
+            );
+        }
+        let message_tokens = tokens / passes as u64;
+        reports.push(
+            ctx.report(&stats)
+                .field("encoding", encoding)
+                .field("tokens_per_s", round(stats.per_second(tokens as f64), 0))
+                .field("avg_tokens", avg_tokens)
+                .field(
+                    "avg_message_tokens",
+                    average(message_tokens as usize, ctx.n),
+                )
+                .field("passes", passes),
+        );
+    }
+    Ok(reports)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn data(len: usize) -> Vec<DataMessage> {
+        (0..len)
+            .map(|i| DataMessage {
+                i,
+                role: if i % 2 == 0 {
+                    DataRole::User
+                } else {
+                    DataRole::Assistant
+                },
+                text: format!("message {i}: the release branch migrated the config file"),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn workload_names_match_the_command_line() {
+        for workload in Workload::ALL {
+            let value = workload.to_possible_value().unwrap();
+            assert_eq!(value.get_name(), workload.name());
+            assert_eq!(Workload::from_name(workload.name()).unwrap(), workload);
+        }
+        assert!(Workload::from_name("memory_get").is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn every_workload_runs_on_a_small_thread() {
+        let data = data(40);
+        for workload in Workload::ALL {
+            let backend = if workload.uses_backend() {
+                "in-memory"
+            } else {
+                backends::NO_BACKEND
+            };
+            let case = Case {
+                workload,
+                backend: backend.to_owned(),
+                n: 20,
+            };
+            let reports = run(&case, &data, Some(5)).await.unwrap();
+            let expected = match workload {
+                Workload::SessionRoundtrip => 4,
+                Workload::CountTokens => 2,
+                _ => 1,
+            };
+            assert_eq!(reports.len(), expected, "{workload:?}");
+            for report in reports {
+                assert_eq!(report.workload, workload.name());
+                assert_eq!(report.n, 20);
+                assert!(report.ops > 0 && report.ops_per_s > 0.0, "{report:?}");
+                assert!(report.p99_us >= report.p50_us, "{report:?}");
+            }
+        }
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn the_constant_model_answers_the_agent() {
+        let stores = (backends::find("in-memory").unwrap().connect)()
+            .await
+            .unwrap();
+        let agent = Agent::builder(
+            AGENT,
+            Arc::new(ConstantReplyModel::new("ok")),
+            stores.history.clone(),
+        )
+        .build()
+        .unwrap();
+        let mut session = AgentSession::new(fresh_scope().unwrap());
+        let run = agent.run("hello", &mut session).await.unwrap();
+        assert_eq!(run.text(), "ok");
+        assert_eq!(
+            stores.history.count(session.scope()).await.unwrap().active,
+            2
+        );
+    }
+}
