@@ -22,7 +22,11 @@ use clap::{Parser, Subcommand};
 
 /// Command line of `cargo xtask`.
 #[derive(Debug, Parser)]
-#[command(name = "xtask", bin_name = "cargo xtask", about = "Project automation for agent-memory")]
+#[command(
+    name = "xtask",
+    bin_name = "cargo xtask",
+    about = "Project automation for agent-memory"
+)]
 struct Cli {
     /// The task to run.
     #[command(subcommand)]

@@ -16,8 +16,17 @@ pub(crate) type DynError = Box<dyn std::error::Error>;
 pub(crate) type Result<T = ()> = std::result::Result<T, DynError>;
 
 /// The root of the workspace: the parent of this crate's directory.
+///
+/// `cargo run` (and so `cargo xtask`) sets `CARGO_MANIFEST_DIR` for the process it starts; that
+/// runtime value wins over the one compiled in, which goes stale when the work tree moves but a
+/// target directory is reused (cargo does not rebuild for it).
 pub(crate) fn workspace_root() -> Result<PathBuf> {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    let compiled = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let manifest_dir = env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.file_name() == compiled.file_name() && dir.join("Cargo.toml").is_file())
+        .unwrap_or(compiled);
+    manifest_dir
         .parent()
         .map(Path::to_path_buf)
         .ok_or_else(|| "xtask's manifest directory has no parent directory".into())

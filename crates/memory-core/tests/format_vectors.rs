@@ -1,6 +1,8 @@
 //! The JSON test vectors of docs/format/ pin the message and session formats: every valid
 //! vector decodes and re-encodes to the same JSON, every invalid one is a typed error.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -35,7 +37,8 @@ fn message_vectors_round_trip() {
     assert!(found.len() >= 5, "message vectors missing: {found:?}");
     for path in found {
         let text = read(&path);
-        let msg = ChatMessage::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let msg =
+            ChatMessage::from_json(&text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         let expected: Value = serde_json::from_str(&text).unwrap();
         assert_eq!(msg.to_json_value().unwrap(), expected, "{}", path.display());
     }
@@ -53,7 +56,8 @@ fn session_vector_round_trips_and_keeps_unknown_provider_state() {
 
 #[test]
 fn openai_vector_converts_both_ways() {
-    let doc: Value = serde_json::from_str(&read(&vectors_dir().join("openai-conversation.json"))).unwrap();
+    let doc: Value =
+        serde_json::from_str(&read(&vectors_dir().join("openai-conversation.json"))).unwrap();
     let openai: Vec<OpenAiMessage> = serde_json::from_value(doc["openai"].clone()).unwrap();
     let ours: Vec<ChatMessage> = serde_json::from_value(doc["agent_memory"].clone()).unwrap();
     assert_eq!(openai.len(), ours.len());

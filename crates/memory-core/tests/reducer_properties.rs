@@ -1,5 +1,7 @@
 //! Properties of the message grouping and of the reducers that cut along it.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+
 use std::collections::HashMap;
 
 use memory_core::{
@@ -134,10 +136,10 @@ fn check(
     }
 
     // The last user turn is kept.
-    if let Some(u) = msgs.iter().rposition(|m| m.message.role == Role::User) {
-        if u > 0 || r.pinned.is_none() {
-            assert!((u..msgs.len()).all(|i| kept.contains(&i)), "last turn cut");
-        }
+    if let Some(u) = msgs.iter().rposition(|m| m.message.role == Role::User)
+        && (u > 0 || r.pinned.is_none())
+    {
+        assert!((u..msgs.len()).all(|i| kept.contains(&i)), "last turn cut");
     }
 
     // The kept cost fits unless the protected turn alone does not; and one more group would not.

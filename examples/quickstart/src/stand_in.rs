@@ -9,7 +9,7 @@ use agent_memory::{ChatMessage, ChatModel, ChatRequest, ChatResponse, Result, Ro
 /// says so when that part of the conversation is no longer in its window); anything else is
 /// acknowledged.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct OfflineStandInModel;
+pub(crate) struct OfflineStandInModel;
 
 #[async_trait]
 impl ChatModel for OfflineStandInModel {
