@@ -231,7 +231,10 @@ impl<T> ExpectOk<T> for Result<T> {
     fn expect_ok(self, what: &str) -> T {
         match self {
             Ok(value) => value,
-            Err(err) => panic!("{what}: expected success, got error {err} (kind {})", err.kind()),
+            Err(err) => panic!(
+                "{what}: expected success, got error {err} (kind {})",
+                err.kind()
+            ),
         }
     }
 }

@@ -1,1 +1,56 @@
-//! placeholder
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+// This crate is test support: its checks fail by panicking (like `assert!`), and its fixtures
+// unwrap values that are valid by construction. A panic with a clear message is the intended
+// way to report a broken contract, so the workspace's unwrap/expect/panic lints do not apply.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+pub mod fixtures;
+pub mod history;
+mod macros;
+pub mod scripted_model;
+pub mod session;
+pub mod vector;
+
+pub use history::run_all_history_checks;
+pub use scripted_model::{ScriptedChatModel, ScriptedReply};
+pub use session::run_all_session_checks;
+pub use vector::run_all_vector_checks;
+
+/// What the macros expand to. Not a public API: it may change in any release.
+#[doc(hidden)]
+pub mod __private {
+    use std::future::Future;
+    use std::sync::Arc;
+
+    use memory_core::{HistoryStore, SessionStore, VectorStore};
+
+    pub use tokio;
+
+    /// Runs `future` to completion on a new multi-thread runtime with 4 workers, as
+    /// `#[tokio::test(flavor = "multi_thread", worker_threads = 4)]` does.
+    pub fn block_on<F: Future>(future: F) -> F::Output {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(4)
+            .enable_all()
+            .build()
+            .expect("build the test runtime")
+            .block_on(future)
+    }
+
+    /// The store under test, shared.
+    pub fn history_store<S: HistoryStore>(store: S) -> Arc<dyn HistoryStore> {
+        Arc::new(store)
+    }
+
+    /// The store under test, shared.
+    pub fn session_store<S: SessionStore>(store: S) -> Arc<dyn SessionStore> {
+        Arc::new(store)
+    }
+
+    /// The store under test, shared.
+    pub fn vector_store<S: VectorStore>(store: S) -> Arc<dyn VectorStore> {
+        Arc::new(store)
+    }
+}

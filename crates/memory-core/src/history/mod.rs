@@ -121,9 +121,11 @@ impl HistoryCapabilities {
 ///   sequence number 1. It returns how many messages it deleted.
 /// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
 ///   and match the filter, each once, in a stable order.
-/// - [`set_ttl`](HistoryStore::set_ttl) makes a thread expire `ttl` after its last append (each
-///   append restarts the clock); `None` removes the expiry. An expired thread reads as empty, is
-///   not listed, and is gone for appends (they start a new thread).
+/// - [`set_ttl`](HistoryStore::set_ttl) makes a thread expire `ttl` after the later of the
+///   `set_ttl` call and its last append (each append restarts the clock); `None` removes the
+///   expiry; a thread that holds no message (unknown or expired) is
+///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, is not listed,
+///   and is gone for appends (they start a new thread at sequence number 1).
 ///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now.
 ///   Stores without TTL support (see [`capabilities`](HistoryStore::capabilities)) return
 ///   [`Unsupported`](crate::ErrorKind::Unsupported).

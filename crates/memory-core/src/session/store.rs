@@ -49,7 +49,8 @@ impl SessionCapabilities {
 /// - [`delete`](SessionStore::delete) removes it; returns whether it existed.
 /// - [`list`](SessionStore::list) pages through the scopes holding a session that match the
 ///   filter, each once, in a stable order.
-/// - [`set_ttl`](SessionStore::set_ttl) makes the session expire `ttl` after its last save;
+/// - [`set_ttl`](SessionStore::set_ttl) makes the session expire `ttl` after the later of the
+///   `set_ttl` call and its last save (each save restarts the clock);
 ///   `None` removes the expiry; an unknown session is [`NotFound`](crate::ErrorKind::NotFound).
 ///   An expired session loads as `None`, is not listed, and can be created again.
 ///   [`purge_expired`](SessionStore::purge_expired) deletes expired sessions now. Stores without

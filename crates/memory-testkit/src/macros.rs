@@ -1,0 +1,243 @@
+//! The macros that turn each check of a suite into its own test.
+//!
+//! Each list of checks below is the one place a suite's checks are named: it feeds both the
+//! test-generating macros and the `run_all_*_checks` functions, so the two cannot drift apart.
+
+/// Generates one test per [`HistoryStore`](memory_core::HistoryStore) check.
+///
+/// The argument is an expression (usually an `async` block) that evaluates to a future of the
+/// store under test: any type implementing `HistoryStore`, including `Arc<dyn HistoryStore>`.
+/// Every test awaits it to build a fresh store, then runs one check of
+/// [`history`](crate::history) on a multi-thread Tokio runtime with 4 workers (what
+/// `#[tokio::test(flavor = "multi_thread", worker_threads = 4)]` sets up).
+///
+/// The tests are placed in a module named `history_store`; name it yourself with
+/// `history_store_tests!(mod name, async { ... })` to run the suite twice in one file. The
+/// module imports `super::*`, so the expression may call helpers of the enclosing module.
+///
+/// ```
+/// memory_testkit::history_store_tests!(async { memory_core::InMemoryHistoryStore::new() });
+///
+/// // The same suite again, with a store built by a helper of this file.
+/// fn build_store() -> memory_core::InMemoryHistoryStore {
+///     memory_core::InMemoryHistoryStore::new()
+/// }
+/// memory_testkit::history_store_tests!(mod history_again, async { build_store() });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! history_store_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__history_checks!(tests($crate::__private::history_store, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::history_store_tests!(mod history_store, $make);
+    };
+}
+
+/// Generates one test per [`SessionStore`](memory_core::SessionStore) check.
+///
+/// As [`history_store_tests!`], with a future of any type implementing `SessionStore`; the
+/// default module is `session_store`.
+///
+/// ```
+/// memory_testkit::session_store_tests!(async { memory_core::InMemorySessionStore::new() });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! session_store_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__session_checks!(tests($crate::__private::session_store, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::session_store_tests!(mod session_store, $make);
+    };
+}
+
+/// Generates one test per [`VectorStore`](memory_core::VectorStore) check.
+///
+/// As [`history_store_tests!`], with a future of any type implementing `VectorStore`; the
+/// default module is `vector_store`. Every check writes vectors of
+/// [`VECTOR_DIM`](crate::fixtures::VECTOR_DIM) dimensions.
+///
+/// ```
+/// memory_testkit::vector_store_tests!(async { memory_core::InMemoryVectorStore::new() });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! vector_store_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__vector_checks!(tests($crate::__private::vector_store, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::vector_store_tests!(mod vector_store, $make);
+    };
+}
+
+/// The history checks: `shared` take `&dyn HistoryStore`, `owned` take `Arc<dyn HistoryStore>`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __history_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite history
+            shared [
+                append_assigns_consecutive_seqs,
+                unknown_thread_reads_empty,
+                empty_batch_is_a_no_op,
+                window_all_returns_active_messages,
+                window_last_returns_newest_active,
+                window_after_returns_later_active,
+                window_token_budget_is_contiguous_from_newest,
+                window_everything_includes_archived,
+                count_reports_active_archived_tokens_and_last_seq,
+                archive_moves_a_range_out_of_the_window,
+                archive_edge_ranges,
+                archived_ids_still_dedupe,
+                clear_deletes_the_thread,
+                list_threads_pages_each_thread_once,
+                list_threads_filters_by_user_agent_source,
+                list_threads_never_crosses_tenants,
+                retried_append_is_idempotent,
+                overlapping_batches_insert_only_new_messages,
+                duplicate_ids_within_a_batch_are_stored_once,
+                scopes_are_isolated,
+                longest_ids_round_trip,
+                invalid_ids_are_refused,
+                ttl_expires_a_thread,
+                ttl_none_removes_the_expiry,
+                ttl_is_refreshed_by_append,
+                ttl_on_unknown_thread_is_not_found,
+                purge_expired_removes_expired_threads,
+                large_message_round_trips,
+                non_ascii_messages_round_trip,
+                oversized_message_is_refused_atomically,
+                oversized_batch_is_refused,
+                token_counts_match_the_counter,
+            ]
+            owned [
+                concurrent_writers_to_one_thread,
+            ]
+        }
+    };
+}
+
+/// The session checks: `shared` take `&dyn SessionStore`, `owned` take `Arc<dyn SessionStore>`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __session_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite session
+            shared [
+                create_then_load_is_exact,
+                agent_session_state_round_trips,
+                large_state_round_trips,
+                save_with_expected_version_increments,
+                stale_save_conflicts_and_changes_nothing,
+                create_existing_conflicts,
+                save_with_version_on_missing_session_conflicts,
+                load_unknown_is_none,
+                delete_returns_whether_it_existed,
+                list_pages_each_session_once,
+                list_filters_by_user_agent_source_and_tenant,
+                scopes_are_isolated,
+                ttl_expires_a_session,
+                ttl_none_removes_the_expiry,
+                ttl_is_refreshed_by_save,
+                ttl_on_unknown_session_is_not_found,
+                purge_expired_removes_expired_sessions,
+            ]
+            owned [
+                concurrent_load_modify_save_loses_no_update,
+            ]
+        }
+    };
+}
+
+/// The vector checks (all take `&dyn VectorStore`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __vector_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite vector
+            shared [
+                upsert_then_get_returns_points,
+                unknown_scope_is_empty,
+                search_orders_by_cosine_similarity,
+                search_breaks_ties_by_id,
+                search_top_k_larger_than_count,
+                search_min_score_drops_lower_scores,
+                filter_eq_matches_field_values,
+                filter_and_requires_every_condition,
+                filter_or_accepts_any_condition,
+                filter_not_negates,
+                scope_is_enforced_whatever_the_filter,
+                same_point_id_in_two_scopes,
+                reupsert_is_idempotent,
+                reupsert_replaces_payload_and_vector,
+                invalid_vectors_are_refused_atomically,
+                delete_returns_how_many_existed,
+                count_counts_the_scope_points,
+                clear_removes_the_scope_points,
+            ]
+            owned []
+        }
+    };
+}
+
+/// Expands a list of checks either into tests or into sequential calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __checks {
+    (
+        mode [tests($into_arc:path, $make:expr)]
+        suite $suite:ident
+        shared [$($shared:ident),* $(,)?]
+        owned [$($owned:ident),* $(,)?]
+    ) => {
+        $(
+            #[test]
+            fn $shared() {
+                $crate::__private::block_on(async {
+                    let store = $into_arc($make.await);
+                    $crate::$suite::$shared(&*store).await;
+                });
+            }
+        )*
+        $(
+            #[test]
+            fn $owned() {
+                $crate::__private::block_on(async {
+                    let store = $into_arc($make.await);
+                    $crate::$suite::$owned(store).await;
+                });
+            }
+        )*
+    };
+    (
+        mode [run_all($store:ident)]
+        suite $suite:ident
+        shared [$($shared:ident),* $(,)?]
+        owned [$($owned:ident),* $(,)?]
+    ) => {
+        $( $crate::$suite::$shared(&*$store).await; )*
+        $( $crate::$suite::$owned($store.clone()).await; )*
+    };
+}

@@ -1,0 +1,755 @@
+//! The [`SessionStore`] conformance suite.
+//!
+//! Each check is an async function taking the store under test; it writes under its own random
+//! tenant (see [`random_scope`]), so checks can run in parallel against one shared server and
+//! one store instance can run them all ([`run_all_session_checks`]). A check panics, with a
+//! message saying what was expected, when the store breaks the contract.
+//!
+//! The checks follow the `# Behavior` contract of [`SessionStore`] line by line, plus the state
+//! round trip of DESIGN.md §4 ([`AgentSession::serialize`] through the store and back).
+//!
+//! # Assumptions
+//! TTL checks sleep for a few hundred milliseconds, so the store's expiry must be precise to
+//! about 100 ms. Stores whose [`capabilities`](SessionStore::capabilities) say they have no TTL
+//! are checked to answer [`ErrorKind::Unsupported`] instead.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{
+    AgentId, AgentSession, ChatMessage, ErrorKind, PageRequest, Scope, ScopeFilter, SessionStore,
+    SourceId, StoredSession, UserId,
+};
+use serde_json::{Value, json};
+
+use crate::fixtures::{
+    ExpectOk, expect_error_kind, random_scope, random_tenant, scope_in, tenant_filter,
+    text_of_bytes, tricky_messages, tricky_texts,
+};
+
+/// A short TTL the expiry checks wait out.
+const SHORT_TTL: Duration = Duration::from_millis(300);
+/// How long the expiry checks sleep to be past [`SHORT_TTL`].
+const PAST_SHORT_TTL: Duration = Duration::from_millis(600);
+
+/// A JSON document that storage layers commonly change: unicode (with a NUL), nested objects
+/// and arrays, empty containers, an empty key, integers at the edges of `u64` and `i64`, and
+/// floats, including ones that only survive a JSON text round trip when parsed exactly.
+pub fn tricky_state() -> Value {
+    let unicode: serde_json::Map<String, Value> = tricky_texts()
+        .into_iter()
+        .map(|(name, text)| (name.to_owned(), Value::String(text)))
+        .collect();
+    json!({
+        "unicode": unicode,
+        "ключ 🔑": "значение",
+        "": "the empty key",
+        "nested": {"deep": {"deeper": [1, [2, [3, {"k": null}]]]}, "empty_obj": {}, "empty_arr": []},
+        "u64_max": u64::MAX,
+        "i64_min": i64::MIN,
+        "zero": 0,
+        "floats": [
+            0.1, -2.5, 1.0 / 3.0, std::f64::consts::PI, 1e-300, f64::MAX, f64::MIN_POSITIVE,
+            5e-324, 1.0715660391465826e-75, -1.603964615428183e143
+        ],
+        "bools": [true, false],
+        "null": null,
+        "escapes": "she said \"hi\"\\n\t\r\n\u{1b}",
+    })
+}
+
+/// A session state with every part [`AgentSession`] holds: per-agent histories (with tricky
+/// messages), a snapshot, provider states, a history window, turns and a service conversation.
+pub fn sample_agent_session(scope: &Scope) -> AgentSession {
+    let mut session = AgentSession::new(scope.clone());
+    for message in tricky_messages() {
+        session
+            .add_history_message("planner", message)
+            .expect_ok("add a planner message");
+    }
+    session
+        .add_history_message("critic", ChatMessage::assistant("looks fine"))
+        .expect_ok("add a critic message");
+    session.update_snapshot("step", json!("flights"));
+    session.update_snapshot("state", tricky_state());
+    session.set_provider_state(
+        SourceId::new("mem0").expect("valid source"),
+        json!({"user_id": "dana", "seen": [1, 2, 3]}),
+    );
+    session.set_history_window(Some(12));
+    session.record_turn();
+    session.record_turn();
+    session.set_service_conversation_id("conv_ü_123");
+    session
+}
+
+async fn load(store: &dyn SessionStore, scope: &Scope) -> Option<StoredSession> {
+    store.load(scope).await.expect_ok("load")
+}
+
+async fn create(store: &dyn SessionStore, scope: &Scope, state: &Value) {
+    let version = store
+        .save(scope, state, None)
+        .await
+        .expect_ok("create a session (save with expected None)");
+    assert_eq!(version, 1, "creating a session returns version 1");
+}
+
+/// Every scope `list` returns for `filter`, paging with `limit`, in listing order.
+async fn list_all(store: &dyn SessionStore, filter: &ScopeFilter, limit: usize) -> Vec<Scope> {
+    let mut out = Vec::new();
+    let mut cursor: Option<String> = None;
+    for _page in 0..1000 {
+        let request = match cursor.take() {
+            None => PageRequest::first(limit),
+            Some(c) => PageRequest::after(limit, c),
+        };
+        let page = store.list(filter, request).await.expect_ok("list");
+        assert!(
+            page.items.len() <= limit,
+            "a page of list(limit {limit}) returned {} items",
+            page.items.len()
+        );
+        out.extend(page.items);
+        match page.next_cursor {
+            None => return out,
+            Some(c) => cursor = Some(c),
+        }
+    }
+    panic!("list did not reach its last page after 1000 pages of {limit}");
+}
+
+fn keys(scopes: &[Scope]) -> BTreeSet<String> {
+    scopes.iter().map(Scope::key).collect()
+}
+
+async fn is_listed(store: &dyn SessionStore, scope: &Scope) -> bool {
+    list_all(store, &tenant_filter(scope.tenant()), 100)
+        .await
+        .contains(scope)
+}
+
+/// The store supports TTL; otherwise checks that the TTL calls answer `Unsupported`.
+async fn ttl_supported(store: &dyn SessionStore) -> bool {
+    if store.capabilities().ttl {
+        return true;
+    }
+    let scope = random_scope();
+    create(store, &scope, &json!({"ttl": false})).await;
+    expect_error_kind(
+        store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
+        ErrorKind::Unsupported,
+        "set_ttl on a store without the ttl capability",
+    );
+    expect_error_kind(
+        store.set_ttl(&scope, None).await,
+        ErrorKind::Unsupported,
+        "set_ttl(None) on a store without the ttl capability",
+    );
+    expect_error_kind(
+        store.purge_expired().await,
+        ErrorKind::Unsupported,
+        "purge_expired on a store without the ttl capability",
+    );
+    assert!(
+        load(store, &scope).await.is_some(),
+        "a refused set_ttl leaves the session"
+    );
+    false
+}
+
+/// Contract: `save` with `expected_version: None` creates the session at version 1, and `load`
+/// returns the state exactly as saved (unicode with NUL, nested objects, `u64::MAX`, floats).
+pub async fn create_then_load_is_exact(store: &dyn SessionStore) {
+    let scope = random_scope();
+    let state = tricky_state();
+    create(store, &scope, &state).await;
+    assert_eq!(
+        load(store, &scope).await,
+        Some(StoredSession { state, version: 1 }),
+        "load returns the state exactly as saved, at version 1"
+    );
+}
+
+/// Contract (DESIGN.md §4, state round trips): an [`AgentSession::serialize`] state saved and
+/// loaded deserializes to a session equal to the original.
+pub async fn agent_session_state_round_trips(store: &dyn SessionStore) {
+    let scope = random_scope().with_user("dana").expect("valid user");
+    let session = sample_agent_session(&scope);
+    let state = session.serialize().expect_ok("serialize the session");
+    create(store, &scope, &state).await;
+    let stored = load(store, &scope).await.expect("the saved session loads");
+    assert_eq!(stored.state, state, "the state loads exactly as saved");
+    let restored = AgentSession::deserialize(&stored.state).expect_ok("deserialize the state");
+    assert_eq!(
+        restored, session,
+        "the restored session equals the original"
+    );
+}
+
+/// Contract: `load` returns the state exactly as saved, for a state of about 1 MiB too.
+pub async fn large_state_round_trips(store: &dyn SessionStore) {
+    let scope = random_scope();
+    let state = json!({
+        "big": text_of_bytes(1 << 20),
+        "many": (0..10_000).map(|i| json!({"i": i, "s": format!("item-{i}")})).collect::<Vec<_>>(),
+    });
+    create(store, &scope, &state).await;
+    let loaded = load(store, &scope).await.expect("the saved session loads");
+    assert!(
+        loaded.state == state,
+        "a ~1 MiB state loads exactly as saved"
+    );
+}
+
+/// Contract: `save` with `Some(v)` replaces the state when the stored version is `v` and
+/// returns `v + 1`.
+pub async fn save_with_expected_version_increments(store: &dyn SessionStore) {
+    let scope = random_scope();
+    create(store, &scope, &json!({"n": 0})).await;
+    for v in 1..=3u64 {
+        let state = json!({"n": v});
+        assert_eq!(
+            store
+                .save(&scope, &state, Some(v))
+                .await
+                .expect_ok(&format!("save expecting version {v}")),
+            v + 1,
+            "save expecting the current version {v} returns {}",
+            v + 1
+        );
+        assert_eq!(
+            load(store, &scope).await,
+            Some(StoredSession {
+                state,
+                version: v + 1
+            }),
+            "load after the save at version {}",
+            v + 1
+        );
+    }
+}
+
+/// Contract: a stale save (expected version not the stored one) fails with `Conflict` and
+/// changes nothing: a stale writer never overwrites silently.
+pub async fn stale_save_conflicts_and_changes_nothing(store: &dyn SessionStore) {
+    let scope = random_scope();
+    create(store, &scope, &json!({"who": "first"})).await;
+    store
+        .save(&scope, &json!({"who": "second"}), Some(1))
+        .await
+        .expect_ok("save at version 1");
+    let current = load(store, &scope).await;
+    for stale in [Some(1), Some(0), Some(3), Some(u64::MAX)] {
+        expect_error_kind(
+            store.save(&scope, &json!({"who": "stale"}), stale).await,
+            ErrorKind::Conflict,
+            &format!("save expecting {stale:?} when the stored version is 2"),
+        );
+        assert_eq!(
+            load(store, &scope).await,
+            current,
+            "a refused save expecting {stale:?} leaves state and version unchanged"
+        );
+    }
+}
+
+/// Contract: `save` with `expected_version: None` fails with `Conflict` when the session
+/// exists, and changes nothing.
+pub async fn create_existing_conflicts(store: &dyn SessionStore) {
+    let scope = random_scope();
+    create(store, &scope, &json!({"v": "original"})).await;
+    expect_error_kind(
+        store.save(&scope, &json!({"v": "again"}), None).await,
+        ErrorKind::Conflict,
+        "creating a session that exists",
+    );
+    assert_eq!(
+        load(store, &scope).await,
+        Some(StoredSession {
+            state: json!({"v": "original"}),
+            version: 1
+        }),
+        "a refused create leaves the session unchanged"
+    );
+}
+
+/// Contract: `save` with `Some(v)` on a missing session is a `Conflict` and creates nothing.
+pub async fn save_with_version_on_missing_session_conflicts(store: &dyn SessionStore) {
+    let scope = random_scope();
+    for v in [0, 1, 5] {
+        expect_error_kind(
+            store.save(&scope, &json!({"x": 1}), Some(v)).await,
+            ErrorKind::Conflict,
+            &format!("save expecting version {v} on a missing session"),
+        );
+    }
+    assert_eq!(
+        load(store, &scope).await,
+        None,
+        "a refused save creates no session"
+    );
+    assert!(
+        !is_listed(store, &scope).await,
+        "a refused save lists nothing"
+    );
+}
+
+/// Contract: `load` of a session never saved returns `None`.
+pub async fn load_unknown_is_none(store: &dyn SessionStore) {
+    let sibling = random_scope();
+    create(store, &sibling, &json!({})).await;
+    assert_eq!(
+        load(store, &scope_in(sibling.tenant(), "never-saved")).await,
+        None,
+        "a session never saved loads as None"
+    );
+}
+
+/// Contract: `delete` removes the session and returns whether it existed; a deleted session
+/// loads as `None`, is not listed and can be created again at version 1.
+pub async fn delete_returns_whether_it_existed(store: &dyn SessionStore) {
+    let scope = random_scope();
+    create(store, &scope, &json!({"a": 1})).await;
+    store
+        .save(&scope, &json!({"a": 2}), Some(1))
+        .await
+        .expect_ok("save at 1");
+    assert!(
+        store.delete(&scope).await.expect_ok("delete"),
+        "delete of an existing session returns true"
+    );
+    assert!(
+        !store.delete(&scope).await.expect_ok("delete again"),
+        "delete of a deleted session returns false"
+    );
+    assert_eq!(
+        load(store, &scope).await,
+        None,
+        "a deleted session loads as None"
+    );
+    assert!(
+        !is_listed(store, &scope).await,
+        "a deleted session is not listed"
+    );
+    create(store, &scope, &json!({"a": 3})).await;
+    assert!(
+        !store
+            .delete(&random_scope())
+            .await
+            .expect_ok("delete unknown"),
+        "delete of a session never saved returns false"
+    );
+}
+
+/// Contract: `list` pages through the sessions of the filter, each once, in a stable order:
+/// the same order for every page size, the last page has no cursor, and every page holds at
+/// most `limit` scopes.
+pub async fn list_pages_each_session_once(store: &dyn SessionStore) {
+    let tenant = random_tenant();
+    let mut expected = BTreeSet::new();
+    for i in 1..=7 {
+        let scope = scope_in(&tenant, &format!("s-{i}"));
+        create(store, &scope, &json!({"i": i})).await;
+        expected.insert(scope.key());
+    }
+    let filter = tenant_filter(&tenant);
+    let reference = list_all(store, &filter, 2).await;
+    assert_eq!(
+        reference.len(),
+        7,
+        "paging by 2 lists 7 sessions, each once: {reference:?}"
+    );
+    assert_eq!(
+        keys(&reference),
+        expected,
+        "the listing is exactly the tenant's sessions"
+    );
+    for limit in [1, 3, 7, 100] {
+        assert_eq!(
+            list_all(store, &filter, limit).await,
+            reference,
+            "paging by {limit} lists the same sessions in the same order as paging by 2"
+        );
+    }
+    let one_page = store
+        .list(&filter, PageRequest::first(100))
+        .await
+        .expect_ok("list one big page");
+    assert_eq!(one_page.items, reference, "one big page lists everything");
+    assert_eq!(
+        one_page.next_cursor, None,
+        "a page holding the last session has no next cursor"
+    );
+}
+
+/// Contract: `list` returns only the sessions matching the filter's user, agent and source, and
+/// never another tenant's.
+pub async fn list_filters_by_user_agent_source_and_tenant(store: &dyn SessionStore) {
+    let tenant = random_tenant();
+    let other_source = SourceId::new("other-src").expect("valid source");
+    let mk = |tenant: &memory_core::TenantId,
+              session: &str,
+              user: Option<&str>,
+              agent: Option<&str>,
+              source: Option<&SourceId>| {
+        let mut scope = scope_in(tenant, session);
+        if let Some(u) = user {
+            scope = scope.with_user(u).expect("valid user");
+        }
+        if let Some(a) = agent {
+            scope = scope.with_agent(a).expect("valid agent");
+        }
+        if let Some(s) = source {
+            scope = scope.with_source_id(s.clone());
+        }
+        scope
+    };
+    let s1 = mk(&tenant, "s-1", Some("u1"), Some("a1"), None);
+    let s2 = mk(&tenant, "s-2", Some("u1"), Some("a2"), None);
+    let s3 = mk(&tenant, "s-3", Some("u2"), Some("a1"), Some(&other_source));
+    let s4 = mk(&tenant, "s-4", None, None, None);
+    let other_tenant = random_tenant();
+    let foreign = mk(&other_tenant, "s-1", Some("u1"), Some("a1"), None);
+    for scope in [&s1, &s2, &s3, &s4, &foreign] {
+        create(store, scope, &json!({"scope": scope.key()})).await;
+    }
+    let u1 = UserId::new("u1").expect("valid");
+    let a1 = AgentId::new("a1").expect("valid");
+    let base = tenant_filter(&tenant);
+    let cases: Vec<(ScopeFilter, Vec<&Scope>, &str)> = vec![
+        (base.clone(), vec![&s1, &s2, &s3, &s4], "tenant only"),
+        (
+            base.clone().with_user(u1.clone()),
+            vec![&s1, &s2],
+            "user u1",
+        ),
+        (
+            base.clone().with_agent(a1.clone()),
+            vec![&s1, &s3],
+            "agent a1",
+        ),
+        (
+            base.clone().with_source(other_source),
+            vec![&s3],
+            "source other-src",
+        ),
+        (
+            base.clone().with_user(u1).with_agent(a1),
+            vec![&s1],
+            "user u1 and agent a1",
+        ),
+        (
+            base.with_user(UserId::new("nobody").expect("valid")),
+            vec![],
+            "a user with no session",
+        ),
+        (
+            tenant_filter(&other_tenant),
+            vec![&foreign],
+            "the other tenant",
+        ),
+    ];
+    for (filter, want, why) in cases {
+        let got = list_all(store, &filter, 2).await;
+        assert_eq!(
+            got.len(),
+            want.len(),
+            "filter {why}: each session once, got {got:?}"
+        );
+        assert_eq!(
+            keys(&got),
+            want.iter().map(|s| s.key()).collect(),
+            "filter {why}"
+        );
+    }
+}
+
+/// Contract: data of one scope is never visible through another: sessions with the same session
+/// id under a different tenant, user, agent or source are separate, and saving or deleting one
+/// leaves the others alone.
+pub async fn scopes_are_isolated(store: &dyn SessionStore) {
+    let base = random_scope();
+    let session = base.session_id().as_str().to_owned();
+    let variants: Vec<(&str, Scope)> = vec![
+        ("base", base.clone()),
+        ("other tenant", scope_in(&random_tenant(), &session)),
+        ("user x", base.clone().with_user("x").expect("valid")),
+        ("agent x", base.clone().with_agent("x").expect("valid")),
+        (
+            "source other",
+            base.clone().with_source("other").expect("valid"),
+        ),
+    ];
+    for (name, scope) in &variants {
+        create(store, scope, &json!({"owner": name})).await;
+    }
+    store
+        .save(&variants[0].1, &json!({"owner": "base", "n": 2}), Some(1))
+        .await
+        .expect_ok("update base");
+    assert!(
+        store
+            .delete(&variants[2].1)
+            .await
+            .expect_ok("delete user x"),
+        "delete user x"
+    );
+    for (i, (name, scope)) in variants.iter().enumerate() {
+        let expected = match i {
+            0 => Some(StoredSession {
+                state: json!({"owner": "base", "n": 2}),
+                version: 2,
+            }),
+            2 => None,
+            _ => Some(StoredSession {
+                state: json!({"owner": name}),
+                version: 1,
+            }),
+        };
+        assert_eq!(
+            load(store, scope).await,
+            expected,
+            "scope {name} after updating base and deleting user x"
+        );
+    }
+}
+
+/// Contract: TTL. `set_ttl` makes the session expire; an expired session loads as `None`, is
+/// not listed and can be created again at version 1. Stores without TTL answer `Unsupported`.
+pub async fn ttl_expires_a_session(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let scope = random_scope();
+    create(store, &scope, &json!({"n": 1})).await;
+    store
+        .set_ttl(&scope, Some(SHORT_TTL))
+        .await
+        .expect_ok("set_ttl");
+    assert!(
+        load(store, &scope).await.is_some(),
+        "a session with a TTL loads until it expires"
+    );
+    tokio::time::sleep(PAST_SHORT_TTL).await;
+    assert_eq!(
+        load(store, &scope).await,
+        None,
+        "an expired session loads as None"
+    );
+    assert!(
+        !is_listed(store, &scope).await,
+        "an expired session is not listed"
+    );
+    expect_error_kind(
+        store.save(&scope, &json!({"n": 2}), Some(1)).await,
+        ErrorKind::Conflict,
+        "saving over an expired session expecting its old version",
+    );
+    create(store, &scope, &json!({"n": "new"})).await;
+    assert_eq!(
+        load(store, &scope).await,
+        Some(StoredSession {
+            state: json!({"n": "new"}),
+            version: 1
+        }),
+        "an expired session can be created again at version 1"
+    );
+}
+
+/// Contract: `set_ttl(None)` removes the expiry.
+pub async fn ttl_none_removes_the_expiry(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let scope = random_scope();
+    create(store, &scope, &json!({"n": 1})).await;
+    store
+        .set_ttl(&scope, Some(SHORT_TTL))
+        .await
+        .expect_ok("set_ttl");
+    store.set_ttl(&scope, None).await.expect_ok("set_ttl(None)");
+    tokio::time::sleep(PAST_SHORT_TTL).await;
+    assert!(
+        load(store, &scope).await.is_some(),
+        "after set_ttl(None) the session does not expire"
+    );
+    assert!(is_listed(store, &scope).await, "and it is still listed");
+}
+
+/// Contract: the session expires `ttl` after its last save: each save restarts the clock.
+pub async fn ttl_is_refreshed_by_save(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let ttl = Duration::from_millis(1200);
+    let step = Duration::from_millis(700);
+    let scope = random_scope();
+    create(store, &scope, &json!({"n": 1})).await;
+    store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl");
+    tokio::time::sleep(step).await;
+    store
+        .save(&scope, &json!({"n": 2}), Some(1))
+        .await
+        .expect_ok("save");
+    tokio::time::sleep(step).await;
+    assert_eq!(
+        load(store, &scope).await,
+        Some(StoredSession {
+            state: json!({"n": 2}),
+            version: 2
+        }),
+        "{:?} after set_ttl({ttl:?}) but {step:?} after a save the session is alive",
+        step * 2
+    );
+}
+
+/// Contract: `set_ttl` on an unknown session is `NotFound`.
+pub async fn ttl_on_unknown_session_is_not_found(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let scope = random_scope();
+    expect_error_kind(
+        store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
+        ErrorKind::NotFound,
+        "set_ttl on a session never saved",
+    );
+    assert_eq!(
+        load(store, &scope).await,
+        None,
+        "a refused set_ttl creates nothing"
+    );
+}
+
+/// Contract: `purge_expired` deletes expired sessions now and returns how many it removed;
+/// sessions that did not expire stay.
+///
+/// On a store shared with other running checks, other expired sessions may be purged too, so
+/// the check asserts at least the two sessions it let expire.
+pub async fn purge_expired_removes_expired_sessions(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let tenant = random_tenant();
+    let expiring = [
+        scope_in(&tenant, "expiring-1"),
+        scope_in(&tenant, "expiring-2"),
+    ];
+    let kept = scope_in(&tenant, "kept");
+    let long_lived = scope_in(&tenant, "long-lived");
+    for scope in expiring.iter().chain([&kept, &long_lived]) {
+        create(store, scope, &json!({"k": scope.key()})).await;
+    }
+    for scope in &expiring {
+        store
+            .set_ttl(scope, Some(SHORT_TTL))
+            .await
+            .expect_ok("set_ttl");
+    }
+    store
+        .set_ttl(&long_lived, Some(Duration::from_secs(3600)))
+        .await
+        .expect_ok("set_ttl long");
+    tokio::time::sleep(PAST_SHORT_TTL).await;
+    let purged = store.purge_expired().await.expect_ok("purge_expired");
+    assert!(
+        purged >= 2,
+        "purge_expired must count the 2 expired sessions it removed, returned {purged}"
+    );
+    assert_eq!(
+        keys(&list_all(store, &tenant_filter(&tenant), 10).await),
+        keys(&[kept.clone(), long_lived.clone()]),
+        "after the purge only the sessions that did not expire are listed"
+    );
+    for scope in [&kept, &long_lived] {
+        assert!(
+            load(store, scope).await.is_some(),
+            "a session that did not expire stays"
+        );
+    }
+    for scope in &expiring {
+        assert_eq!(load(store, scope).await, None, "a purged session is gone");
+    }
+}
+
+/// Contract: optimistic concurrency loses no update: 8 tasks (spawned with `tokio::spawn`)
+/// each increment a counter 10 times by load, modify, save with the loaded version, retrying on
+/// `Conflict`; the counter ends at 80 and the version at 81.
+pub async fn concurrent_load_modify_save_loses_no_update(store: Arc<dyn SessionStore>) {
+    const TASKS: u64 = 8;
+    const INCREMENTS: u64 = 10;
+    let scope = Arc::new(random_scope());
+    create(&*store, &scope, &json!({"counter": 0, "by": {}})).await;
+    let mut handles = Vec::new();
+    for task in 0..TASKS {
+        let (store, scope) = (store.clone(), scope.clone());
+        handles.push(tokio::spawn(async move {
+            let mut conflicts = 0u64;
+            for _ in 0..INCREMENTS {
+                loop {
+                    let current = store
+                        .load(&scope)
+                        .await
+                        .expect_ok("load")
+                        .expect("the session exists");
+                    let mut state = current.state.clone();
+                    let counter = state["counter"].as_u64().expect("counter is a number");
+                    state["counter"] = json!(counter + 1);
+                    let mine = state["by"][task.to_string()].as_u64().unwrap_or(0);
+                    state["by"][task.to_string()] = json!(mine + 1);
+                    match store.save(&scope, &state, Some(current.version)).await {
+                        Ok(version) => {
+                            assert_eq!(
+                                version,
+                                current.version + 1,
+                                "a successful save returns the loaded version + 1"
+                            );
+                            break;
+                        }
+                        Err(err) if err.kind() == ErrorKind::Conflict => {
+                            conflicts += 1;
+                            assert!(
+                                conflicts < 10_000,
+                                "task {task} kept conflicting: no progress"
+                            );
+                            tokio::task::yield_now().await;
+                        }
+                        Err(err) => panic!("task {task}: save failed with {err}"),
+                    }
+                }
+            }
+        }));
+    }
+    for handle in handles {
+        match handle.await {
+            Ok(()) => {}
+            Err(err) if err.is_panic() => std::panic::resume_unwind(err.into_panic()),
+            Err(err) => panic!("a spawned check task failed: {err}"),
+        }
+    }
+    let last = load(&*store, &scope).await.expect("the session exists");
+    assert_eq!(
+        last.state["counter"],
+        json!(TASKS * INCREMENTS),
+        "{TASKS} tasks x {INCREMENTS} increments: no update is lost"
+    );
+    assert_eq!(
+        last.version,
+        TASKS * INCREMENTS + 1,
+        "one version per successful save after the create"
+    );
+    for task in 0..TASKS {
+        assert_eq!(
+            last.state["by"][task.to_string()],
+            json!(INCREMENTS),
+            "task {task}'s increments all landed"
+        );
+    }
+}
+
+/// Runs every check of the suite, one after the other, on `store`.
+pub async fn run_all_session_checks(store: Arc<dyn SessionStore>) {
+    crate::__session_checks!(run_all(store));
+}

@@ -1,0 +1,360 @@
+//! The checks catch broken stores: each store here wraps an in-memory store and breaks one line
+//! of its contract, and the check for that line must fail (with the message that names it).
+//! Stores without TTL that answer `Unsupported` must pass the TTL checks.
+
+// The broken stores are test doubles: unwrapping a poisoned lock or a cursor they wrote
+// themselves is the simplest correct thing for them to do.
+#![allow(clippy::unwrap_used)]
+
+use std::ops::RangeInclusive;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use memory_core::{
+    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
+    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId, Page, PageRequest,
+    Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, StoredMessage,
+    StoredSession, TenantId, ThreadCount, VectorPoint, VectorQuery, VectorStore, Window,
+};
+use memory_testkit::__private::block_on;
+use memory_testkit::{history, session, vector};
+use serde_json::Value;
+use uuid::Uuid;
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Flaw {
+    /// Gives every appended message a fresh id: retries duplicate.
+    DuplicatesOnRetry,
+    /// Lists the matching threads of every tenant it has seen.
+    ListsEveryTenant,
+    /// Answers `TokenBudget` with every message that fits, skipping the ones that do not.
+    BudgetSkipsWhatDoesNotFit,
+    /// Writes the small messages of a batch it refuses for size.
+    PartialBatchOnLimit,
+    /// Has no TTL and says so.
+    NoTtl,
+    /// Says it has no TTL, yet accepts `set_ttl`.
+    NoTtlButAccepts,
+}
+
+#[derive(Debug)]
+struct BrokenHistory {
+    inner: InMemoryHistoryStore,
+    flaw: Flaw,
+    tenants: Mutex<Vec<TenantId>>,
+}
+
+fn broken_history(flaw: Flaw) -> BrokenHistory {
+    BrokenHistory {
+        inner: InMemoryHistoryStore::new(),
+        flaw,
+        tenants: Mutex::new(Vec::new()),
+    }
+}
+
+#[memory_core::async_trait]
+impl HistoryStore for BrokenHistory {
+    fn capabilities(&self) -> HistoryCapabilities {
+        match self.flaw {
+            Flaw::NoTtl | Flaw::NoTtlButAccepts => HistoryCapabilities::new(false, false),
+            _ => self.inner.capabilities(),
+        }
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.tenants.lock().unwrap().push(scope.tenant().clone());
+        match self.flaw {
+            Flaw::DuplicatesOnRetry => {
+                let fresh: Vec<ChatMessage> = messages
+                    .iter()
+                    .map(|m| m.clone().with_id(MessageId::generate()))
+                    .collect();
+                self.inner.append(scope, &fresh).await
+            }
+            Flaw::PartialBatchOnLimit => match self.inner.append(scope, messages).await {
+                Err(err) if err.kind() == ErrorKind::LimitExceeded => {
+                    let small: Vec<ChatMessage> = messages
+                        .iter()
+                        .filter(|m| m.text().len() < 1 << 20)
+                        .take(10)
+                        .cloned()
+                        .collect();
+                    self.inner.append(scope, &small).await?;
+                    Err(err)
+                }
+                other => other,
+            },
+            _ => self.inner.append(scope, messages).await,
+        }
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        match (self.flaw, window) {
+            (Flaw::BudgetSkipsWhatDoesNotFit, Window::TokenBudget(budget)) => {
+                let mut used = 0u64;
+                let mut out: Vec<StoredMessage> = self
+                    .inner
+                    .read(scope, Window::All)
+                    .await?
+                    .into_iter()
+                    .rev()
+                    .filter(|m| {
+                        let fits = used + u64::from(m.tokens) <= budget;
+                        if fits {
+                            used += u64::from(m.tokens);
+                        }
+                        fits
+                    })
+                    .collect();
+                out.reverse();
+                Ok(out)
+            }
+            _ => self.inner.read(scope, window).await,
+        }
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.inner.count(scope).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.inner.archive(scope, seqs).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        if self.flaw != Flaw::ListsEveryTenant {
+            return self.inner.list_threads(filter, page).await;
+        }
+        let tenants = self.tenants.lock().unwrap().clone();
+        let mut items = Vec::new();
+        for tenant in tenants {
+            let mut f = filter.clone();
+            f.tenant = tenant;
+            for scope in self
+                .inner
+                .list_threads(&f, PageRequest::first(1000))
+                .await?
+                .items
+            {
+                if !items.contains(&scope) {
+                    items.push(scope);
+                }
+            }
+        }
+        let start: usize = page.cursor.as_deref().map_or(0, |c| c.parse().unwrap());
+        let end = (start + page.limit).min(items.len());
+        Ok(Page {
+            items: items[start..end].to_vec(),
+            next_cursor: (end < items.len()).then(|| end.to_string()),
+        })
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        match self.flaw {
+            Flaw::NoTtl => Err(Error::unsupported("no ttl")),
+            _ => self.inner.set_ttl(scope, ttl).await,
+        }
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        match self.flaw {
+            Flaw::NoTtl => Err(Error::unsupported("no ttl")),
+            _ => self.inner.purge_expired().await,
+        }
+    }
+}
+
+#[test]
+#[should_panic(expected = "a retried batch inserts nothing")]
+fn retried_append_catches_duplicates() {
+    block_on(history::retried_append_is_idempotent(&broken_history(
+        Flaw::DuplicatesOnRetry,
+    )));
+}
+
+#[test]
+#[should_panic(expected = "lists exactly its own 3 threads")]
+fn listing_catches_a_tenant_leak() {
+    block_on(history::list_threads_never_crosses_tenants(
+        &broken_history(Flaw::ListsEveryTenant),
+    ));
+}
+
+#[test]
+#[should_panic(expected = "not an older, smaller one")]
+fn token_budget_catches_a_window_with_holes() {
+    block_on(history::window_token_budget_is_contiguous_from_newest(
+        &broken_history(Flaw::BudgetSkipsWhatDoesNotFit),
+    ));
+}
+
+#[test]
+#[should_panic(expected = "a refused batch leaves the thread unchanged")]
+fn oversized_message_catches_a_partial_write() {
+    block_on(history::oversized_message_is_refused_atomically(
+        &broken_history(Flaw::PartialBatchOnLimit),
+    ));
+}
+
+#[test]
+#[should_panic(expected = "expected an error of kind unsupported")]
+fn ttl_catches_a_store_that_lies_about_its_capability() {
+    block_on(history::ttl_expires_a_thread(&broken_history(
+        Flaw::NoTtlButAccepts,
+    )));
+}
+
+#[test]
+fn ttl_checks_pass_on_a_store_without_ttl() {
+    block_on(async {
+        let store = broken_history(Flaw::NoTtl);
+        history::ttl_expires_a_thread(&store).await;
+        history::ttl_none_removes_the_expiry(&store).await;
+        history::ttl_is_refreshed_by_append(&store).await;
+        history::ttl_on_unknown_thread_is_not_found(&store).await;
+        history::purge_expired_removes_expired_threads(&store).await;
+    });
+}
+
+/// A session store whose saves ignore the expected version (last writer wins) or overwrite on
+/// create.
+#[derive(Debug)]
+struct BrokenSessions {
+    inner: InMemorySessionStore,
+    overwrite_on_create: bool,
+}
+
+#[memory_core::async_trait]
+impl SessionStore for BrokenSessions {
+    fn capabilities(&self) -> SessionCapabilities {
+        self.inner.capabilities()
+    }
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        self.inner.load(scope).await
+    }
+    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
+        let current = self.inner.load(scope).await?.map(|s| s.version);
+        match (expected, current) {
+            (None, Some(_)) if self.overwrite_on_create => {
+                self.inner.delete(scope).await?;
+                self.inner.save(scope, state, None).await
+            }
+            (Some(_), Some(v)) if !self.overwrite_on_create => {
+                self.inner.save(scope, state, Some(v)).await
+            }
+            _ => self.inner.save(scope, state, expected).await,
+        }
+    }
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        self.inner.delete(scope).await
+    }
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.inner.list(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.inner.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.inner.purge_expired().await
+    }
+}
+
+#[test]
+#[should_panic(expected = "expected an error of kind conflict")]
+fn stale_save_catches_last_writer_wins() {
+    block_on(session::stale_save_conflicts_and_changes_nothing(
+        &BrokenSessions {
+            inner: InMemorySessionStore::new(),
+            overwrite_on_create: false,
+        },
+    ));
+}
+
+#[test]
+#[should_panic(expected = "creating a session that exists")]
+fn create_catches_an_overwrite() {
+    block_on(session::create_existing_conflicts(&BrokenSessions {
+        inner: InMemorySessionStore::new(),
+        overwrite_on_create: true,
+    }));
+}
+
+/// A vector store whose search looks in every scope it has seen, or that writes the valid
+/// points of a batch it refuses.
+#[derive(Debug)]
+struct BrokenVectors {
+    inner: InMemoryVectorStore,
+    scopes: Mutex<Vec<Scope>>,
+    search_every_scope: bool,
+}
+
+fn broken_vectors(search_every_scope: bool) -> BrokenVectors {
+    BrokenVectors {
+        inner: InMemoryVectorStore::new(),
+        scopes: Mutex::new(Vec::new()),
+        search_every_scope,
+    }
+}
+
+#[memory_core::async_trait]
+impl VectorStore for BrokenVectors {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        self.scopes.lock().unwrap().push(scope.clone());
+        if self.search_every_scope {
+            return self.inner.upsert(scope, points).await;
+        }
+        for p in points {
+            self.inner.upsert(scope, std::slice::from_ref(p)).await?;
+        }
+        Ok(())
+    }
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        if !self.search_every_scope {
+            return self.inner.search(scope, query).await;
+        }
+        let scopes = self.scopes.lock().unwrap().clone();
+        let mut all = Vec::new();
+        for s in scopes {
+            for hit in self.inner.search(&s, query).await? {
+                if !all.iter().any(|h: &ScoredPoint| h.id == hit.id) {
+                    all.push(hit);
+                }
+            }
+        }
+        all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        all.truncate(query.top_k);
+        Ok(all)
+    }
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        self.inner.get(scope, ids).await
+    }
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        self.inner.delete(scope, ids).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        self.inner.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+}
+
+#[test]
+#[should_panic(expected = "a filter matching only another scope's payloads finds nothing")]
+fn scope_check_catches_a_search_across_scopes() {
+    block_on(vector::scope_is_enforced_whatever_the_filter(
+        &broken_vectors(true),
+    ));
+}
+
+#[test]
+#[should_panic(expected = "writes nothing")]
+fn invalid_vectors_catch_a_partial_write() {
+    block_on(vector::invalid_vectors_are_refused_atomically(
+        &broken_vectors(false),
+    ));
+}
+
+/// The suites' entry points accept shared stores too.
+#[test]
+fn checks_take_arc_stores() {
+    block_on(history::concurrent_writers_to_one_thread(Arc::new(
+        InMemoryHistoryStore::new(),
+    )));
+}

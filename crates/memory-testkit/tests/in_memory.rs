@@ -1,0 +1,16 @@
+//! Every suite against memory-core's in-memory stores, the reference implementations.
+
+memory_testkit::history_store_tests!(async { memory_core::InMemoryHistoryStore::new() });
+memory_testkit::session_store_tests!(async { memory_core::InMemorySessionStore::new() });
+memory_testkit::vector_store_tests!(async { memory_core::InMemoryVectorStore::new() });
+
+/// The `run_all_*` entry points run every check, one after the other, on one shared store.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn run_all_checks_on_one_store_each() {
+    use std::sync::Arc;
+    memory_testkit::run_all_history_checks(Arc::new(memory_core::InMemoryHistoryStore::new()))
+        .await;
+    memory_testkit::run_all_session_checks(Arc::new(memory_core::InMemorySessionStore::new()))
+        .await;
+    memory_testkit::run_all_vector_checks(Arc::new(memory_core::InMemoryVectorStore::new())).await;
+}
