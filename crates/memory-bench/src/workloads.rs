@@ -18,8 +18,8 @@ use memory_core::{
 };
 
 use crate::backends::{self, Stores};
-use crate::data::{DataMessage, DataRole};
-use crate::harness::{Recorder, Report, Stats, round};
+use crate::data::DataMessage;
+use crate::harness::{Recorder, Report, Stats, peak_rss_mb, round};
 use crate::{BenchResult, Case};
 
 /// The context window every workload reads: what the model would get.
@@ -131,7 +131,7 @@ impl ConstantReplyModel {
 
 #[memory_core::async_trait]
 impl ChatModel for ConstantReplyModel {
-    async fn complete(&self, _request: ChatRequest) -> memory_core::Result<ChatResponse> {
+    async fn complete(&self, _request: &ChatRequest) -> memory_core::Result<ChatResponse> {
         Ok(ChatResponse {
             messages: vec![ChatMessage::assistant(self.reply.clone())],
             ..ChatResponse::default()
@@ -166,7 +166,10 @@ impl Ctx<'_> {
     }
 }
 
-/// Runs one case and returns its lines, each with the process's peak RSS.
+/// Runs one case and returns its lines, each with the process's peak RSS at the end of the case
+/// (`peak_rss_mb`) and before the workload began (`start_rss_mb`: the data set loaded and the
+/// stores opened, which for the in-memory store includes the o200k tables of its token
+/// counter).
 pub(crate) async fn run(
     case: &Case,
     data: &[DataMessage],
@@ -179,11 +182,14 @@ pub(crate) async fn run(
         data,
         ops,
     };
+    // The peak before the workload: the data set, and the stores once opened.
+    let mut start_rss = peak_rss_mb();
     let reports = if case.workload.uses_backend() {
         let backend = backends::find(&case.backend)?;
         let stores = (backend.connect)()
             .await
             .map_err(|e| format!("cannot open the {} backend: {e}", backend.name))?;
+        start_rss = peak_rss_mb();
         match case.workload {
             Workload::AgentTurn => agent_turn(&ctx, &stores).await?,
             Workload::AgentRun => agent_run(&ctx, &stores).await?,
@@ -196,7 +202,14 @@ pub(crate) async fn run(
     } else {
         count_tokens(&ctx)?
     };
-    Ok(reports.into_iter().map(Report::with_peak_rss).collect())
+    Ok(reports
+        .into_iter()
+        .map(|report| match start_rss {
+            Some(mb) => report.field("start_rss_mb", round(mb, 1)),
+            None => report,
+        })
+        .map(Report::with_peak_rss)
+        .collect())
 }
 
 /// A fresh random scope, so a case never meets data of another run.
@@ -247,53 +260,97 @@ fn average(total: usize, count: usize) -> f64 {
     }
 }
 
+/// Splits `ops` operations that each append `messages_per_op` messages into rounds, each on a
+/// fresh thread of N, so that no round grows its thread by more than about a tenth: the
+/// operations of a case with N = 100 run on threads of 100 to 110 messages, not 100 to 500.
+fn rounds(n: usize, ops: usize, messages_per_op: usize) -> Vec<usize> {
+    let per_round = (n / 10 / messages_per_op.max(1)).max(1);
+    let mut plan = Vec::with_capacity(ops.div_ceil(per_round));
+    let mut left = ops;
+    while left > 0 {
+        let round = left.min(per_round);
+        plan.push(round);
+        left -= round;
+    }
+    plan
+}
+
+/// The fields every growing workload reports about its rounds.
+fn with_rounds(report: Report, n: usize, plan: &[usize], messages_per_op: usize) -> Report {
+    let largest = plan.iter().copied().max().unwrap_or(0);
+    report
+        .field("rounds", plan.len())
+        .field("n_max", n + largest * messages_per_op)
+}
+
+/// One agent turn on the thread of `scope`: append `user`, read the window, append
+/// `assistant`. Returns the window's length.
+async fn turn(
+    history: &dyn HistoryStore,
+    scope: &Scope,
+    user: ChatMessage,
+    assistant: ChatMessage,
+) -> BenchResult<usize> {
+    history.append(scope, &[user]).await?;
+    let window = history.read(scope, WINDOW).await?;
+    let len = window.len();
+    drop(window);
+    history.append(scope, &[assistant]).await?;
+    Ok(len)
+}
+
+/// The user and assistant messages of the `k`-th agent turn.
+fn turn_messages(ctx: &Ctx<'_>, k: usize) -> (ChatMessage, ChatMessage) {
+    (
+        ChatMessage::user(ctx.later(2 * k).text.clone()),
+        ChatMessage::assistant(ctx.later(2 * k + 1).text.clone()),
+    )
+}
+
 /// `agent_turn`: on a thread of N, append a user message, read the window, append an assistant
-/// message. One op = those three store calls.
+/// message. One op = those three store calls. The ops run in [`rounds`] on fresh threads of N.
 async fn agent_turn(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let ops = ctx.ops.unwrap_or(200);
     let warmup = 10;
     let history = stores.history.as_ref();
+
     let scope = fresh_scope()?;
     preload(history, &scope, ctx.thread()).await?;
-    let turns: Vec<(ChatMessage, ChatMessage)> = (0..warmup + ops)
-        .map(|k| {
-            (
-                ChatMessage::user(ctx.later(2 * k).text.clone()),
-                ChatMessage::assistant(ctx.later(2 * k + 1).text.clone()),
-            )
-        })
-        .collect();
-    let mut turns = turns.into_iter();
-    for (user, assistant) in turns.by_ref().take(warmup) {
-        history.append(&scope, &[user]).await?;
-        black_box(history.read(&scope, WINDOW).await?);
-        history.append(&scope, &[assistant]).await?;
+    for k in 0..warmup {
+        let (user, assistant) = turn_messages(ctx, k);
+        black_box(turn(history, &scope, user, assistant).await?);
     }
+    history.clear(&scope).await?;
+
+    let plan = rounds(ctx.n, ops, 2);
     let mut window_total = 0;
     let mut recorder = Recorder::new(ops);
-    for (user, assistant) in turns {
-        let started = Instant::now();
-        history.append(&scope, &[user]).await?;
-        let window = history.read(&scope, WINDOW).await?;
-        window_total += window.len();
-        drop(window);
-        history.append(&scope, &[assistant]).await?;
-        recorder.push(started.elapsed());
+    let mut k = 0;
+    for &round in &plan {
+        let scope = fresh_scope()?;
+        preload(history, &scope, ctx.thread()).await?;
+        let turns: Vec<_> = (k..k + round).map(|k| turn_messages(ctx, k)).collect();
+        k += round;
+        for (user, assistant) in turns {
+            let started = Instant::now();
+            let window_len = turn(history, &scope, user, assistant).await?;
+            recorder.push(started.elapsed());
+            window_total += window_len;
+        }
+        check_len(history, &scope, ctx.n + 2 * round).await?;
+        history.clear(&scope).await?;
     }
     let stats = recorder.finish();
-    let n_end = ctx.n + 2 * (warmup + ops);
-    check_len(history, &scope, n_end).await?;
-    history.clear(&scope).await?;
-    Ok(vec![
-        ctx.report(&stats)
-            .field("store_calls_per_op", 3)
-            .field("window_len_avg", average(window_total, ops))
-            .field("n_end", n_end),
-    ])
+    let report = ctx
+        .report(&stats)
+        .field("store_calls_per_op", 3)
+        .field("window_len_avg", average(window_total, ops));
+    Ok(vec![with_rounds(report, ctx.n, &plan, 2)])
 }
 
 /// `agent_run`: `Agent::run` on a session whose thread holds N messages, with
-/// [`ConstantReplyModel`]. One op = one run (window read, request, model, one append).
+/// [`ConstantReplyModel`]. One op = one run (window read, request, model, one append of input
+/// and answer). The ops run in [`rounds`] on fresh sessions of N.
 async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let ops = ctx.ops.unwrap_or(200);
     let warmup = 10;
@@ -304,64 +361,77 @@ async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     )
     .instructions("You are a helpful assistant. Answer briefly.")
     .build()?;
-    let mut session = AgentSession::new(fresh_scope()?);
     let history = stores.history.as_ref();
+    let input = |k: usize| ChatMessage::user(ctx.later(k).text.clone());
+
+    let mut session = AgentSession::new(fresh_scope()?);
     preload(history, session.scope(), ctx.thread()).await?;
-    let inputs: Vec<ChatMessage> = (0..warmup + ops)
-        .map(|k| ChatMessage::user(ctx.later(k).text.clone()))
-        .collect();
-    let mut inputs = inputs.into_iter();
-    for input in inputs.by_ref().take(warmup) {
-        black_box(agent.run(input, &mut session).await?);
+    for k in 0..warmup {
+        black_box(agent.run(input(k), &mut session).await?);
     }
+    history.clear(session.scope()).await?;
+
+    let plan = rounds(ctx.n, ops, 2);
     let mut window_total = 0;
     let mut recorder = Recorder::new(ops);
-    for input in inputs {
-        let started = Instant::now();
-        let run = agent.run(input, &mut session).await?;
-        window_total += run.window_len;
-        drop(run);
-        recorder.push(started.elapsed());
+    let mut k = 0;
+    for &round in &plan {
+        let mut session = AgentSession::new(fresh_scope()?);
+        preload(history, session.scope(), ctx.thread()).await?;
+        let inputs: Vec<ChatMessage> = (k..k + round).map(input).collect();
+        k += round;
+        for input in inputs {
+            let started = Instant::now();
+            let run = agent.run(input, &mut session).await?;
+            let window_len = run.window_len;
+            drop(run);
+            recorder.push(started.elapsed());
+            window_total += window_len;
+        }
+        check_len(history, session.scope(), ctx.n + 2 * round).await?;
+        history.clear(session.scope()).await?;
     }
     let stats = recorder.finish();
-    let n_end = ctx.n + 2 * (warmup + ops);
-    check_len(history, session.scope(), n_end).await?;
-    history.clear(session.scope()).await?;
-    Ok(vec![
-        ctx.report(&stats)
-            .field("store_calls_per_op", 2)
-            .field("window_len_avg", average(window_total, ops))
-            .field("n_end", n_end),
-    ])
+    let report = ctx
+        .report(&stats)
+        .field("store_calls_per_op", 2)
+        .field("window_len_avg", average(window_total, ops));
+    Ok(vec![with_rounds(report, ctx.n, &plan, 2)])
 }
 
-/// `append_one`: append one message to a thread of N.
+/// `append_one`: append one message to a thread of N. The ops run in [`rounds`] on fresh
+/// threads of N.
 async fn append_one(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let ops = ctx.ops.unwrap_or(1_000);
     let warmup = 50;
     let history = stores.history.as_ref();
+
     let scope = fresh_scope()?;
     preload(history, &scope, ctx.thread()).await?;
-    let messages: Vec<ChatMessage> = (0..warmup + ops).map(|k| ctx.later(k).to_chat()).collect();
-    let mut messages = messages.into_iter();
-    for message in messages.by_ref().take(warmup) {
-        history.append(&scope, &[message]).await?;
+    for k in 0..warmup {
+        history.append(&scope, &[ctx.later(k).to_chat()]).await?;
     }
+    history.clear(&scope).await?;
+
+    let plan = rounds(ctx.n, ops, 1);
     let mut recorder = Recorder::new(ops);
-    for message in messages {
-        let started = Instant::now();
-        black_box(history.append(&scope, &[message]).await?);
-        recorder.push(started.elapsed());
+    let mut k = 0;
+    for &round in &plan {
+        let scope = fresh_scope()?;
+        preload(history, &scope, ctx.thread()).await?;
+        let messages: Vec<ChatMessage> = (k..k + round).map(|k| ctx.later(k).to_chat()).collect();
+        k += round;
+        for message in messages {
+            let started = Instant::now();
+            black_box(history.append(&scope, &[message]).await?);
+            recorder.push(started.elapsed());
+        }
+        check_len(history, &scope, ctx.n + round).await?;
+        history.clear(&scope).await?;
     }
     let stats = recorder.finish();
-    let n_end = ctx.n + warmup + ops;
-    check_len(history, &scope, n_end).await?;
-    history.clear(&scope).await?;
-    Ok(vec![
-        ctx.report(&stats)
-            .field("store_calls_per_op", 1)
-            .field("n_end", n_end),
-    ])
+    let report = ctx.report(&stats).field("store_calls_per_op", 1);
+    Ok(vec![with_rounds(report, ctx.n, &plan, 1)])
 }
 
 /// `read_window`: read the 30,000-token window of a thread of N.
@@ -419,7 +489,7 @@ async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
         history.clear(&scope).await?;
     }
     // Only the appends count: checking and clearing between imports is not the workload.
-    let busy = samples.iter().sum();
+    let busy: std::time::Duration = samples.iter().sum();
     let stats = Stats::from_samples(samples, busy);
     let total_messages = imports * ctx.n;
     let import_ms = busy.as_secs_f64() * 1e3 / imports as f64;
@@ -594,6 +664,7 @@ fn count_tokens(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::data::DataRole;
 
     fn data(len: usize) -> Vec<DataMessage> {
         (0..len)
@@ -607,6 +678,15 @@ mod tests {
                 text: format!("message {i}: the release branch migrated the config file"),
             })
             .collect()
+    }
+
+    #[test]
+    fn rounds_keep_threads_within_a_tenth_of_n() {
+        assert_eq!(rounds(100, 200, 2), vec![5; 40]);
+        assert_eq!(rounds(10_000, 200, 2), vec![200]);
+        assert_eq!(rounds(1_000, 120, 2), vec![50, 50, 20]);
+        assert_eq!(rounds(5, 3, 2), vec![1, 1, 1]);
+        assert!(rounds(100, 0, 1).is_empty());
     }
 
     #[test]

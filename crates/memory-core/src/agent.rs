@@ -10,7 +10,7 @@ use crate::history::{HistoryStore, StoredMessage, Window};
 use crate::id::AgentId;
 use crate::message::{ChatMessage, Role};
 use crate::model::{ChatModel, ChatRequest, Usage};
-use crate::reducer::{ChatReducer, ReducerTrigger, Reduction};
+use crate::reducer::{ChatReducer, ReducerTrigger, Reduction, is_summary};
 use crate::session::{AgentSession, Conversation};
 
 /// The default history window an agent reads: the newest messages within 30,000 tokens.
@@ -86,7 +86,7 @@ impl AgentRun {
 ///
 /// #[async_trait::async_trait]
 /// impl ChatModel for Parrot {
-///     async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+///     async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
 ///         let last = request.messages.last().map(ChatMessage::text).unwrap_or_default();
 ///         Ok(ChatResponse { messages: vec![ChatMessage::assistant(last)], ..Default::default() })
 ///     }
@@ -238,8 +238,9 @@ impl Agent {
         };
 
         // 2. The reducer shapes the view before retrieval.
+        let window_len = window.len();
         let mut reduced = 0;
-        let view: Vec<StoredMessage> = match &self.reducer {
+        let view: Vec<ChatMessage> = match &self.reducer {
             Some((reducer, ReducerTrigger::BeforeMessagesRetrieval)) if !window.is_empty() => {
                 let reduction = reducer
                     .reduce(&window)
@@ -248,17 +249,21 @@ impl Agent {
                         messages = window.len()
                     ))
                     .await?;
-                reduced = reduction.dropped().len();
+                reduced = reduction.dropped_count();
                 if reduced > 0 {
                     tracing::info!(
                         dropped = reduced,
-                        kept = window.len() - reduced,
+                        kept = window_len - reduced,
                         "reducer shrank the view"
                     );
                 }
-                reduction.apply(&window)
+                reduction.view(&window)
             }
-            _ => window.clone(),
+            // Stored summaries go first in the view, where they belong in time.
+            _ if window.iter().any(|m| is_summary(&m.message)) => {
+                Reduction::keep_all().view(&window)
+            }
+            _ => window.into_iter().map(|m| m.message).collect(),
         };
 
         // 3. Context providers.
@@ -276,7 +281,7 @@ impl Agent {
             messages.push(ChatMessage::system(instructions.join("\n\n")));
         }
         messages.extend(context.messages);
-        messages.extend(view.into_iter().map(|m| m.message));
+        messages.extend(view);
         messages.extend(input.iter().cloned());
         let request = ChatRequest {
             messages,
@@ -287,7 +292,7 @@ impl Agent {
         // 5. The model.
         let response = match self
             .model
-            .complete(request.clone())
+            .complete(&request)
             .instrument(tracing::debug_span!(
                 "model.complete",
                 messages = request.messages.len()
@@ -345,15 +350,15 @@ impl Agent {
         Ok(AgentRun {
             messages: answer,
             request,
-            window_len: window.len(),
+            window_len,
             reduced,
             archived,
             usage: response.usage,
         })
     }
 
-    /// Applies the reducer to the stored window and archives what it drops (and every active
-    /// message older than the window).
+    /// Applies the reducer to the stored window: archives what it drops (and every active
+    /// message older than the window) and stores the summary it wrote, if any.
     async fn reduce_stored(
         &self,
         reducer: &dyn ChatReducer,
@@ -368,13 +373,18 @@ impl Agent {
                 messages = window.len()
             ))
             .await?;
-        let ranges = archive_ranges(&window, &reduction);
         let mut archived = 0;
-        for range in ranges {
+        for range in archive_ranges(&window, &reduction) {
             archived += self
                 .history
                 .archive(scope, range.clone())
                 .instrument(tracing::debug_span!("history.archive", ?range))
+                .await?;
+        }
+        if let Some(summary) = reduction.summary {
+            self.history
+                .append(scope, &[summary])
+                .instrument(tracing::debug_span!("history.append_summary"))
                 .await?;
         }
         if archived > 0 {
@@ -388,25 +398,24 @@ impl Agent {
 }
 
 /// The sequence ranges to archive so that the stored active window becomes the reduction's
-/// view: everything before the kept suffix except the pinned message.
+/// view: the dropped runs, and every active message older than the window (except a pinned
+/// message there).
 fn archive_ranges(
     window: &[StoredMessage],
     reduction: &Reduction,
 ) -> Vec<std::ops::RangeInclusive<u64>> {
-    let dropped = reduction.dropped();
-    if dropped.is_empty() {
+    if reduction.dropped.is_empty() {
         return Vec::new();
     }
-    let last_dropped = window[dropped.end - 1].seq;
-    match reduction.pinned.map(|p| window[p].seq) {
-        None => vec![1..=last_dropped],
-        Some(pinned) => {
-            let mut ranges = Vec::new();
-            if pinned > 1 {
-                ranges.push(1..=pinned - 1);
-            }
-            ranges.push(pinned + 1..=last_dropped);
-            ranges
+    let mut ranges = Vec::new();
+    let first_seq = window.first().map_or(1, |m| m.seq);
+    if first_seq > 1 {
+        ranges.push(1..=first_seq - 1);
+    }
+    for run in &reduction.dropped {
+        if let (Some(first), Some(last)) = (window.get(run.start), window.get(run.end - 1)) {
+            ranges.push(first.seq..=last.seq);
         }
     }
+    ranges
 }

@@ -26,7 +26,8 @@ pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, User
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
 pub use reducer::{
-    ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, Segmentation, TokenBudgetReducer,
+    ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, SUMMARY_METADATA_KEY,
+    Segmentation, SummarizingReducer, TokenBudgetReducer, is_summary,
 };
 pub use scope::{Page, PageRequest, Scope, ScopeFilter};
 pub use session::{

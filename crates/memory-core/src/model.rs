@@ -55,13 +55,13 @@ pub struct ChatResponse {
 /// A chat model: messages in, messages out.
 #[async_trait]
 pub trait ChatModel: Send + Sync + fmt::Debug + 'static {
-    /// Completes `request`.
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse>;
+    /// Completes `request`. The request is borrowed: a model that retries resends the same one.
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse>;
 }
 
 #[async_trait]
 impl<T: ChatModel + ?Sized> ChatModel for Arc<T> {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         (**self).complete(request).await
     }
 }

@@ -127,21 +127,25 @@ pub enum Encoding {
 #[derive(Clone, Copy)]
 pub struct TiktokenCounter {
     encoding: Encoding,
-    bpe: &'static CoreBPE,
     media: MediaTokenCosts,
 }
 
 impl TiktokenCounter {
     /// A counter on `encoding`.
+    ///
+    /// The encoding's tables (tens of megabytes) are loaded on the first count, once per
+    /// process, not here.
     pub fn new(encoding: Encoding) -> Self {
-        let bpe = match encoding {
-            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
-        };
         Self {
             encoding,
-            bpe,
             media: MediaTokenCosts::default(),
+        }
+    }
+
+    fn bpe(&self) -> &'static CoreBPE {
+        match self.encoding {
+            Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
+            Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
         }
     }
 
@@ -179,7 +183,7 @@ impl fmt::Debug for TiktokenCounter {
 impl TokenCounter for TiktokenCounter {
     fn count_text(&self, text: &str) -> u32 {
         // Special-token text in user content is ordinary text to the API.
-        u32::try_from(self.bpe.encode_ordinary(text).len()).unwrap_or(u32::MAX)
+        u32::try_from(self.bpe().encode_ordinary(text).len()).unwrap_or(u32::MAX)
     }
 
     fn media_costs(&self) -> MediaTokenCosts {

@@ -327,3 +327,51 @@ async fn empty_input_is_refused() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
+
+#[tokio::test]
+async fn summarizing_reducer_replaces_old_messages_by_a_stored_summary() {
+    let script = ScriptedChatModel::new()
+        .reply_text("r1")
+        .reply_text("r2")
+        .reply_text("r3")
+        .reply_text("S1: q1 r1 q2 r2")
+        .reply_text("r4")
+        .reply_text("r5")
+        .reply_text("S2: S1 q3 r3 q4 r4")
+        .reply_text("r6");
+    let (model, store) = setup(script);
+    let reducer = memory_core::SummarizingReducer::new(model.clone(), 2, 2);
+    let agent = Agent::builder("helper", model.clone(), store.clone())
+        .reducer(Arc::new(reducer), ReducerTrigger::AfterMessageAdded)
+        .build()
+        .unwrap();
+    let mut session = AgentSession::new(random_scope());
+    for i in 1..=5 {
+        agent.run(format!("q{i}"), &mut session).await.unwrap();
+    }
+    let requests = model.requests();
+    // The second summary request carries the first summary and the messages it replaces.
+    let second_summary = requests[6].messages[1].text();
+    assert!(
+        second_summary.contains("S1: q1 r1 q2 r2"),
+        "{second_summary}"
+    );
+    assert!(second_summary.contains("<message role='user'>q3</message>"));
+
+    let active = store.read(session.scope(), Window::All).await.unwrap();
+    let texts: Vec<String> = active.iter().map(|m| m.message.text()).collect();
+    assert_eq!(texts.len(), 3);
+    assert_eq!(&texts[..2], ["q5", "r5"]);
+    assert!(memory_core::is_summary(&active[2].message));
+    // Nothing is lost: the originals and the first summary are archived.
+    let everything = store
+        .read(session.scope(), Window::Everything)
+        .await
+        .unwrap();
+    assert_eq!(everything.len(), 10 + 2);
+
+    let run = agent.run("q6", &mut session).await.unwrap();
+    let sent: Vec<String> = run.request.messages.iter().map(ChatMessage::text).collect();
+    assert!(sent[0].starts_with("Summary of the earlier conversation: S2"));
+    assert_eq!(&sent[1..], ["q5", "r5", "q6"]);
+}

@@ -94,9 +94,17 @@ fn check(
     pinned_counts: bool,
 ) {
     let seg = Segmentation::of(msgs);
-    let kept: Vec<usize> = (0..msgs.len())
-        .filter(|i| !r.dropped().contains(i))
-        .collect();
+    let kept: Vec<usize> = (0..msgs.len()).filter(|i| !r.is_dropped(*i)).collect();
+    // The count and budget reducers drop one run right after the pinned message.
+    let start = r.pinned.map_or(0, |p| p + 1);
+    assert!(
+        r.dropped.len() <= 1,
+        "more than one dropped run: {:?}",
+        r.dropped
+    );
+    assert!(r.dropped.iter().all(|d| d.start == start && !d.is_empty()));
+    assert!(r.summary.is_none());
+    let first_kept = r.dropped.first().map_or(start, |d| d.end);
 
     // The leading system message is pinned and kept.
     if msgs
@@ -110,11 +118,11 @@ fn check(
 
     // The cut is on a group boundary.
     assert!(
-        r.first_kept == msgs.len()
-            || seg.groups.iter().any(|g| g.start == r.first_kept)
-            || r.first_kept == r.pinned.map_or(0, |p| p + 1),
+        first_kept == msgs.len()
+            || seg.groups.iter().any(|g| g.start == first_kept)
+            || first_kept == r.pinned.map_or(0, |p| p + 1),
         "cut at {} is not a group boundary: {:?}",
-        r.first_kept,
+        first_kept,
         seg.groups
     );
 
@@ -148,23 +156,20 @@ fn check(
     } else {
         0
     };
-    let suffix_cost: u64 = msgs[r.first_kept.min(msgs.len())..].iter().map(&cost).sum();
+    let suffix_cost: u64 = msgs[first_kept.min(msgs.len())..].iter().map(&cost).sum();
     let protected_start = seg.group_start(seg.protected_from, msgs.len());
     if pinned_cost + suffix_cost > limit {
         assert!(
-            r.first_kept >= protected_start || r.first_kept == r.pinned.map_or(0, |p| p + 1),
+            first_kept >= protected_start || first_kept == r.pinned.map_or(0, |p| p + 1),
             "over the limit but dropped less than it could"
         );
-        assert!(
-            r.first_kept <= protected_start,
-            "dropped into the last turn"
-        );
+        assert!(first_kept <= protected_start, "dropped into the last turn");
     }
     if !r.is_noop() {
         let prev = seg
             .groups
             .iter()
-            .rfind(|g| g.end == r.first_kept)
+            .rfind(|g| g.end == first_kept)
             .expect("a dropped group precedes the cut");
         let prev_cost: u64 = msgs[prev.clone()].iter().map(&cost).sum();
         assert!(

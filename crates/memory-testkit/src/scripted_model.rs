@@ -34,11 +34,11 @@ pub enum ScriptedReply {
 ///     .reply_text("Sunny, 18 °C.");
 /// let request = ChatRequest { messages: vec![ChatMessage::user("Weather?")], ..Default::default() };
 ///
-/// let first = model.complete(request.clone()).await?;
+/// let first = model.complete(&request).await?;
 /// assert!(first.messages[0].has_tool_calls());
-/// let second = model.complete(request.clone()).await?;
+/// let second = model.complete(&request).await?;
 /// assert_eq!(second.messages[0].text(), "Sunny, 18 °C.");
-/// assert_eq!(model.complete(request).await.unwrap_err().kind(), ErrorKind::InvalidInput);
+/// assert_eq!(model.complete(&request).await.unwrap_err().kind(), ErrorKind::InvalidInput);
 /// assert_eq!(model.requests().len(), 3);
 /// # Ok::<(), memory_core::Error>(())
 /// # }).unwrap();
@@ -135,10 +135,10 @@ fn response(message: ChatMessage, conversation_id: Option<String>) -> ChatRespon
 
 #[async_trait]
 impl ChatModel for ScriptedChatModel {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let call = {
             let mut requests = lock(&self.requests);
-            requests.push(request);
+            requests.push(request.clone());
             requests.len()
         };
         match lock(&self.script).pop_front() {
@@ -170,16 +170,16 @@ mod tests {
             .reply_with_conversation_id("two", "conv-1")
             .reply_tool_call("c1", "search", "{}");
         assert_eq!(model.remaining(), 4);
-        let r = model.complete(request("a")).await.unwrap();
+        let r = model.complete(&request("a")).await.unwrap();
         assert_eq!(r.messages[0].text(), "one");
-        let e = model.complete(request("b")).await.unwrap_err();
+        let e = model.complete(&request("b")).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Timeout);
         assert_eq!(e.message(), "slow");
-        let r = model.complete(request("c")).await.unwrap();
+        let r = model.complete(&request("c")).await.unwrap();
         assert_eq!(r.conversation_id.as_deref(), Some("conv-1"));
-        let r = model.complete(request("d")).await.unwrap();
+        let r = model.complete(&request("d")).await.unwrap();
         assert_eq!(r.messages[0].tool_call_ids().collect::<Vec<_>>(), ["c1"]);
-        let e = model.complete(request("e")).await.unwrap_err();
+        let e = model.complete(&request("e")).await.unwrap_err();
         assert_eq!(e.kind(), ErrorKind::InvalidInput);
         assert!(e.message().contains("ran out"), "{e}");
         let texts: Vec<String> = model

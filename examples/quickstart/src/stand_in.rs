@@ -13,7 +13,7 @@ pub(crate) struct OfflineStandInModel;
 
 #[async_trait]
 impl ChatModel for OfflineStandInModel {
-    async fn complete(&self, request: ChatRequest) -> Result<ChatResponse> {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
         let question = request
             .messages
             .iter()

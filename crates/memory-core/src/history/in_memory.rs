@@ -48,6 +48,9 @@ struct Thread {
     /// `messages[i].seq == i + 1`: nothing is removed but by clearing the whole thread.
     messages: Vec<StoredMessage>,
     ids: HashMap<String, u64>,
+    /// Index of the first message that may be active: everything before it is archived, so
+    /// archiving and reading never walk the archived prefix again.
+    first_active: usize,
     active: u64,
     active_tokens: u64,
     ttl: Option<Duration>,
@@ -60,6 +63,7 @@ impl Thread {
             scope,
             messages: Vec::new(),
             ids: HashMap::new(),
+            first_active: 0,
             active: 0,
             active_tokens: 0,
             ttl,
@@ -186,12 +190,16 @@ impl HistoryStore for InMemoryHistoryStore {
         let messages = &thread.messages;
         let active_from_end = || messages.iter().rev().filter(|m| !m.archived);
         let out: Vec<StoredMessage> = match window {
-            Window::All => messages.iter().filter(|m| !m.archived).cloned().collect(),
+            Window::All => messages[thread.first_active..]
+                .iter()
+                .filter(|m| !m.archived)
+                .cloned()
+                .collect(),
             Window::Everything => messages.clone(),
             Window::After(seq) => {
                 let start = usize::try_from(seq)
                     .unwrap_or(usize::MAX)
-                    .min(messages.len());
+                    .clamp(thread.first_active, messages.len());
                 messages[start..]
                     .iter()
                     .filter(|m| !m.archived)
@@ -240,7 +248,8 @@ impl HistoryStore for InMemoryHistoryStore {
             return Ok(0);
         };
         let len = thread.messages.len() as u64;
-        let (first, last) = (*seqs.start().max(&1), *seqs.end().min(&len));
+        let first = (*seqs.start()).max(thread.first_active as u64 + 1);
+        let last = (*seqs.end()).min(len);
         let mut moved = 0;
         if first <= last {
             for m in &mut thread.messages[(first - 1) as usize..last as usize] {
@@ -250,6 +259,13 @@ impl HistoryStore for InMemoryHistoryStore {
                     thread.active -= 1;
                     thread.active_tokens -= u64::from(m.tokens);
                 }
+            }
+            while thread
+                .messages
+                .get(thread.first_active)
+                .is_some_and(|m| m.archived)
+            {
+                thread.first_active += 1;
             }
         }
         tracing::debug!(scope = %scope, moved, first, last, "history.archive");

@@ -3,12 +3,14 @@
 
 mod openai;
 mod part;
+mod transcript;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
 pub use openai::{OpenAiFunctionCall, OpenAiMessage, OpenAiToolCall};
 pub use part::{Media, MediaKind, Part};
+pub use transcript::tagged_transcript;
 
 use crate::error::{Error, Result};
 use crate::id::MessageId;

@@ -4,6 +4,7 @@
 
 mod grouping;
 mod limits;
+mod summarizing;
 
 use std::fmt;
 use std::ops::Range;
@@ -13,9 +14,11 @@ use async_trait::async_trait;
 
 pub use grouping::Segmentation;
 pub use limits::{MessageCountReducer, TokenBudgetReducer};
+pub use summarizing::{DEFAULT_SUMMARY_INSTRUCTIONS, SummarizingReducer};
 
 use crate::error::Result;
 use crate::history::StoredMessage;
+use crate::message::ChatMessage;
 
 /// When an agent applies its reducer (Agent Framework's `ChatReducerTriggerEvent`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,15 +31,26 @@ pub enum ReducerTrigger {
     BeforeMessagesRetrieval,
 }
 
-/// What a reducer keeps of a list of messages: the pinned leading message (if any) and every
-/// message from `first_kept` on.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The metadata key that marks a message as a summary written by a reducer; its value is an
+/// object with the sequence range the summary covers (`{"first_seq": …, "last_seq": …}`).
+pub const SUMMARY_METADATA_KEY: &str = "agent_memory.summary";
+
+/// Whether `message` is a summary written by a reducer.
+pub fn is_summary(message: &ChatMessage) -> bool {
+    message.metadata.contains_key(SUMMARY_METADATA_KEY)
+}
+
+/// What a reducer keeps of a list of messages: the pinned leading message (if any), every
+/// message outside the dropped ranges, and optionally a new summary of what it dropped.
+#[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub struct Reduction {
     /// Index of the pinned leading system message, kept whatever happens.
     pub pinned: Option<usize>,
-    /// Index of the first message of the kept suffix.
-    pub first_kept: usize,
+    /// The dropped index ranges, sorted and disjoint.
+    pub dropped: Vec<Range<usize>>,
+    /// A summary of the dropped messages, shown right after the pinned message.
+    pub summary: Option<ChatMessage>,
 }
 
 impl Reduction {
@@ -44,35 +58,93 @@ impl Reduction {
     pub fn keep_all() -> Self {
         Self {
             pinned: None,
-            first_kept: 0,
+            dropped: Vec::new(),
+            summary: None,
         }
     }
 
     /// Keeps `pinned` and the suffix from `first_kept`.
     pub fn new(pinned: Option<usize>, first_kept: usize) -> Self {
-        Self { pinned, first_kept }
+        let start = pinned.map_or(0, |p| p + 1);
+        let dropped = if first_kept > start {
+            vec![start..first_kept]
+        } else {
+            Vec::new()
+        };
+        Self {
+            pinned,
+            dropped,
+            summary: None,
+        }
     }
 
-    /// The indices of the messages dropped from the view.
-    pub fn dropped(&self) -> Range<usize> {
-        let start = self.pinned.map_or(0, |p| p + 1);
-        start..self.first_kept.max(start)
+    /// Adds a summary of the dropped messages.
+    pub fn with_summary(mut self, summary: ChatMessage) -> Self {
+        self.summary = Some(summary);
+        self
     }
 
-    /// Whether nothing is dropped.
+    /// Also drops the message at `index`.
+    pub fn drop_index(mut self, index: usize) -> Self {
+        if !self.is_dropped(index) {
+            self.dropped.push(index..index + 1);
+            self.dropped.sort_by_key(|r| r.start);
+        }
+        self
+    }
+
+    /// Whether the message at `index` is dropped.
+    pub fn is_dropped(&self, index: usize) -> bool {
+        self.dropped.iter().any(|r| r.contains(&index))
+    }
+
+    /// How many messages are dropped.
+    pub fn dropped_count(&self) -> usize {
+        self.dropped.iter().map(ExactSizeIterator::len).sum()
+    }
+
+    /// Whether nothing changes.
     pub fn is_noop(&self) -> bool {
-        self.dropped().is_empty()
+        self.dropped_count() == 0 && self.summary.is_none()
     }
 
-    /// The kept messages, in order.
-    pub fn apply<T: Clone>(&self, messages: &[T]) -> Vec<T> {
-        let dropped = self.dropped();
-        messages
+    /// The kept items, in order (without the summary).
+    pub fn apply<T: Clone>(&self, items: &[T]) -> Vec<T> {
+        items
             .iter()
             .enumerate()
-            .filter(|(i, _)| !dropped.contains(i))
+            .filter(|(i, _)| !self.is_dropped(*i))
             .map(|(_, m)| m.clone())
             .collect()
+    }
+
+    /// The view a model sees: the pinned message, then summaries (the new one, or kept
+    /// summaries written by earlier reductions), then the other kept messages in order.
+    pub fn view(&self, messages: &[StoredMessage]) -> Vec<ChatMessage> {
+        let kept: Vec<(usize, &ChatMessage)> = messages
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !self.is_dropped(*i))
+            .map(|(i, m)| (i, &m.message))
+            .collect();
+        let mut out = Vec::with_capacity(kept.len() + 1);
+        out.extend(
+            kept.iter()
+                .filter(|(i, _)| Some(*i) == self.pinned)
+                .map(|(_, m)| (*m).clone()),
+        );
+        out.extend(self.summary.iter().cloned());
+        out.extend(
+            kept.iter()
+                .filter(|(i, m)| Some(*i) != self.pinned && is_summary(m))
+                .map(|(_, m)| (*m).clone()),
+        );
+        out.extend(
+            kept.iter()
+                .filter(|(i, m)| Some(*i) != self.pinned && !is_summary(m))
+                .map(|(_, m)| (*m).clone()),
+        );
+        out
     }
 }
 

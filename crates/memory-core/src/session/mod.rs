@@ -213,7 +213,7 @@ impl AgentSession {
     /// # Errors
     /// As [`serialize`](Self::serialize).
     pub fn to_json(&self) -> Result<String> {
-        Ok(serde_json::to_string(&self.serialize()?)?)
+        state::encode_string(self)
     }
 
     /// Restores a session from its JSON state, migrating older versions.
@@ -231,8 +231,7 @@ impl AgentSession {
     /// # Errors
     /// As [`deserialize`](Self::deserialize).
     pub fn from_json(json: &str) -> Result<Self> {
-        let value: Value = serde_json::from_str(json)?;
-        Self::deserialize(&value)
+        state::decode_str(json)
     }
 
     /// Restores `state` into this session, which must be new.

@@ -15,10 +15,13 @@ use crate::scope::Scope;
 pub const SESSION_STATE_VERSION: u64 = 1;
 const FORMAT: &str = "agent-memory/session";
 
-#[derive(Serialize, Deserialize)]
+/// Version 1 as read.
+#[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct StateV1 {
+    #[allow(dead_code)] // checked before the full decode
     format: String,
+    #[allow(dead_code)] // checked before the full decode
     version: u64,
     scope: Scope,
     #[serde(default)]
@@ -35,6 +38,27 @@ struct StateV1 {
     provider_states: BTreeMap<SourceId, Value>,
 }
 
+/// Version 1 as written, borrowing the session (no copy of the histories).
+#[derive(Serialize)]
+struct StateV1Ref<'a> {
+    format: &'static str,
+    version: u64,
+    scope: &'a Scope,
+    service_conversation_id: Option<&'a str>,
+    turns: u64,
+    history_window: Option<usize>,
+    agent_histories: &'a BTreeMap<AgentId, Vec<ChatMessage>>,
+    snapshot: &'a serde_json::Map<String, Value>,
+    provider_states: &'a BTreeMap<SourceId, Value>,
+}
+
+/// The two fields read before anything else, to pick the decoder.
+#[derive(Deserialize)]
+struct Header {
+    format: Option<Value>,
+    version: Option<Value>,
+}
+
 pub(crate) struct SessionParts {
     pub(crate) scope: Scope,
     pub(crate) conversation: Conversation,
@@ -45,26 +69,31 @@ pub(crate) struct SessionParts {
     pub(crate) provider_states: BTreeMap<SourceId, Value>,
 }
 
-pub(crate) fn encode(session: &AgentSession) -> Result<Value> {
-    let state = StateV1 {
-        format: FORMAT.to_owned(),
+fn state_ref(session: &AgentSession) -> StateV1Ref<'_> {
+    StateV1Ref {
+        format: FORMAT,
         version: SESSION_STATE_VERSION,
-        scope: session.scope.clone(),
-        service_conversation_id: session.service_conversation_id().map(str::to_owned),
+        scope: &session.scope,
+        service_conversation_id: session.service_conversation_id(),
         turns: session.turns,
         history_window: session.history_window,
-        agent_histories: session.agent_histories.clone(),
-        snapshot: session.snapshot.clone(),
-        provider_states: session.provider_states.clone(),
-    };
-    Ok(serde_json::to_value(state)?)
+        agent_histories: &session.agent_histories,
+        snapshot: &session.snapshot,
+        provider_states: &session.provider_states,
+    }
 }
 
-pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
-    let object = value
-        .as_object()
-        .ok_or_else(|| Error::serialization("a session state must be a JSON object"))?;
-    match object.get("format").and_then(Value::as_str) {
+pub(crate) fn encode(session: &AgentSession) -> Result<Value> {
+    Ok(serde_json::to_value(state_ref(session))?)
+}
+
+pub(crate) fn encode_string(session: &AgentSession) -> Result<String> {
+    Ok(serde_json::to_string(&state_ref(session))?)
+}
+
+/// Checks the format tag and returns the version.
+fn check_header(header: &Header) -> Result<u64> {
+    match header.format.as_ref().and_then(Value::as_str) {
         Some(FORMAT) => {}
         Some(other) => {
             return Err(Error::serialization(format!(
@@ -77,21 +106,48 @@ pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
             )));
         }
     }
-    let version = object
-        .get("version")
+    let version = header
+        .version
+        .as_ref()
         .and_then(Value::as_u64)
         .ok_or_else(|| Error::serialization("the session state has no integer \"version\""))?;
-    let state: StateV1 = match version {
-        1 => serde_json::from_value(value.clone())
-            .map_err(|e| Error::serialization(format!("invalid session state: {e}")))?,
+    if version != SESSION_STATE_VERSION {
         // Versions to come migrate here, oldest first, into the newest shape.
-        other => {
-            return Err(Error::serialization(format!(
-                "session state version {other} is not supported; this library reads versions 1 to {SESSION_STATE_VERSION}"
-            )));
+        return Err(Error::serialization(format!(
+            "session state version {version} is not supported; this library reads versions 1 to {SESSION_STATE_VERSION}"
+        )));
+    }
+    Ok(version)
+}
+
+fn invalid(e: serde_json::Error) -> Error {
+    Error::serialization(format!("invalid session state: {e}"))
+}
+
+pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
+    if !value.is_object() {
+        return Err(Error::serialization(
+            "a session state must be a JSON object",
+        ));
+    }
+    check_header(&Header::deserialize(value).map_err(invalid)?)?;
+    Ok(from_state(StateV1::deserialize(value).map_err(invalid)?))
+}
+
+pub(crate) fn decode_str(json: &str) -> Result<AgentSession> {
+    let header: Header = serde_json::from_str(json).map_err(|e| {
+        if e.is_data() {
+            Error::serialization("a session state must be a JSON object")
+        } else {
+            invalid(e)
         }
-    };
-    Ok(AgentSession::from_parts(SessionParts {
+    })?;
+    check_header(&header)?;
+    Ok(from_state(serde_json::from_str(json).map_err(invalid)?))
+}
+
+fn from_state(state: StateV1) -> AgentSession {
+    AgentSession::from_parts(SessionParts {
         scope: state.scope,
         conversation: match state.service_conversation_id {
             Some(id) => Conversation::Service(id),
@@ -102,7 +158,7 @@ pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
         agent_histories: state.agent_histories,
         snapshot: state.snapshot,
         provider_states: state.provider_states,
-    }))
+    })
 }
 
 #[cfg(test)]
