@@ -7,6 +7,7 @@ pub mod context;
 pub mod error;
 pub mod history;
 pub mod id;
+pub mod memory;
 pub mod message;
 pub mod model;
 pub mod reducer;
@@ -23,6 +24,7 @@ pub use history::{
     MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, StoredMessage, ThreadCount, Window,
 };
 pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
+pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
 pub use reducer::{

@@ -66,11 +66,10 @@ impl Reduction {
     /// Keeps `pinned` and the suffix from `first_kept`.
     pub fn new(pinned: Option<usize>, first_kept: usize) -> Self {
         let start = pinned.map_or(0, |p| p + 1);
-        let dropped = if first_kept > start {
-            vec![start..first_kept]
-        } else {
-            Vec::new()
-        };
+        let mut dropped = Vec::new();
+        if first_kept > start {
+            dropped.push(start..first_kept);
+        }
         Self {
             pinned,
             dropped,

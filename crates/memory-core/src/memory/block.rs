@@ -1,0 +1,197 @@
+//! The [`MemoryBlock`] trait: long-term memory fed by flushed short-term messages.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::history::StoredMessage;
+use crate::message::{ChatMessage, Part};
+use crate::scope::Scope;
+use crate::tokens::TokenCounter;
+
+/// What a block contributes to the `<memory>` text.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BlockContent {
+    /// Text, placed inside the block's section.
+    Text(String),
+    /// Parts: the text parts go inside the block's section, the others (images, documents)
+    /// are attached to the message that carries the memory.
+    Parts(Vec<Part>),
+}
+
+impl BlockContent {
+    /// Whether there is nothing to show.
+    pub fn is_empty(&self) -> bool {
+        match self {
+            BlockContent::Text(t) => t.trim().is_empty(),
+            BlockContent::Parts(p) => p.is_empty(),
+        }
+    }
+
+    /// The text that goes inside the block's section.
+    pub fn text(&self) -> String {
+        match self {
+            BlockContent::Text(t) => t.clone(),
+            BlockContent::Parts(parts) => parts
+                .iter()
+                .filter_map(Part::as_text)
+                .collect::<Vec<_>>()
+                .join("\n"),
+        }
+    }
+
+    /// The non-text parts.
+    pub fn attachments(&self) -> Vec<Part> {
+        match self {
+            BlockContent::Text(_) => Vec::new(),
+            BlockContent::Parts(parts) => parts
+                .iter()
+                .filter(|p| p.as_text().is_none())
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+/// What a block sees when asked for its content.
+#[derive(Debug)]
+pub struct BlockGetContext<'a> {
+    /// The memory's session scope.
+    pub scope: &'a Scope,
+    /// The newest short-term messages followed by the input messages of this call (the
+    /// retrieval context).
+    pub messages: &'a [ChatMessage],
+    /// The block's state in this session (`Value::Null` before its first flush).
+    pub state: &'a Value,
+}
+
+/// What a block sees when messages are flushed to it.
+#[derive(Debug)]
+pub struct BlockPutContext<'a> {
+    /// The memory's session scope.
+    pub scope: &'a Scope,
+    /// The flushed messages, oldest first, each once: never a message this block was already
+    /// given.
+    pub messages: &'a [StoredMessage],
+    /// The block's state in this session; what the block leaves here is saved durably, together
+    /// with the mark of the messages it was given, in one write.
+    pub state: &'a mut Value,
+}
+
+/// A long-term memory block (LlamaIndex's `BaseMemoryBlock`).
+///
+/// Flushed short-term messages are handed to every block's [`put`](MemoryBlock::put); its
+/// [`get`](MemoryBlock::get) content is rendered inside `<memory>` in a section named after the
+/// block; when the whole does not fit the memory's token limit, blocks are
+/// [`truncate`](MemoryBlock::truncate)d by [`priority`](MemoryBlock::priority), highest number
+/// first, never priority 0.
+///
+/// # State and exactly-once delivery
+/// A block keeps its per-session state in the `state` value it is handed, never on the block
+/// object (one block object serves every session). [`Memory`](super::Memory) saves that state
+/// and the sequence number of the last message the block was given in one durable write after
+/// each `put`, so a crash or a retry neither loses a batch for the block nor hands it twice. A
+/// `put` whose state write loses a race with another process is discarded and redone from the
+/// winner's state, so side effects outside the state (an upsert into a vector store) must be
+/// idempotent, keyed by the messages' sequence numbers.
+///
+/// # Writing a block
+/// ```
+/// use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext, MemoryBlock};
+/// use memory_core::{Result, async_trait};
+/// use serde_json::json;
+///
+/// /// Counts how often the user mentions a name.
+/// #[derive(Debug)]
+/// struct MentionCounter { name: String }
+///
+/// #[async_trait]
+/// impl MemoryBlock for MentionCounter {
+///     fn name(&self) -> &str { "mentions" }
+///     fn priority(&self) -> u32 { 3 }
+///     async fn get(&self, ctx: BlockGetContext<'_>) -> Result<BlockContent> {
+///         let n = ctx.state["count"].as_u64().unwrap_or(0);
+///         Ok(BlockContent::Text(format!("{} was mentioned {n} times.", self.name)))
+///     }
+///     async fn put(&self, ctx: BlockPutContext<'_>) -> Result<()> {
+///         let seen = ctx.messages.iter().filter(|m| m.message.text().contains(&self.name)).count();
+///         let n = ctx.state["count"].as_u64().unwrap_or(0) + seen as u64;
+///         *ctx.state = json!({ "count": n });
+///         Ok(())
+///     }
+/// }
+/// ```
+#[async_trait]
+pub trait MemoryBlock: Send + Sync + fmt::Debug + 'static {
+    /// The block's name: its section tag in `<memory>` and the key of its state. Lower-case
+    /// ASCII letters, digits and `_`, starting with a letter.
+    fn name(&self) -> &str;
+
+    /// Truncation priority: 0 is never truncated; otherwise higher numbers go first.
+    fn priority(&self) -> u32;
+
+    /// The block's content for this session.
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent>;
+
+    /// Takes in flushed messages.
+    async fn put(&self, context: BlockPutContext<'_>) -> Result<()>;
+
+    /// Shortens `content` by at least `excess_tokens` tokens, or returns `None` to leave the
+    /// block out. The default leaves it out.
+    async fn truncate(
+        &self,
+        content: BlockContent,
+        excess_tokens: u64,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<BlockContent>> {
+        let _ = (content, excess_tokens, counter);
+        Ok(None)
+    }
+}
+
+#[async_trait]
+impl<T: MemoryBlock + ?Sized> MemoryBlock for Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+    fn priority(&self) -> u32 {
+        (**self).priority()
+    }
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+        (**self).get(context).await
+    }
+    async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
+        (**self).put(context).await
+    }
+    async fn truncate(
+        &self,
+        content: BlockContent,
+        excess_tokens: u64,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<BlockContent>> {
+        (**self).truncate(content, excess_tokens, counter).await
+    }
+}
+
+/// Checks a block name: 1–64 chars of `[a-z0-9_]`, starting with a letter.
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) otherwise.
+pub fn validate_block_name(name: &str) -> Result<()> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name.starts_with(|c: char| c.is_ascii_lowercase())
+        && name
+            .chars()
+            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
+    if ok {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "memory block name {name:?} must be 1-64 characters of a-z, 0-9 and _, starting with a letter"
+        )))
+    }
+}

@@ -1,0 +1,71 @@
+//! [`StaticMemoryBlock`]: fixed content, always shown.
+
+use async_trait::async_trait;
+
+use crate::error::Result;
+use crate::memory::{
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
+};
+use crate::message::Part;
+
+/// Fixed content (text or parts such as an image), always inserted: priority 0 unless set
+/// otherwise. Flushed messages are ignored.
+#[derive(Debug, Clone)]
+pub struct StaticMemoryBlock {
+    name: String,
+    content: BlockContent,
+    priority: u32,
+}
+
+impl StaticMemoryBlock {
+    /// A block named `name` holding `text`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name.
+    pub fn new(name: impl Into<String>, text: impl Into<String>) -> Result<Self> {
+        Self::with_content(name, BlockContent::Text(text.into()))
+    }
+
+    /// A block named `name` holding `parts`.
+    ///
+    /// # Errors
+    /// As [`new`](Self::new).
+    pub fn with_parts(name: impl Into<String>, parts: Vec<Part>) -> Result<Self> {
+        Self::with_content(name, BlockContent::Parts(parts))
+    }
+
+    fn with_content(name: impl Into<String>, content: BlockContent) -> Result<Self> {
+        let name = name.into();
+        validate_block_name(&name)?;
+        Ok(Self {
+            name,
+            content,
+            priority: 0,
+        })
+    }
+
+    /// Sets the truncation priority.
+    pub fn with_priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
+        self
+    }
+}
+
+#[async_trait]
+impl MemoryBlock for StaticMemoryBlock {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn priority(&self) -> u32 {
+        self.priority
+    }
+
+    async fn get(&self, _context: BlockGetContext<'_>) -> Result<BlockContent> {
+        Ok(self.content.clone())
+    }
+
+    async fn put(&self, _context: BlockPutContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}

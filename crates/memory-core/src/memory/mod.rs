@@ -1,0 +1,561 @@
+//! [`Memory`]: LlamaIndex's memory — a token-limited short-term window over a
+//! [`HistoryStore`] thread, flushed into prioritised long-term [`MemoryBlock`]s.
+//!
+//! - `put_messages` appends to the thread; when its active tokens pass
+//!   `token_limit × chat_history_token_ratio`, the oldest whole messages (at least
+//!   `token_flush_size` tokens, a tool call with its results, until the rest starts with a user
+//!   message, never the last turn) are handed to every block and then archived.
+//! - `get` returns the `<memory>` text of the blocks and the active messages within
+//!   `token_limit`, truncating blocks by priority and then dropping the oldest messages.
+//!
+//! Token counts come from the store (counted once, on append): `get` tokenizes only the block
+//! contents, never the stored history.
+
+mod block;
+pub mod blocks;
+mod provider;
+mod render;
+mod state;
+
+use std::sync::Arc;
+
+use tracing::Instrument;
+
+pub use block::{BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name};
+pub use render::{InsertMethod, render_memory};
+pub use state::BLOCK_STATE_SOURCE;
+
+use crate::error::{Error, ErrorKind, Result};
+use crate::history::{HistoryStore, StoredMessage, Window};
+use crate::id::SourceId;
+use crate::message::{ChatMessage, Role};
+use crate::reducer::Segmentation;
+use crate::scope::Scope;
+use crate::session::SessionStore;
+use crate::tokens::{TokenCounter, default_token_counter};
+
+/// How many short-term messages blocks are shown as retrieval context by `get`.
+const RETRIEVAL_CONTEXT_MESSAGES: usize = 32;
+/// How often a flush is redone after losing a race on the block states.
+const FLUSH_ATTEMPTS: usize = 5;
+
+/// The numbers of a [`Memory`], with LlamaIndex's defaults.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MemoryConfig {
+    /// Tokens of short-term and long-term memory together (30,000).
+    pub token_limit: u64,
+    /// The share of `token_limit` the short-term messages may use before a flush (0.7).
+    pub chat_history_token_ratio: f64,
+    /// Tokens flushed at least, once a flush starts (3,000).
+    pub token_flush_size: u64,
+    /// Where the memory text goes.
+    pub insert_method: InsertMethod,
+}
+
+impl Default for MemoryConfig {
+    fn default() -> Self {
+        Self {
+            token_limit: 30_000,
+            chat_history_token_ratio: 0.7,
+            token_flush_size: 3_000,
+            insert_method: InsertMethod::System,
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// The short-term token count above which a flush starts.
+    pub fn flush_threshold(&self) -> u64 {
+        (self.token_limit as f64 * self.chat_history_token_ratio) as u64
+    }
+
+    fn validate(&self) -> Result<()> {
+        if self.token_limit == 0 || self.token_flush_size == 0 {
+            return Err(Error::invalid_input(
+                "token_limit and token_flush_size must be positive",
+            ));
+        }
+        if !(self.chat_history_token_ratio > 0.0 && self.chat_history_token_ratio <= 1.0) {
+            return Err(Error::invalid_input(
+                "chat_history_token_ratio must be in (0, 1]",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// What a flush did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlushReport {
+    /// Messages moved out of the short-term window.
+    pub messages: usize,
+    /// Their stored tokens.
+    pub tokens: u64,
+    /// Block deliveries made (one per block that had not seen the batch yet).
+    pub deliveries: usize,
+}
+
+/// LlamaIndex's `Memory` over any [`HistoryStore`], with its block states in a
+/// [`SessionStore`].
+///
+/// ```
+/// use std::sync::Arc;
+/// use memory_core::memory::{Memory, blocks::StaticMemoryBlock};
+/// use memory_core::{ChatMessage, InMemoryHistoryStore, InMemorySessionStore, Scope};
+///
+/// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+/// let memory = Memory::builder(
+///     Scope::session("demo-session")?,
+///     Arc::new(InMemoryHistoryStore::new()),
+///     Arc::new(InMemorySessionStore::new()),
+/// )
+/// .block(Arc::new(StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.")?))
+/// .build()?;
+/// memory.put_messages(&[ChatMessage::user("Thanks. Please summarise the incident.")]).await?;
+/// let messages = memory.get(&[]).await?;
+/// assert_eq!(messages[0].text(), "<memory>\n<core_info>\nThe user is Dana, an SRE.\n</core_info>\n</memory>");
+/// assert_eq!(messages.len(), 2);
+/// # Ok::<(), memory_core::Error>(())
+/// # }).unwrap();
+/// ```
+#[derive(Debug, Clone)]
+pub struct Memory {
+    scope: Scope,
+    history: Arc<dyn HistoryStore>,
+    states: Arc<dyn SessionStore>,
+    blocks: Vec<Arc<dyn MemoryBlock>>,
+    config: MemoryConfig,
+    counter: Arc<dyn TokenCounter>,
+    source: SourceId,
+}
+
+/// Builds a [`Memory`].
+#[derive(Debug)]
+pub struct MemoryBuilder {
+    memory: Memory,
+}
+
+impl MemoryBuilder {
+    /// Sets all the numbers at once.
+    pub fn config(mut self, config: MemoryConfig) -> Self {
+        self.memory.config = config;
+        self
+    }
+
+    /// Sets `token_limit`.
+    pub fn token_limit(mut self, tokens: u64) -> Self {
+        self.memory.config.token_limit = tokens;
+        self
+    }
+
+    /// Sets `chat_history_token_ratio`.
+    pub fn chat_history_token_ratio(mut self, ratio: f64) -> Self {
+        self.memory.config.chat_history_token_ratio = ratio;
+        self
+    }
+
+    /// Sets `token_flush_size`.
+    pub fn token_flush_size(mut self, tokens: u64) -> Self {
+        self.memory.config.token_flush_size = tokens;
+        self
+    }
+
+    /// Sets where the memory text goes.
+    pub fn insert_method(mut self, method: InsertMethod) -> Self {
+        self.memory.config.insert_method = method;
+        self
+    }
+
+    /// Adds a block.
+    pub fn block(mut self, block: Arc<dyn MemoryBlock>) -> Self {
+        self.memory.blocks.push(block);
+        self
+    }
+
+    /// Replaces the tokenizer used for block contents and input messages (stored messages
+    /// carry the counts of the history store's counter: give both the same one).
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.memory.counter = counter;
+        self
+    }
+
+    /// The source id under which the memory runs as a context provider (`memory`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for an invalid id.
+    pub fn source_id(mut self, source: impl Into<String>) -> Result<Self> {
+        self.memory.source = SourceId::new(source)?;
+        Ok(self)
+    }
+
+    /// Builds the memory.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for invalid numbers, an invalid block name or two blocks
+    /// with one name.
+    pub fn build(self) -> Result<Memory> {
+        let memory = self.memory;
+        memory.config.validate()?;
+        let mut names = std::collections::HashSet::new();
+        for block in &memory.blocks {
+            validate_block_name(block.name())?;
+            if !names.insert(block.name().to_owned()) {
+                return Err(Error::invalid_input(format!(
+                    "two memory blocks are named {:?}",
+                    block.name()
+                )));
+            }
+        }
+        Ok(memory)
+    }
+}
+
+impl Memory {
+    /// Starts building a memory for the session at `scope`, keeping messages in `history` and
+    /// block states in `states`.
+    pub fn builder(
+        scope: Scope,
+        history: Arc<dyn HistoryStore>,
+        states: Arc<dyn SessionStore>,
+    ) -> MemoryBuilder {
+        MemoryBuilder {
+            memory: Memory {
+                scope,
+                history,
+                states,
+                blocks: Vec::new(),
+                config: MemoryConfig::default(),
+                counter: default_token_counter(),
+                source: SourceId::new("memory")
+                    .unwrap_or_else(|_| unreachable!("\"memory\" is a valid id")),
+            },
+        }
+    }
+
+    /// The session's scope.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The numbers.
+    pub fn config(&self) -> &MemoryConfig {
+        &self.config
+    }
+
+    /// Appends `messages` to the short-term memory, then flushes if it passed the threshold.
+    ///
+    /// # Errors
+    /// The store's and the blocks' errors. A block that fails leaves the flush unfinished but
+    /// safe: the messages stay in the short-term window, blocks that already took them keep
+    /// their mark, and the next `put_messages` or [`flush`](Self::flush) finishes it.
+    pub async fn put_messages(&self, messages: &[ChatMessage]) -> Result<FlushReport> {
+        self.put_messages_in(&self.scope, messages).await
+    }
+
+    /// Appends one message (see [`put_messages`](Self::put_messages)).
+    ///
+    /// # Errors
+    /// As [`put_messages`](Self::put_messages).
+    pub async fn put(&self, message: ChatMessage) -> Result<FlushReport> {
+        self.put_messages(std::slice::from_ref(&message)).await
+    }
+
+    /// Runs the flush check now (after a failed flush, say).
+    ///
+    /// # Errors
+    /// As [`put_messages`](Self::put_messages).
+    pub async fn flush(&self) -> Result<FlushReport> {
+        self.flush_in(&self.scope).await
+    }
+
+    /// The messages to send a model: the `<memory>` text inserted as configured, and the
+    /// short-term messages, within `token_limit`. `input` (not stored) is the retrieval context
+    /// for the blocks.
+    ///
+    /// # Errors
+    /// The store's and the blocks' errors.
+    pub async fn get(&self, input: &[ChatMessage]) -> Result<Vec<ChatMessage>> {
+        self.get_in(&self.scope, input).await
+    }
+
+    /// Deletes the short-term messages and the block states of the session (LlamaIndex's
+    /// `reset`).
+    ///
+    /// # Errors
+    /// The stores' errors.
+    pub async fn reset(&self) -> Result<()> {
+        self.history.clear(&self.scope).await?;
+        self.states
+            .delete(&state::state_scope(&self.scope)?)
+            .await?;
+        Ok(())
+    }
+
+    pub(crate) async fn put_messages_in(
+        &self,
+        scope: &Scope,
+        messages: &[ChatMessage],
+    ) -> Result<FlushReport> {
+        self.history.append(scope, messages).await?;
+        self.flush_in(scope).await
+    }
+
+    pub(crate) async fn flush_in(&self, scope: &Scope) -> Result<FlushReport> {
+        let count = self.history.count(scope).await?;
+        if count.active_tokens <= self.config.flush_threshold() {
+            return Ok(FlushReport::default());
+        }
+        let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens = count.active_tokens);
+        self.flush_window(scope).instrument(span).await
+    }
+
+    async fn flush_window(&self, scope: &Scope) -> Result<FlushReport> {
+        let window = self.history.read(scope, Window::All).await?;
+        let n = select_flush(
+            &window,
+            self.config.flush_threshold(),
+            self.config.token_flush_size,
+        );
+        if n == 0 {
+            return Ok(FlushReport::default());
+        }
+        let flushed = &window[..n];
+        let mut deliveries = 0;
+        let mut attempt = 0;
+        'retry: loop {
+            attempt += 1;
+            let mut states = state::load(self.states.as_ref(), scope).await?;
+            for block in &self.blocks {
+                let mut record = states.record(block.name());
+                let fresh: Vec<StoredMessage> = flushed
+                    .iter()
+                    .filter(|m| m.seq > record.watermark)
+                    .cloned()
+                    .collect();
+                let Some(last) = fresh.last().map(|m| m.seq) else {
+                    continue;
+                };
+                block
+                    .put(BlockPutContext {
+                        scope,
+                        messages: &fresh,
+                        state: &mut record.state,
+                    })
+                    .instrument(tracing::debug_span!(
+                        "memory.block.put",
+                        block = block.name(),
+                        messages = fresh.len()
+                    ))
+                    .await?;
+                record.watermark = last;
+                states.blocks.insert(block.name().to_owned(), record);
+                match state::save(self.states.as_ref(), scope, &mut states).await {
+                    Ok(()) => deliveries += 1,
+                    Err(e) if e.kind() == ErrorKind::Conflict && attempt < FLUSH_ATTEMPTS => {
+                        tracing::debug!("block states changed under the flush; redoing it");
+                        continue 'retry;
+                    }
+                    Err(e) => return Err(e),
+                }
+            }
+            break;
+        }
+        let (first_seq, last_seq) = (flushed[0].seq, flushed[n - 1].seq);
+        self.history.archive(scope, first_seq..=last_seq).await?;
+        let tokens = flushed.iter().map(|m| u64::from(m.tokens)).sum();
+        tracing::info!(
+            messages = n,
+            tokens,
+            first_seq,
+            last_seq,
+            deliveries,
+            "flushed short-term messages to the memory blocks and archived them"
+        );
+        Ok(FlushReport {
+            messages: n,
+            tokens,
+            deliveries,
+        })
+    }
+
+    /// The blocks' contents for `scope`, truncated by priority to fit `budget` tokens.
+    async fn block_contents(
+        &self,
+        scope: &Scope,
+        context: &[ChatMessage],
+        budget: u64,
+    ) -> Result<Vec<(usize, BlockContent)>> {
+        let states = state::load(self.states.as_ref(), scope).await?;
+        let mut contents = Vec::new();
+        for (i, block) in self.blocks.iter().enumerate() {
+            let record = states.record(block.name());
+            let content = block
+                .get(BlockGetContext {
+                    scope,
+                    messages: context,
+                    state: &record.state,
+                })
+                .instrument(tracing::debug_span!(
+                    "memory.block.get",
+                    block = block.name()
+                ))
+                .await?;
+            if !content.is_empty() {
+                contents.push((i, content));
+            }
+        }
+        let mut order: Vec<usize> = contents
+            .iter()
+            .map(|(i, _)| *i)
+            .filter(|&i| self.blocks[i].priority() > 0)
+            .collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(self.blocks[i].priority()));
+        for block_index in order {
+            let used = self.render_tokens(&contents);
+            if used <= budget {
+                break;
+            }
+            let Some(at) = contents.iter().position(|(i, _)| *i == block_index) else {
+                continue;
+            };
+            let (_, content) = contents.remove(at);
+            let block = &self.blocks[block_index];
+            match block
+                .truncate(content, used - budget, self.counter.as_ref())
+                .await?
+            {
+                Some(shorter) if !shorter.is_empty() => contents.insert(at, (block_index, shorter)),
+                _ => {}
+            }
+            tracing::info!(
+                block = block.name(),
+                over = used - budget,
+                "memory block truncated to fit the token limit"
+            );
+        }
+        Ok(contents)
+    }
+
+    fn render(&self, contents: &[(usize, BlockContent)]) -> Option<String> {
+        if contents.is_empty() {
+            return None;
+        }
+        let texts: Vec<(String, String)> = contents
+            .iter()
+            .map(|(i, c)| (self.blocks[*i].name().to_owned(), c.text()))
+            .collect();
+        Some(render_memory(
+            texts.iter().map(|(n, t)| (n.as_str(), t.as_str())),
+        ))
+    }
+
+    fn render_tokens(&self, contents: &[(usize, BlockContent)]) -> u64 {
+        self.render(contents)
+            .map_or(0, |t| u64::from(self.counter.count_text(&t)))
+    }
+
+    pub(crate) async fn get_in(
+        &self,
+        scope: &Scope,
+        input: &[ChatMessage],
+    ) -> Result<Vec<ChatMessage>> {
+        let mut window = self.history.read(scope, Window::All).await?;
+        let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+        let mut context: Vec<ChatMessage> = window
+            [window.len().saturating_sub(RETRIEVAL_CONTEXT_MESSAGES)..]
+            .iter()
+            .map(|m| m.message.clone())
+            .collect();
+        context.extend(input.iter().cloned());
+        let limit = self.config.token_limit;
+        let contents = self
+            .block_contents(scope, &context, limit.saturating_sub(history_tokens))
+            .await?;
+        let memory_tokens = self.render_tokens(&contents);
+        if memory_tokens + history_tokens > limit {
+            let keep_from = drop_oldest_to_fit(&window, limit.saturating_sub(memory_tokens));
+            if keep_from > 0 {
+                tracing::info!(
+                    dropped = keep_from,
+                    "short-term messages dropped to fit the token limit"
+                );
+                window.drain(..keep_from);
+            }
+        }
+        let mut messages: Vec<ChatMessage> = window.into_iter().map(|m| m.message).collect();
+        if let Some(text) = self.render(&contents) {
+            let attachments = contents.iter().flat_map(|(_, c)| c.attachments()).collect();
+            render::insert_memory(&mut messages, text, attachments, self.config.insert_method);
+        }
+        Ok(messages)
+    }
+}
+
+/// How many leading messages of the active `window` a flush moves out: nothing while the
+/// total is within `threshold`; else whole groups from the oldest until at least `flush_size`
+/// tokens are out and the rest is within `threshold`, then more until the rest starts with a
+/// user message — never the last user turn.
+pub(crate) fn select_flush(window: &[StoredMessage], threshold: u64, flush_size: u64) -> usize {
+    let total: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+    if total <= threshold {
+        return 0;
+    }
+    let seg = Segmentation::of(window);
+    let mut groups = seg.groups.clone();
+    if let Some(p) = seg.pinned {
+        groups.insert(0, p..p + 1);
+    }
+    let protected_start = seg.group_start(seg.protected_from, window.len());
+    let tokens = |r: &std::ops::Range<usize>| -> u64 {
+        window[r.clone()].iter().map(|m| u64::from(m.tokens)).sum()
+    };
+    let mut popped = 0u64;
+    let mut end = 0usize;
+    let mut next = groups
+        .iter()
+        .filter(|g| g.end <= protected_start)
+        .peekable();
+    while let Some(group) = next.peek() {
+        if popped >= flush_size && total - popped <= threshold {
+            break;
+        }
+        popped += tokens(group);
+        end = group.end;
+        next.next();
+    }
+    while let Some(group) = next.peek() {
+        if window.get(end).is_none_or(|m| m.message.role == Role::User) {
+            break;
+        }
+        end = group.end;
+        next.next();
+    }
+    end
+}
+
+/// How many leading messages to drop so the rest fits `budget`, along group boundaries, never
+/// into the last user turn.
+fn drop_oldest_to_fit(window: &[StoredMessage], budget: u64) -> usize {
+    let seg = Segmentation::of(window);
+    let protected_start = seg.group_start(seg.protected_from, window.len());
+    let mut remaining: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+    let mut cut = 0;
+    let mut starts: Vec<std::ops::Range<usize>> = seg.groups.clone();
+    if let Some(p) = seg.pinned {
+        starts.insert(0, p..p + 1);
+    }
+    for group in starts {
+        if remaining <= budget || group.end > protected_start {
+            break;
+        }
+        remaining -= window[group.clone()]
+            .iter()
+            .map(|m| u64::from(m.tokens))
+            .sum::<u64>();
+        cut = group.end;
+    }
+    cut
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,88 @@
+//! The durable per-session state of a memory's blocks: each block's own state and the sequence
+//! number of the last message it was given (its watermark), in one versioned document in a
+//! [`SessionStore`].
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::scope::Scope;
+use crate::session::SessionStore;
+
+const FORMAT: &str = "agent-memory/memory-blocks";
+const VERSION: u64 = 1;
+/// The source id under which a session's block states are saved.
+pub const BLOCK_STATE_SOURCE: &str = "memory.blocks";
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct BlockRecord {
+    /// The last message seq handed to the block (0: none yet).
+    pub(crate) watermark: u64,
+    /// The block's own state.
+    #[serde(default)]
+    pub(crate) state: Value,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    format: String,
+    version: u64,
+    blocks: BTreeMap<String, BlockRecord>,
+}
+
+/// The loaded document and the version it was loaded at.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct BlockStates {
+    pub(crate) blocks: BTreeMap<String, BlockRecord>,
+    pub(crate) version: Option<u64>,
+}
+
+impl BlockStates {
+    pub(crate) fn record(&self, block: &str) -> BlockRecord {
+        self.blocks.get(block).cloned().unwrap_or_default()
+    }
+}
+
+pub(crate) fn state_scope(scope: &Scope) -> Result<Scope> {
+    scope.clone().with_source(BLOCK_STATE_SOURCE)
+}
+
+pub(crate) async fn load(store: &dyn SessionStore, scope: &Scope) -> Result<BlockStates> {
+    let Some(stored) = store.load(&state_scope(scope)?).await? else {
+        return Ok(BlockStates::default());
+    };
+    let doc: Document = serde_json::from_value(stored.state)
+        .map_err(|e| Error::serialization(format!("invalid memory block state: {e}")))?;
+    if doc.format != FORMAT || doc.version != VERSION {
+        return Err(Error::serialization(format!(
+            "memory block state {:?} version {} is not supported",
+            doc.format, doc.version
+        )));
+    }
+    Ok(BlockStates {
+        blocks: doc.blocks,
+        version: Some(stored.version),
+    })
+}
+
+/// Saves `states` if nobody saved since it was loaded; updates its version.
+pub(crate) async fn save(
+    store: &dyn SessionStore,
+    scope: &Scope,
+    states: &mut BlockStates,
+) -> Result<()> {
+    let doc = Document {
+        format: FORMAT.to_owned(),
+        version: VERSION,
+        blocks: states.blocks.clone(),
+    };
+    let value = serde_json::to_value(&doc)?;
+    let version = store
+        .save(&state_scope(scope)?, &value, states.version)
+        .await?;
+    states.version = Some(version);
+    Ok(())
+}

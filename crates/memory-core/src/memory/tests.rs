@@ -1,0 +1,426 @@
+//! Memory semantics against the numbers.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use serde_json::{Value, json};
+
+use super::blocks::StaticMemoryBlock;
+use super::*;
+use crate::{
+    ErrorKind, FnTokenCounter, InMemoryHistoryStore, InMemorySessionStore, Part, SessionStore,
+};
+
+/// One token per whitespace-separated word: a message costs 3 + 1 (role) + its words.
+fn words() -> Arc<dyn TokenCounter> {
+    Arc::new(FnTokenCounter::new(|t| t.split_whitespace().count() as u32))
+}
+
+/// A message of exactly `tokens` stored tokens (≥ 5) under the word counter.
+fn msg(role: Role, tokens: u32, tag: &str) -> ChatMessage {
+    let mut text = tag.to_owned();
+    for _ in 1..tokens - 4 {
+        text.push_str(" w");
+    }
+    ChatMessage::text_message(role, text)
+}
+
+/// The first word of a message's text, or of its tool result.
+fn tag(m: &ChatMessage) -> String {
+    let text = match m.parts.first() {
+        Some(Part::ToolResult { content, .. }) => content.clone(),
+        _ => m.text(),
+    };
+    text.split(' ').next().unwrap_or("").to_owned()
+}
+
+fn stores() -> (Arc<InMemoryHistoryStore>, Arc<InMemorySessionStore>) {
+    (
+        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
+        Arc::new(InMemorySessionStore::new()),
+    )
+}
+
+/// Records every message it is given; fails its first `fail_first` puts.
+#[derive(Debug, Default)]
+struct Recorder {
+    name: String,
+    priority: u32,
+    seen: Mutex<Vec<String>>,
+    fail_first: AtomicUsize,
+    content: String,
+}
+
+impl Recorder {
+    fn new(name: &str, priority: u32, content: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.into(),
+            priority,
+            content: content.into(),
+            ..Self::default()
+        })
+    }
+    fn seen(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl MemoryBlock for Recorder {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn priority(&self) -> u32 {
+        self.priority
+    }
+    async fn get(&self, ctx: BlockGetContext<'_>) -> Result<BlockContent> {
+        let n = ctx.state["n"].as_u64().unwrap_or(0);
+        Ok(BlockContent::Text(format!("{} {n}", self.content)))
+    }
+    async fn put(&self, ctx: BlockPutContext<'_>) -> Result<()> {
+        if self
+            .fail_first
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(Error::new(ErrorKind::Unavailable, "block down"));
+        }
+        let tags: Vec<String> = ctx.messages.iter().map(|m| tag(&m.message)).collect();
+        self.seen.lock().unwrap().extend(tags);
+        let n = ctx.state["n"].as_u64().unwrap_or(0) + ctx.messages.len() as u64;
+        *ctx.state = json!({ "n": n });
+        Ok(())
+    }
+}
+
+fn memory(
+    history: Arc<InMemoryHistoryStore>,
+    states: Arc<InMemorySessionStore>,
+    blocks: Vec<Arc<dyn MemoryBlock>>,
+) -> Memory {
+    let mut b = Memory::builder(Scope::session("s").unwrap(), history, states)
+        .token_limit(100)
+        .chat_history_token_ratio(0.5)
+        .token_flush_size(20)
+        .token_counter(words());
+    for block in blocks {
+        b = b.block(block);
+    }
+    b.build().unwrap()
+}
+
+#[tokio::test]
+async fn flushes_exactly_the_oldest_messages_past_the_ratio() {
+    let (history, states) = stores();
+    let rec = Recorder::new("rec", 1, "r");
+    let m = memory(history.clone(), states, vec![rec.clone()]);
+    // 10 tokens each: the threshold is 50, so the sixth message passes it.
+    for i in 0..5 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        assert_eq!(
+            m.put(msg(role, 10, &format!("m{i}"))).await.unwrap(),
+            FlushReport::default()
+        );
+    }
+    let report = m.put(msg(Role::Assistant, 10, "m5")).await.unwrap();
+    // 60 > 50: pop m0, m1 (20 tokens, rest 40 ≤ 50); the rest starts with m2, a user message.
+    assert_eq!(report.messages, 2);
+    assert_eq!(report.tokens, 20);
+    assert_eq!(rec.seen(), ["m0", "m1"]);
+    let count = history.count(m.scope()).await.unwrap();
+    assert_eq!(
+        (count.active, count.archived, count.active_tokens),
+        (4, 2, 40)
+    );
+}
+
+#[tokio::test]
+async fn a_flush_continues_until_the_rest_starts_with_a_user_message() {
+    let (history, states) = stores();
+    let rec = Recorder::new("rec", 1, "r");
+    let m = memory(history.clone(), states, vec![rec.clone()]);
+    let batch = vec![
+        msg(Role::User, 20, "u0"),
+        msg(Role::Assistant, 10, "a0"),
+        msg(Role::Assistant, 10, "a1"),
+        msg(Role::User, 10, "u1"),
+        msg(Role::Assistant, 10, "a2"),
+    ];
+    // 60 > 50: u0 alone is 20 tokens, but the rest would start with an assistant message.
+    let report = m.put_messages(&batch).await.unwrap();
+    assert_eq!(rec.seen(), ["u0", "a0", "a1"]);
+    assert_eq!(report.messages, 3);
+}
+
+#[tokio::test]
+async fn a_tool_call_and_its_result_flush_together_and_the_last_turn_stays() {
+    let (history, states) = stores();
+    let rec = Recorder::new("rec", 1, "r");
+    let m = memory(history.clone(), states, vec![rec.clone()]);
+    let mut call = ChatMessage::tool_call("c1", "lookup", "{}");
+    call.parts.insert(
+        0,
+        Part::text("call w w w w w w w w w w w w w w w w w w w w"),
+    );
+    let batch = vec![
+        msg(Role::User, 10, "u0"),
+        call,
+        ChatMessage::tool_result("c1", "res w w w w w w w w w w w w"),
+        msg(Role::User, 30, "u1"),
+        msg(Role::Assistant, 30, "a1"),
+    ];
+    m.put_messages(&batch).await.unwrap();
+    let seen = rec.seen();
+    assert!(
+        seen.starts_with(&["u0".to_owned(), "call".to_owned(), "res".to_owned()]),
+        "{seen:?}"
+    );
+    // The last user turn is never flushed, even though it alone is over the threshold.
+    assert!(!seen.contains(&"u1".to_owned()));
+    let active = history.read(m.scope(), Window::All).await.unwrap();
+    assert_eq!(active[0].message.text().split(' ').next(), Some("u1"));
+}
+
+#[tokio::test]
+async fn a_block_failing_mid_flush_loses_nothing_and_doubles_nothing() {
+    let (history, states) = stores();
+    let first = Recorder::new("first", 1, "a");
+    let flaky = Recorder::new("flaky", 1, "b");
+    flaky.fail_first.store(1, Ordering::SeqCst);
+    let last = Recorder::new("last", 1, "c");
+    let m = memory(
+        history.clone(),
+        states.clone(),
+        vec![first.clone(), flaky.clone(), last.clone()],
+    );
+    let batch: Vec<ChatMessage> = (0..6)
+        .map(|i| {
+            msg(
+                if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                10,
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    let err = m.put_messages(&batch).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable);
+    // Nothing archived yet: the messages are still short-term memory.
+    assert_eq!(history.count(m.scope()).await.unwrap().archived, 0);
+    assert_eq!(first.seen(), ["m0", "m1"]);
+    assert!(flaky.seen().is_empty() && last.seen().is_empty());
+
+    // A rebuilt memory (a new process) retries: each block gets the batch exactly once.
+    let again = memory(
+        history.clone(),
+        states,
+        vec![first.clone(), flaky.clone(), last.clone()],
+    );
+    let report = again.flush().await.unwrap();
+    assert_eq!(report.messages, 2);
+    assert_eq!(
+        report.deliveries, 2,
+        "only the two blocks that had not taken it"
+    );
+    assert_eq!(first.seen(), ["m0", "m1"]);
+    assert_eq!(flaky.seen(), ["m0", "m1"]);
+    assert_eq!(last.seen(), ["m0", "m1"]);
+    assert_eq!(history.count(m.scope()).await.unwrap().archived, 2);
+    assert_eq!(again.flush().await.unwrap(), FlushReport::default());
+}
+
+#[tokio::test]
+async fn block_state_survives_a_rebuild() {
+    let (history, states) = stores();
+    let rec = Recorder::new("rec", 1, "seen");
+    let m = memory(history.clone(), states.clone(), vec![rec.clone()]);
+    let batch: Vec<ChatMessage> = (0..6)
+        .map(|i| {
+            msg(
+                if i % 2 == 0 {
+                    Role::User
+                } else {
+                    Role::Assistant
+                },
+                10,
+                &format!("m{i}"),
+            )
+        })
+        .collect();
+    m.put_messages(&batch).await.unwrap();
+    drop(m);
+    let rebuilt = memory(history, states, vec![Recorder::new("rec", 1, "seen")]);
+    let out = rebuilt.get(&[]).await.unwrap();
+    assert_eq!(out[0].text(), "<memory>\n<rec>\nseen 2\n</rec>\n</memory>");
+}
+
+#[tokio::test]
+async fn get_truncates_blocks_by_priority_highest_number_first() {
+    let (history, states) = stores();
+    // Rendered, the three sections cost 40 words: 2 for <memory></memory>, 12 for core,
+    // 13 each for low and high (their text ends with the count 0).
+    let never = Arc::new(StaticMemoryBlock::new("core", "c c c c c c c c c c").unwrap());
+    let low = Recorder::new("low", 1, "l l l l l l l l l l");
+    let high = Recorder::new("high", 5, "h h h h h h h h h h");
+    let m = Memory::builder(Scope::session("s").unwrap(), history.clone(), states)
+        .token_limit(100)
+        .chat_history_token_ratio(1.0)
+        .token_counter(words())
+        .block(never)
+        .block(low)
+        .block(high)
+        .build()
+        .unwrap();
+    let sections = |out: &[ChatMessage]| -> Vec<&'static str> {
+        let text = out[0].text();
+        ["core", "low", "high"]
+            .into_iter()
+            .filter(|n| text.contains(&format!("<{n}>")))
+            .collect()
+    };
+    m.put_messages(&[msg(Role::User, 20, "u0"), msg(Role::Assistant, 20, "a0")])
+        .await
+        .unwrap();
+    assert_eq!(
+        sections(&m.get(&[]).await.unwrap()),
+        ["core", "low", "high"],
+        "40 + 40 fits"
+    );
+
+    m.put(msg(Role::User, 25, "u1")).await.unwrap();
+    assert_eq!(
+        sections(&m.get(&[]).await.unwrap()),
+        ["core", "low"],
+        "65 + 40: priority 5 goes first"
+    );
+
+    m.put(msg(Role::Assistant, 20, "a1")).await.unwrap();
+    let out = m.get(&[]).await.unwrap();
+    assert_eq!(
+        sections(&out),
+        ["core"],
+        "85 + 27: priority 1 goes next, priority 0 never"
+    );
+    assert_eq!(
+        out.len(),
+        5,
+        "the messages all still fit beside the core block"
+    );
+}
+
+#[tokio::test]
+async fn priority_zero_blocks_stay_and_old_messages_go_instead() {
+    let (history, states) = stores();
+    let core = Arc::new(StaticMemoryBlock::new("core", "c ".repeat(60)).unwrap());
+    let m = memory(history.clone(), states, vec![core]);
+    m.put_messages(&[
+        msg(Role::User, 20, "u0"),
+        msg(Role::Assistant, 20, "a0"),
+        msg(Role::User, 10, "u1"),
+    ])
+    .await
+    .unwrap();
+    let out = m.get(&[]).await.unwrap();
+    let texts: Vec<String> = out
+        .iter()
+        .map(|m| m.text().split(' ').next().unwrap_or("").to_owned())
+        .collect();
+    assert!(out[0].text().contains("<core>"));
+    assert_eq!(
+        &texts[1..],
+        ["a0", "u1"],
+        "the oldest message was dropped to fit"
+    );
+    // Dropped from the view only: still stored and active.
+    assert_eq!(history.count(m.scope()).await.unwrap().active, 3);
+}
+
+#[tokio::test]
+async fn insert_into_the_latest_user_message() {
+    let (history, states) = stores();
+    let core = Arc::new(StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap());
+    let m = Memory::builder(Scope::session("s").unwrap(), history, states)
+        .block(core)
+        .insert_method(InsertMethod::User)
+        .build()
+        .unwrap();
+    m.put_messages(&[
+        ChatMessage::user("hi"),
+        ChatMessage::assistant("hello"),
+        ChatMessage::user("who am I?"),
+    ])
+    .await
+    .unwrap();
+    let out = m.get(&[]).await.unwrap();
+    assert_eq!(out.len(), 3);
+    assert_eq!(
+        out[2].text(),
+        "<memory>\n<core_info>\nThe user is Dana, an SRE.\n</core_info>\n</memory>\nwho am I?"
+    );
+}
+
+#[tokio::test]
+async fn the_llamaindex_sample_renders_byte_for_byte() {
+    let (history, states) = stores();
+    let core = Arc::new(StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap());
+    let m = Memory::builder(Scope::session("demo-session").unwrap(), history, states)
+        .block(core)
+        .build()
+        .unwrap();
+    m.put_messages(&[
+        ChatMessage::user("Thanks. Please summarise the incident in one line."),
+        ChatMessage::assistant(
+            "Billing latency spike from a slow query; mitigated by adding an index.",
+        ),
+    ])
+    .await
+    .unwrap();
+    let out = m.get(&[]).await.unwrap();
+    assert_eq!(out[0].role, Role::System);
+    assert_eq!(
+        out[0].text(),
+        "<memory>\n<core_info>\nThe user is Dana, an SRE.\n</core_info>\n</memory>"
+    );
+    assert_eq!(out.len(), 3);
+}
+
+#[tokio::test]
+async fn bad_configuration_is_refused() {
+    let (history, states) = stores();
+    let scope = Scope::session("s").unwrap();
+    let err = Memory::builder(scope.clone(), history.clone(), states.clone())
+        .chat_history_token_ratio(1.5)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let a = Arc::new(StaticMemoryBlock::new("same", "x").unwrap());
+    let err = Memory::builder(scope, history, states)
+        .block(a.clone())
+        .block(a)
+        .build()
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(StaticMemoryBlock::new("Bad Name", "x").is_err());
+}
+
+#[tokio::test]
+async fn corrupt_block_state_is_a_typed_error() {
+    let (history, states) = stores();
+    let m = memory(history, states.clone(), vec![Recorder::new("rec", 1, "r")]);
+    let scope = state::state_scope(m.scope()).unwrap();
+    states
+        .save(&scope, &json!({"format": "x"}), None)
+        .await
+        .unwrap();
+    let err = m.get(&[]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization);
+    let _: Value = json!(null);
+}

@@ -1,0 +1,232 @@
+//! The built-in memory blocks, and a Memory used by an Agent as a context provider.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+
+use std::sync::Arc;
+
+use memory_core::memory::blocks::{
+    FactExtractionMemoryBlock, SimilarityCutoff, StaticMemoryBlock, VectorMemoryBlock,
+};
+use memory_core::memory::{Memory, MemoryBlock};
+use memory_core::{
+    Agent, AgentSession, ChatMessage, Embedder, HistoryStore, InMemoryHistoryStore,
+    InMemorySessionStore, InMemoryVectorStore, Result, Role, Scope, VectorStore, Window,
+    async_trait,
+};
+use memory_testkit::ScriptedChatModel;
+use memory_testkit::fixtures::random_scope;
+
+/// A test embedder: each word hashed into one of 64 buckets, normalised. Texts that share
+/// words are similar; nothing else is.
+#[derive(Debug)]
+struct BagOfWordsTestEmbedder;
+
+#[async_trait]
+impl Embedder for BagOfWordsTestEmbedder {
+    fn dimensions(&self) -> usize {
+        64
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts
+            .iter()
+            .map(|t| {
+                let mut v = vec![0f32; 64];
+                for w in t.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+                    if w.len() > 3 {
+                        let h = w
+                            .bytes()
+                            .fold(7u32, |h, b| h.wrapping_mul(31).wrapping_add(u32::from(b)));
+                        v[(h % 64) as usize] += 1.0;
+                    }
+                }
+                let n = v.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-6);
+                v.into_iter().map(|x| x / n).collect()
+            })
+            .collect())
+    }
+}
+
+fn long(text: &str, filler_words: usize) -> String {
+    format!("{text} {}", "lorem ".repeat(filler_words))
+}
+
+/// One token per word, so the flush points below are exact: a message costs 3 + 1 + words.
+fn words() -> Arc<dyn memory_core::TokenCounter> {
+    Arc::new(memory_core::FnTokenCounter::new(|t| {
+        t.split_whitespace().count() as u32
+    }))
+}
+
+fn memory_with(block: Arc<dyn MemoryBlock>, scope: Scope) -> (Memory, Arc<InMemoryHistoryStore>) {
+    let history = Arc::new(InMemoryHistoryStore::with_token_counter(words()));
+    let memory = Memory::builder(
+        scope,
+        history.clone(),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .token_limit(400)
+    .token_flush_size(50)
+    .token_counter(words())
+    .block(block)
+    .build()
+    .unwrap();
+    (memory, history)
+}
+
+#[tokio::test]
+async fn fact_block_extracts_keeps_and_condenses_facts() {
+    let model = Arc::new(
+        ScriptedChatModel::new()
+            .reply_text("<facts><fact>Dana is on call this week.</fact></facts>")
+            .reply_text(
+                "<facts><fact>Billing paged at 02:13.</fact><fact>Index added.</fact></facts>",
+            )
+            .reply_text("<facts><fact>Dana, on call, fixed billing with an index.</fact></facts>"),
+    );
+    let block = FactExtractionMemoryBlock::new(model.clone()).with_max_facts(2);
+    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    // 51 tokens a message: the sixth passes 0.7 × 400 = 280, and the oldest turn is flushed.
+    for i in 0..6 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        memory
+            .put(ChatMessage::text_message(
+                role,
+                long(&format!("turn {i}"), 45),
+            ))
+            .await
+            .unwrap();
+    }
+    let out = memory.get(&[]).await.unwrap();
+    assert_eq!(
+        out[0].text(),
+        "<memory>\n<fact_extraction_memory>\n<fact>Dana is on call this week.</fact>\n</fact_extraction_memory>\n</memory>"
+    );
+    // The extraction prompt carried the flushed messages as a tagged transcript.
+    let first = &model.requests()[0].messages[1].text();
+    assert!(first.contains("<message role='user'>turn 0"), "{first}");
+
+    // Two more pass it again: the next turn is flushed.
+    for i in 6..8 {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        memory
+            .put(ChatMessage::text_message(
+                role,
+                long(&format!("turn {i}"), 45),
+            ))
+            .await
+            .unwrap();
+    }
+    // Three facts are over the limit of two: the model condensed them.
+    let out = memory.get(&[]).await.unwrap();
+    assert!(
+        out[0]
+            .text()
+            .contains("<fact>Dana, on call, fixed billing with an index.</fact>"),
+        "{}",
+        out[0].text()
+    );
+    assert_eq!(model.remaining(), 0);
+}
+
+#[tokio::test]
+async fn vector_block_recalls_the_flushed_batch_that_matches() {
+    let store = Arc::new(InMemoryVectorStore::new());
+    let block = VectorMemoryBlock::new(Arc::new(BagOfWordsTestEmbedder), store.clone())
+        .with_similarity_top_k(1)
+        .with_postprocessor(Arc::new(SimilarityCutoff(0.2)));
+    let scope = random_scope();
+    let (memory, _) = memory_with(Arc::new(block), scope.clone());
+    let topics = [
+        "The billing service paged Dana about a slow invoices query",
+        "Lunch plans: pizza on Friday with the marketing team",
+        "Kubernetes upgrade scheduled for the staging cluster",
+        "Quarterly forecast spreadsheet needs new pricing tables",
+    ];
+    for (i, topic) in topics.iter().enumerate() {
+        memory
+            .put(ChatMessage::user(long(topic, 40)))
+            .await
+            .unwrap();
+        memory
+            .put(ChatMessage::assistant(long(&format!("Noted {i}."), 40)))
+            .await
+            .unwrap();
+    }
+    let batches = store
+        .count(
+            &scope
+                .clone()
+                .with_source("memory.vector.retrieval_based_memory")
+                .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert!(batches >= 1, "no batch was flushed");
+    let out = memory
+        .get(&[ChatMessage::user(
+            "Which service had the slow invoices query?",
+        )])
+        .await
+        .unwrap();
+    let text = out[0].text();
+    assert!(
+        text.starts_with(
+            "<memory>\n<retrieval_based_memory>\n<message role='user'>The billing service"
+        ),
+        "{text}"
+    );
+}
+
+#[tokio::test]
+async fn static_block_with_parts_attaches_non_text_parts() {
+    let parts = vec![
+        memory_core::Part::text("Dana's team chart:"),
+        memory_core::Part::Image(memory_core::Media::url("https://example.com/chart.png")),
+    ];
+    let block = StaticMemoryBlock::with_parts("core_info", parts).unwrap();
+    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    memory.put(ChatMessage::user("hi")).await.unwrap();
+    let out = memory.get(&[]).await.unwrap();
+    assert_eq!(out[0].parts.len(), 2);
+    assert!(matches!(out[0].parts[1], memory_core::Part::Image(_)));
+}
+
+#[tokio::test]
+async fn an_agent_uses_memory_as_a_context_provider() {
+    let model = Arc::new(ScriptedChatModel::new().reply_text("a").reply_text("b"));
+    let history = Arc::new(InMemoryHistoryStore::new());
+    let memory = Memory::builder(
+        random_scope(),
+        history.clone(),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .block(Arc::new(
+        StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap(),
+    ))
+    .build()
+    .unwrap();
+    let agent = Agent::builder("helper", model.clone(), history.clone())
+        .instructions("Be brief.")
+        .window(Window::All)
+        .context_provider(Arc::new(memory))
+        .build()
+        .unwrap();
+    let mut session = AgentSession::new(random_scope());
+    agent.run("hello", &mut session).await.unwrap();
+    agent.run("who am I?", &mut session).await.unwrap();
+    let sent = model.last_request().unwrap().messages;
+    assert_eq!(
+        sent[0].text(),
+        "Be brief.\n\n<memory>\n<core_info>\nThe user is Dana, an SRE.\n</core_info>\n</memory>"
+    );
+    // The provider's put after the run hit the same thread and stored nothing twice.
+    assert_eq!(history.count(session.scope()).await.unwrap().active, 4);
+}
