@@ -1,0 +1,435 @@
+//! [`OpenAiConfig`]: where the server is, how to authenticate, which model, and how patiently to
+//! call it.
+
+use std::fmt;
+use std::time::Duration;
+
+use memory_core::{Error, Result};
+use reqwest::Url;
+
+use crate::secret::{ApiKey, REDACTED};
+
+/// The OpenAI API's base URL, used when none is given.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+/// The chat model [`OpenAiConfig::from_env`] picks when `OPENAI_MODEL` is not set.
+pub const DEFAULT_CHAT_MODEL: &str = "gpt-4o-mini";
+/// The embedding model [`OpenAiConfig::from_env_for_embeddings`] picks when
+/// `OPENAI_EMBEDDING_MODEL` is not set.
+pub const DEFAULT_EMBEDDING_MODEL: &str = "text-embedding-3-small";
+/// How long one attempt of a request may take by default, answer included.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
+/// How long opening a connection may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times a failed request is retried by default.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first retry's delay by default; each further retry doubles it.
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest a retry waits by default.
+pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// The settings of an OpenAI-compatible server: plain data, with [`Default`], builder-style
+/// `with_*` methods and [`from_env`](OpenAiConfig::from_env).
+///
+/// Works with OpenAI itself and with any server that speaks its API (Azure OpenAI's `/openai/v1`
+/// endpoint, vLLM, Ollama, LM Studio, llama.cpp's server, LiteLLM...): point
+/// [`base_url`](OpenAiConfig::base_url) at it.
+///
+/// Its `Debug` is written by hand: the API key prints as `"<redacted>"`.
+///
+/// ```
+/// use std::time::Duration;
+/// use memory_openai::OpenAiConfig;
+///
+/// let config = OpenAiConfig::new("gpt-4o-mini")
+///     .with_api_key("sk-test")
+///     .with_timeout(Duration::from_secs(30))
+///     .with_max_retries(5);
+/// assert!(config.validate().is_ok());
+/// assert!(!format!("{config:?}").contains("sk-test"));
+///
+/// // A local server without authentication.
+/// let local = OpenAiConfig::new("llama3.1").with_base_url("http://localhost:11434/v1");
+/// assert!(local.api_key.is_none());
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct OpenAiConfig {
+    /// The API's base URL, up to and including the version (default
+    /// [`DEFAULT_BASE_URL`]); requests go to `{base_url}/chat/completions` and
+    /// `{base_url}/embeddings`.
+    pub base_url: String,
+    /// The key sent as `Authorization: Bearer <key>`; `None` for servers without
+    /// authentication.
+    pub api_key: Option<ApiKey>,
+    /// Sent as the `OpenAI-Organization` header when set.
+    pub organization: Option<String>,
+    /// Sent as the `OpenAI-Project` header when set.
+    pub project: Option<String>,
+    /// The model to call.
+    pub model: String,
+    /// How long one attempt may take, from sending the request to reading the whole answer
+    /// (default 60 s).
+    pub timeout: Duration,
+    /// How long opening a connection may take (default 10 s). Applies to the HTTP client this
+    /// crate builds; a client given with `http_client` keeps its own.
+    pub connect_timeout: Duration,
+    /// How many times a request is retried after a rate limit (429), a server error (500,
+    /// 502, 503, 504), a connection error or a timeout (default 3).
+    pub max_retries: u32,
+    /// The first retry's delay (default 500 ms); each further retry doubles it, with random
+    /// jitter, up to [`max_backoff`](OpenAiConfig::max_backoff).
+    pub initial_backoff: Duration,
+    /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured up
+    /// to this; when the server asks for a longer wait the request fails at once instead.
+    pub max_backoff: Duration,
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            base_url: DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            organization: None,
+            project: None,
+            model: DEFAULT_CHAT_MODEL.to_owned(),
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+        }
+    }
+}
+
+impl OpenAiConfig {
+    /// The defaults, calling `model`.
+    pub fn new(model: impl Into<String>) -> Self {
+        Self {
+            model: model.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Reads the settings of a chat model from the environment, as OpenAI's own SDKs do.
+    ///
+    /// | variable | field | when unset |
+    /// | --- | --- | --- |
+    /// | `OPENAI_API_KEY` | `api_key` | none |
+    /// | `OPENAI_BASE_URL` | `base_url` | [`DEFAULT_BASE_URL`] |
+    /// | `OPENAI_ORG_ID` | `organization` | none |
+    /// | `OPENAI_PROJECT_ID` | `project` | none |
+    /// | `OPENAI_MODEL` | `model` | [`DEFAULT_CHAT_MODEL`] |
+    ///
+    /// Empty variables count as unset. The other fields keep their defaults.
+    pub fn from_env() -> Self {
+        Self::from_lookup(env_var, "OPENAI_MODEL", DEFAULT_CHAT_MODEL)
+    }
+
+    /// As [`from_env`](OpenAiConfig::from_env), for an embedder: the model comes from
+    /// `OPENAI_EMBEDDING_MODEL`, [`DEFAULT_EMBEDDING_MODEL`] when unset.
+    pub fn from_env_for_embeddings() -> Self {
+        Self::from_lookup(env_var, "OPENAI_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL)
+    }
+
+    pub(crate) fn from_lookup(
+        lookup: impl Fn(&str) -> Option<String>,
+        model_var: &str,
+        default_model: &str,
+    ) -> Self {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        Self {
+            base_url: get("OPENAI_BASE_URL").unwrap_or_else(|| DEFAULT_BASE_URL.to_owned()),
+            api_key: get("OPENAI_API_KEY").map(ApiKey::new),
+            organization: get("OPENAI_ORG_ID"),
+            project: get("OPENAI_PROJECT_ID"),
+            model: get(model_var).unwrap_or_else(|| default_model.to_owned()),
+            ..Self::default()
+        }
+    }
+
+    /// Sets the base URL.
+    pub fn with_base_url(mut self, base_url: impl Into<String>) -> Self {
+        self.base_url = base_url.into();
+        self
+    }
+
+    /// Sets the API key.
+    pub fn with_api_key(mut self, api_key: impl Into<ApiKey>) -> Self {
+        self.api_key = Some(api_key.into());
+        self
+    }
+
+    /// Sets the organization (the `OpenAI-Organization` header).
+    pub fn with_organization(mut self, organization: impl Into<String>) -> Self {
+        self.organization = Some(organization.into());
+        self
+    }
+
+    /// Sets the project (the `OpenAI-Project` header).
+    pub fn with_project(mut self, project: impl Into<String>) -> Self {
+        self.project = Some(project.into());
+        self
+    }
+
+    /// Sets the model.
+    pub fn with_model(mut self, model: impl Into<String>) -> Self {
+        self.model = model.into();
+        self
+    }
+
+    /// Sets the time one attempt may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the time opening a connection may take.
+    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
+        self.connect_timeout = connect_timeout;
+        self
+    }
+
+    /// Sets how many times a failed request is retried (0: never).
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the first retry's delay.
+    pub fn with_initial_backoff(mut self, initial_backoff: Duration) -> Self {
+        self.initial_backoff = initial_backoff;
+        self
+    }
+
+    /// Sets the longest a retry waits.
+    pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
+        self.max_backoff = max_backoff;
+        self
+    }
+
+    /// Checks the settings; the models call it when they are built.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for a base URL that is
+    /// not an `http` or `https` URL, an empty model name, a zero timeout, or a key, organization
+    /// or project that cannot be sent in an HTTP header (the message never contains the key).
+    pub fn validate(&self) -> Result<()> {
+        self.parsed_base_url()?;
+        if self.model.trim().is_empty() {
+            return Err(Error::invalid_input("the OpenAI model name is empty"));
+        }
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(Error::invalid_input(
+                "the OpenAI timeout and connect timeout must be longer than zero",
+            ));
+        }
+        if let Some(key) = &self.api_key
+            && (key.is_empty() || !is_header_text(key.expose()))
+        {
+            return Err(Error::invalid_input(
+                "the OpenAI API key is empty or holds characters an HTTP header cannot carry",
+            ));
+        }
+        for (name, value) in [
+            ("organization", &self.organization),
+            ("project", &self.project),
+        ] {
+            if let Some(value) = value
+                && !is_header_text(value)
+            {
+                return Err(Error::invalid_input(format!(
+                    "the OpenAI {name} {value:?} holds characters an HTTP header cannot carry"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The base URL, parsed, without a trailing slash.
+    pub(crate) fn parsed_base_url(&self) -> Result<Url> {
+        let trimmed = self.base_url.trim().trim_end_matches('/');
+        let url = Url::parse(trimmed).map_err(|err| {
+            Error::invalid_input(format!(
+                "the OpenAI base URL {:?} is not a valid URL: {err}",
+                redact_url_text(trimmed)
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(Error::invalid_input(format!(
+                "the OpenAI base URL {:?} must be an http or https URL",
+                redact_url(&url)
+            )));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(Error::invalid_input(format!(
+                "the OpenAI base URL {:?} must not have a query or fragment",
+                redact_url(&url)
+            )));
+        }
+        Ok(url)
+    }
+}
+
+impl fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &redact_url_text(&self.base_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
+            .field("organization", &self.organization)
+            .field("project", &self.project)
+            .field("model", &self.model)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .finish()
+    }
+}
+
+fn env_var(name: &str) -> Option<String> {
+    std::env::var(name).ok()
+}
+
+/// Visible ASCII and spaces: what an HTTP header value can carry as text.
+fn is_header_text(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+}
+
+/// The URL with a password it may carry replaced by `<redacted>`.
+pub(crate) fn redact_url(url: &Url) -> String {
+    let mut url = url.clone();
+    if url.password().is_some() {
+        // Cannot fail for a URL that already has a password.
+        let _ = url.set_password(Some(REDACTED));
+    }
+    url.to_string()
+}
+
+fn redact_url_text(text: &str) -> String {
+    match Url::parse(text) {
+        Ok(url) => redact_url(&url),
+        Err(_) if text.contains('@') => REDACTED.to_owned(),
+        Err(_) => text.to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use memory_core::ErrorKind;
+
+    use super::*;
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = OpenAiConfig::default();
+        assert_eq!(config.base_url, "https://api.openai.com/v1");
+        assert_eq!(config.model, "gpt-4o-mini");
+        assert_eq!(config.timeout, Duration::from_secs(60));
+        assert_eq!(config.max_retries, 3);
+        assert_eq!(config.initial_backoff, Duration::from_millis(500));
+        assert!(config.api_key.is_none());
+        assert!(config.validate().is_ok());
+    }
+
+    #[test]
+    fn env_is_read_and_empty_values_are_unset() {
+        let vars = lookup(&[
+            ("OPENAI_API_KEY", "sk-env"),
+            ("OPENAI_BASE_URL", "http://localhost:8000/v1"),
+            ("OPENAI_ORG_ID", "org-1"),
+            ("OPENAI_PROJECT_ID", ""),
+            ("OPENAI_MODEL", "gpt-4.1"),
+        ]);
+        let config = OpenAiConfig::from_lookup(&vars, "OPENAI_MODEL", DEFAULT_CHAT_MODEL);
+        assert_eq!(config.api_key.as_ref().map(ApiKey::expose), Some("sk-env"));
+        assert_eq!(config.base_url, "http://localhost:8000/v1");
+        assert_eq!(config.organization.as_deref(), Some("org-1"));
+        assert_eq!(config.project, None);
+        assert_eq!(config.model, "gpt-4.1");
+
+        let config =
+            OpenAiConfig::from_lookup(&vars, "OPENAI_EMBEDDING_MODEL", DEFAULT_EMBEDDING_MODEL);
+        assert_eq!(config.model, "text-embedding-3-small");
+
+        let empty = OpenAiConfig::from_lookup(lookup(&[]), "OPENAI_MODEL", DEFAULT_CHAT_MODEL);
+        assert_eq!(empty.base_url, DEFAULT_BASE_URL);
+        assert_eq!(empty.model, DEFAULT_CHAT_MODEL);
+        assert!(empty.api_key.is_none());
+    }
+
+    #[test]
+    fn debug_redacts_the_key_and_url_passwords() {
+        let config = OpenAiConfig::new("m")
+            .with_api_key("sk-very-secret")
+            .with_base_url("https://user:hunter2@proxy.example/v1");
+        let debug = format!("{config:?}");
+        assert!(!debug.contains("sk-very-secret"), "{debug}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        assert!(debug.contains("<redacted>"), "{debug}");
+        assert!(!format!("{config:#?}").contains("sk-very-secret"));
+    }
+
+    #[test]
+    fn base_urls_are_checked() {
+        for good in [
+            "https://api.openai.com/v1",
+            "https://api.openai.com/v1/",
+            "http://127.0.0.1:8080",
+            "http://localhost:11434/v1",
+        ] {
+            let config = OpenAiConfig::default().with_base_url(good);
+            assert!(config.validate().is_ok(), "{good}");
+            assert!(!config.parsed_base_url().unwrap().as_str().ends_with("v1/"));
+        }
+        for bad in [
+            "",
+            "api.openai.com",
+            "ftp://x/v1",
+            "mailto:a@b",
+            "https://x/v1?a=1",
+        ] {
+            let err = OpenAiConfig::default()
+                .with_base_url(bad)
+                .validate()
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+        }
+    }
+
+    #[test]
+    fn bad_settings_are_invalid_input_without_the_key() {
+        let err = OpenAiConfig::default()
+            .with_api_key("sk-abc\ndef")
+            .validate()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(!err.to_string().contains("sk-abc"));
+        assert!(OpenAiConfig::default().with_api_key("").validate().is_err());
+        assert!(OpenAiConfig::new(" ").validate().is_err());
+        assert!(
+            OpenAiConfig::default()
+                .with_timeout(Duration::ZERO)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            OpenAiConfig::default()
+                .with_project("p\r\n")
+                .validate()
+                .is_err()
+        );
+    }
+}

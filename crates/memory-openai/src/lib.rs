@@ -1,0 +1,25 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod chat;
+mod config;
+mod embeddings;
+mod http;
+mod secret;
+
+pub use chat::{OpenAiChatModel, OpenAiChatModelBuilder};
+pub use config::{
+    DEFAULT_BASE_URL, DEFAULT_CHAT_MODEL, DEFAULT_CONNECT_TIMEOUT, DEFAULT_EMBEDDING_MODEL,
+    DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT,
+    OpenAiConfig,
+};
+pub use embeddings::{
+    MAX_EMBEDDING_BATCH, OpenAiEmbedder, OpenAiEmbedderBuilder, known_dimensions,
+};
+pub use http::http_client_builder;
+pub use secret::ApiKey;
+
+/// The `reqwest` crate this crate is built on, to build a [`reqwest::Client`] of the same
+/// version for `http_client` (start from [`http_client_builder`]).
+pub use reqwest;

@@ -1,0 +1,12 @@
+//! Tests against a local fake server (wiremock) that answers as OpenAI's published API reference
+//! describes "Create chat completion" (`POST /v1/chat/completions`), "Create embeddings"
+//! (`POST /v1/embeddings`) and its error codes: the requests must carry exactly the headers and
+//! JSON bodies the reference documents, and the documented answers, including failures, must map
+//! to the right results and error kinds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+
+mod chat;
+mod embeddings;
+mod errors;
+mod support;
