@@ -12,9 +12,10 @@ mod stand_in;
 
 use std::sync::Arc;
 
+use agent_memory::openai::OpenAiChatModel;
 use agent_memory::{
-    Agent, AgentSession, ChatMessage, HistoryStore, MessageCountReducer, ReducerTrigger, Role,
-    Scope, TiktokenCounter, TokenCounter, Window,
+    Agent, AgentSession, ChatMessage, ChatModel, HistoryStore, MessageCountReducer, ReducerTrigger,
+    Role, Scope, TiktokenCounter, TokenCounter, Window,
 };
 use stand_in::OfflineStandInModel;
 
@@ -41,18 +42,22 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let stores = agent_memory::open_default().await?;
     println!("store: {}", agent_memory::DEFAULT_URL);
-    let agent = Agent::builder(
-        "helper",
-        Arc::new(OfflineStandInModel),
-        stores.history.clone(),
-    )
-    .instructions("You are a concise on-call assistant.")
-    .window(Window::TokenBudget(30_000))
-    .reducer(
-        Arc::new(MessageCountReducer::new(HISTORY_MESSAGES)),
-        ReducerTrigger::BeforeMessagesRetrieval,
-    )
-    .build()?;
+    let model: Arc<dyn ChatModel> = if std::env::var_os("OPENAI_API_KEY").is_some() {
+        let model = OpenAiChatModel::from_env()?;
+        println!("model: {} (OPENAI_API_KEY is set)", model.model());
+        Arc::new(model)
+    } else {
+        println!("model: OfflineStandInModel (set OPENAI_API_KEY to talk to a real model)");
+        Arc::new(OfflineStandInModel)
+    };
+    let agent = Agent::builder("helper", model, stores.history.clone())
+        .instructions("You are a concise on-call assistant.")
+        .window(Window::TokenBudget(30_000))
+        .reducer(
+            Arc::new(MessageCountReducer::new(HISTORY_MESSAGES)),
+            ReducerTrigger::BeforeMessagesRetrieval,
+        )
+        .build()?;
     let counter = TiktokenCounter::o200k();
 
     let scope = Scope::session("quickstart")?.with_user("dana")?;
