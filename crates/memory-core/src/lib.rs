@@ -3,6 +3,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod chat;
 pub mod context;
 pub mod error;
 pub mod history;

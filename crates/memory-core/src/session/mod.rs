@@ -53,6 +53,7 @@ pub struct AgentSession {
     conversation: Conversation,
     turns: u64,
     history_window: Option<usize>,
+    agent_windows: BTreeMap<AgentId, usize>,
     agent_histories: BTreeMap<AgentId, Vec<ChatMessage>>,
     snapshot: serde_json::Map<String, Value>,
     provider_states: BTreeMap<SourceId, Value>,
@@ -66,6 +67,7 @@ impl AgentSession {
             conversation: Conversation::Local,
             turns: 0,
             history_window: None,
+            agent_windows: BTreeMap::new(),
             agent_histories: BTreeMap::new(),
             snapshot: serde_json::Map::new(),
             provider_states: BTreeMap::new(),
@@ -125,6 +127,22 @@ impl AgentSession {
     /// The history window size.
     pub fn history_window(&self) -> Option<usize> {
         self.history_window
+    }
+
+    /// Sets one agent's own history window (a team member's), or removes it.
+    pub fn set_agent_window(&mut self, agent: AgentId, size: Option<usize>) {
+        match size {
+            Some(size) => self.agent_windows.insert(agent, size),
+            None => self.agent_windows.remove(&agent),
+        };
+    }
+
+    /// One agent's own history window, falling back to the session's.
+    pub fn agent_window(&self, agent: &AgentId) -> Option<usize> {
+        self.agent_windows
+            .get(agent)
+            .copied()
+            .or(self.history_window)
     }
 
     /// Appends `message` to `agent`'s own history (Solon's `addHistoryMessage`).
@@ -257,6 +275,7 @@ impl AgentSession {
             conversation: parts.conversation,
             turns: parts.turns,
             history_window: parts.history_window,
+            agent_windows: parts.agent_windows,
             agent_histories: parts.agent_histories,
             snapshot: parts.snapshot,
             provider_states: parts.provider_states,

@@ -31,6 +31,8 @@ struct StateV1 {
     #[serde(default)]
     history_window: Option<usize>,
     #[serde(default)]
+    agent_windows: BTreeMap<AgentId, usize>,
+    #[serde(default)]
     agent_histories: BTreeMap<AgentId, Vec<ChatMessage>>,
     #[serde(default)]
     snapshot: serde_json::Map<String, Value>,
@@ -47,6 +49,8 @@ struct StateV1Ref<'a> {
     service_conversation_id: Option<&'a str>,
     turns: u64,
     history_window: Option<usize>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    agent_windows: &'a BTreeMap<AgentId, usize>,
     agent_histories: &'a BTreeMap<AgentId, Vec<ChatMessage>>,
     snapshot: &'a serde_json::Map<String, Value>,
     provider_states: &'a BTreeMap<SourceId, Value>,
@@ -64,6 +68,7 @@ pub(crate) struct SessionParts {
     pub(crate) conversation: Conversation,
     pub(crate) turns: u64,
     pub(crate) history_window: Option<usize>,
+    pub(crate) agent_windows: BTreeMap<AgentId, usize>,
     pub(crate) agent_histories: BTreeMap<AgentId, Vec<ChatMessage>>,
     pub(crate) snapshot: serde_json::Map<String, Value>,
     pub(crate) provider_states: BTreeMap<SourceId, Value>,
@@ -77,6 +82,7 @@ fn state_ref(session: &AgentSession) -> StateV1Ref<'_> {
         service_conversation_id: session.service_conversation_id(),
         turns: session.turns,
         history_window: session.history_window,
+        agent_windows: &session.agent_windows,
         agent_histories: &session.agent_histories,
         snapshot: &session.snapshot,
         provider_states: &session.provider_states,
@@ -155,6 +161,7 @@ fn from_state(state: StateV1) -> AgentSession {
         },
         turns: state.turns,
         history_window: state.history_window,
+        agent_windows: state.agent_windows,
         agent_histories: state.agent_histories,
         snapshot: state.snapshot,
         provider_states: state.provider_states,
