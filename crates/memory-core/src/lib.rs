@@ -21,8 +21,9 @@ pub use agent::{Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_WINDOW};
 pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext};
 pub use error::{Error, ErrorKind, Result};
 pub use history::{
-    AppendOutcome, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, MAX_BATCH_MESSAGES,
-    MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, StoredMessage, ThreadCount, Window,
+    AppendOutcome, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, MAX_BATCH_BYTES,
+    MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, StoredMessage,
+    ThreadCount, Window,
 };
 pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};

@@ -10,6 +10,10 @@ use crate::tokens::TokenCounter;
 pub const MAX_MESSAGE_BYTES: usize = 8 * 1024 * 1024;
 /// The most messages one append accepts.
 pub const MAX_BATCH_MESSAGES: usize = 10_000;
+/// The most bytes (of the messages' JSON forms) one append accepts (64 MiB): below what every
+/// backend takes in one request (Redis's 1 GiB query buffer, MariaDB's packets are split by the
+/// store).
+pub const MAX_BATCH_BYTES: usize = 64 * 1024 * 1024;
 
 /// One distinct message of a batch, encoded and counted once.
 #[derive(Debug, Clone)]
@@ -36,8 +40,8 @@ impl<'a> PreparedBatch<'a> {
     /// Validates, encodes and counts `messages`.
     ///
     /// # Errors
-    /// [`ErrorKind::LimitExceeded`] for a batch over [`MAX_BATCH_MESSAGES`] or a message over
-    /// [`MAX_MESSAGE_BYTES`]; [`ErrorKind::Serialization`] if a message cannot be encoded.
+    /// [`ErrorKind::LimitExceeded`] for a batch over [`MAX_BATCH_MESSAGES`] or
+    /// [`MAX_BATCH_BYTES`], or a message over [`MAX_MESSAGE_BYTES`]; [`ErrorKind::Serialization`] if a message cannot be encoded.
     pub fn new(counter: &dyn TokenCounter, messages: &'a [ChatMessage]) -> Result<Self> {
         if messages.len() > MAX_BATCH_MESSAGES {
             return Err(Error::new(
@@ -49,6 +53,7 @@ impl<'a> PreparedBatch<'a> {
             ));
         }
         let mut seen: HashMap<&str, usize> = HashMap::with_capacity(messages.len());
+        let mut batch_bytes = 0usize;
         let mut unique = Vec::with_capacity(messages.len());
         let mut positions = Vec::with_capacity(messages.len());
         for message in messages {
@@ -65,6 +70,13 @@ impl<'a> PreparedBatch<'a> {
                         message.id,
                         json.len()
                     ),
+                ));
+            }
+            batch_bytes += json.len();
+            if batch_bytes > MAX_BATCH_BYTES {
+                return Err(Error::new(
+                    ErrorKind::LimitExceeded,
+                    format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
                 ));
             }
             let tokens = counter.count_message(message);

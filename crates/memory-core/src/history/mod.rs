@@ -10,7 +10,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 
-pub use batch::{MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage};
+pub use batch::{
+    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage,
+};
 pub use in_memory::InMemoryHistoryStore;
 
 use crate::error::Result;
@@ -108,7 +110,7 @@ impl HistoryCapabilities {
 ///   contiguously). A message whose id the thread already holds (active or archived), or that
 ///   repeats an earlier id of the same batch, is not stored again: a retried append never
 ///   duplicates. Each message's token count is computed once, here, and stored. A message over
-///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] is refused with
+///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is refused with
 ///   [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written. An empty batch
 ///   is a no-op.
 /// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order;
@@ -126,7 +128,9 @@ impl HistoryCapabilities {
 ///   expiry; a thread that holds no message (unknown or expired) is
 ///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, is not listed,
 ///   and is gone for appends (they start a new thread at sequence number 1).
-///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now.
+///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now and
+///   returns how many expired threads it removed (a backend whose server expires data by
+///   itself, like Redis, reports the threads that expired since the last purge).
 ///   Stores without TTL support (see [`capabilities`](HistoryStore::capabilities)) return
 ///   [`Unsupported`](crate::ErrorKind::Unsupported).
 #[async_trait]

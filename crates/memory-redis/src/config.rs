@@ -1,0 +1,394 @@
+//! [`RedisConfig`]: the store's options, and the URLs it connects to.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{Error, Result, TokenCounter, default_token_counter};
+
+use crate::keys::validate_prefix;
+
+/// The key prefix used when none is given.
+pub const DEFAULT_KEY_PREFIX: &str = "am";
+/// How long a call waits for the server's answer by default.
+pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
+/// How long one connection attempt may take by default.
+pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// What an append does with the messages that `max_messages` pushes out of the active window.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Overflow {
+    /// Archive them: they leave the active window but stay stored, readable with
+    /// [`Window::Everything`](memory_core::Window::Everything). The default: nothing is deleted
+    /// by a reduction.
+    #[default]
+    Archive,
+    /// Delete their bodies and token counts. Their ids stay known to the thread, so a retried
+    /// append of a deleted message is still recognised and not stored again; they are counted
+    /// neither as active nor as archived.
+    Delete,
+}
+
+impl Overflow {
+    pub(crate) fn as_arg(self) -> &'static str {
+        match self {
+            Overflow::Archive => "archive",
+            Overflow::Delete => "delete",
+        }
+    }
+}
+
+/// The options of a [`RedisStore`](crate::RedisStore): plain data, with `Default`.
+///
+/// Connection settings (URL, password) are not part of it, so a configuration can be logged or
+/// kept in state without leaking a secret.
+///
+/// ```
+/// use std::time::Duration;
+/// use memory_redis::{Overflow, RedisConfig};
+///
+/// let mut config = RedisConfig::default();
+/// config.key_prefix = "chat".to_owned();
+/// config.max_messages = Some(200);
+/// config.overflow = Overflow::Delete;
+/// config.default_ttl = Some(Duration::from_secs(7 * 24 * 3600));
+/// assert!(config.validate().is_ok());
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct RedisConfig {
+    /// The first part of every key: 1 to 32 characters of `[a-z0-9_.-]` (default `am`). Stores
+    /// with different prefixes on one server never see each other's data.
+    pub key_prefix: String,
+    /// Counts each message's tokens once, when it is appended (default
+    /// [`default_token_counter`]).
+    pub token_counter: Arc<dyn TokenCounter>,
+    /// The time to live of every new thread and session (default none: they never expire).
+    /// Each append restarts a thread's clock and each save a session's; `set_ttl` changes it
+    /// per thread or session.
+    pub default_ttl: Option<Duration>,
+    /// The most messages a thread's active window holds after an append (default none). The
+    /// oldest active messages past it leave the window in the same atomic step as the append,
+    /// as the [`Overflow`] option says.
+    pub max_messages: Option<usize>,
+    /// What happens to messages past `max_messages` (default [`Overflow::Archive`]).
+    pub overflow: Overflow,
+    /// How long a call waits for the server's answer (default 3 s).
+    pub response_timeout: Duration,
+    /// How long one connection attempt may take (default 2 s).
+    pub connection_timeout: Duration,
+}
+
+impl Default for RedisConfig {
+    fn default() -> Self {
+        Self {
+            key_prefix: DEFAULT_KEY_PREFIX.to_owned(),
+            token_counter: default_token_counter(),
+            default_ttl: None,
+            max_messages: None,
+            overflow: Overflow::Archive,
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
+        }
+    }
+}
+
+impl fmt::Debug for RedisConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisConfig")
+            .field("key_prefix", &self.key_prefix)
+            .field("token_counter", &self.token_counter)
+            .field("default_ttl", &self.default_ttl)
+            .field("max_messages", &self.max_messages)
+            .field("overflow", &self.overflow)
+            .field("response_timeout", &self.response_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish()
+    }
+}
+
+impl RedisConfig {
+    /// Checks the options.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a prefix outside the rules,
+    /// `max_messages` of 0, a TTL under a millisecond or a zero timeout.
+    pub fn validate(&self) -> Result<()> {
+        validate_prefix(&self.key_prefix)?;
+        if self.max_messages == Some(0) {
+            return Err(Error::invalid_input(
+                "max_messages must be at least 1 (use None for no limit)",
+            ));
+        }
+        if let Some(ttl) = self.default_ttl {
+            ttl_millis(ttl)?;
+        }
+        if self.response_timeout.is_zero() || self.connection_timeout.is_zero() {
+            return Err(Error::invalid_input(
+                "the redis response and connection timeouts must be above zero",
+            ));
+        }
+        Ok(())
+    }
+
+    /// The longest a single call may take before it fails: one connection attempt plus one
+    /// answer, plus a little slack for the reconnect backoff.
+    pub(crate) fn call_budget(&self) -> Duration {
+        self.connection_timeout + self.response_timeout + Duration::from_millis(500)
+    }
+}
+
+/// A TTL in whole milliseconds, at least 1.
+pub(crate) fn ttl_millis(ttl: Duration) -> Result<u64> {
+    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+    // Redis keeps expiry times as milliseconds since the epoch in an i64.
+    let ms = ms.min(i64::MAX as u64 / 4);
+    if ms == 0 {
+        return Err(Error::invalid_input(format!(
+            "a TTL must be at least 1 ms, got {ttl:?}"
+        )));
+    }
+    Ok(ms)
+}
+
+/// Where the store connects: one server or the seed nodes of a cluster.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) enum Endpoint {
+    /// A standalone server (or a proxy): a `redis://`, `rediss://`, `valkey://`, `valkeys://`,
+    /// `redis+unix://` or `unix://` URL.
+    Standalone(String),
+    /// A cluster, by the URLs of some of its nodes.
+    Cluster(Vec<String>),
+}
+
+impl fmt::Debug for Endpoint {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.redacted())
+    }
+}
+
+impl Endpoint {
+    /// Parses a URL: a standalone server's, or `redis+cluster://` / `rediss+cluster://` with
+    /// comma-separated seed nodes.
+    pub(crate) fn parse(url: &str) -> Result<Self> {
+        let Some((scheme, rest)) = url.split_once("://") else {
+            return Err(Error::invalid_input(format!(
+                "{} is not a redis URL: expected redis://host:port",
+                redact(url)
+            )));
+        };
+        match scheme.to_ascii_lowercase().as_str() {
+            "redis" | "rediss" | "valkey" | "valkeys" | "redis+unix" | "unix" => {
+                Ok(Self::Standalone(url.to_owned()))
+            }
+            "redis+cluster" | "rediss+cluster" | "valkey+cluster" | "valkeys+cluster" => {
+                let base = scheme.split('+').next().unwrap_or("redis");
+                Ok(Self::Cluster(cluster_seeds(base, rest, url)?))
+            }
+            _ => Err(Error::invalid_input(format!(
+                "unsupported redis URL scheme in {}: use redis://, rediss://, \
+                 redis+cluster:// or rediss+cluster://",
+                redact(url)
+            ))),
+        }
+    }
+
+    /// Seed URLs of a cluster, each checked for a supported scheme.
+    pub(crate) fn cluster<S: AsRef<str>>(seeds: &[S]) -> Result<Self> {
+        if seeds.is_empty() {
+            return Err(Error::invalid_input(
+                "a redis cluster needs at least one seed URL",
+            ));
+        }
+        let mut out = Vec::with_capacity(seeds.len());
+        for seed in seeds {
+            match Self::parse(seed.as_ref())? {
+                Self::Standalone(url) => out.push(url),
+                Self::Cluster(more) => out.extend(more),
+            }
+        }
+        Ok(Self::Cluster(out))
+    }
+
+    /// The endpoint with every password replaced by `***`.
+    pub(crate) fn redacted(&self) -> String {
+        match self {
+            Self::Standalone(url) => redact(url),
+            Self::Cluster(seeds) => format!(
+                "cluster[{}]",
+                seeds
+                    .iter()
+                    .map(|s| redact(s))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        }
+    }
+}
+
+/// `host1:p1,host2:p2[/…][?…]` with optional `user:password@` before the first host: one
+/// `{base}://[userinfo@]host[tail]` URL per host.
+fn cluster_seeds(base: &str, rest: &str, url: &str) -> Result<Vec<String>> {
+    let (userinfo, hosts_and_tail) = match rest.rfind('@') {
+        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        None => (None, rest),
+    };
+    let split = hosts_and_tail
+        .find(['/', '?'])
+        .unwrap_or(hosts_and_tail.len());
+    let (hosts, tail) = hosts_and_tail.split_at(split);
+    let seeds: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(|host| match userinfo {
+            Some(info) => format!("{base}://{info}@{host}{tail}"),
+            None => format!("{base}://{host}{tail}"),
+        })
+        .collect();
+    if seeds.is_empty() {
+        return Err(Error::invalid_input(format!(
+            "{} names no cluster node: expected redis+cluster://host1:port1,host2:port2",
+            redact(url)
+        )));
+    }
+    Ok(seeds)
+}
+
+/// `url` with its password (and any `password=`/`pass=` query value) replaced by `***`.
+pub(crate) fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return "<not a URL>".to_owned();
+    };
+    let authority_end = rest.rfind('@');
+    let mut out = format!("{scheme}://");
+    let tail = match authority_end {
+        Some(at) => {
+            let info = &rest[..at];
+            match info.split_once(':') {
+                Some((user, _password)) => {
+                    out.push_str(user);
+                    out.push_str(":***@");
+                }
+                // A lone user part may be a password for some clients: hide it too.
+                None => out.push_str("***@"),
+            }
+            &rest[at + 1..]
+        }
+        None => rest,
+    };
+    match tail.split_once('?') {
+        None => out.push_str(tail),
+        Some((path, query)) => {
+            out.push_str(path);
+            out.push('?');
+            let pairs: Vec<String> = query
+                .split('&')
+                .map(|pair| match pair.split_once('=') {
+                    Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
+                    _ => pair.to_owned(),
+                })
+                .collect();
+            out.push_str(&pairs.join("&"));
+        }
+    }
+    out
+}
+
+fn is_secret_param(key: &str) -> bool {
+    matches!(
+        key.to_ascii_lowercase().as_str(),
+        "pass" | "password" | "token" | "secret"
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standalone_urls() {
+        for url in [
+            "redis://127.0.0.1:6379",
+            "rediss://user:pw@host:6380/2",
+            "unix:///tmp/redis.sock",
+        ] {
+            assert_eq!(
+                Endpoint::parse(url).unwrap(),
+                Endpoint::Standalone(url.into())
+            );
+        }
+        assert!(Endpoint::parse("http://x").is_err());
+        assert!(Endpoint::parse("127.0.0.1:6379").is_err());
+    }
+
+    #[test]
+    fn cluster_urls_expand_to_seeds() {
+        assert_eq!(
+            Endpoint::parse("redis+cluster://:hunter2@h1:7000,h2:7001/?protocol=3").unwrap(),
+            Endpoint::Cluster(vec![
+                "redis://:hunter2@h1:7000/?protocol=3".into(),
+                "redis://:hunter2@h2:7001/?protocol=3".into(),
+            ])
+        );
+        assert_eq!(
+            Endpoint::parse("rediss+cluster://h1:7000").unwrap(),
+            Endpoint::Cluster(vec!["rediss://h1:7000".into()])
+        );
+        assert!(Endpoint::parse("redis+cluster://").is_err());
+        assert_eq!(
+            Endpoint::cluster(&["redis://a:1", "redis+cluster://b:2,c:3"]).unwrap(),
+            Endpoint::Cluster(vec![
+                "redis://a:1".into(),
+                "redis://b:2".into(),
+                "redis://c:3".into()
+            ])
+        );
+        assert!(Endpoint::cluster::<&str>(&[]).is_err());
+    }
+
+    #[test]
+    fn passwords_are_redacted() {
+        assert_eq!(
+            redact("redis://:hunter2@127.0.0.1:1"),
+            "redis://:***@127.0.0.1:1"
+        );
+        assert_eq!(
+            redact("rediss://me:hun@ter2@h:1/0?password=hunter2&protocol=3"),
+            "rediss://me:***@h:1/0?password=***&protocol=3"
+        );
+        assert_eq!(redact("redis://hunter2@h"), "redis://***@h");
+        assert_eq!(redact("redis://h:1"), "redis://h:1");
+        let cluster = Endpoint::parse("redis+cluster://:hunter2@a:1,b:2").unwrap();
+        assert!(!format!("{cluster:?}").contains("hunter2"));
+        let err = Endpoint::parse("foo://:hunter2@x").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"));
+    }
+
+    #[test]
+    fn config_validation() {
+        assert!(RedisConfig::default().validate().is_ok());
+        for bad in [
+            RedisConfig {
+                max_messages: Some(0),
+                ..RedisConfig::default()
+            },
+            RedisConfig {
+                key_prefix: "Bad Prefix".into(),
+                ..RedisConfig::default()
+            },
+            RedisConfig {
+                default_ttl: Some(Duration::from_micros(10)),
+                ..RedisConfig::default()
+            },
+            RedisConfig {
+                response_timeout: Duration::ZERO,
+                ..RedisConfig::default()
+            },
+        ] {
+            assert!(bad.validate().is_err(), "{bad:?}");
+        }
+        assert_eq!(ttl_millis(Duration::from_millis(1500)).unwrap(), 1500);
+    }
+}

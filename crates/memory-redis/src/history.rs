@@ -1,0 +1,256 @@
+//! [`HistoryStore`] on Redis: each operation is one script or one command.
+
+use std::ops::RangeInclusive;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
+    PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+};
+use redis::Value;
+
+use crate::error::bad_reply;
+use crate::keys::{Listed, ThreadKeys};
+use crate::scripts::SCRIPTS;
+use crate::store::{EXPIRY_RECORD_GRACE, RedisStore, integer, millis_arg, unsigned};
+
+#[async_trait]
+impl HistoryStore for RedisStore {
+    fn capabilities(&self) -> HistoryCapabilities {
+        HistoryCapabilities::new(true, true)
+    }
+
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        let batch = PreparedBatch::new(self.counter(), messages)?;
+        if batch.unique.is_empty() {
+            return Ok(AppendOutcome {
+                seqs: Vec::new(),
+                inserted: 0,
+            });
+        }
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let max = self
+            .max_messages()
+            .map_or_else(|| "0".to_owned(), |n| n.to_string());
+        let ttl = millis_arg(self.default_ttl())?;
+        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let tokens: Vec<String> = batch.unique.iter().map(|m| m.tokens.to_string()).collect();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(4 + 3 * batch.unique.len());
+        args.extend([
+            max.as_bytes(),
+            self.overflow().as_arg().as_bytes(),
+            ttl.as_bytes(),
+            grace.as_bytes(),
+        ]);
+        for (prepared, tokens) in batch.unique.iter().zip(&tokens) {
+            args.extend([
+                prepared.message.id.as_str().as_bytes(),
+                tokens.as_bytes(),
+                prepared.json.as_bytes(),
+            ]);
+        }
+        let what = format!("append to thread {scope}");
+        let reply = self
+            .eval(&what, &SCRIPTS.append, &keys.all(), &args)
+            .await?;
+        let Value::Array(items) = reply else {
+            return Err(bad_reply(
+                &what,
+                "the append script did not return an array",
+            ));
+        };
+        let numbers: Option<Vec<u64>> = items.iter().map(unsigned).collect();
+        let numbers = numbers.ok_or_else(|| bad_reply(&what, "a seq is not a number"))?;
+        let Some((&inserted, unique_seqs)) = numbers.split_first() else {
+            return Err(bad_reply(&what, "the append script returned nothing"));
+        };
+        if unique_seqs.len() != batch.unique.len() {
+            return Err(bad_reply(
+                &what,
+                format!(
+                    "{} seqs for {} messages",
+                    unique_seqs.len(),
+                    batch.unique.len()
+                ),
+            ));
+        }
+        let inserted = usize::try_from(inserted).unwrap_or(usize::MAX);
+        tracing::debug!(scope = %scope, inserted, given = messages.len(), "history.append");
+        Ok(AppendOutcome {
+            seqs: batch.seqs_for_input(unique_seqs),
+            inserted,
+        })
+    }
+
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        let (mode, arg) = match window {
+            Window::All => ("all", String::new()),
+            Window::Last(0) => return Ok(Vec::new()),
+            Window::Last(n) => ("last", n.min(i64::MAX as usize).to_string()),
+            Window::After(seq) => ("after", seq.to_string()),
+            Window::TokenBudget(budget) => ("budget", budget.to_string()),
+            Window::Everything => ("everything", String::new()),
+            other => {
+                return Err(Error::unsupported(format!(
+                    "the redis store does not know the window {other:?}"
+                )));
+            }
+        };
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("read {window:?} of thread {scope}");
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.read,
+                &[&keys.meta, &keys.msg, &keys.tok, &keys.active],
+                &[mode.as_bytes(), arg.as_bytes()],
+            )
+            .await?;
+        let messages = decode_messages(&what, reply)?;
+        tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
+        Ok(messages)
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("count thread {scope}");
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&keys.meta)
+            .arg(&["last_seq", "active", "tokens", "deleted"]);
+        let reply = self.query(&what, &cmd).await?;
+        let Value::Array(fields) = reply else {
+            return Err(bad_reply(&what, "HMGET did not return an array"));
+        };
+        let field = |i: usize| -> Result<u64> {
+            match fields.get(i) {
+                None | Some(Value::Nil) => Ok(0),
+                // Counters go through HINCRBY; a negative one would be a bug, read it as 0.
+                Some(v) => integer(v)
+                    .map(|n| u64::try_from(n).unwrap_or(0))
+                    .ok_or_else(|| bad_reply(&what, "a thread counter is not a number")),
+            }
+        };
+        let (last_seq, active, active_tokens, deleted) =
+            (field(0)?, field(1)?, field(2)?, field(3)?);
+        Ok(ThreadCount {
+            active,
+            archived: last_seq.saturating_sub(active).saturating_sub(deleted),
+            active_tokens,
+            last_seq,
+        })
+    }
+
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        let (first, last) = (*seqs.start(), *seqs.end());
+        if first > last {
+            return Ok(0);
+        }
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("archive {first}..={last} of thread {scope}");
+        let (first_arg, last_arg) = (first.to_string(), last.to_string());
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.archive,
+                &[&keys.meta, &keys.tok, &keys.active],
+                &[first_arg.as_bytes(), last_arg.as_bytes()],
+            )
+            .await?;
+        let moved = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        tracing::debug!(scope = %scope, moved, first, last, "history.archive");
+        Ok(moved)
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("clear thread {scope}");
+        let reply = self.eval(&what, &SCRIPTS.clear, &keys.all(), &[]).await?;
+        let removed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        tracing::debug!(scope = %scope, removed, "history.clear");
+        Ok(removed)
+    }
+
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.list_scopes("list threads", filter, &page, Listed::Threads)
+            .await
+    }
+
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("set the TTL of thread {scope}");
+        let ttl_arg = millis_arg(ttl)?;
+        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.set_ttl,
+                &keys.all(),
+                &[ttl_arg.as_bytes(), grace.as_bytes()],
+            )
+            .await?;
+        match unsigned(&reply) {
+            Some(1) => {
+                tracing::debug!(scope = %scope, ?ttl, "history.set_ttl");
+                Ok(())
+            }
+            Some(0) => Err(Error::not_found(format!("no thread at {scope}"))),
+            _ => Err(bad_reply(&what, "not a status")),
+        }
+    }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let prefix = self.prefix().to_owned();
+        let purged = self
+            .purge_records("purge expired threads", Listed::ThreadExpiries, |scope| {
+                let keys = ThreadKeys::new(&prefix, scope);
+                (keys.meta, keys.expiry)
+            })
+            .await?;
+        tracing::debug!(purged, "history.purge_expired");
+        Ok(purged)
+    }
+}
+
+/// Decodes the read script's reply: `seq, tokens, active, json` per message.
+fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
+    let Value::Array(items) = reply else {
+        return Err(bad_reply(what, "the read script did not return an array"));
+    };
+    if items.len() % 4 != 0 {
+        return Err(bad_reply(
+            what,
+            "the read script returned a partial message",
+        ));
+    }
+    let mut out = Vec::with_capacity(items.len() / 4);
+    for chunk in items.chunks_exact(4) {
+        let (Some(seq), Some(tokens), Some(active)) = (
+            unsigned(&chunk[0]),
+            unsigned(&chunk[1]),
+            unsigned(&chunk[2]),
+        ) else {
+            return Err(bad_reply(
+                what,
+                "a seq, token count or flag is not a number",
+            ));
+        };
+        let Value::BulkString(body) = &chunk[3] else {
+            return Err(bad_reply(what, "a message body is not a string"));
+        };
+        let json = std::str::from_utf8(body).map_err(|e| {
+            Error::serialization(format!("{what}: message {seq} is not UTF-8")).with_source(e)
+        })?;
+        let message = ChatMessage::from_json(json).map_err(|e| {
+            Error::serialization(format!("{what}: message {seq} does not decode: {e}"))
+                .with_source(e)
+        })?;
+        out.push(StoredMessage {
+            seq,
+            tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            archived: active == 0,
+            message,
+        });
+    }
+    Ok(out)
+}

@@ -1,0 +1,284 @@
+//! The storage layout: every key the store reads or writes is built here.
+//!
+//! Every key of one scope is `{prefix}:{<scope key>}:<suffix>`, where `<scope key>` is
+//! [`Scope::key`] (tenant, user, agent, source and session joined by `|`, `~` for an absent
+//! part). The braces are a Redis Cluster hash tag around the *whole* scope key, so
+//!
+//! - all keys of one thread (and its session) live in one cluster slot, which is what lets one
+//!   Lua script update them atomically, and
+//! - two scopes that differ in any part (two users, two agents, two providers of one session)
+//!   never share a key.
+//!
+//! Ids cannot contain `{ } | ~ * ? [ ]`, spaces or backslashes (see
+//! [`memory_core::id::is_id_char`]), so a scope key placed verbatim in a key cannot end the hash
+//! tag early, alias another scope, or act as a glob in a `SCAN ... MATCH` pattern.
+//!
+//! | key | type | holds |
+//! |-----|------|-------|
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `ttl_ms` |
+//! | `…:ids` | hash | message id → seq (every id ever stored, so retries dedupe) |
+//! | `…:msg` | hash | seq → the message's versioned JSON |
+//! | `…:tok` | hash | seq → the message's token count |
+//! | `…:active` | sorted set | the active window: member seq, score seq |
+//! | `…:exp` | string | expiry record of a thread with a TTL (see `purge_expired`) |
+//! | `…:session` | hash | `version`, `state` (JSON), `ttl_ms` |
+//! | `…:sexp` | string | expiry record of a session with a TTL |
+
+use memory_core::{Error, Result, Scope, ScopeFilter};
+
+/// The suffix of a thread's meta hash: what `list_threads` scans for.
+const META: &str = "meta";
+/// The suffix of a session's hash: what `SessionStore::list` scans for.
+const SESSION: &str = "session";
+/// The suffix of a thread's expiry record.
+const THREAD_EXPIRY: &str = "exp";
+/// The suffix of a session's expiry record.
+const SESSION_EXPIRY: &str = "sexp";
+
+/// The longest key prefix.
+pub const MAX_PREFIX_LEN: usize = 32;
+
+/// Checks a key prefix: 1 to [`MAX_PREFIX_LEN`] characters of `[a-z0-9_.-]`.
+pub(crate) fn validate_prefix(prefix: &str) -> Result<()> {
+    if prefix.is_empty() || prefix.len() > MAX_PREFIX_LEN {
+        return Err(Error::invalid_input(format!(
+            "the redis key prefix must be 1 to {MAX_PREFIX_LEN} characters, got {}",
+            prefix.len()
+        )));
+    }
+    if let Some(bad) = prefix
+        .chars()
+        .find(|c| !matches!(c, 'a'..='z' | '0'..='9' | '_' | '.' | '-'))
+    {
+        return Err(Error::invalid_input(format!(
+            "the redis key prefix {prefix:?} contains {bad:?}; use a-z, 0-9, '_', '.' and '-'"
+        )));
+    }
+    Ok(())
+}
+
+/// `{prefix}:{<scope key>}:<suffix>`.
+fn key(prefix: &str, scope: &Scope, suffix: &str) -> String {
+    format!("{prefix}:{{{}}}:{suffix}", scope.key())
+}
+
+/// The keys of one thread, in the order the Lua scripts expect them.
+#[derive(Debug, Clone)]
+pub(crate) struct ThreadKeys {
+    pub(crate) meta: String,
+    pub(crate) ids: String,
+    pub(crate) msg: String,
+    pub(crate) tok: String,
+    pub(crate) active: String,
+    pub(crate) expiry: String,
+}
+
+impl ThreadKeys {
+    pub(crate) fn new(prefix: &str, scope: &Scope) -> Self {
+        Self {
+            meta: key(prefix, scope, META),
+            ids: key(prefix, scope, "ids"),
+            msg: key(prefix, scope, "msg"),
+            tok: key(prefix, scope, "tok"),
+            active: key(prefix, scope, "active"),
+            expiry: key(prefix, scope, THREAD_EXPIRY),
+        }
+    }
+
+    /// Every key, in the order `KEYS[1..6]` of the scripts: meta, ids, msg, tok, active, exp.
+    pub(crate) fn all(&self) -> [&str; 6] {
+        [
+            &self.meta,
+            &self.ids,
+            &self.msg,
+            &self.tok,
+            &self.active,
+            &self.expiry,
+        ]
+    }
+}
+
+/// The keys of one session: its hash and its expiry record.
+#[derive(Debug, Clone)]
+pub(crate) struct SessionKeys {
+    pub(crate) session: String,
+    pub(crate) expiry: String,
+}
+
+impl SessionKeys {
+    pub(crate) fn new(prefix: &str, scope: &Scope) -> Self {
+        Self {
+            session: key(prefix, scope, SESSION),
+            expiry: key(prefix, scope, SESSION_EXPIRY),
+        }
+    }
+}
+
+/// What a listing scans for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Listed {
+    /// Threads (their meta hash).
+    Threads,
+    /// Sessions (their hash).
+    Sessions,
+    /// Expiry records of threads.
+    ThreadExpiries,
+    /// Expiry records of sessions.
+    SessionExpiries,
+}
+
+impl Listed {
+    fn suffix(self) -> &'static str {
+        match self {
+            Listed::Threads => META,
+            Listed::Sessions => SESSION,
+            Listed::ThreadExpiries => THREAD_EXPIRY,
+            Listed::SessionExpiries => SESSION_EXPIRY,
+        }
+    }
+}
+
+/// The `SCAN ... MATCH` pattern of the keys of `what` that may match `filter`: the tenant and
+/// every part the filter fixes are literal, the others `*`. Scopes found with it are checked
+/// against the filter again ([`Scope::matches`]).
+pub(crate) fn scan_pattern(prefix: &str, filter: &ScopeFilter, what: Listed) -> String {
+    let part = |v: Option<&str>| v.unwrap_or("*").to_owned();
+    format!(
+        "{prefix}:{{{}|{}|{}|{}|*}}:{}",
+        filter.tenant,
+        part(filter.user.as_ref().map(|u| u.as_str())),
+        part(filter.agent.as_ref().map(|a| a.as_str())),
+        part(filter.source.as_ref().map(|s| s.as_str())),
+        what.suffix()
+    )
+}
+
+/// The pattern of every key of `what` under `prefix`, in every tenant.
+pub(crate) fn scan_all_pattern(prefix: &str, what: Listed) -> String {
+    format!("{prefix}:{{*}}:{}", what.suffix())
+}
+
+/// The scope a key of `what` belongs to, or `None` for a key that is not one of ours (a
+/// foreign key that happens to match a pattern is skipped, never an error).
+pub(crate) fn scope_of(prefix: &str, key: &str, what: Listed) -> Option<Scope> {
+    let inner = key
+        .strip_prefix(prefix)?
+        .strip_prefix(":{")?
+        .strip_suffix(what.suffix())?
+        .strip_suffix("}:")?;
+    scope_from_key(inner)
+}
+
+/// Rebuilds a scope from its [`Scope::key`], validating every part.
+pub(crate) fn scope_from_key(scope_key: &str) -> Option<Scope> {
+    let mut parts = scope_key.split('|');
+    let (tenant, user, agent, source, session) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    if parts.next().is_some() {
+        return None;
+    }
+    let mut scope = Scope::session(session)
+        .ok()?
+        .with_tenant(tenant)
+        .ok()?
+        .with_source(source)
+        .ok()?;
+    if user != "~" {
+        scope = scope.with_user(user).ok()?;
+    }
+    if agent != "~" {
+        scope = scope.with_agent(agent).ok()?;
+    }
+    (scope.key() == scope_key).then_some(scope)
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::{TenantId, UserId};
+
+    use super::*;
+
+    fn scope() -> Scope {
+        Scope::session("s-1")
+            .unwrap()
+            .with_tenant("t-1")
+            .unwrap()
+            .with_user("u@x")
+            .unwrap()
+    }
+
+    #[test]
+    fn keys_carry_the_whole_scope_as_hash_tag() {
+        let keys = ThreadKeys::new("am", &scope());
+        assert_eq!(keys.meta, "am:{t-1|u@x|~|history|s-1}:meta");
+        for k in keys.all() {
+            let open = k.find('{').unwrap();
+            let close = k.find('}').unwrap();
+            assert_eq!(&k[open + 1..close], scope().key());
+        }
+        let session = SessionKeys::new("am", &scope());
+        assert_eq!(session.session, "am:{t-1|u@x|~|history|s-1}:session");
+    }
+
+    #[test]
+    fn two_sources_never_share_a_key() {
+        let a = ThreadKeys::new("am", &scope());
+        let b = ThreadKeys::new("am", &scope().with_source("mem0").unwrap());
+        for (x, y) in a.all().iter().zip(b.all()) {
+            assert_ne!(*x, y);
+        }
+    }
+
+    #[test]
+    fn scope_round_trips_through_its_key() {
+        for s in [
+            scope(),
+            scope().with_agent("a").unwrap(),
+            Scope::session("x").unwrap(),
+        ] {
+            let keys = ThreadKeys::new("am.test-1", &s);
+            assert_eq!(scope_of("am.test-1", &keys.meta, Listed::Threads), Some(s));
+        }
+        assert_eq!(scope_of("am", "am:{a|b}:meta", Listed::Threads), None);
+        assert_eq!(
+            scope_of("am", "am:{a|~|~|h|bad id}:meta", Listed::Threads),
+            None
+        );
+        assert_eq!(
+            scope_of("am", "other:{a|~|~|h|s}:meta", Listed::Threads),
+            None
+        );
+        assert_eq!(
+            scope_of("am", "am:{a|~|~|h|s}:session", Listed::Threads),
+            None
+        );
+    }
+
+    #[test]
+    fn patterns_fix_the_filtered_parts() {
+        let filter =
+            ScopeFilter::tenant(TenantId::new("t-1").unwrap()).with_user(UserId::new("u").unwrap());
+        assert_eq!(
+            scan_pattern("am", &filter, Listed::Threads),
+            "am:{t-1|u|*|*|*}:meta"
+        );
+        assert_eq!(
+            scan_all_pattern("am", Listed::SessionExpiries),
+            "am:{*}:sexp"
+        );
+    }
+
+    #[test]
+    fn prefixes_are_validated() {
+        assert!(validate_prefix("am").is_ok());
+        assert!(validate_prefix("a.b-c_9").is_ok());
+        for bad in ["", "AM", "a b", "a{", "a*", "a:b", &"x".repeat(33)] {
+            assert!(validate_prefix(bad).is_err(), "{bad:?}");
+        }
+    }
+}

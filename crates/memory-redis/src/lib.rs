@@ -1,0 +1,23 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod config;
+mod error;
+mod history;
+mod keys;
+mod scripts;
+mod session;
+mod store;
+
+pub use config::{
+    DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, Overflow, RedisConfig,
+};
+pub use keys::MAX_PREFIX_LEN;
+pub use store::{RedisStore, RedisStoreBuilder};
+
+/// The `redis` crate this store is built on, to build a
+/// [`ConnectionManager`](redis::aio::ConnectionManager) or a cluster connection of the same
+/// version for [`RedisStore::from_connection_manager`] and
+/// [`RedisStore::from_cluster_connection`].
+pub use redis;

@@ -1,0 +1,91 @@
+-- Appends a batch to a thread, atomically.
+-- KEYS: meta, ids, msg, tok, active, exp
+-- ARGV: max_messages ('0' = no limit), overflow ('archive' | 'delete'), default ttl ms ('0' =
+--       none, used when the thread is new), expiry-record grace ms, then one (id, tokens, json)
+--       triple per distinct message.
+-- Returns {inserted, seq of message 1, seq of message 2, ...}.
+local meta, ids, msg, tok, active, exp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
+local max = tonumber(ARGV[1])
+local delete = ARGV[2] == 'delete'
+local grace = ARGV[4]
+local FIRST = 5
+local n = (#ARGV - FIRST + 1) / 3
+
+local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms')
+local is_new = not m[1]
+local last = tonumber(m[1]) or 0
+local ttl = m[2] or '0'
+if is_new then
+  ttl = ARGV[3]
+  -- No meta: the thread is new, cleared or expired. Start from nothing (keys written in one
+  -- script expire together, but drop any leftover so an old id can never resurface).
+  redis.call('UNLINK', ids, msg, tok, active)
+end
+
+local wanted = {}
+for i = 1, n do wanted[i] = ARGV[FIRST + 3 * (i - 1)] end
+local known = chunked('HMGET', ids, wanted, true)
+
+local out = {0}
+local id_pairs, msg_pairs, tok_pairs, zadd_args = {}, {}, {}, {}
+local added, added_tokens = 0, 0
+for i = 1, n do
+  local seq = tonumber(known[i])
+  if not seq then
+    local at = FIRST + 3 * (i - 1)
+    last = last + 1
+    seq = last
+    local s = itos(seq)
+    id_pairs[#id_pairs + 1] = ARGV[at]
+    id_pairs[#id_pairs + 1] = s
+    tok_pairs[#tok_pairs + 1] = s
+    tok_pairs[#tok_pairs + 1] = ARGV[at + 1]
+    msg_pairs[#msg_pairs + 1] = s
+    msg_pairs[#msg_pairs + 1] = ARGV[at + 2]
+    zadd_args[#zadd_args + 1] = s
+    zadd_args[#zadd_args + 1] = s
+    added = added + 1
+    added_tokens = added_tokens + tonumber(ARGV[at + 1])
+  end
+  out[i + 1] = seq
+end
+out[1] = added
+
+if added > 0 then
+  chunked('HSET', ids, id_pairs)
+  chunked('HSET', msg, msg_pairs)
+  chunked('HSET', tok, tok_pairs)
+  chunked('ZADD', active, zadd_args)
+  if is_new then
+    redis.call('HSET', meta, 'last_seq', itos(last), 'active', '0', 'tokens', '0',
+      'deleted', '0', 'ttl_ms', ttl)
+  else
+    redis.call('HSET', meta, 'last_seq', itos(last))
+  end
+  local count = redis.call('HINCRBY', meta, 'active', added)
+  redis.call('HINCRBY', meta, 'tokens', itos(added_tokens))
+  if max > 0 and count > max then
+    local excess = count - max
+    local old = redis.call('ZRANGE', active, 0, excess - 1)
+    local old_tokens = chunked('HMGET', tok, old, true)
+    local sum = 0
+    for i = 1, #old_tokens do sum = sum + (tonumber(old_tokens[i]) or 0) end
+    redis.call('ZREMRANGEBYRANK', active, 0, excess - 1)
+    redis.call('HINCRBY', meta, 'active', -#old)
+    redis.call('HINCRBY', meta, 'tokens', itos(-sum))
+    if delete then
+      chunked('HDEL', msg, old)
+      chunked('HDEL', tok, old)
+      redis.call('HINCRBY', meta, 'deleted', #old)
+    end
+  end
+end
+
+if ttl ~= '0' then
+  expire_all({meta, ids, msg, tok, active}, ttl)
+  expiry_record(exp, ttl, grace)
+elseif is_new then
+  -- A thread created again after it expired has no TTL now: its old record no longer applies.
+  redis.call('DEL', exp)
+end
+return out

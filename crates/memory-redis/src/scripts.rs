@@ -1,0 +1,58 @@
+//! The Lua scripts: each multi-key step of the store runs as one script, so it is atomic and
+//! one round trip. Sources are in `src/lua/`; every script starts with `prelude.lua`.
+
+use std::sync::LazyLock;
+
+/// One script: its source and SHA-1 (for `EVALSHA`).
+pub(crate) struct LuaScript {
+    pub(crate) name: &'static str,
+    pub(crate) source: &'static str,
+    pub(crate) sha1: String,
+}
+
+impl LuaScript {
+    fn new(name: &'static str, source: &'static str) -> Self {
+        Self {
+            name,
+            source,
+            sha1: redis::Script::new(source).get_hash().to_owned(),
+        }
+    }
+}
+
+macro_rules! lua {
+    ($name:literal) => {
+        LuaScript::new(
+            $name,
+            concat!(
+                include_str!("lua/prelude.lua"),
+                "\n",
+                include_str!(concat!("lua/", $name, ".lua"))
+            ),
+        )
+    };
+}
+
+/// Every script of the store.
+pub(crate) struct Scripts {
+    pub(crate) append: LuaScript,
+    pub(crate) read: LuaScript,
+    pub(crate) archive: LuaScript,
+    pub(crate) clear: LuaScript,
+    pub(crate) set_ttl: LuaScript,
+    pub(crate) save_session: LuaScript,
+    pub(crate) delete_session: LuaScript,
+    pub(crate) purge: LuaScript,
+}
+
+/// The scripts, hashed once per process.
+pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
+    append: lua!("append"),
+    read: lua!("read"),
+    archive: lua!("archive"),
+    clear: lua!("clear"),
+    set_ttl: lua!("set_ttl"),
+    save_session: lua!("save_session"),
+    delete_session: lua!("delete_session"),
+    purge: lua!("purge"),
+});

@@ -1,0 +1,145 @@
+//! [`SessionStore`] on Redis: one hash per session, saved by a script that compares versions.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    Error, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities, SessionStore,
+    StoredSession,
+};
+use redis::Value;
+use serde_json::Value as Json;
+
+use crate::error::bad_reply;
+use crate::keys::{Listed, SessionKeys};
+use crate::scripts::SCRIPTS;
+use crate::store::{EXPIRY_RECORD_GRACE, RedisStore, millis_arg, text, unsigned};
+
+#[async_trait]
+impl SessionStore for RedisStore {
+    fn capabilities(&self) -> SessionCapabilities {
+        SessionCapabilities::new(true)
+    }
+
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("load session {scope}");
+        let mut cmd = redis::cmd("HMGET");
+        cmd.arg(&keys.session).arg(&["version", "state"]);
+        let reply = self.query(&what, &cmd).await?;
+        let Value::Array(fields) = reply else {
+            return Err(bad_reply(&what, "HMGET did not return an array"));
+        };
+        let (version, state) = match (fields.first(), fields.get(1)) {
+            (None | Some(Value::Nil), _) => return Ok(None),
+            (Some(version), Some(Value::BulkString(state))) => (version, state),
+            _ => return Err(bad_reply(&what, "a session without its state")),
+        };
+        let version = unsigned(version).ok_or_else(|| bad_reply(&what, "a bad version"))?;
+        let state: Json = serde_json::from_slice(state).map_err(|e| {
+            Error::serialization(format!("{what}: the stored state is not JSON: {e}"))
+                .with_source(e)
+        })?;
+        Ok(Some(StoredSession { state, version }))
+    }
+
+    async fn save(
+        &self,
+        scope: &Scope,
+        state: &Json,
+        expected_version: Option<u64>,
+    ) -> Result<u64> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("save session {scope}");
+        let json = serde_json::to_string(state)?;
+        let expected = expected_version.map(|v| v.to_string()).unwrap_or_default();
+        let ttl = millis_arg(self.default_ttl())?;
+        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.save_session,
+                &[&keys.session, &keys.expiry],
+                &[
+                    expected.as_bytes(),
+                    json.as_bytes(),
+                    ttl.as_bytes(),
+                    grace.as_bytes(),
+                ],
+            )
+            .await?;
+        let Value::Array(parts) = reply else {
+            return Err(bad_reply(&what, "the save script did not return an array"));
+        };
+        match (parts.first().and_then(unsigned), parts.get(1)) {
+            (Some(1), Some(version)) => {
+                let version =
+                    unsigned(version).ok_or_else(|| bad_reply(&what, "a bad new version"))?;
+                tracing::debug!(scope = %scope, version, "session.save");
+                Ok(version)
+            }
+            (Some(0), found) => {
+                let found = found
+                    .and_then(text)
+                    .filter(|v| !v.is_empty())
+                    .unwrap_or_else(|| "none".to_owned());
+                let expected =
+                    expected_version.map_or_else(|| "none".to_owned(), |v| v.to_string());
+                Err(Error::conflict(format!(
+                    "session {scope} is at version {found}, the save expected {expected}"
+                )))
+            }
+            _ => Err(bad_reply(&what, "not a save status")),
+        }
+    }
+
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("delete session {scope}");
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.delete_session,
+                &[&keys.session, &keys.expiry],
+                &[],
+            )
+            .await?;
+        let existed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))? > 0;
+        tracing::debug!(scope = %scope, existed, "session.delete");
+        Ok(existed)
+    }
+
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.list_scopes("list sessions", filter, &page, Listed::Sessions)
+            .await
+    }
+
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("set the TTL of session {scope}");
+        let ttl_arg = millis_arg(ttl)?;
+        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.set_ttl,
+                &[&keys.session, &keys.expiry],
+                &[ttl_arg.as_bytes(), grace.as_bytes()],
+            )
+            .await?;
+        match unsigned(&reply) {
+            Some(1) => Ok(()),
+            Some(0) => Err(Error::not_found(format!("no session at {scope}"))),
+            _ => Err(bad_reply(&what, "not a status")),
+        }
+    }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let prefix = self.prefix().to_owned();
+        self.purge_records("purge expired sessions", Listed::SessionExpiries, |scope| {
+            let keys = SessionKeys::new(&prefix, scope);
+            (keys.session, keys.expiry)
+        })
+        .await
+    }
+}

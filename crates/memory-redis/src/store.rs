@@ -1,0 +1,639 @@
+//! [`RedisStore`]: the connection, its builder, and the plumbing every operation shares
+//! (timeouts, scripts, round-trip counting, SCAN over one server or every cluster master).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use memory_core::{Error, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::cluster::ClusterClientBuilder;
+use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
+use redis::{Cmd, RedisResult, Value};
+
+use crate::config::{Endpoint, Overflow, RedisConfig};
+use crate::error::{bad_reply, redis_error, timed_out};
+use crate::keys::{self, Listed};
+use crate::scripts::LuaScript;
+
+/// How many keys one `SCAN` step asks each server to look at.
+const SCAN_COUNT: usize = 1000;
+/// How many times a connection is retried (after the first attempt) before a call fails.
+const RECONNECT_RETRIES: usize = 2;
+/// The first and the longest wait between reconnection attempts.
+const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
+const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
+/// How long an expiry record outlives the thread or session it records (see
+/// [`RedisStore`]'s TTL section): 24 hours.
+pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
+
+/// The connection: one server through a [`ConnectionManager`], or a cluster.
+#[derive(Clone)]
+enum Conn {
+    Single(ConnectionManager),
+    Cluster(ClusterConnection),
+}
+
+/// Chat history ([`HistoryStore`](memory_core::HistoryStore)) and session state
+/// ([`SessionStore`](memory_core::SessionStore)) on Redis or Redis Cluster.
+///
+/// One store serves every thread and session; cloning it is cheap and shares the connection
+/// (and the [`round_trips`](RedisStore::round_trips) counter). See the crate documentation for
+/// URLs, options and the key layout.
+///
+/// # Guarantees
+/// - Every append is one Lua script: atomic (all of the batch or none of it), one round trip,
+///   sequence numbers assigned by the server, ids already stored skipped (a retried append
+///   never duplicates), `max_messages` applied and the TTL refreshed in the same step.
+/// - Every read is one round trip and touches only the window it returns (plus, for a token
+///   budget, the token counts of the messages it walks), never the whole thread; except
+///   [`Window::Everything`](memory_core::Window::Everything), which returns the whole thread.
+/// - Session saves compare the stored version in a script: a stale writer gets `Conflict`.
+/// - Calls never hang: each fails with `Unavailable` when the server cannot be reached and
+///   with `Timeout` when it does not answer within `connection_timeout + response_timeout`
+///   (plus 0.5 s). The connection is re-established on its own once the server is back.
+///
+/// # TTL and `purge_expired`
+/// Expiry is Redis's own (`PEXPIRE` on every key of the thread or session, with one deadline):
+/// an expired thread or session vanishes at its deadline. A thread or session with a TTL also
+/// has a one-key *expiry record* that outlives it by 24 hours; `purge_expired` deletes the
+/// records of those that expired and returns how many it found, so it reports what expired
+/// since the last purge (within those 24 hours) rather than deleting data itself.
+///
+/// # Listing
+/// `list_threads` and `list` scan the keyspace with `SCAN … MATCH` (never `KEYS`), on every
+/// master of a cluster, and return scopes in [`Scope::key`] order; the cursor is the last
+/// scope key returned. Each page scans the whole keyspace (the match is done by the server):
+/// listing is for administration, not for a hot path.
+#[derive(Clone)]
+pub struct RedisStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: Conn,
+    config: RedisConfig,
+    endpoint: String,
+    round_trips: AtomicU64,
+}
+
+impl fmt::Debug for RedisStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RedisStore")
+            .field("endpoint", &self.inner.endpoint)
+            .field("cluster", &self.is_cluster())
+            .field("config", &self.inner.config)
+            .field("round_trips", &self.round_trips())
+            .finish()
+    }
+}
+
+impl RedisStore {
+    /// Connects with the default options to `url`: `redis://[user:password@]host[:port][/db]`,
+    /// `rediss://…` (TLS, with the `tls` feature), `unix:///path/to/socket`, or a cluster as
+    /// `redis+cluster://[user:password@]host1:port1,host2:port2` (`rediss+cluster://` for TLS).
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a URL it cannot use;
+    /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached. Messages
+    /// never contain the password.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// Connects with the default options to the cluster that the seed nodes belong to (each a
+    /// `redis://` or `rediss://` URL; the other nodes are discovered).
+    ///
+    /// # Errors
+    /// As [`connect`](RedisStore::connect).
+    pub async fn connect_cluster<S: AsRef<str>>(seeds: &[S]) -> Result<Self> {
+        Self::cluster_builder(seeds).connect().await
+    }
+
+    /// A builder for a store at `url` (any URL [`connect`](RedisStore::connect) accepts).
+    pub fn builder(url: &str) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            endpoint: Endpoint::parse(url),
+            config: RedisConfig::default(),
+        }
+    }
+
+    /// A builder for a store on the cluster that the seed nodes belong to.
+    pub fn cluster_builder<S: AsRef<str>>(seeds: &[S]) -> RedisStoreBuilder {
+        RedisStoreBuilder {
+            endpoint: Endpoint::cluster(seeds),
+            config: RedisConfig::default(),
+        }
+    }
+
+    /// A store on an application's existing connection manager (one server). Its own timeouts
+    /// and reconnection settings apply; `config`'s timeouts still bound each call.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for invalid options.
+    pub fn from_connection_manager(conn: ConnectionManager, config: RedisConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::new(
+            Conn::Single(conn),
+            config,
+            "<application connection manager>".to_owned(),
+        ))
+    }
+
+    /// A store on an application's existing cluster connection.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for invalid options.
+    pub fn from_cluster_connection(conn: ClusterConnection, config: RedisConfig) -> Result<Self> {
+        config.validate()?;
+        Ok(Self::new(
+            Conn::Cluster(conn),
+            config,
+            "<application cluster connection>".to_owned(),
+        ))
+    }
+
+    fn new(conn: Conn, config: RedisConfig, endpoint: String) -> Self {
+        Self {
+            inner: Arc::new(Inner {
+                conn,
+                config,
+                endpoint,
+                round_trips: AtomicU64::new(0),
+            }),
+        }
+    }
+
+    /// The store's options.
+    pub fn config(&self) -> &RedisConfig {
+        &self.inner.config
+    }
+
+    /// Whether the store is on a Redis Cluster.
+    pub fn is_cluster(&self) -> bool {
+        matches!(self.inner.conn, Conn::Cluster(_))
+    }
+
+    /// How many requests (commands or script calls) this store and its clones have sent to the
+    /// server since it was opened. Each is one network round trip; a script the server does
+    /// not have cached yet (a first call, or after a restart) is sent again in full, which
+    /// counts as a second one. On a cluster, a listing sends one `SCAN` step per master per
+    /// step plus one `CLUSTER SLOTS`.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.round_trips.load(Ordering::Relaxed)
+    }
+
+    /// Checks that the server answers (`PING`).
+    ///
+    /// # Errors
+    /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when it does not.
+    pub async fn ping(&self) -> Result<()> {
+        self.query("ping", &redis::cmd("PING")).await.map(|_| ())
+    }
+
+    pub(crate) fn prefix(&self) -> &str {
+        &self.inner.config.key_prefix
+    }
+
+    pub(crate) fn counter(&self) -> &dyn TokenCounter {
+        self.inner.config.token_counter.as_ref()
+    }
+
+    pub(crate) fn overflow(&self) -> Overflow {
+        self.inner.config.overflow
+    }
+
+    pub(crate) fn max_messages(&self) -> Option<usize> {
+        self.inner.config.max_messages
+    }
+
+    pub(crate) fn default_ttl(&self) -> Option<Duration> {
+        self.inner.config.default_ttl
+    }
+
+    /// Sends `cmd` (routed by its first key on a cluster), within the call budget, counting
+    /// the round trip; the redis error is left unconverted.
+    async fn send(&self, what: &str, cmd: &Cmd, route: Option<u16>) -> Result<RedisResult<Value>> {
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        let budget = self.inner.config.call_budget();
+        let call = async {
+            match (&self.inner.conn, route) {
+                (Conn::Single(conn), _) => cmd.query_async::<Value>(&mut conn.clone()).await,
+                (Conn::Cluster(conn), None) => cmd.query_async::<Value>(&mut conn.clone()).await,
+                (Conn::Cluster(conn), Some(slot)) => {
+                    let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
+                        Route::new(slot, SlotAddr::Master),
+                    ));
+                    conn.clone()
+                        .route_command(cmd.clone(), routing)
+                        .await
+                        .and_then(Value::extract_error)
+                }
+            }
+        };
+        tokio::time::timeout(budget, call)
+            .await
+            .map_err(|_| timed_out(what, budget))
+    }
+
+    /// Sends one command and returns its reply.
+    pub(crate) async fn query(&self, what: &str, cmd: &Cmd) -> Result<Value> {
+        self.send(what, cmd, None)
+            .await?
+            .map_err(|e| redis_error(what, e))
+    }
+
+    /// Runs a script: `EVALSHA`, and `EVAL` with the source when the server does not have it
+    /// cached (a first call, a restarted or flushed server).
+    pub(crate) async fn eval(
+        &self,
+        what: &str,
+        script: &LuaScript,
+        keys: &[&str],
+        args: &[&[u8]],
+    ) -> Result<Value> {
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&script.sha1).arg(keys.len()).arg(keys).arg(args);
+        match self.send(what, &cmd, None).await? {
+            Ok(value) => Ok(value),
+            Err(err)
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                tracing::debug!(script = script.name, "redis.script_not_cached");
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(script.source).arg(keys.len()).arg(keys).arg(args);
+                self.send(what, &cmd, None)
+                    .await?
+                    .map_err(|e| redis_error(what, e))
+            }
+            Err(err) => Err(redis_error(what, err)),
+        }
+    }
+
+    /// Every key matching `pattern`, on the server or on every cluster master. A key may come
+    /// back more than once (SCAN's guarantee is "at least once"); callers deduplicate.
+    pub(crate) async fn scan(&self, what: &str, pattern: &str) -> Result<Vec<String>> {
+        match &self.inner.conn {
+            Conn::Single(_) => self.scan_node(what, pattern, None).await,
+            Conn::Cluster(_) => {
+                let mut keys = Vec::new();
+                for slot in self.master_slots(what).await? {
+                    keys.extend(self.scan_node(what, pattern, Some(slot)).await?);
+                }
+                Ok(keys)
+            }
+        }
+    }
+
+    async fn scan_node(&self, what: &str, pattern: &str, slot: Option<u16>) -> Result<Vec<String>> {
+        let mut keys = Vec::new();
+        let mut cursor = "0".to_owned();
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(&cursor)
+                .arg("MATCH")
+                .arg(pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT);
+            let reply = self
+                .send(what, &cmd, slot)
+                .await?
+                .map_err(|e| redis_error(what, e))?;
+            let Value::Array(mut parts) = reply else {
+                return Err(bad_reply(what, "SCAN did not return an array"));
+            };
+            if parts.len() != 2 {
+                return Err(bad_reply(what, "SCAN did not return [cursor, keys]"));
+            }
+            let batch = parts.pop();
+            let next = parts.pop().and_then(|v| text(&v));
+            let Some(next) = next else {
+                return Err(bad_reply(what, "SCAN returned no cursor"));
+            };
+            if let Some(Value::Array(items)) = batch {
+                keys.extend(items.iter().filter_map(text));
+            }
+            if next == "0" {
+                return Ok(keys);
+            }
+            cursor = next;
+        }
+    }
+
+    /// One slot of each cluster master (from `CLUSTER SLOTS`), to route a `SCAN` to it.
+    async fn master_slots(&self, what: &str) -> Result<Vec<u16>> {
+        let Conn::Cluster(conn) = &self.inner.conn else {
+            return Ok(Vec::new());
+        };
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        let budget = self.inner.config.call_budget();
+        let mut cmd = redis::cmd("CLUSTER");
+        cmd.arg("SLOTS");
+        let reply = tokio::time::timeout(
+            budget,
+            conn.clone().route_command(
+                cmd,
+                RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
+            ),
+        )
+        .await
+        .map_err(|_| timed_out(what, budget))?
+        .and_then(Value::extract_error)
+        .map_err(|e| redis_error(what, e))?;
+        let Value::Array(ranges) = reply else {
+            return Err(bad_reply(what, "CLUSTER SLOTS did not return an array"));
+        };
+        // master address -> its lowest slot
+        let mut masters: BTreeMap<(String, i64), u16> = BTreeMap::new();
+        for range in &ranges {
+            let Value::Array(fields) = range else {
+                continue;
+            };
+            let (Some(start), Some(Value::Array(master))) = (fields.first(), fields.get(2)) else {
+                continue;
+            };
+            let Some(start) = integer(start).and_then(|s| u16::try_from(s).ok()) else {
+                continue;
+            };
+            let host = master.first().and_then(text).unwrap_or_default();
+            let port = master.get(1).and_then(integer).unwrap_or_default();
+            let slot = masters.entry((host, port)).or_insert(start);
+            *slot = (*slot).min(start);
+        }
+        if masters.is_empty() {
+            return Err(bad_reply(what, "CLUSTER SLOTS listed no master"));
+        }
+        Ok(masters
+            .into_values()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect())
+    }
+
+    /// A page of the scopes holding a key of `what` that match `filter`, in scope-key order,
+    /// after the request's cursor (the last scope key of the previous page).
+    pub(crate) async fn list_scopes(
+        &self,
+        what_for: &str,
+        filter: &ScopeFilter,
+        page: &PageRequest,
+        what: Listed,
+    ) -> Result<Page<Scope>> {
+        let pattern = keys::scan_pattern(self.prefix(), filter, what);
+        let found = self.scan(what_for, &pattern).await?;
+        let limit = page.limit.max(1);
+        let after = page.cursor.as_deref();
+        // The `limit + 1` smallest scope keys after the cursor: one more than a page tells
+        // whether another page follows.
+        let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
+        for key in &found {
+            let Some(scope) = keys::scope_of(self.prefix(), key, what) else {
+                continue;
+            };
+            if !scope.matches(filter) {
+                continue;
+            }
+            let scope_key = scope.key();
+            if after.is_some_and(|c| scope_key.as_str() <= c) {
+                continue;
+            }
+            smallest.insert(scope_key, scope);
+            if smallest.len() > limit + 1 {
+                smallest.pop_last();
+            }
+        }
+        let more = smallest.len() > limit;
+        let items: Vec<(String, Scope)> = smallest.into_iter().take(limit).collect();
+        let next_cursor = if more {
+            items.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(Page {
+            items: items.into_iter().map(|(_, s)| s).collect(),
+            next_cursor,
+        })
+    }
+
+    /// Runs the purge script on every expiry record of `what`, a few at a time, and returns how
+    /// many recorded an expired thread or session. `data_key` maps a record's scope to the key
+    /// that exists while the thread or session lives.
+    pub(crate) async fn purge_records(
+        &self,
+        what_for: &str,
+        what: Listed,
+        data_key: impl Fn(&Scope) -> (String, String),
+    ) -> Result<u64> {
+        use futures::stream::{self, StreamExt, TryStreamExt};
+
+        let pattern = keys::scan_all_pattern(self.prefix(), what);
+        let records: BTreeSet<String> = self.scan(what_for, &pattern).await?.into_iter().collect();
+        let script = &crate::scripts::SCRIPTS.purge;
+        let pairs: Vec<(String, String)> = records
+            .iter()
+            .filter_map(|record| keys::scope_of(self.prefix(), record, what))
+            .map(|scope| data_key(&scope))
+            .collect();
+        let purged: Vec<u64> = stream::iter(pairs.into_iter().map(|(data, record)| {
+            let store = self.clone();
+            let what_for = what_for.to_owned();
+            async move {
+                let reply = store
+                    .eval(&what_for, script, &[data.as_str(), record.as_str()], &[])
+                    .await?;
+                unsigned(&reply).ok_or_else(|| bad_reply(&what_for, "purge did not return a count"))
+            }
+        }))
+        .buffer_unordered(32)
+        .try_collect()
+        .await?;
+        Ok(purged.iter().sum())
+    }
+}
+
+/// A builder of [`RedisStore`]: the endpoint and every option of [`RedisConfig`].
+///
+/// ```no_run
+/// # async fn run() -> memory_core::Result<()> {
+/// use std::time::Duration;
+/// use memory_redis::{Overflow, RedisStore};
+///
+/// let store = RedisStore::builder("redis://127.0.0.1:6379")
+///     .key_prefix("chat")
+///     .max_messages(500)
+///     .overflow(Overflow::Archive)
+///     .default_ttl(Duration::from_secs(30 * 24 * 3600))
+///     .response_timeout(Duration::from_secs(2))
+///     .connect()
+///     .await?;
+/// # Ok(()) }
+/// ```
+#[derive(Debug)]
+#[must_use = "a builder does nothing until `connect` is called"]
+pub struct RedisStoreBuilder {
+    endpoint: Result<Endpoint>,
+    config: RedisConfig,
+}
+
+impl RedisStoreBuilder {
+    /// Replaces every option at once.
+    pub fn config(mut self, config: RedisConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// The first part of every key: 1 to 32 characters of `[a-z0-9_.-]` (default `am`).
+    /// Checked by [`connect`](RedisStoreBuilder::connect).
+    pub fn key_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.config.key_prefix = prefix.into();
+        self
+    }
+
+    /// Counts each message's tokens once, when it is appended (default
+    /// [`memory_core::default_token_counter`]).
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.config.token_counter = counter;
+        self
+    }
+
+    /// Gives every new thread and session a time to live (default: none).
+    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+        self.config.default_ttl = Some(ttl);
+        self
+    }
+
+    /// Keeps at most `n` messages in each thread's active window (default: no limit).
+    pub fn max_messages(mut self, n: usize) -> Self {
+        self.config.max_messages = Some(n);
+        self
+    }
+
+    /// What happens to the messages `max_messages` pushes out (default
+    /// [`Overflow::Archive`]).
+    pub fn overflow(mut self, overflow: Overflow) -> Self {
+        self.config.overflow = overflow;
+        self
+    }
+
+    /// How long a call waits for the server's answer (default 3 s).
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.config.response_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt may take (default 2 s).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.config.connection_timeout = timeout;
+        self
+    }
+
+    /// Checks the options and connects.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a URL or option it cannot
+    /// use; [`Unavailable`](memory_core::ErrorKind::Unavailable) or
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached.
+    pub async fn connect(self) -> Result<RedisStore> {
+        let endpoint = self.endpoint?;
+        let config = self.config;
+        config.validate()?;
+        let redacted = endpoint.redacted();
+        let what = format!("connect to {redacted}");
+        // Every attempt may take the connection timeout, plus the waits between them.
+        let budget = (config.connection_timeout + config.response_timeout)
+            * (RECONNECT_RETRIES as u32 + 1)
+            + RECONNECT_MAX_DELAY * RECONNECT_RETRIES as u32;
+        let conn = match &endpoint {
+            Endpoint::Standalone(url) => {
+                check_tls(url, &redacted)?;
+                let client =
+                    redis::Client::open(url.as_str()).map_err(|e| redis_error(&what, e))?;
+                let manager_config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(config.connection_timeout))
+                    .set_response_timeout(Some(config.response_timeout))
+                    .set_number_of_retries(RECONNECT_RETRIES)
+                    .set_min_delay(RECONNECT_MIN_DELAY)
+                    .set_max_delay(RECONNECT_MAX_DELAY);
+                let manager = tokio::time::timeout(
+                    budget,
+                    ConnectionManager::new_with_config(client, manager_config),
+                )
+                .await
+                .map_err(|_| timed_out(&what, budget))?
+                .map_err(|e| redis_error(&what, e))?;
+                Conn::Single(manager)
+            }
+            Endpoint::Cluster(seeds) => {
+                for seed in seeds {
+                    check_tls(seed, &redacted)?;
+                }
+                let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
+                    .connection_timeout(config.connection_timeout)
+                    .response_timeout(config.response_timeout)
+                    .retries(RECONNECT_RETRIES as u32)
+                    .min_retry_wait(RECONNECT_MIN_DELAY.as_millis() as u64)
+                    .max_retry_wait(RECONNECT_MAX_DELAY.as_millis() as u64)
+                    .build()
+                    .map_err(|e| redis_error(&what, e))?;
+                let conn = tokio::time::timeout(budget, client.get_async_connection())
+                    .await
+                    .map_err(|_| timed_out(&what, budget))?
+                    .map_err(|e| redis_error(&what, e))?;
+                Conn::Cluster(conn)
+            }
+        };
+        tracing::debug!(endpoint = %redacted, "redis.connected");
+        Ok(RedisStore::new(conn, config, redacted))
+    }
+}
+
+/// Refuses a TLS URL when the crate was built without TLS, naming the feature to enable.
+fn check_tls(url: &str, redacted: &str) -> Result<()> {
+    let tls = url
+        .split_once("://")
+        .is_some_and(|(scheme, _)| matches!(scheme, "rediss" | "valkeys"));
+    if tls && !cfg!(feature = "tls") {
+        return Err(Error::invalid_input(format!(
+            "{redacted} uses TLS: enable the `tls` feature of memory-redis"
+        )));
+    }
+    Ok(())
+}
+
+/// A reply as text (bulk or simple string, or an integer).
+pub(crate) fn text(value: &Value) -> Option<String> {
+    match value {
+        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
+        Value::SimpleString(s) => Some(s.clone()),
+        Value::Int(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// A reply as an integer (an integer, or a string of digits).
+pub(crate) fn integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
+
+/// A reply as a non-negative integer.
+pub(crate) fn unsigned(value: &Value) -> Option<u64> {
+    integer(value).and_then(|n| u64::try_from(n).ok())
+}
+
+/// A TTL or grace as a script argument: whole milliseconds, `0` for none.
+pub(crate) fn millis_arg(ttl: Option<Duration>) -> Result<String> {
+    Ok(match ttl {
+        Some(ttl) => crate::config::ttl_millis(ttl)?.to_string(),
+        None => "0".to_owned(),
+    })
+}

@@ -1,0 +1,398 @@
+//! Test tooling: the machine's Redis, and redis-server processes the tests start themselves (a
+//! single server for the fault tests, a three-master cluster shared by all tests of a binary).
+//!
+//! Servers bind 127.0.0.1 on free ports, keep their data in a temporary directory, and never
+//! outlive the test process: each has a watchdog shell that kills it once the test process is
+//! gone, and servers left by a crashed earlier run are killed when the tooling first starts.
+//! Nothing here is skipped: a server that cannot be reached or started fails the test, in CI
+//! and elsewhere.
+#![allow(dead_code, unreachable_pub)]
+
+use std::io::{Read, Write};
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{LazyLock, OnceLock};
+use std::time::{Duration, Instant};
+
+use memory_redis::RedisStore;
+
+/// The machine's Redis, unless `AGENT_MEMORY_REDIS_URL` names another.
+pub fn standalone_url() -> String {
+    std::env::var("AGENT_MEMORY_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".into())
+}
+
+/// A key prefix unique to this test process (`amtest-<hex>`), so concurrent runs on one server
+/// never see each other's data, even through `purge_expired`.
+pub fn prefix() -> &'static str {
+    static PREFIX: LazyLock<String> =
+        LazyLock::new(|| format!("amtest-{}", &uuid::Uuid::new_v4().simple().to_string()[..8]));
+    &PREFIX
+}
+
+/// How long test data on the machine's Redis lives: it cleans itself up.
+pub const TEST_DATA_TTL: Duration = Duration::from_secs(2 * 3600);
+
+/// A store on the machine's Redis, with this process's prefix and a TTL on all its data.
+pub async fn standalone_store() -> RedisStore {
+    let url = standalone_url();
+    RedisStore::builder(&url)
+        .key_prefix(prefix())
+        .default_ttl(TEST_DATA_TTL)
+        .connect()
+        .await
+        .unwrap_or_else(|e| {
+            panic!(
+                "the Redis at {url} (AGENT_MEMORY_REDIS_URL) is needed by these tests and \
+                 cannot be reached: {e}"
+            )
+        })
+}
+
+/// A store on the test cluster (started on first use), with the default options.
+pub async fn cluster_store() -> RedisStore {
+    let cluster = cluster();
+    RedisStore::builder(&cluster.url())
+        .key_prefix(prefix())
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("cannot connect to the test cluster {}: {e}", cluster.url()))
+}
+
+/// The directory of this tooling's pidfiles and server data.
+fn base_dir() -> PathBuf {
+    std::env::temp_dir().join("memory-redis-tests")
+}
+
+/// Kills the servers (and removes the data) of earlier test processes that are gone, once per
+/// process.
+fn clean_stale() {
+    static CLEANED: OnceLock<()> = OnceLock::new();
+    CLEANED.get_or_init(|| {
+        let Ok(entries) = std::fs::read_dir(base_dir()) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".pid") {
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                let mut parts = text.split_whitespace().map(|p| p.parse::<u32>().ok());
+                let (server, owner) = (parts.next().flatten(), parts.next().flatten());
+                if owner.is_some_and(alive) {
+                    continue;
+                }
+                if let Some(server) = server.filter(|&p| is_redis_server(p)) {
+                    let _ = Command::new("kill")
+                        .args(["-9", &server.to_string()])
+                        .status();
+                }
+                let _ = std::fs::remove_file(&path);
+            } else if let Some(pid) = name.strip_prefix("run-")
+                && pid.parse::<u32>().is_ok_and(|p| !alive(p))
+            {
+                let _ = std::fs::remove_dir_all(&path);
+            }
+        }
+    });
+}
+
+fn alive(pid: u32) -> bool {
+    Path::new(&format!("/proc/{pid}")).exists()
+}
+
+fn is_redis_server(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .is_ok_and(|comm| comm.trim().starts_with("redis-server"))
+}
+
+/// A free TCP port on 127.0.0.1 (free when asked; the server start retries if it is taken).
+pub fn free_port() -> u16 {
+    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind a free port on 127.0.0.1")
+}
+
+/// A redis-server process this test started.
+#[derive(Debug)]
+pub struct RedisServer {
+    port: u16,
+    dir: PathBuf,
+    args: Vec<String>,
+    child: Option<Child>,
+}
+
+impl RedisServer {
+    /// Starts a server on a free port with `args` (e.g. `["--appendonly", "yes"]`).
+    pub fn start(args: &[&str]) -> Self {
+        clean_stale();
+        let mut last_error = String::new();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let dir = base_dir()
+                .join(format!("run-{}", std::process::id()))
+                .join(port.to_string());
+            let mut server = Self {
+                port,
+                dir,
+                args: args.iter().map(|a| (*a).to_owned()).collect(),
+                child: None,
+            };
+            match server.spawn() {
+                Ok(()) => return server,
+                Err(e) => last_error = e,
+            }
+        }
+        panic!("could not start redis-server: {last_error}");
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `redis://127.0.0.1:<port>`.
+    pub fn url(&self) -> String {
+        format!("redis://127.0.0.1:{}", self.port)
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("create {:?}: {e}", self.dir))?;
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.dir.join("redis.log"))
+            .map_err(|e| format!("open the log: {e}"))?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let mut command = Command::new("redis-server");
+        command
+            .args(["--port", &self.port.to_string()])
+            .args(["--bind", "127.0.0.1"])
+            .args(["--dir", &self.dir.to_string_lossy()])
+            .args(["--daemonize", "no", "--save", "", "--protected-mode", "yes"])
+            .args(&self.args)
+            .stdin(Stdio::null())
+            .stdout(log)
+            .stderr(log2);
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("run redis-server (is it installed?): {e}"))?;
+        let pid = child.id();
+        let owner = std::process::id();
+        let _ = std::fs::write(
+            base_dir().join(format!("{}.pid", self.port)),
+            format!("{pid} {owner}"),
+        );
+        // The watchdog: once the test process (or the server) is gone, kill the server.
+        let _ = Command::new("sh")
+            .arg("-c")
+            .arg(format!(
+                "while kill -0 {owner} 2>/dev/null && kill -0 {pid} 2>/dev/null; do sleep 1; done; \
+                 if grep -q redis-server /proc/{pid}/comm 2>/dev/null; then kill -9 {pid}; fi; \
+                 rm -f {pidfile}",
+                pidfile = base_dir().join(format!("{}.pid", self.port)).display()
+            ))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                let log = std::fs::read_to_string(self.dir.join("redis.log")).unwrap_or_default();
+                return Err(format!(
+                    "redis-server on port {} exited with {status}: {}",
+                    self.port,
+                    log.lines().rev().take(5).collect::<Vec<_>>().join(" | ")
+                ));
+            }
+            // Up and done loading: PONG, or NOAUTH from a server with a password.
+            if command_reply(self.port, &["PING"])
+                .is_some_and(|r| r.starts_with("+PONG") || r.starts_with("-NOAUTH"))
+            {
+                self.child = Some(child);
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("redis-server on port {} did not answer", self.port));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Kills the server with SIGKILL (no shutdown, no save) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Starts the server again on the same port, directory and options (after
+    /// [`kill`](Self::kill)), and waits until it answers `PING` (its data loaded).
+    pub fn restart(&mut self) {
+        self.kill();
+        let mut last = String::new();
+        for _ in 0..50 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        panic!(
+            "could not restart redis-server on port {}: {last}",
+            self.port
+        );
+    }
+}
+
+impl Drop for RedisServer {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_file(base_dir().join(format!("{}.pid", self.port)));
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Sends one command to 127.0.0.1:`port` and returns the raw reply (RESP text), or `None` when
+/// the server cannot be reached.
+pub fn command_reply(port: u16, args: &[&str]) -> Option<String> {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let mut stream = TcpStream::connect_timeout(&addr, Duration::from_millis(500)).ok()?;
+    stream
+        .set_read_timeout(Some(Duration::from_millis(500)))
+        .ok()?;
+    let mut request = format!("*{}\r\n", args.len());
+    for arg in args {
+        request.push_str(&format!("${}\r\n{arg}\r\n", arg.len()));
+    }
+    stream.write_all(request.as_bytes()).ok()?;
+    let mut reply = Vec::new();
+    let mut buf = [0u8; 8192];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                reply.extend_from_slice(&buf[..n]);
+                if complete(&reply) {
+                    break;
+                }
+            }
+            Err(_) => break,
+        }
+    }
+    (!reply.is_empty()).then(|| String::from_utf8_lossy(&reply).into_owned())
+}
+
+/// Whether a simple (`+`, `-`, `:`) or bulk (`$`) reply is complete.
+fn complete(reply: &[u8]) -> bool {
+    let text = String::from_utf8_lossy(reply);
+    let Some(first_line_end) = text.find("\r\n") else {
+        return false;
+    };
+    match text.as_bytes().first() {
+        Some(b'$') => {
+            let len: i64 = text[1..first_line_end].parse().unwrap_or(-1);
+            len < 0 || reply.len() >= first_line_end + 2 + len as usize + 2
+        }
+        _ => true,
+    }
+}
+
+/// The three-master test cluster.
+#[derive(Debug)]
+pub struct Cluster {
+    nodes: Vec<RedisServer>,
+}
+
+impl Cluster {
+    /// The seed URLs of every master.
+    pub fn seeds(&self) -> Vec<String> {
+        self.nodes.iter().map(RedisServer::url).collect()
+    }
+
+    /// `redis+cluster://127.0.0.1:p1,127.0.0.1:p2,127.0.0.1:p3`.
+    pub fn url(&self) -> String {
+        let hosts: Vec<String> = self
+            .nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        format!("redis+cluster://{}", hosts.join(","))
+    }
+
+    /// The ports of the masters.
+    pub fn ports(&self) -> Vec<u16> {
+        self.nodes.iter().map(RedisServer::port).collect()
+    }
+
+    fn start() -> Result<Self, String> {
+        let nodes: Vec<RedisServer> = (0..3)
+            .map(|_| {
+                let bus = free_port().to_string();
+                RedisServer::start(&[
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    "nodes.conf",
+                    "--cluster-node-timeout",
+                    "5000",
+                    "--cluster-port",
+                    &bus,
+                    "--appendonly",
+                    "no",
+                ])
+            })
+            .collect();
+        let addresses: Vec<String> = nodes
+            .iter()
+            .map(|n| format!("127.0.0.1:{}", n.port()))
+            .collect();
+        let output = Command::new("redis-cli")
+            .arg("--cluster")
+            .arg("create")
+            .args(&addresses)
+            .args(["--cluster-replicas", "0", "--cluster-yes"])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("run redis-cli --cluster create: {e}"))?;
+        if !output.status.success() {
+            return Err(format!(
+                "redis-cli --cluster create failed: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            ));
+        }
+        let deadline = Instant::now() + Duration::from_secs(30);
+        for node in &nodes {
+            loop {
+                let info = command_reply(node.port(), &["CLUSTER", "INFO"]).unwrap_or_default();
+                if info.contains("cluster_state:ok") && info.contains("cluster_known_nodes:3") {
+                    break;
+                }
+                if Instant::now() > deadline {
+                    return Err(format!(
+                        "the cluster node on port {} is not ready: {info}",
+                        node.port()
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        }
+        Ok(Self { nodes })
+    }
+}
+
+/// The test cluster of this process, started on first use and stopped (by the watchdogs) when
+/// the process ends.
+pub fn cluster() -> &'static Cluster {
+    static CLUSTER: OnceLock<Result<Cluster, String>> = OnceLock::new();
+    match CLUSTER.get_or_init(Cluster::start) {
+        Ok(cluster) => cluster,
+        Err(e) => panic!("the Redis Cluster the tests need could not be started: {e}"),
+    }
+}
