@@ -6,7 +6,19 @@ mod open;
 
 pub use memory_core::*;
 
+/// SQLite, PostgreSQL and MySQL/MariaDB stores (features `sqlite`, `postgres`, `mysql`).
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+pub use memory_sql as sql;
+
+/// Redis and Redis Cluster stores (feature `redis`).
+#[cfg(feature = "redis")]
+pub use memory_redis as redis;
+
 /// OpenAI-compatible chat model and embedder (feature `openai`).
 #[cfg(feature = "openai")]
 pub use memory_openai as openai;
-pub use open::{DEFAULT_URL, Stores, open, open_default};
+
+/// Mem0 as a context provider and a memory block (feature `mem0`).
+#[cfg(feature = "mem0")]
+pub use memory_mem0 as mem0;
+pub use open::{DEFAULT_URL, Stores, URL_ENV, open, open_default};

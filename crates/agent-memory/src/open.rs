@@ -7,8 +7,17 @@ use memory_core::{
     Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result, SessionStore,
 };
 
-/// The URL [`open_default`] opens: the embedded default backend of this build.
+/// The URL [`open_default`] opens when [`URL_ENV`] is not set: with the `sqlite` feature (on by
+/// default) a SQLite file in the current directory, so memory survives a restart; without it,
+/// process memory.
+#[cfg(feature = "sqlite")]
+pub const DEFAULT_URL: &str = "sqlite://agent-memory.db";
+/// The URL [`open_default`] opens when [`URL_ENV`] is not set.
+#[cfg(not(feature = "sqlite"))]
 pub const DEFAULT_URL: &str = "memory:";
+
+/// The environment variable [`open_default`] reads a URL from.
+pub const URL_ENV: &str = "AGENT_MEMORY_URL";
 
 /// A history store and a session store on one backend.
 #[derive(Clone)]
@@ -28,11 +37,33 @@ impl fmt::Debug for Stores {
     }
 }
 
-/// Opens the stores of the backend `url` names.
+impl Stores {
+    #[cfg(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "redis"
+    ))]
+    fn from_one<S: HistoryStore + SessionStore + Clone>(store: S) -> Self {
+        Self {
+            history: Arc::new(store.clone()),
+            sessions: Arc::new(store),
+        }
+    }
+}
+
+/// Opens the stores of the backend `url` names:
 ///
-/// The scheme picks the backend; each backend is compiled in only with its cargo feature, and a
-/// URL whose backend is not in this build is an error naming the feature to enable. The error
-/// never repeats the URL, which may hold a password.
+/// | URL | backend | feature |
+/// | --- | --- | --- |
+/// | `memory:` | process memory | always |
+/// | `sqlite://path.db`, `sqlite::memory:` | SQLite file (WAL) or in-memory | `sqlite` (default) |
+/// | `postgres://…` | PostgreSQL | `postgres` |
+/// | `mysql://…`, `mariadb://…` | MySQL / MariaDB | `mysql` |
+/// | `redis://…`, `rediss://…`, `redis+cluster://h1:p1,h2:p2` | Redis, Redis Cluster | `redis` |
+///
+/// A URL whose backend is not in this build is an error naming the feature to enable. Errors
+/// never repeat the URL, which may hold a password.
 ///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an unknown scheme or a
@@ -44,22 +75,52 @@ pub async fn open(url: &str) -> Result<Stores> {
             history: Arc::new(InMemoryHistoryStore::new()),
             sessions: Arc::new(InMemorySessionStore::new()),
         }),
-        "sqlite" | "postgres" | "postgresql" | "mysql" | "mariadb" | "redis" | "rediss"
-        | "redis+cluster" => Err(Error::invalid_input(format!(
-            "the {scheme:?} backend is not in this build of agent-memory; enable its cargo feature"
-        ))),
-        _ => Err(Error::invalid_input(format!(
-            "no agent-memory backend handles URLs with the scheme {scheme:?}"
-        ))),
+        #[cfg(feature = "sqlite")]
+        "sqlite" => Ok(Stores::from_one(memory_sql::SqlStore::connect(url).await?)),
+        #[cfg(feature = "postgres")]
+        "postgres" | "postgresql" => {
+            Ok(Stores::from_one(memory_sql::SqlStore::connect(url).await?))
+        }
+        #[cfg(feature = "mysql")]
+        "mysql" | "mariadb" => {
+            let url = url.replacen("mariadb:", "mysql:", 1);
+            Ok(Stores::from_one(memory_sql::SqlStore::connect(&url).await?))
+        }
+        #[cfg(feature = "redis")]
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => Ok(Stores::from_one(
+            memory_redis::RedisStore::connect(url).await?,
+        )),
+        other => Err(not_in_this_build(other)),
     }
 }
 
-/// Opens the default backend ([`DEFAULT_URL`]).
+/// The error for a scheme this build cannot open: the feature to enable, or an unknown scheme.
+fn not_in_this_build(scheme: &str) -> Error {
+    let feature = match scheme {
+        "sqlite" => "sqlite",
+        "postgres" | "postgresql" => "postgres",
+        "mysql" | "mariadb" => "mysql",
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => "redis",
+        _ => {
+            return Error::invalid_input(format!(
+                "no agent-memory backend handles URLs with the scheme {scheme:?}"
+            ));
+        }
+    };
+    Error::invalid_input(format!(
+        "the {scheme:?} backend is not in this build of agent-memory; enable the cargo feature {feature:?}"
+    ))
+}
+
+/// Opens the URL in the [`URL_ENV`] environment variable, or [`DEFAULT_URL`].
 ///
 /// # Errors
 /// As [`open`].
 pub async fn open_default() -> Result<Stores> {
-    open(DEFAULT_URL).await
+    match std::env::var(URL_ENV) {
+        Ok(url) if !url.trim().is_empty() => open(url.trim()).await,
+        _ => open(DEFAULT_URL).await,
+    }
 }
 
 #[cfg(test)]
@@ -68,17 +129,55 @@ mod tests {
     use memory_core::ErrorKind;
 
     #[tokio::test]
-    async fn unknown_and_disabled_schemes_are_clear_errors() {
+    async fn unknown_schemes_are_clear_errors() {
         let err = open("ftp://x").await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
-        let err = open("postgres://user:hunter2@db/app").await.unwrap_err();
-        assert!(err.to_string().contains("feature"));
-        assert!(!err.to_string().contains("hunter2"), "the password leaked");
+        assert!(
+            not_in_this_build("redis")
+                .to_string()
+                .contains("feature \"redis\"")
+        );
+    }
+
+    #[tokio::test]
+    async fn errors_never_show_the_password() {
+        for url in [
+            "postgres://user:hunter2@127.0.0.1:1/app",
+            "mysql://user:hunter2@127.0.0.1:1/app",
+            "redis://:hunter2@127.0.0.1:1",
+        ] {
+            if let Err(err) = open(url).await {
+                let text = format!("{err} {err:?}");
+                assert!(!text.contains("hunter2"), "the password leaked: {text}");
+            }
+        }
     }
 
     #[tokio::test]
     async fn memory_opens() {
-        let stores = open_default().await.unwrap();
+        let stores = open("memory:").await.unwrap();
         assert!(stores.history.capabilities().ttl);
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn sqlite_in_memory_opens_and_works() {
+        use memory_core::{ChatMessage, Scope, Window};
+        let stores = open("sqlite::memory:").await.unwrap();
+        let scope = Scope::session("facade").unwrap();
+        stores
+            .history
+            .append(&scope, &[ChatMessage::user("hi")])
+            .await
+            .unwrap();
+        assert_eq!(
+            stores
+                .history
+                .read(&scope, Window::All)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
     }
 }

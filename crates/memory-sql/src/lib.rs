@@ -1,1 +1,33 @@
-//! x
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+// Without a database feature the crate builds (so every feature combination compiles) but can
+// open nothing: the per-database code paths are all compiled out.
+#![cfg_attr(
+    not(any(feature = "sqlite", feature = "postgres", feature = "mysql")),
+    allow(
+        dead_code,
+        unused_imports,
+        unused_macros,
+        unused_variables,
+        unreachable_code
+    )
+)]
+
+mod config;
+mod dialect;
+mod driver;
+mod error;
+mod history;
+mod schema;
+mod session;
+mod store;
+
+pub use config::{DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LEN, SqlConfig};
+pub use dialect::Backend;
+pub use schema::SCHEMA_VERSION;
+pub use store::{SqlStore, SqlStoreBuilder};
+
+/// The sqlx version this crate is built on, re-exported so the `from_*_pool` constructors take
+/// exactly the pool types the application builds.
+pub use sqlx;

@@ -1,0 +1,146 @@
+//! Maps sqlx errors to the core [`ErrorKind`]s.
+//!
+//! | sqlx error | kind |
+//! | --- | --- |
+//! | I/O, TLS, closed pool, crashed worker; PostgreSQL class 08, 57P01–57P03, 53300; MySQL 1040 | `Unavailable` |
+//! | pool acquire timed out while the pool had connections (all busy); PostgreSQL 57014 | `Timeout` |
+//! | pool acquire timed out with no connection open (the server cannot be reached) | `Unavailable` |
+//! | serialization failure, deadlock, lock timeout, lost unique race (PostgreSQL 40001, 40P01, 55P03, 23505; MySQL 1213, 1205, 1062; SQLite BUSY, LOCKED, UNIQUE) | `Conflict` (retried first where the operation is safe to retry) |
+//! | decoding a column, encoding a value | `Serialization` |
+//! | bad URL or option | `InvalidInput` |
+//! | MySQL 1153 (packet too large) | `LimitExceeded` |
+//! | anything else | `Backend` |
+//!
+//! The sqlx error is kept as the [`source`](std::error::Error::source).
+
+use std::error::Error as StdError;
+use std::time::Duration;
+
+use memory_core::{Error, ErrorKind};
+
+/// What was being done, for error messages (e.g. `"append to thread"`).
+pub(crate) type Context<'a> = &'a str;
+
+/// How many times an operation that lost a race is retried before it reports `Conflict`.
+pub(crate) const MAX_RETRIES: u32 = 8;
+
+/// Converts a sqlx error, saying what was being done.
+pub(crate) fn sql_error(ctx: Context<'_>, err: sqlx::Error) -> Error {
+    let kind = classify(&err);
+    let message = match kind {
+        ErrorKind::Unavailable => format!("{ctx}: the database is unreachable: {err}"),
+        ErrorKind::Timeout => format!("{ctx}: timed out: {err}"),
+        ErrorKind::Conflict => format!("{ctx}: lost a race with a concurrent writer: {err}"),
+        _ => format!("{ctx}: {err}"),
+    };
+    Error::new(kind, message).with_source(err)
+}
+
+fn classify(err: &sqlx::Error) -> ErrorKind {
+    match err {
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => ErrorKind::Unavailable,
+        sqlx::Error::PoolTimedOut => ErrorKind::Timeout,
+        sqlx::Error::Configuration(_) => ErrorKind::InvalidInput,
+        sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::Encode(_)
+        | sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::ColumnIndexOutOfBounds { .. }
+        | sqlx::Error::TypeNotFound { .. } => ErrorKind::Serialization,
+        sqlx::Error::Database(db) => classify_database(db.as_ref()),
+        _ => ErrorKind::Backend,
+    }
+}
+
+fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
+    #[cfg(feature = "mysql")]
+    if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
+        return match my.number() {
+            1213 | 1205 | 1062 => ErrorKind::Conflict,
+            1040 | 1053 => ErrorKind::Unavailable,
+            1153 => ErrorKind::LimitExceeded,
+            _ => ErrorKind::Backend,
+        };
+    }
+    #[cfg(feature = "sqlite")]
+    if let Some(lite) = db.try_downcast_ref::<sqlx::sqlite::SqliteError>() {
+        let code = sqlx::error::DatabaseError::code(lite)
+            .and_then(|c| c.parse::<i32>().ok())
+            .unwrap_or_default();
+        // Primary result codes: 5 BUSY, 6 LOCKED, 13 FULL; UNIQUE/PRIMARY KEY constraints.
+        return match code & 0xff {
+            5 | 6 => ErrorKind::Conflict,
+            13 => ErrorKind::LimitExceeded,
+            _ if db.is_unique_violation() => ErrorKind::Conflict,
+            _ => ErrorKind::Backend,
+        };
+    }
+    let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
+    match code.as_str() {
+        "40001" | "40P01" | "55P03" | "23505" => ErrorKind::Conflict,
+        "57014" => ErrorKind::Timeout,
+        "57P01" | "57P02" | "57P03" | "53300" => ErrorKind::Unavailable,
+        c if c.starts_with("08") => ErrorKind::Unavailable,
+        _ if db.is_unique_violation() => ErrorKind::Conflict,
+        _ => ErrorKind::Backend,
+    }
+}
+
+/// Whether `err` is a lost race the database reported (deadlock, serialization failure, busy
+/// database, unique race), so the whole transaction may be retried.
+pub(crate) fn is_retryable(err: &Error) -> bool {
+    err.kind() == ErrorKind::Conflict
+        && StdError::source(err)
+            .and_then(|s| s.downcast_ref::<sqlx::Error>())
+            .is_some_and(|e| matches!(e, sqlx::Error::Database(_)))
+}
+
+/// The pause before retry number `attempt` (1-based): 2, 4, 8 … ms, capped at 100 ms, plus
+/// jitter so that racing writers do not collide again in step.
+pub(crate) fn backoff(attempt: u32) -> Duration {
+    let base = 2u64.saturating_pow(attempt).min(100);
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| u64::from(d.subsec_nanos()))
+        .unwrap_or_default();
+    Duration::from_millis(base + nanos % (base + 1))
+}
+
+/// The error for a store that lost every retry.
+pub(crate) fn retries_exhausted(ctx: Context<'_>, last: Error) -> Error {
+    Error::conflict(format!(
+        "{ctx}: still conflicting after {MAX_RETRIES} retries; try again"
+    ))
+    .with_source(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transport_errors_are_unavailable() {
+        let io = std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let err = sql_error("open", sqlx::Error::Io(io));
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.to_string().starts_with("unavailable: open:"));
+        assert_eq!(
+            sql_error("x", sqlx::Error::PoolTimedOut).kind(),
+            ErrorKind::Timeout
+        );
+        assert_eq!(
+            sql_error("x", sqlx::Error::PoolClosed).kind(),
+            ErrorKind::Unavailable
+        );
+        assert!(!is_retryable(&sql_error("x", sqlx::Error::PoolClosed)));
+    }
+
+    #[test]
+    fn backoff_grows_and_stays_bounded() {
+        assert!(backoff(1) >= Duration::from_millis(2));
+        assert!(backoff(30) <= Duration::from_millis(201));
+    }
+}

@@ -1,0 +1,319 @@
+//! The storage layout and its versioned migrations.
+//!
+//! Each schema version is one SQL file per dialect in `migrations/`, embedded in the binary,
+//! with `{prefix}` standing for the (validated) table prefix. `{prefix}schema_migrations`
+//! records the versions applied. On open the runner takes a lock (PostgreSQL
+//! `pg_advisory_xact_lock`, MySQL `GET_LOCK`, SQLite `BEGIN IMMEDIATE`) so that processes
+//! opening at once do not race, refuses a database that a newer build migrated (touching
+//! nothing), and applies the missing versions in order. On SQLite and PostgreSQL all of it is
+//! one transaction; MySQL commits DDL implicitly, so each statement stands alone there and a
+//! rerun tolerates objects that already exist.
+
+use memory_core::{Error, Result};
+
+use crate::config::TablePrefix;
+use crate::dialect::{Backend, Dialect};
+use crate::driver::{Col, Db, Query, Tx};
+use crate::error::Context;
+
+/// The schema version this build creates and reads.
+pub const SCHEMA_VERSION: u32 = 2;
+
+struct Migration {
+    version: u32,
+    name: &'static str,
+    sqlite: &'static str,
+    postgres: &'static str,
+    mysql: &'static str,
+}
+
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        version: 1,
+        name: "init",
+        sqlite: include_str!("../migrations/sqlite/0001_init.sql"),
+        postgres: include_str!("../migrations/postgres/0001_init.sql"),
+        mysql: include_str!("../migrations/mysql/0001_init.sql"),
+    },
+    Migration {
+        version: 2,
+        name: "active_window_index",
+        sqlite: include_str!("../migrations/sqlite/0002_active_window_index.sql"),
+        postgres: include_str!("../migrations/postgres/0002_active_window_index.sql"),
+        mysql: include_str!("../migrations/mysql/0002_active_window_index.sql"),
+    },
+];
+
+impl Migration {
+    fn script(&self, backend: Backend) -> &'static str {
+        match backend {
+            Backend::Sqlite => self.sqlite,
+            Backend::Postgres => self.postgres,
+            Backend::MySql => self.mysql,
+        }
+    }
+}
+
+/// The statements of a script: `--` comment lines dropped, split on `;`.
+fn statements(script: &str) -> Vec<String> {
+    let without_comments: String = script
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("--"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    without_comments
+        .split(';')
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+fn migrations_table(backend: Backend) -> &'static str {
+    match backend {
+        Backend::Sqlite => {
+            "CREATE TABLE IF NOT EXISTS {prefix}schema_migrations (\
+             version INTEGER NOT NULL PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at INTEGER NOT NULL)"
+        }
+        Backend::Postgres => {
+            "CREATE TABLE IF NOT EXISTS {prefix}schema_migrations (\
+             version BIGINT NOT NULL PRIMARY KEY, name TEXT NOT NULL, \
+             applied_at BIGINT NOT NULL)"
+        }
+        Backend::MySql => {
+            "CREATE TABLE IF NOT EXISTS {prefix}schema_migrations (\
+             version BIGINT NOT NULL PRIMARY KEY, name VARCHAR(200) NOT NULL, \
+             applied_at BIGINT NOT NULL) ENGINE = InnoDB"
+        }
+    }
+}
+
+const CTX: Context<'static> = "migrate the schema";
+
+fn ddl(dialect: Dialect, prefix: &TablePrefix, template: &str) -> Query<'static> {
+    // DDL runs once: never cache it as a prepared statement.
+    Query::built(dialect.render(prefix, template), usize::MAX)
+}
+
+/// A stable 64-bit key for the PostgreSQL advisory lock of this prefix (FNV-1a).
+fn advisory_key(prefix: &TablePrefix) -> i64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in "agent-memory schema "
+        .bytes()
+        .chain(prefix.as_str().bytes())
+    {
+        hash ^= u64::from(b);
+        hash = hash.wrapping_mul(0x0100_0000_01b3);
+    }
+    i64::from_ne_bytes(hash.to_ne_bytes())
+}
+
+/// Brings the schema to `target` (at most [`SCHEMA_VERSION`]); returns the version the
+/// database is at afterwards.
+pub(crate) async fn migrate(db: &Db, prefix: &TablePrefix, target: u32) -> Result<u32> {
+    let dialect = db.dialect;
+    let target = target.min(SCHEMA_VERSION);
+    match dialect.backend {
+        Backend::Sqlite | Backend::Postgres => {
+            let mut tx = db.begin(CTX).await?;
+            if dialect.backend == Backend::Postgres {
+                // Serialize concurrent migrations, and keep the "already exists, skipping"
+                // notices of `IF NOT EXISTS` out of the application's logs (`SET LOCAL`).
+                let lock = ddl(
+                    dialect,
+                    prefix,
+                    "SELECT pg_advisory_xact_lock(?), \
+                     set_config('client_min_messages', 'warning', true)",
+                )
+                .int(advisory_key(prefix));
+                tx.execute(CTX, lock).await?;
+            }
+            match apply(&mut tx, dialect, prefix, target).await {
+                Ok(version) => {
+                    tx.commit(CTX).await?;
+                    Ok(version)
+                }
+                Err(err) => {
+                    // Dropping the transaction rolls it back; say so explicitly when we can.
+                    let _ = tx.rollback(CTX).await;
+                    Err(err)
+                }
+            }
+        }
+        Backend::MySql => migrate_mysql(db, prefix, target).await,
+    }
+}
+
+#[cfg(feature = "mysql")]
+async fn migrate_mysql(db: &Db, prefix: &TablePrefix, target: u32) -> Result<u32> {
+    // A named lock belongs to the connection: take a dedicated one, closed when dropped, so a
+    // cancelled open never leaves the lock held in the pool.
+    let mut session = db.mysql_session(CTX).await?;
+    let name = format!("{}schema", prefix.as_str());
+    let got = session
+        .fetch(
+            CTX,
+            ddl(db.dialect, prefix, "SELECT CAST(GET_LOCK(?, 60) AS SIGNED)").text(&name),
+            &[Col::Int],
+        )
+        .await?;
+    if got.first().map(|r| r.opt_int(0)).transpose()?.flatten() != Some(1) {
+        return Err(Error::new(
+            memory_core::ErrorKind::Timeout,
+            "migrate the schema: another process held the migration lock for 60 s",
+        ));
+    }
+    let result = apply(&mut session, db.dialect, prefix, target).await;
+    let release = ddl(db.dialect, prefix, "SELECT RELEASE_LOCK(?)").text(&name);
+    let _ = session.execute(CTX, release).await;
+    result
+}
+
+#[cfg(not(feature = "mysql"))]
+async fn migrate_mysql(_db: &Db, _prefix: &TablePrefix, _target: u32) -> Result<u32> {
+    Err(Error::unsupported(
+        "MySQL support is not compiled in: enable the `mysql` feature",
+    ))
+}
+
+async fn apply(
+    tx: &mut Tx<'_>,
+    dialect: Dialect,
+    prefix: &TablePrefix,
+    target: u32,
+) -> Result<u32> {
+    tx.execute(CTX, ddl(dialect, prefix, migrations_table(dialect.backend)))
+        .await?;
+    let current = read_version(tx, dialect, prefix).await?;
+    if current > SCHEMA_VERSION {
+        return Err(Error::unsupported(format!(
+            "the tables with prefix {:?} are at schema version {current}, newer than the \
+             version {SCHEMA_VERSION} this build of memory-sql knows; upgrade memory-sql \
+             (nothing was changed)",
+            prefix.as_str()
+        )));
+    }
+    let mut version = current;
+    for migration in MIGRATIONS
+        .iter()
+        .filter(|m| m.version > current && m.version <= target)
+    {
+        for statement in statements(migration.script(dialect.backend)) {
+            match tx.execute(CTX, ddl(dialect, prefix, &statement)).await {
+                Ok(_) => {}
+                // MySQL cannot roll DDL back: after an interrupted run, objects may exist.
+                Err(err) if dialect.backend == Backend::MySql && already_exists(&err) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        let record = Query::built(
+            dialect.render(
+                prefix,
+                "INSERT INTO {prefix}schema_migrations (version, name, applied_at) \
+                 VALUES (?, ?, ?)",
+            ),
+            1,
+        )
+        .int(i64::from(migration.version))
+        .text(migration.name)
+        .int(crate::store::now_ms());
+        tx.execute(CTX, record).await?;
+        tracing::info!(
+            version = migration.version,
+            name = migration.name,
+            prefix = prefix.as_str(),
+            "memory-sql: schema migrated"
+        );
+        version = migration.version;
+    }
+    Ok(version)
+}
+
+async fn read_version(tx: &mut Tx<'_>, dialect: Dialect, prefix: &TablePrefix) -> Result<u32> {
+    let rows = tx
+        .fetch(
+            CTX,
+            Query::built(
+                dialect.render(prefix, "SELECT MAX(version) FROM {prefix}schema_migrations"),
+                1,
+            ),
+            &[Col::Int],
+        )
+        .await?;
+    let max = rows.first().map(|r| r.opt_int(0)).transpose()?.flatten();
+    u32::try_from(max.unwrap_or(0)).map_err(|_| {
+        Error::serialization(format!(
+            "{}schema_migrations holds an impossible version {max:?}",
+            prefix.as_str()
+        ))
+    })
+}
+
+/// The schema version recorded in the database (0 when it holds none).
+pub(crate) async fn current_version(db: &Db, prefix: &TablePrefix) -> Result<u32> {
+    let rows = db
+        .fetch(
+            "read the schema version",
+            Query::built(
+                db.dialect
+                    .render(prefix, "SELECT MAX(version) FROM {prefix}schema_migrations"),
+                1,
+            ),
+            &[Col::Int],
+        )
+        .await?;
+    let max = rows.first().map(|r| r.opt_int(0)).transpose()?.flatten();
+    Ok(u32::try_from(max.unwrap_or(0)).unwrap_or(u32::MAX))
+}
+
+/// MySQL's "table exists", "duplicate column" and "duplicate key name".
+fn already_exists(err: &Error) -> bool {
+    #[cfg(feature = "mysql")]
+    {
+        use std::error::Error as _;
+        if let Some(sqlx::Error::Database(db)) =
+            err.source().and_then(|s| s.downcast_ref::<sqlx::Error>())
+            && let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>()
+        {
+            return matches!(my.number(), 1050 | 1060 | 1061);
+        }
+    }
+    let _ = err;
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn scripts_split_into_statements() {
+        for m in MIGRATIONS {
+            for backend in [Backend::Sqlite, Backend::Postgres, Backend::MySql] {
+                let stmts = statements(m.script(backend));
+                assert!(!stmts.is_empty());
+                for s in &stmts {
+                    assert!(!s.contains("--"), "{s}");
+                    assert!(s.contains("{prefix}"), "{s}");
+                    assert!(!s.contains('?'), "{s}");
+                }
+            }
+        }
+        assert_eq!(MIGRATIONS.last().map(|m| m.version), Some(SCHEMA_VERSION));
+        assert!(
+            MIGRATIONS
+                .iter()
+                .enumerate()
+                .all(|(i, m)| m.version as usize == i + 1)
+        );
+    }
+
+    #[test]
+    fn advisory_keys_differ_per_prefix() {
+        let a = advisory_key(&TablePrefix::new("a_").unwrap());
+        let b = advisory_key(&TablePrefix::new("b_").unwrap());
+        assert_ne!(a, b);
+        assert_eq!(a, advisory_key(&TablePrefix::new("a_").unwrap()));
+    }
+}

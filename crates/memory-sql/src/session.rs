@@ -1,0 +1,238 @@
+//! [`SessionStore`] for [`SqlStore`]: one row per session in `{prefix}sessions`, with a
+//! `version` column for optimistic concurrency. A save with an expected version is a single
+//! conditional `UPDATE`, so a stale writer changes nothing.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
+    SessionStore, StoredSession,
+};
+use serde_json::Value;
+
+use crate::config::TablePrefix;
+use crate::dialect::Dialect;
+use crate::driver::{Arg, Col, Query};
+use crate::store::{SqlStore, duration_ms, expiry, list_page, now_ms, scope_args};
+
+/// The fixed statements of the session store, rendered for one dialect and prefix at open.
+pub(crate) struct SessionSql {
+    load: Arc<str>,
+    version: Arc<str>,
+    delete_expired: Arc<str>,
+    insert: Arc<str>,
+    update: Arc<str>,
+    delete_live: Arc<str>,
+    delete_any: Arc<str>,
+    set_ttl: Arc<str>,
+    purge: Arc<str>,
+}
+
+impl SessionSql {
+    pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
+        let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
+        Self {
+            load: r(
+                "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
+                 AND (expires_at IS NULL OR expires_at > ?)",
+            ),
+            version: r("SELECT version FROM {prefix}sessions WHERE scope_key = ? \
+                 AND (expires_at IS NULL OR expires_at > ?)"),
+            delete_expired: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
+                 AND expires_at IS NOT NULL AND expires_at <= ?"),
+            insert: r(
+                "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
+                 source, session_id, version, state, ttl_ms, expires_at) \
+                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL)",
+            ),
+            update: r(
+                "UPDATE {prefix}sessions SET state = ?, version = version + 1, \
+                 expires_at = CASE WHEN ttl_ms IS NULL THEN NULL ELSE ttl_ms + ? END \
+                 WHERE scope_key = ? AND version = ? \
+                 AND (expires_at IS NULL OR expires_at > ?)",
+            ),
+            delete_live: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
+                 AND (expires_at IS NULL OR expires_at > ?)"),
+            delete_any: r("DELETE FROM {prefix}sessions WHERE scope_key = ?"),
+            set_ttl: r("UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = ? \
+                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
+            purge: r("DELETE FROM {prefix}sessions \
+                 WHERE expires_at IS NOT NULL AND expires_at <= ?"),
+        }
+    }
+}
+
+fn version_text(v: Option<u64>) -> String {
+    v.map_or_else(|| "none".to_owned(), |v| v.to_string())
+}
+
+impl SqlStore {
+    /// The stored version of a live session, for conflict messages.
+    async fn session_version(&self, key: &str) -> Result<Option<u64>> {
+        let rows = self
+            .inner
+            .db
+            .fetch(
+                "read a session's version",
+                Query::shared(&self.inner.session.version)
+                    .text(key)
+                    .int(now_ms()),
+                &[Col::Int],
+            )
+            .await?;
+        rows.first().map(|r| r.uint(0)).transpose()
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqlStore {
+    fn capabilities(&self) -> SessionCapabilities {
+        SessionCapabilities::new(true)
+    }
+
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        let key = scope.key();
+        let rows = self
+            .inner
+            .db
+            .fetch(
+                "load a session",
+                Query::shared(&self.inner.session.load)
+                    .text(&key)
+                    .int(now_ms()),
+                &[Col::Int, Col::Text],
+            )
+            .await?;
+        let Some(mut row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let version = row.uint(0)?;
+        let text = row.take_text(1)?;
+        let state: Value = serde_json::from_str(&text).map_err(|err| {
+            Error::serialization(format!("the stored state of session {scope} is not JSON"))
+                .with_source(err)
+        })?;
+        Ok(Some(StoredSession { state, version }))
+    }
+
+    async fn save(
+        &self,
+        scope: &Scope,
+        state: &Value,
+        expected_version: Option<u64>,
+    ) -> Result<u64> {
+        let key = scope.key();
+        let json = serde_json::to_string(state)?;
+        let sql = &self.inner.session;
+        let db = &self.inner.db;
+        let now = now_ms();
+        match expected_version {
+            None => {
+                // An expired session is gone: remove its row so the key can be created again.
+                db.execute(
+                    "save a session",
+                    Query::shared(&sql.delete_expired).text(&key).int(now),
+                )
+                .await?;
+                let insert = Query::shared(&sql.insert)
+                    .text(&key)
+                    .args(scope_args(scope))
+                    .text(&json);
+                match db.execute("create a session", insert).await {
+                    Ok(_) => Ok(1),
+                    Err(err) if err.kind() == ErrorKind::Conflict => Err(Error::conflict(format!(
+                        "session {scope} already exists; save it with its version to \
+                             replace it"
+                    ))
+                    .with_source(err)),
+                    Err(err) => Err(err),
+                }
+            }
+            Some(expected) => {
+                let conflict = |found: Option<u64>| {
+                    Error::conflict(format!(
+                        "session {scope} is at version {}, the save expected {expected}",
+                        version_text(found)
+                    ))
+                };
+                let Ok(expected_i) = i64::try_from(expected) else {
+                    return Err(conflict(self.session_version(&key).await?));
+                };
+                let update = Query::shared(&sql.update)
+                    .text(&json)
+                    .int(now)
+                    .text(&key)
+                    .int(expected_i)
+                    .int(now);
+                if db.execute("save a session", update).await? == 0 {
+                    return Err(conflict(self.session_version(&key).await?));
+                }
+                Ok(expected + 1)
+            }
+        }
+    }
+
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        let key = scope.key();
+        let sql = &self.inner.session;
+        let db = &self.inner.db;
+        let deleted = db
+            .execute(
+                "delete a session",
+                Query::shared(&sql.delete_live).text(&key).int(now_ms()),
+            )
+            .await?;
+        if deleted == 0 {
+            // An expired row may remain: remove it too (it does not count as existing).
+            db.execute(
+                "delete a session",
+                Query::shared(&sql.delete_any).text(&key),
+            )
+            .await?;
+        }
+        Ok(deleted > 0)
+    }
+
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        list_page(
+            self,
+            "list sessions",
+            "sessions",
+            "scope_key",
+            "",
+            filter,
+            page,
+        )
+        .await
+    }
+
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let key = scope.key();
+        let now = now_ms();
+        let ttl_ms = ttl.map(duration_ms);
+        let q = Query::shared(&self.inner.session.set_ttl)
+            .arg(Arg::OptInt(ttl_ms))
+            .arg(Arg::OptInt(expiry(now, ttl_ms)))
+            .text(&key)
+            .int(now);
+        if self.inner.db.execute("set a session's TTL", q).await? == 0 {
+            return Err(Error::not_found(format!("no session at {scope}")));
+        }
+        Ok(())
+    }
+
+    async fn purge_expired(&self) -> Result<u64> {
+        let removed = self
+            .inner
+            .db
+            .execute(
+                "purge expired sessions",
+                Query::shared(&self.inner.session.purge).int(now_ms()),
+            )
+            .await?;
+        tracing::debug!(removed, "session.purge_expired");
+        Ok(removed)
+    }
+}

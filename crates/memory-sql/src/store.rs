@@ -1,0 +1,581 @@
+//! [`SqlStore`]: opening a database (from a URL or the application's pool), migrating it, and
+//! what the history and session stores share.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use memory_core::{
+    Error, Page, PageRequest, Result, Scope, ScopeFilter, SessionId, TenantId, TokenCounter,
+};
+
+use crate::config::{DbUrl, SqlConfig, TablePrefix};
+use crate::dialect::{Backend, Dialect};
+use crate::driver::{Arg, Col, Db, Pool, Query, Row};
+use crate::history::HistorySql;
+use crate::schema::{self, SCHEMA_VERSION};
+use crate::session::SessionSql;
+
+/// A [`HistoryStore`](memory_core::HistoryStore) and [`SessionStore`](memory_core::SessionStore)
+/// on SQLite, PostgreSQL or MySQL/MariaDB.
+///
+/// Both traits share one pool and one schema. Cloning is cheap and shares the pool.
+///
+/// Open one with [`SqlStore::connect`] or [`SqlStore::builder`] from a URL, or wrap the
+/// application's sqlx pool with `from_sqlite_pool`, `from_postgres_pool` or `from_mysql_pool`.
+/// Every constructor creates or upgrades the schema (see the crate docs).
+#[derive(Clone)]
+pub struct SqlStore {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) db: Db,
+    pub(crate) prefix: TablePrefix,
+    pub(crate) history: HistorySql,
+    pub(crate) session: SessionSql,
+    pub(crate) counter: Arc<dyn TokenCounter>,
+    pub(crate) default_ttl: Option<Duration>,
+    /// The URL the store was opened with, password masked; `None` for an application pool.
+    url: Option<String>,
+    memory: bool,
+    schema_version: u32,
+}
+
+/// Builds a [`SqlStore`] from a URL; see [`SqlStore::builder`].
+#[derive(Clone)]
+pub struct SqlStoreBuilder {
+    url: String,
+    config: SqlConfig,
+}
+
+impl SqlStore {
+    /// Opens the database at `url` with the default [`SqlConfig`], creating or upgrading the
+    /// schema.
+    ///
+    /// URLs: `sqlite://path/to/memory.db` (created if missing; WAL mode), `sqlite::memory:` (a
+    /// private in-memory database), `postgres://user:password@host:5432/db`,
+    /// `mysql://user:password@host:3306/db` (also MariaDB).
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a malformed URL or one whose database's
+    /// feature is not enabled ([`Unsupported`](memory_core::ErrorKind::Unsupported)),
+    /// [`Unavailable`](memory_core::ErrorKind::Unavailable) when the server cannot be reached (within the
+    /// acquire timeout, 5 s by default), [`Unsupported`](memory_core::ErrorKind::Unsupported) when a newer
+    /// version of this crate migrated the database.
+    pub async fn connect(url: &str) -> Result<Self> {
+        Self::builder(url).connect().await
+    }
+
+    /// A builder for a store at `url`.
+    ///
+    /// ```no_run
+    /// # async fn demo() -> memory_core::Result<()> {
+    /// use std::time::Duration;
+    /// use memory_sql::SqlStore;
+    ///
+    /// let store = SqlStore::builder("postgres://app:secret@db.internal/app")
+    ///     .table_prefix("chat_")
+    ///     .default_ttl(Duration::from_secs(7 * 24 * 3600))
+    ///     .max_connections(20)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn builder(url: impl Into<String>) -> SqlStoreBuilder {
+        SqlStoreBuilder {
+            url: url.into(),
+            config: SqlConfig::new(),
+        }
+    }
+
+    /// A private in-memory SQLite store with the default configuration: the fastest way to a
+    /// real SQL store in tests. Its data is gone when the last clone is dropped.
+    #[cfg(feature = "sqlite")]
+    pub async fn in_memory() -> Result<Self> {
+        Self::connect("sqlite::memory:").await
+    }
+
+    /// Wraps the application's SQLite pool, creating or upgrading the schema. The store
+    /// writes with `BEGIN IMMEDIATE`; give the pool a busy timeout (and WAL mode for a file)
+    /// so writers queue instead of failing.
+    ///
+    /// # Errors
+    /// As [`SqlStore::connect`].
+    #[cfg(feature = "sqlite")]
+    pub async fn from_sqlite_pool(pool: sqlx::SqlitePool, config: SqlConfig) -> Result<Self> {
+        Self::open(Pool::Sqlite(pool), Backend::Sqlite, config, None, false).await
+    }
+
+    /// Wraps the application's PostgreSQL pool, creating or upgrading the schema.
+    ///
+    /// # Errors
+    /// As [`SqlStore::connect`].
+    #[cfg(feature = "postgres")]
+    pub async fn from_postgres_pool(pool: sqlx::PgPool, config: SqlConfig) -> Result<Self> {
+        Self::open(Pool::Postgres(pool), Backend::Postgres, config, None, false).await
+    }
+
+    /// Wraps the application's MySQL or MariaDB pool, creating or upgrading the schema.
+    ///
+    /// # Errors
+    /// As [`SqlStore::connect`].
+    #[cfg(feature = "mysql")]
+    pub async fn from_mysql_pool(pool: sqlx::MySqlPool, config: SqlConfig) -> Result<Self> {
+        Self::open(Pool::MySql(pool), Backend::MySql, config, None, false).await
+    }
+
+    async fn open(
+        pool: Pool,
+        backend: Backend,
+        config: SqlConfig,
+        url: Option<String>,
+        memory: bool,
+    ) -> Result<Self> {
+        let prefix = TablePrefix::new(&config.table_prefix)?;
+        let dialect = Dialect::new(backend);
+        let db = Db::new(pool, dialect);
+        let target = config.schema_version.unwrap_or(SCHEMA_VERSION);
+        let schema_version = schema::migrate(&db, &prefix, target).await?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                history: HistorySql::new(dialect, &prefix),
+                session: SessionSql::new(dialect, &prefix),
+                db,
+                prefix,
+                counter: config.token_counter,
+                default_ttl: config.default_ttl,
+                url,
+                memory,
+                schema_version,
+            }),
+        })
+    }
+
+    /// Statements sent to the database since the store opened, counting `BEGIN` and `COMMIT`
+    /// (not the pool's connection checks). Benchmarks divide it by the operations they ran
+    /// to report round trips per operation.
+    pub fn round_trips(&self) -> u64 {
+        self.inner.db.round_trips()
+    }
+
+    /// Which database the store talks to.
+    pub fn backend(&self) -> Backend {
+        self.inner.db.dialect.backend
+    }
+
+    /// The table prefix.
+    pub fn table_prefix(&self) -> &str {
+        self.inner.prefix.as_str()
+    }
+
+    /// The schema version recorded in the database now.
+    ///
+    /// # Errors
+    /// As any query.
+    pub async fn schema_version(&self) -> Result<u32> {
+        schema::current_version(&self.inner.db, &self.inner.prefix).await
+    }
+
+    /// Closes the pool: waits for checked-out connections to come back and closes them. Later
+    /// calls fail with [`Unavailable`](memory_core::ErrorKind::Unavailable).
+    pub async fn close(&self) {
+        match &self.inner.db.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(p) => p.close().await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(p) => p.close().await,
+            #[cfg(feature = "mysql")]
+            Pool::MySql(p) => p.close().await,
+            Pool::Disabled(never) => match *never {},
+        }
+    }
+}
+
+impl fmt::Debug for SqlStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let inner = &self.inner;
+        f.debug_struct("SqlStore")
+            .field("backend", &inner.db.dialect.backend)
+            .field(
+                "url",
+                &inner.url.as_deref().unwrap_or("(application's pool)"),
+            )
+            .field("in_memory", &inner.memory)
+            .field("table_prefix", &inner.prefix)
+            .field("schema_version", &inner.schema_version)
+            .field("default_ttl", &inner.default_ttl)
+            .field("round_trips", &inner.db.round_trips())
+            .finish()
+    }
+}
+
+impl SqlStoreBuilder {
+    /// Sets the table prefix (default `agent_memory_`; 1 to 32 characters of `[a-z0-9_]`,
+    /// starting with a letter; anything else fails at [`connect`](Self::connect) with
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput)).
+    pub fn table_prefix(mut self, prefix: impl Into<String>) -> Self {
+        self.config = self.config.table_prefix(prefix);
+        self
+    }
+
+    /// Counts tokens with `counter` (default: tiktoken `o200k_base`).
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.config = self.config.token_counter(counter);
+        self
+    }
+
+    /// Gives every new thread this time to live.
+    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+        self.config = self.config.default_ttl(ttl);
+        self
+    }
+
+    /// Caps the pool (default 10 for servers, 4 for a SQLite file, 1 for in-memory SQLite).
+    pub fn max_connections(mut self, max: u32) -> Self {
+        self.config = self.config.max_connections(max);
+        self
+    }
+
+    /// Bounds connecting and waiting for a pooled connection (default 5 s).
+    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.acquire_timeout(timeout);
+        self
+    }
+
+    /// How long a SQLite writer waits for another's lock (default 10 s).
+    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.busy_timeout(timeout);
+        self
+    }
+
+    /// Replaces the whole configuration.
+    pub fn config(mut self, config: SqlConfig) -> Self {
+        self.config = config;
+        self
+    }
+
+    /// Opens the database, creating or upgrading the schema.
+    ///
+    /// # Errors
+    /// As [`SqlStore::connect`].
+    pub async fn connect(self) -> Result<SqlStore> {
+        let url = DbUrl::parse(&self.url)?;
+        TablePrefix::new(&self.config.table_prefix)?;
+        let opened = match url.backend {
+            Backend::Sqlite => open_sqlite(&url, self.config).await,
+            Backend::Postgres => open_postgres(&url, self.config).await,
+            Backend::MySql => open_mysql(&url, self.config).await,
+        };
+        opened.map_err(|err| redact_error(&url, err))
+    }
+}
+
+impl fmt::Debug for SqlStoreBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let url =
+            DbUrl::parse(&self.url).map_or_else(|_| "(invalid URL)".to_owned(), |u| u.redacted);
+        f.debug_struct("SqlStoreBuilder")
+            .field("url", &url)
+            .field("config", &self.config)
+            .finish()
+    }
+}
+
+/// Guarantees that nothing of the URL's password survives in `err`'s message or sources.
+fn redact_error(url: &DbUrl, err: Error) -> Error {
+    let mut chain = format!("{err} {err:?}");
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        chain.push_str(&format!(" {s} {s:?}"));
+        source = s.source();
+    }
+    if !url.leaks(&chain) {
+        return err;
+    }
+    let mut details = Vec::new();
+    let mut source = std::error::Error::source(&err);
+    while let Some(s) = source {
+        details.push(url.scrub(&s.to_string()));
+        source = s.source();
+    }
+    Error::new(err.kind(), url.scrub(err.message()))
+        .with_source(Redacted(url.scrub(&details.join(": "))))
+}
+
+/// An error text from which secrets were removed.
+#[derive(Debug)]
+struct Redacted(String);
+
+impl fmt::Display for Redacted {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Redacted {}
+
+#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
+fn not_compiled(url: &DbUrl, feature: &str) -> Error {
+    Error::unsupported(format!(
+        "{} needs memory-sql's `{feature}` feature, which is not enabled",
+        url.redacted
+    ))
+}
+
+/// Opens one connection directly, bounded by the acquire timeout, so a dead server fails now
+/// with `Unavailable` instead of after the pool's retry loop.
+#[cfg(any(feature = "postgres", feature = "mysql"))]
+async fn probe<O>(url: &DbUrl, options: &O, timeout: Duration) -> Result<()>
+where
+    O: sqlx::ConnectOptions,
+    O::Connection: Sized,
+{
+    use sqlx::Connection as _;
+    let ctx = format!("connect to {}", url.redacted);
+    match tokio::time::timeout(timeout, options.connect()).await {
+        Err(_) => Err(Error::new(
+            memory_core::ErrorKind::Unavailable,
+            format!("{ctx}: no answer within {timeout:?}"),
+        )),
+        Ok(Err(e)) => Err(crate::error::sql_error(&ctx, e)),
+        Ok(Ok(conn)) => {
+            let _ = conn.close().await;
+            Ok(())
+        }
+    }
+}
+
+#[cfg(feature = "sqlite")]
+async fn open_sqlite(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+    use sqlx::sqlite::{
+        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
+    };
+    let ctx = format!("open {}", url.redacted);
+    let options: SqliteConnectOptions = url
+        .raw
+        .parse()
+        .map_err(|e| crate::error::sql_error(&ctx, e))?;
+    let memory = url.is_sqlite_memory();
+    let options = options.busy_timeout(config.busy_timeout);
+    let (options, pool) = if memory {
+        // One connection that never expires: every connection to `:memory:` is a new, empty
+        // database, so the pool must never replace it.
+        let pool = SqlitePoolOptions::new()
+            .max_connections(1)
+            .min_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .test_before_acquire(false)
+            // Waiting for the one connection is normal here, not a sign of a dead server.
+            .acquire_timeout(config.acquire_timeout.max(Duration::from_secs(60)));
+        (options, pool)
+    } else {
+        let options = options
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Normal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections.unwrap_or(4))
+            .test_before_acquire(false)
+            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout));
+        (options, pool)
+    };
+    let pool = pool
+        .connect_with(options)
+        .await
+        .map_err(|e| crate::error::sql_error(&ctx, e))?;
+    SqlStore::open(
+        Pool::Sqlite(pool),
+        Backend::Sqlite,
+        config,
+        Some(url.redacted.clone()),
+        memory,
+    )
+    .await
+}
+
+#[cfg(not(feature = "sqlite"))]
+async fn open_sqlite(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+    Err(not_compiled(url, "sqlite"))
+}
+
+#[cfg(feature = "postgres")]
+async fn open_postgres(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+    let ctx = format!("open {}", url.redacted);
+    let options: PgConnectOptions = url
+        .raw
+        .parse()
+        .map_err(|e| crate::error::sql_error(&ctx, e))?;
+    probe(url, &options, config.acquire_timeout).await?;
+    let pool = PgPoolOptions::new()
+        .max_connections(config.max_connections.unwrap_or(10))
+        .acquire_timeout(config.acquire_timeout)
+        // Connections are checked when they return to the pool; checking again on every
+        // checkout would double the round trips.
+        .test_before_acquire(false)
+        .connect_lazy_with(options);
+    SqlStore::open(
+        Pool::Postgres(pool),
+        Backend::Postgres,
+        config,
+        Some(url.redacted.clone()),
+        false,
+    )
+    .await
+}
+
+#[cfg(not(feature = "postgres"))]
+async fn open_postgres(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+    Err(not_compiled(url, "postgres"))
+}
+
+#[cfg(feature = "mysql")]
+async fn open_mysql(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+    use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
+    let ctx = format!("open {}", url.redacted);
+    let raw = url.raw.replacen("mariadb://", "mysql://", 1);
+    let options: MySqlConnectOptions = raw.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
+    probe(url, &options, config.acquire_timeout).await?;
+    let pool = MySqlPoolOptions::new()
+        .max_connections(config.max_connections.unwrap_or(10))
+        .acquire_timeout(config.acquire_timeout)
+        .test_before_acquire(false)
+        .connect_lazy_with(options);
+    SqlStore::open(
+        Pool::MySql(pool),
+        Backend::MySql,
+        config,
+        Some(url.redacted.clone()),
+        false,
+    )
+    .await
+}
+
+#[cfg(not(feature = "mysql"))]
+async fn open_mysql(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+    Err(not_compiled(url, "mysql"))
+}
+
+impl SqlStore {
+    /// Whether this is a private in-memory SQLite database (one process only).
+    pub(crate) fn is_private_memory(&self) -> bool {
+        self.inner.memory
+    }
+}
+
+/// The scope's columns, in table order: tenant, user_id, agent_id, source, session_id.
+pub(crate) fn scope_args(scope: &Scope) -> [Arg<'_>; 5] {
+    [
+        Arg::Text(scope.tenant().as_str()),
+        Arg::OptText(scope.user().map(|u| u.as_str())),
+        Arg::OptText(scope.agent().map(|a| a.as_str())),
+        Arg::Text(scope.source().as_str()),
+        Arg::Text(scope.session_id().as_str()),
+    ]
+}
+
+/// Rebuilds a scope from the columns tenant, user_id, agent_id, source, session_id at
+/// `first..first + 5` of `row`; ids are validated again, so a corrupt row is a
+/// `Serialization` error.
+pub(crate) fn scope_from_row(row: &mut Row, first: usize) -> Result<Scope> {
+    let corrupt = |err: Error| {
+        Error::serialization(format!("a stored scope is invalid: {}", err.message()))
+            .with_source(err)
+    };
+    let tenant = TenantId::new(row.take_text(first)?).map_err(corrupt)?;
+    let user = row.take_opt_text(first + 1)?;
+    let agent = row.take_opt_text(first + 2)?;
+    let source = row.take_text(first + 3)?;
+    let session = SessionId::new(row.take_text(first + 4)?).map_err(corrupt)?;
+    let mut scope = Scope::new(tenant, session)
+        .with_source(source)
+        .map_err(corrupt)?;
+    if let Some(user) = user {
+        scope = scope.with_user(user).map_err(corrupt)?;
+    }
+    if let Some(agent) = agent {
+        scope = scope.with_agent(agent).map_err(corrupt)?;
+    }
+    Ok(scope)
+}
+
+/// One page of scopes from `table`, keyed by `key_col`, matching `filter`, live, and meeting
+/// `extra` (an SQL condition of ours, or empty); keyset paging on the key.
+pub(crate) async fn list_page(
+    store: &SqlStore,
+    ctx: &str,
+    table: &str,
+    key_col: &str,
+    extra: &str,
+    filter: &ScopeFilter,
+    page: PageRequest,
+) -> Result<Page<Scope>> {
+    let limit = page.limit.max(1);
+    let mut sql = format!(
+        "SELECT {key_col}, tenant, user_id, agent_id, source, session_id \
+         FROM {{prefix}}{table} WHERE tenant = ?"
+    );
+    let mut args = vec![Arg::Text(filter.tenant.as_str())];
+    if let Some(user) = &filter.user {
+        sql.push_str(" AND user_id = ?");
+        args.push(Arg::Text(user.as_str()));
+    }
+    if let Some(agent) = &filter.agent {
+        sql.push_str(" AND agent_id = ?");
+        args.push(Arg::Text(agent.as_str()));
+    }
+    if let Some(source) = &filter.source {
+        sql.push_str(" AND source = ?");
+        args.push(Arg::Text(source.as_str()));
+    }
+    if let Some(cursor) = &page.cursor {
+        sql.push_str(&format!(" AND {key_col} > ?"));
+        args.push(Arg::Text(cursor));
+    }
+    if !extra.is_empty() {
+        sql.push_str(" AND ");
+        sql.push_str(extra);
+    }
+    sql.push_str(&format!(
+        " AND (expires_at IS NULL OR expires_at > ?) ORDER BY {key_col} LIMIT ?"
+    ));
+    args.push(Arg::Int(now_ms()));
+    args.push(Arg::Int(
+        i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1),
+    ));
+    let inner = &store.inner;
+    let q = Query::built(inner.db.dialect.render(&inner.prefix, &sql), 1).args(args);
+    let cols = [Col::Text; 6];
+    let rows = inner.db.fetch(ctx, q, &cols).await?;
+    let more = rows.len() > limit;
+    let mut items = Vec::with_capacity(limit.min(rows.len()));
+    let mut last_key = None;
+    for mut row in rows.into_iter().take(limit) {
+        last_key = Some(row.take_text(0)?);
+        items.push(scope_from_row(&mut row, 1)?);
+    }
+    Ok(Page {
+        items,
+        next_cursor: if more { last_key } else { None },
+    })
+}
+
+/// The application's clock, in Unix milliseconds: the time base of every expiry.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or_default()
+}
+
+/// A duration in milliseconds, saturating.
+pub(crate) fn duration_ms(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+/// `now + ttl`, saturating.
+pub(crate) fn expiry(now: i64, ttl_ms: Option<i64>) -> Option<i64> {
+    ttl_ms.map(|t| now.saturating_add(t))
+}

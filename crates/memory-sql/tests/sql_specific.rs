@@ -1,0 +1,887 @@
+//! Behaviour specific to the SQL stores: several processes writing one thread, schema upgrades
+//! and refusals, table prefix validation, secrets in errors, large threads and batches,
+//! corrupt rows, round trips.
+#![cfg(all(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod common;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use memory_core::{
+    ChatMessage, ErrorKind, FnTokenCounter, HistoryStore, MessageId, Scope, SessionStore,
+    StoredMessage, Window,
+};
+use memory_sql::sqlx::{self, AssertSqlSafe};
+use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlStore};
+
+// ---------------------------------------------------------------------------------------------
+// Helpers
+// ---------------------------------------------------------------------------------------------
+
+/// A database the SQL-specific tests run against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Target {
+    SqliteFile,
+    Postgres,
+    MySql,
+}
+
+impl Target {
+    /// A URL for a fresh database (SQLite) or the test server.
+    fn url(self) -> String {
+        match self {
+            Target::SqliteFile => common::temp_sqlite_url().0,
+            Target::Postgres => common::postgres_url(),
+            Target::MySql => common::mysql_url(),
+        }
+    }
+}
+
+/// A prefix no other test uses, for tests that inspect or drop tables.
+fn unique_prefix(tag: &str) -> String {
+    let id = uuid::Uuid::new_v4().simple().to_string();
+    format!("{tag}_{}_", &id[..12])
+}
+
+fn random_tenant() -> String {
+    format!("t-{}", uuid::Uuid::new_v4().simple())
+}
+
+/// A plain sqlx connection for looking under the store.
+enum Raw {
+    Sqlite(sqlx::SqlitePool),
+    Postgres(sqlx::PgPool),
+    MySql(sqlx::MySqlPool),
+}
+
+impl Raw {
+    async fn connect(target: Target, url: &str) -> Raw {
+        match target {
+            Target::SqliteFile => {
+                let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+                let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true));
+                Raw::Sqlite(pool.await.unwrap())
+            }
+            Target::Postgres => Raw::Postgres(sqlx::PgPool::connect(url).await.unwrap()),
+            Target::MySql => Raw::MySql(sqlx::MySqlPool::connect(url).await.unwrap()),
+        }
+    }
+
+    async fn exec(&self, sql: &str) {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            Raw::Sqlite(p) => sqlx::query(q).execute(p).await.map(drop),
+            Raw::Postgres(p) => sqlx::query(q).execute(p).await.map(drop),
+            Raw::MySql(p) => sqlx::query(q).execute(p).await.map(drop),
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    async fn int(&self, sql: &str) -> i64 {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            Raw::Sqlite(p) => sqlx::query_scalar::<_, i64>(q).fetch_one(p).await,
+            Raw::Postgres(p) => sqlx::query_scalar::<_, i64>(q).fetch_one(p).await,
+            Raw::MySql(p) => sqlx::query_scalar::<_, i64>(q).fetch_one(p).await,
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// Whether the index `name` exists.
+    async fn has_index(&self, table: &str, name: &str) -> bool {
+        let sql = match self {
+            Raw::Sqlite(_) => format!(
+                "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = '{name}'"
+            ),
+            Raw::Postgres(_) => {
+                format!("SELECT COUNT(*) FROM pg_indexes WHERE indexname = '{name}'")
+            }
+            Raw::MySql(_) => format!(
+                "SELECT COUNT(*) FROM information_schema.statistics \
+                 WHERE table_schema = DATABASE() AND table_name = '{table}' \
+                 AND index_name = '{name}'"
+            ),
+        };
+        self.int(&sql).await > 0
+    }
+
+    async fn drop_tables(&self, prefix: &str) {
+        for table in ["messages", "threads", "sessions", "schema_migrations"] {
+            self.exec(&format!("DROP TABLE IF EXISTS {prefix}{table}"))
+                .await;
+        }
+    }
+}
+
+async fn open(url: &str, prefix: &str) -> SqlStore {
+    SqlStore::builder(url)
+        .table_prefix(prefix)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+/// Checks that the thread's seqs are exactly 1..=n and every id is stored once.
+fn assert_gap_free(all: &[StoredMessage]) {
+    let seqs: Vec<u64> = all.iter().map(|m| m.seq).collect();
+    let n = all.len() as u64;
+    assert_eq!(seqs, (1..=n).collect::<Vec<_>>(), "seqs are gap-free");
+    let ids: HashSet<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
+    assert_eq!(ids.len(), all.len(), "every message is stored once");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Several processes appending to one thread
+// ---------------------------------------------------------------------------------------------
+
+const CHILD_ENV: &str = "MEMORY_SQL_CHILD_URL";
+const APPENDS_PER_WRITER: usize = 100;
+
+/// The child side of the multi-process tests: does nothing unless a parent test started this
+/// binary with the environment below.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn child_appender() {
+    let Ok(url) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let prefix = std::env::var("MEMORY_SQL_CHILD_PREFIX").unwrap();
+    let tenant = std::env::var("MEMORY_SQL_CHILD_TENANT").unwrap();
+    let writer = std::env::var("MEMORY_SQL_CHILD_WRITER").unwrap();
+    let store = open(&url, &prefix).await;
+    append_as_writer(&store, &tenant, &writer).await;
+}
+
+fn shared_scope(tenant: &str) -> Scope {
+    Scope::session("multi-process")
+        .unwrap()
+        .with_tenant(tenant)
+        .unwrap()
+}
+
+/// Appends `APPENDS_PER_WRITER` messages one by one, re-sending every tenth batch (a retried
+/// append must insert nothing).
+async fn append_as_writer(store: &SqlStore, tenant: &str, writer: &str) {
+    let scope = shared_scope(tenant);
+    let mut previous: Option<ChatMessage> = None;
+    for i in 0..APPENDS_PER_WRITER {
+        let message = ChatMessage::user(format!("{writer}-{i:03}"));
+        let out = store
+            .append(&scope, std::slice::from_ref(&message))
+            .await
+            .unwrap();
+        assert_eq!(out.inserted, 1, "{writer} {i}");
+        if i % 10 == 9 {
+            let again = store
+                .append(&scope, &[previous.clone().unwrap(), message.clone()])
+                .await
+                .unwrap();
+            assert_eq!(
+                again.inserted, 0,
+                "{writer} {i}: a retried append inserts nothing"
+            );
+            assert_eq!(again.seqs[1], out.seqs[0]);
+        }
+        previous = Some(message);
+    }
+}
+
+async fn two_processes_append(target: Target) {
+    let url = target.url();
+    let prefix = match target {
+        Target::SqliteFile => "agent_memory_".to_owned(),
+        Target::Postgres | Target::MySql => common::SHARED_PREFIX.to_owned(),
+    };
+    let tenant = random_tenant();
+    // Create the schema first so the children do not all race to migrate a new file.
+    let store = open(&url, &prefix).await;
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<std::process::Child> = ["child-a", "child-b"]
+        .into_iter()
+        .map(|writer| {
+            std::process::Command::new(&exe)
+                .args([
+                    "--exact",
+                    "child_appender",
+                    "--nocapture",
+                    "--test-threads=1",
+                ])
+                .env(CHILD_ENV, &url)
+                .env("MEMORY_SQL_CHILD_PREFIX", &prefix)
+                .env("MEMORY_SQL_CHILD_TENANT", &tenant)
+                .env("MEMORY_SQL_CHILD_WRITER", writer)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    append_as_writer(&store, &tenant, "parent").await;
+    for child in children {
+        let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+            .await
+            .unwrap()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "a child failed:\n{stdout}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains("1 passed"),
+            "the child ran its test:\n{stdout}"
+        );
+    }
+    let scope = shared_scope(&tenant);
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    assert_eq!(all.len(), 3 * APPENDS_PER_WRITER);
+    assert_gap_free(&all);
+    for writer in ["parent", "child-a", "child-b"] {
+        let mine: Vec<String> = all
+            .iter()
+            .map(|m| m.message.text())
+            .filter(|t| t.starts_with(&format!("{writer}-")))
+            .collect();
+        let expected: Vec<String> = (0..APPENDS_PER_WRITER)
+            .map(|i| format!("{writer}-{i:03}"))
+            .collect();
+        assert_eq!(
+            mine, expected,
+            "{writer}'s messages, once each, in its order"
+        );
+    }
+    let count = store.count(&scope).await.unwrap();
+    assert_eq!(count.last_seq, 3 * APPENDS_PER_WRITER as u64);
+    assert_eq!(count.active, 3 * APPENDS_PER_WRITER as u64);
+    store.clear(&scope).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_append_to_one_thread_sqlite_file() {
+    two_processes_append(Target::SqliteFile).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_append_to_one_thread_postgres() {
+    two_processes_append(Target::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_processes_append_to_one_thread_mysql() {
+    two_processes_append(Target::MySql).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Schema versions
+// ---------------------------------------------------------------------------------------------
+
+async fn upgrade_from_v1(target: Target) {
+    let url = target.url();
+    let prefix = unique_prefix("amup");
+    let raw = Raw::connect(target, &url).await;
+    let index = format!("{prefix}messages_active");
+    let messages_table = format!("{prefix}messages");
+
+    // A database that holds only schema v1, with data.
+    let v1 = SqlStore::builder(&url)
+        .config(SqlConfig::new().table_prefix(&prefix).__schema_version(1))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(v1.schema_version().await.unwrap(), 1);
+    assert!(!raw.has_index(&messages_table, &index).await);
+    let scope = Scope::session("upgrade")
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    let messages: Vec<ChatMessage> = (0..5)
+        .map(|i| ChatMessage::user(format!("v1 message {i}")))
+        .collect();
+    v1.append(&scope, &messages).await.unwrap();
+    v1.archive(&scope, 1..=2).await.unwrap();
+    let state = serde_json::json!({"kept": true});
+    v1.save(&scope, &state, None).await.unwrap();
+    v1.close().await;
+
+    // Opening with this build upgrades it and keeps the data.
+    let store = open(&url, &prefix).await;
+    assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+    assert_eq!(SCHEMA_VERSION, 2);
+    assert!(raw.has_index(&messages_table, &index).await);
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    let got: Vec<&ChatMessage> = all.iter().map(|m| &m.message).collect();
+    assert_eq!(got, messages.iter().collect::<Vec<_>>());
+    assert_eq!(store.read(&scope, Window::All).await.unwrap().len(), 3);
+    let loaded = store.load(&scope).await.unwrap().unwrap();
+    assert_eq!((loaded.state, loaded.version), (state, 1));
+    let versions = raw
+        .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
+        .await;
+    assert_eq!(versions, 2, "one row per applied version");
+    // And it keeps working on the upgraded schema.
+    let out = store
+        .append(&scope, &[ChatMessage::assistant("after the upgrade")])
+        .await
+        .unwrap();
+    assert_eq!(out.seqs, vec![6]);
+    store.close().await;
+    raw.drop_tables(&prefix).await;
+}
+
+#[tokio::test]
+async fn v1_database_is_upgraded_with_data_kept_sqlite_file() {
+    upgrade_from_v1(Target::SqliteFile).await;
+}
+
+#[tokio::test]
+async fn v1_database_is_upgraded_with_data_kept_postgres() {
+    upgrade_from_v1(Target::Postgres).await;
+}
+
+#[tokio::test]
+async fn v1_database_is_upgraded_with_data_kept_mysql() {
+    upgrade_from_v1(Target::MySql).await;
+}
+
+async fn newer_schema_is_refused(target: Target) {
+    let url = target.url();
+    let prefix = unique_prefix("amnew");
+    let raw = Raw::connect(target, &url).await;
+    let store = open(&url, &prefix).await;
+    let scope = Scope::session("newer").unwrap();
+    store
+        .append(&scope, &[ChatMessage::user("written by this build")])
+        .await
+        .unwrap();
+    store.close().await;
+    // A newer build migrated the database to version 99.
+    raw.exec(&format!(
+        "INSERT INTO {prefix}schema_migrations (version, name, applied_at) \
+         VALUES (99, 'from the future', 0)"
+    ))
+    .await;
+
+    let err = SqlStore::builder(&url)
+        .table_prefix(&prefix)
+        .connect()
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    let text = err.to_string();
+    assert!(
+        text.contains("99") && text.contains(&SCHEMA_VERSION.to_string()),
+        "the error names both versions: {text}"
+    );
+    // Nothing was touched.
+    assert_eq!(
+        raw.int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
+            .await,
+        3
+    );
+    assert_eq!(
+        raw.int(&format!(
+            "SELECT MAX(version) FROM {prefix}schema_migrations"
+        ))
+        .await,
+        99
+    );
+    assert_eq!(
+        raw.int(&format!("SELECT COUNT(*) FROM {prefix}messages"))
+            .await,
+        1
+    );
+    raw.drop_tables(&prefix).await;
+}
+
+#[tokio::test]
+async fn newer_schema_is_refused_and_untouched_sqlite_file() {
+    newer_schema_is_refused(Target::SqliteFile).await;
+}
+
+#[tokio::test]
+async fn newer_schema_is_refused_and_untouched_postgres() {
+    newer_schema_is_refused(Target::Postgres).await;
+}
+
+#[tokio::test]
+async fn newer_schema_is_refused_and_untouched_mysql() {
+    newer_schema_is_refused(Target::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn processes_opening_at_once_migrate_once() {
+    for target in [Target::Postgres, Target::MySql, Target::SqliteFile] {
+        let url = target.url();
+        let prefix = unique_prefix("amrace");
+        let opens = (0..4).map(|_| {
+            let (url, prefix) = (url.clone(), prefix.clone());
+            tokio::spawn(async move { open(&url, &prefix).await })
+        });
+        for handle in opens.collect::<Vec<_>>() {
+            let store = handle.await.unwrap();
+            assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+        }
+        let raw = Raw::connect(target, &url).await;
+        assert_eq!(
+            raw.int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
+                .await,
+            i64::from(SCHEMA_VERSION),
+            "{target:?}: each version applied once"
+        );
+        raw.drop_tables(&prefix).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Configuration and secrets
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn bad_table_prefixes_are_refused() {
+    let too_long = "a".repeat(33);
+    for bad in [
+        "a'b",
+        "a;drop table x",
+        "A",
+        "",
+        too_long.as_str(),
+        "a\"b",
+        "a b",
+        "1abc",
+        "a-b",
+    ] {
+        let err = SqlStore::builder("sqlite::memory:")
+            .table_prefix(bad)
+            .connect()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
+        // Checked before anything reaches a server: an unreachable one is not even tried.
+        let err = SqlStore::builder("postgres://postgres@127.0.0.1:1/test")
+            .table_prefix(bad)
+            .connect()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
+        let pool = sqlx::SqlitePool::connect("sqlite::memory:").await.unwrap();
+        let err = SqlStore::from_sqlite_pool(pool, SqlConfig::new().table_prefix(bad))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
+    }
+    let ok = SqlStore::builder("sqlite::memory:")
+        .table_prefix("a".repeat(32))
+        .connect()
+        .await
+        .unwrap();
+    assert_eq!(ok.table_prefix().len(), 32);
+}
+
+fn error_chain(err: &memory_core::Error) -> String {
+    let mut text = format!("{err} | {err:?}");
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        text.push_str(&format!(" | {s} | {s:?}"));
+        source = s.source();
+    }
+    text
+}
+
+#[tokio::test]
+async fn passwords_never_appear_in_errors() {
+    for url in [
+        "postgres://postgres:hunter2@127.0.0.1:1/test",
+        "mysql://root:hunter2@127.0.0.1:1/test",
+    ] {
+        let started = Instant::now();
+        let err = SqlStore::connect(url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable, "{url}: {err}");
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "a dead server fails fast"
+        );
+        let chain = error_chain(&err);
+        assert!(!chain.contains("hunter2"), "{chain}");
+        assert!(chain.contains("***"), "the URL is shown masked: {chain}");
+    }
+    // A server that refuses the password.
+    let url = common::mysql_url().replacen("root@", "root:hunter2@", 1);
+    let err = SqlStore::connect(&url).await.unwrap_err();
+    let chain = error_chain(&err);
+    assert!(!chain.contains("hunter2"), "{chain}");
+    // A malformed URL with a password.
+    let err = SqlStore::connect("postgres://u:hunter2@127.0.0.1:notaport/db")
+        .await
+        .unwrap_err();
+    assert!(
+        !error_chain(&err).contains("hunter2"),
+        "{}",
+        error_chain(&err)
+    );
+    let err = SqlStore::connect("oracle://u:hunter2@h/db")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    assert!(!error_chain(&err).contains("hunter2"));
+}
+
+#[tokio::test]
+async fn a_pool_that_cannot_connect_or_is_closed_is_unavailable() {
+    // The application's pool, pointing at a dead server: nothing can be opened.
+    let pool = sqlx::postgres::PgPoolOptions::new()
+        .acquire_timeout(Duration::from_millis(500))
+        .connect_lazy("postgres://postgres:hunter2@127.0.0.1:1/test")
+        .unwrap();
+    let err = SqlStore::from_postgres_pool(pool, SqlConfig::new())
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    assert!(!error_chain(&err).contains("hunter2"));
+    // A closed store.
+    let store = SqlStore::in_memory().await.unwrap();
+    store.close().await;
+    let scope = Scope::session("closed").unwrap();
+    let err = store.read(&scope, Window::All).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    let err = store
+        .append(&scope, &[ChatMessage::user("x")])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+}
+
+#[tokio::test]
+async fn debug_never_prints_passwords() {
+    // The test server trusts local connections, so any password is accepted.
+    let url = common::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
+    let store = SqlStore::builder(&url)
+        .table_prefix(common::SHARED_PREFIX)
+        .connect()
+        .await
+        .unwrap();
+    let debug = format!("{store:?}");
+    assert!(!debug.contains("hunter2"), "{debug}");
+    assert!(debug.contains("postgres:***@"), "{debug}");
+    let builder = SqlStore::builder(&url);
+    assert!(!format!("{builder:?}").contains("hunter2"));
+    assert_eq!(store.backend(), Backend::Postgres);
+}
+
+// ---------------------------------------------------------------------------------------------
+// SQLite specifics
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn sqlite_file_survives_a_restart_in_wal_mode() {
+    let (url, path) = common::temp_sqlite_url();
+    let scope = Scope::session("restart").unwrap();
+    {
+        let store = SqlStore::connect(&url).await.unwrap();
+        store
+            .append(&scope, &[ChatMessage::user("remember me")])
+            .await
+            .unwrap();
+        store
+            .save(&scope, &serde_json::json!({"n": 1}), None)
+            .await
+            .unwrap();
+        store.close().await;
+    }
+    assert!(path.exists(), "the file was created");
+    let store = SqlStore::connect(&url).await.unwrap();
+    let all = store.read(&scope, Window::All).await.unwrap();
+    assert_eq!(all[0].message.text(), "remember me");
+    assert_eq!(store.load(&scope).await.unwrap().unwrap().version, 1);
+    let raw = Raw::connect(Target::SqliteFile, &url).await;
+    let Raw::Sqlite(pool) = &raw else {
+        unreachable!()
+    };
+    let mode: String = sqlx::query_scalar("PRAGMA journal_mode")
+        .fetch_one(pool)
+        .await
+        .unwrap();
+    assert_eq!(mode, "wal");
+}
+
+/// Characters as tokens, so the expected windows are easy to compute.
+fn char_counter() -> Arc<dyn memory_core::TokenCounter> {
+    Arc::new(FnTokenCounter::new(|text: &str| text.len() as u32))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_budget_on_a_100k_message_thread_reads_the_window() {
+    const TOTAL: usize = 100_000;
+    let (url, _path) = common::temp_sqlite_url();
+    let store = SqlStore::builder(&url)
+        .token_counter(char_counter())
+        .connect()
+        .await
+        .unwrap();
+    let scope = Scope::session("long").unwrap();
+    let texts: Vec<String> = (0..TOTAL).map(|i| "x".repeat(i % 61)).collect();
+    for chunk in texts.chunks(memory_core::MAX_BATCH_MESSAGES) {
+        let batch: Vec<ChatMessage> = chunk.iter().map(ChatMessage::user).collect();
+        store.append(&scope, &batch).await.unwrap();
+    }
+    // Archive the first half: the window is over active messages only.
+    store.archive(&scope, 1..=50_000).await.unwrap();
+    let count = store.count(&scope).await.unwrap();
+    assert_eq!((count.last_seq, count.active), (TOTAL as u64, 50_000));
+
+    // The expected window: the newest run of messages whose counts fit in the budget.
+    let tokens = |i: usize| 3 + "user".len() as u64 + (i % 61) as u64;
+    for budget in [30_000u64, 0, 7, 1_000_000, 10_000_000] {
+        let mut used = 0;
+        let mut first = TOTAL;
+        while first > 50_000 && used + tokens(first - 1) <= budget {
+            used += tokens(first - 1);
+            first -= 1;
+        }
+        let before = store.round_trips();
+        let window = store
+            .read(&scope, Window::TokenBudget(budget))
+            .await
+            .unwrap();
+        let trips = store.round_trips() - before;
+        let seqs: Vec<u64> = window.iter().map(|m| m.seq).collect();
+        let expected: Vec<u64> = (first as u64 + 1..=TOTAL as u64).collect();
+        assert_eq!(seqs, expected, "budget {budget}");
+        let total: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+        assert_eq!(total, used, "budget {budget}");
+        for m in &window {
+            assert_eq!(m.message.text().len(), (m.seq as usize - 1) % 61);
+        }
+        if budget == 30_000 {
+            // ~770 messages: pages of 256, 512, 1024.
+            assert!(trips <= 3, "a 30k-token window took {trips} queries");
+        }
+    }
+}
+
+#[tokio::test]
+async fn corrupt_rows_are_serialization_errors() {
+    for target in [Target::SqliteFile, Target::Postgres] {
+        let url = target.url();
+        let prefix = unique_prefix("amcor");
+        let store = open(&url, &prefix).await;
+        let raw = Raw::connect(target, &url).await;
+        let scope = Scope::session("corrupt").unwrap();
+        store
+            .append(&scope, &[ChatMessage::user("a"), ChatMessage::user("b")])
+            .await
+            .unwrap();
+        store
+            .save(&scope, &serde_json::json!({}), None)
+            .await
+            .unwrap();
+        raw.exec(&format!(
+            "UPDATE {prefix}messages SET body = 'not json' WHERE seq = 2"
+        ))
+        .await;
+        raw.exec(&format!("UPDATE {prefix}sessions SET state = '{{broken'"))
+            .await;
+        for window in [
+            Window::All,
+            Window::Last(1),
+            Window::TokenBudget(1000),
+            Window::Everything,
+        ] {
+            let err = store.read(&scope, window).await.unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::Serialization, "{window:?}: {err}");
+        }
+        // The intact message is still readable on its own.
+        let first = store.read(&scope, Window::After(0)).await;
+        assert!(first.is_err());
+        store.archive(&scope, 2..=2).await.unwrap();
+        let first = store.read(&scope, Window::All).await.unwrap();
+        assert_eq!(first[0].message.text(), "a");
+        let err = store.load(&scope).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+        // A scope whose stored parts are invalid ids.
+        raw.exec(&format!("UPDATE {prefix}threads SET session_id = 'bad id'"))
+            .await;
+        let filter = memory_core::ScopeFilter::tenant(scope.tenant().clone());
+        let err = store
+            .list_threads(&filter, memory_core::PageRequest::first(10))
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+        store.close().await;
+        raw.drop_tables(&prefix).await;
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Batches and round trips
+// ---------------------------------------------------------------------------------------------
+
+async fn large_batches(target: Target) {
+    // The point is how statements are split, not token counting: count characters, which
+    // is fast in a debug build.
+    let store = SqlStore::builder(target.url())
+        .table_prefix(common::SHARED_PREFIX)
+        .token_counter(char_counter())
+        .connect()
+        .await
+        .unwrap();
+    let scope = Scope::session("big")
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    // 10,000 messages: 70,000 bind parameters, more than one statement may carry.
+    let many: Vec<ChatMessage> = (0..memory_core::MAX_BATCH_MESSAGES)
+        .map(|i| ChatMessage::user(format!("m{i}")))
+        .collect();
+    let out = store.append(&scope, &many).await.unwrap();
+    assert_eq!(out.inserted, many.len());
+    // 3 messages of 6 MiB: more than MariaDB's 16 MiB packet in one statement.
+    let big: Vec<ChatMessage> = (0..3)
+        .map(|i| ChatMessage::user(format!("{i}{}", "é".repeat(3 * 1024 * 1024))))
+        .collect();
+    let out = store.append(&scope, &big).await.unwrap();
+    assert_eq!(out.inserted, 3);
+    let all = store.read(&scope, Window::All).await.unwrap();
+    assert_eq!(all.len(), many.len() + 3);
+    assert_gap_free(&all);
+    assert_eq!(all.last().unwrap().message, big[2]);
+    store.clear(&scope).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_batches_are_split_postgres() {
+    large_batches(Target::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_batches_are_split_mysql() {
+    large_batches(Target::MySql).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn large_batches_are_split_sqlite_file() {
+    large_batches(Target::SqliteFile).await;
+}
+
+/// Statements per operation, as documented in the README.
+async fn round_trips(store: SqlStore, backend: Backend) {
+    let scope = Scope::session("trips")
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    let mut measure = {
+        let mut last = store.round_trips();
+        move |now: u64| {
+            let d = now - last;
+            last = now;
+            d
+        }
+    };
+    store
+        .append(
+            &scope,
+            &[ChatMessage::user("q1"), ChatMessage::assistant("a1")],
+        )
+        .await
+        .unwrap();
+    let new_thread = measure(store.round_trips());
+    store
+        .append(
+            &scope,
+            &[ChatMessage::user("q2"), ChatMessage::assistant("a2")],
+        )
+        .await
+        .unwrap();
+    let existing = measure(store.round_trips());
+    store
+        .read(&scope, Window::TokenBudget(30_000))
+        .await
+        .unwrap();
+    let budget = measure(store.round_trips());
+    store.read(&scope, Window::Last(2)).await.unwrap();
+    let last = measure(store.round_trips());
+    store.count(&scope).await.unwrap();
+    let count = measure(store.round_trips());
+    let v = store
+        .save(&scope, &serde_json::json!({}), None)
+        .await
+        .unwrap();
+    let create = measure(store.round_trips());
+    store
+        .save(&scope, &serde_json::json!({"a": 1}), Some(v))
+        .await
+        .unwrap();
+    let save = measure(store.round_trips());
+    store.load(&scope).await.unwrap();
+    let load = measure(store.round_trips());
+    println!(
+        "{backend}: append (new thread) {new_thread}, append {existing}, \
+         TokenBudget read {budget}, Last read {last}, count {count}, session create {create}, \
+         session save {save}, session load {load}"
+    );
+    let (expected_new, expected_existing) = match backend {
+        Backend::MySql => (6, 6),
+        _ => (5, 6),
+    };
+    assert_eq!((new_thread, existing), (expected_new, expected_existing));
+    assert_eq!((budget, last, count), (1, 1, 1));
+    assert_eq!((create, save, load), (2, 1, 1));
+    store.clear(&scope).await.unwrap();
+    SessionStore::delete(&store, &scope).await.unwrap();
+}
+
+#[tokio::test]
+async fn round_trips_per_operation() {
+    round_trips(common::sqlite_file_store().await, Backend::Sqlite).await;
+    round_trips(SqlStore::in_memory().await.unwrap(), Backend::Sqlite).await;
+    round_trips(common::postgres_store().await, Backend::Postgres).await;
+    round_trips(common::mysql_store().await, Backend::MySql).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The application's pools
+// ---------------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn stores_wrap_the_applications_pools() {
+    let config = || SqlConfig::new().table_prefix(common::SHARED_PREFIX);
+    let (sqlite_url, _) = common::temp_sqlite_url();
+    let sqlite = sqlx::sqlite::SqlitePoolOptions::new()
+        .connect_with(
+            sqlite_url
+                .parse::<sqlx::sqlite::SqliteConnectOptions>()
+                .unwrap()
+                .create_if_missing(true),
+        )
+        .await
+        .unwrap();
+    let pg = sqlx::PgPool::connect(&common::postgres_url())
+        .await
+        .unwrap();
+    let my = sqlx::MySqlPool::connect(&common::mysql_url())
+        .await
+        .unwrap();
+    let stores = [
+        SqlStore::from_sqlite_pool(sqlite, config()).await.unwrap(),
+        SqlStore::from_postgres_pool(pg, config()).await.unwrap(),
+        SqlStore::from_mysql_pool(my, config()).await.unwrap(),
+    ];
+    for store in stores {
+        let scope = Scope::session("pool")
+            .unwrap()
+            .with_tenant(random_tenant())
+            .unwrap();
+        let message = ChatMessage::user("via the application's pool")
+            .with_id(MessageId::new("fixed-id").unwrap());
+        store
+            .append(&scope, std::slice::from_ref(&message))
+            .await
+            .unwrap();
+        let all = store.read(&scope, Window::All).await.unwrap();
+        assert_eq!(all[0].message, message);
+        assert!(format!("{store:?}").contains("application's pool"));
+        store.clear(&scope).await.unwrap();
+    }
+}
