@@ -41,7 +41,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .init();
 
     let stores = agent_memory::open_default().await?;
-    println!("store: {}", agent_memory::DEFAULT_URL);
+    let url = std::env::var(agent_memory::URL_ENV).unwrap_or(agent_memory::DEFAULT_URL.into());
+    println!(
+        "store: {url} (set {} to use another)",
+        agent_memory::URL_ENV
+    );
     let model: Arc<dyn ChatModel> = if std::env::var_os("OPENAI_API_KEY").is_some() {
         let model = OpenAiChatModel::from_env()?;
         println!("model: {} (OPENAI_API_KEY is set)", model.model());
@@ -60,21 +64,40 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .build()?;
     let counter = TiktokenCounter::o200k();
 
+    // The session lives in the session store: a second run picks it up and continues the
+    // conversation of the first (the thread itself is in the history store).
     let scope = Scope::session("quickstart")?.with_user("dana")?;
-    let mut session = AgentSession::new(scope);
+    let (mut session, mut version) = match stores.sessions.load(&scope).await? {
+        Some(saved) => {
+            let session = AgentSession::deserialize(&saved.state)?;
+            let stored = stores.history.count(&scope).await?;
+            println!(
+                "continuing the conversation of an earlier run: {} turns, {} stored messages",
+                session.turns(),
+                stored.active + stored.archived
+            );
+            (session, Some(saved.version))
+        }
+        None => {
+            println!("starting a new conversation (run me again to continue it)");
+            (AgentSession::new(scope.clone()), None)
+        }
+    };
     let (first_half, second_half) = CONVERSATION.split_at(4);
 
     for text in first_half {
         turn(&agent, &mut session, text, &counter).await?;
     }
 
-    // Save the session as JSON (what an application would put in a SessionStore), restore it
-    // into a fresh session object, and carry on.
+    // Save the session as JSON, restore it into a fresh session object, and carry on: what an
+    // application does between two requests, or two processes.
     let state = session.to_json()?;
-    stores
-        .sessions
-        .save(session.scope(), &serde_json::from_str(&state)?, None)
-        .await?;
+    version = Some(
+        stores
+            .sessions
+            .save(&scope, &serde_json::from_str(&state)?, version)
+            .await?,
+    );
     println!(
         "\n== session serialized: {} bytes of JSON, {} turns; restoring it ==",
         state.len(),
@@ -85,6 +108,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     for text in second_half {
         turn(&agent, &mut session, text, &counter).await?;
     }
+    stores
+        .sessions
+        .save(&scope, &session.serialize()?, version)
+        .await?;
 
     let count = stores.history.count(session.scope()).await?;
     println!(
