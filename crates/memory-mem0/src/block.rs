@@ -1,0 +1,225 @@
+//! [`Mem0MemoryBlock`]: Mem0 as a long-term block of a `memory_core::Memory`.
+
+use async_trait::async_trait;
+use memory_core::memory::{
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
+};
+use memory_core::{Result, TokenCounter};
+use serde_json::json;
+use tracing::Instrument;
+
+use crate::client::Mem0Client;
+use crate::on_error::OnError;
+use crate::provider::DEFAULT_TOP_K;
+use crate::render::{memory_lines, query_text};
+use crate::request::{AddRequest, Mem0Message, SearchRequest};
+use crate::scope::Mem0Scope;
+use crate::state::Mem0SessionState;
+
+/// The block's name by default.
+pub const DEFAULT_BLOCK_NAME: &str = "mem0_memory";
+/// The metadata key of the first sequence number of the batch a memory came from.
+pub const FIRST_SEQ_KEY: &str = "agent_memory_first_seq";
+/// The metadata key of the last sequence number of the batch a memory came from.
+pub const LAST_SEQ_KEY: &str = "agent_memory_last_seq";
+/// The metadata key of the batch a memory came from: `<session>#<block>#<first>-<last>`.
+pub const BATCH_KEY: &str = "agent_memory_batch";
+
+/// Mem0 inside a [`Memory`](memory_core::Memory): flushed short-term messages go to Mem0,
+/// and the memories Mem0 recalls for the recent messages are shown in the block's section.
+///
+/// - [`put`](MemoryBlock::put) sends the user and assistant text of a flushed batch to Mem0
+///   once, under the **storage scope**, with the batch's sequence range as metadata
+///   ([`FIRST_SEQ_KEY`], [`LAST_SEQ_KEY`], [`BATCH_KEY`]).
+/// - [`get`](MemoryBlock::get) searches Mem0 once with the text of the last
+///   [`retrieval_context_window`](Self::retrieval_context_window) messages, within the
+///   **search scope** (none set: nothing is searched), and renders the memories as
+///   `- <memory>` lines, best first. Truncation drops the last lines first.
+///
+/// The scopes are kept in the block's per-session state, as the provider keeps them (see
+/// [`Mem0SessionState`]).
+///
+/// # Duplicates
+/// `Memory` hands each batch to a block once, except when a flush loses a race on the block
+/// states and is redone: then the same batch may be sent twice. Mem0 does not deduplicate by
+/// metadata: the platform's v3 add is additive (it never updates or deletes), so a resent
+/// batch can leave near-duplicate memories; the self-hosted server's extraction compares new
+/// facts with the scope's existing memories and usually answers `NONE` for known ones, without
+/// guaranteeing it. Memories of a resent batch carry the same [`BATCH_KEY`], so they can be
+/// found with `Filters::metadata(BATCH_KEY, …)` and removed.
+///
+/// # Failures
+/// With [`OnError::Degrade`] (the default), a failed search leaves the block empty and a failed
+/// add skips the batch for Mem0 (a warning names it): the flush goes on. With
+/// [`OnError::Fail`], the error fails the `get` or the flush (which is then retried by the next
+/// `put_messages` or `flush`).
+#[derive(Debug, Clone)]
+pub struct Mem0MemoryBlock {
+    client: Mem0Client,
+    defaults: Mem0SessionState,
+    name: String,
+    priority: u32,
+    top_k: u32,
+    on_error: OnError,
+    retrieval_context_window: usize,
+}
+
+impl Mem0MemoryBlock {
+    /// A block named `mem0_memory`, priority 2, that stores under `storage_scope`, searches
+    /// nothing until [`search_scope`](Self::search_scope) is set, and recalls at most 10
+    /// memories for the last 5 messages.
+    pub fn new(client: Mem0Client, storage_scope: Mem0Scope) -> Self {
+        Self {
+            client,
+            defaults: Mem0SessionState::new(storage_scope, None),
+            name: DEFAULT_BLOCK_NAME.to_owned(),
+            priority: 2,
+            top_k: DEFAULT_TOP_K,
+            on_error: OnError::default(),
+            retrieval_context_window: 5,
+        }
+    }
+
+    /// Limits searches to `scope` (without it, nothing is searched).
+    pub fn search_scope(mut self, scope: Mem0Scope) -> Self {
+        self.defaults.search_scope = Some(scope);
+        self
+    }
+
+    /// Renames the block.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an invalid block
+    /// name.
+    pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
+        let name = name.into();
+        validate_block_name(&name)?;
+        self.name = name;
+        Ok(self)
+    }
+
+    /// Sets the truncation priority (0: never truncated).
+    pub fn with_priority(mut self, priority: u32) -> Self {
+        self.priority = priority;
+        self
+    }
+
+    /// Sets how many memories a search recalls at most (at least 1).
+    pub fn top_k(mut self, top_k: u32) -> Self {
+        self.top_k = top_k.max(1);
+        self
+    }
+
+    /// Sets what a Mem0 failure does (default [`OnError::Degrade`]).
+    pub fn on_error(mut self, on_error: OnError) -> Self {
+        self.on_error = on_error;
+        self
+    }
+
+    /// Sets how many recent messages form the search query (at least 1; default 5).
+    pub fn retrieval_context_window(mut self, messages: usize) -> Self {
+        self.retrieval_context_window = messages.max(1);
+        self
+    }
+
+    /// The scopes a session without Mem0 state starts with.
+    pub fn default_state(&self) -> &Mem0SessionState {
+        &self.defaults
+    }
+}
+
+#[async_trait]
+impl MemoryBlock for Mem0MemoryBlock {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn priority(&self) -> u32 {
+        self.priority
+    }
+
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+        let empty = || BlockContent::Text(String::new());
+        let state = Mem0SessionState::resolve(context.state, &self.defaults)?;
+        let Some(scope) = state.search_scope else {
+            return Ok(empty());
+        };
+        let recent = &context.messages[context
+            .messages
+            .len()
+            .saturating_sub(self.retrieval_context_window)..];
+        let query = query_text(recent);
+        if query.is_empty() {
+            return Ok(empty());
+        }
+        let request = SearchRequest::new(query, scope).with_top_k(self.top_k);
+        match self
+            .client
+            .search(&request)
+            .instrument(tracing::debug_span!("mem0.block.search", block = %self.name))
+            .await
+        {
+            Ok(records) => Ok(BlockContent::Text(memory_lines(&records).join("\n"))),
+            Err(error) => self
+                .on_error
+                .handle(error, &self.name, "search")
+                .map(|_: Option<()>| empty()),
+        }
+    }
+
+    async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
+        let state = Mem0SessionState::resolve(context.state, &self.defaults)?;
+        *context.state = state.to_value();
+        let (Some(first), Some(last)) = (context.messages.first(), context.messages.last()) else {
+            return Ok(());
+        };
+        let (first_seq, last_seq) = (first.seq, last.seq);
+        let messages: Vec<Mem0Message> = context
+            .messages
+            .iter()
+            .filter_map(|m| Mem0Message::from_chat(&m.message))
+            .collect();
+        if messages.is_empty() {
+            return Ok(());
+        }
+        let batch = format!(
+            "{}#{}#{first_seq}-{last_seq}",
+            context.scope.session_id(),
+            self.name
+        );
+        let request = AddRequest::new(state.storage_scope, messages)
+            .with_metadata(FIRST_SEQ_KEY, json!(first_seq))
+            .with_metadata(LAST_SEQ_KEY, json!(last_seq))
+            .with_metadata(BATCH_KEY, batch.clone());
+        match self
+            .client
+            .add(&request)
+            .instrument(tracing::debug_span!("mem0.block.add", block = %self.name, %batch))
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(error) => {
+                let doing = format!("add of batch {batch}");
+                self.on_error
+                    .handle(error, &self.name, &doing)
+                    .map(|_: Option<()>| ())
+            }
+        }
+    }
+
+    async fn truncate(
+        &self,
+        content: BlockContent,
+        excess_tokens: u64,
+        counter: &dyn TokenCounter,
+    ) -> Result<Option<BlockContent>> {
+        let text = content.text();
+        let mut lines: Vec<&str> = text.lines().collect();
+        let mut removed = 0u64;
+        while removed < excess_tokens {
+            let Some(line) = lines.pop() else { break };
+            removed += u64::from(counter.count_text(line)) + 1;
+        }
+        Ok((!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n"))))
+    }
+}

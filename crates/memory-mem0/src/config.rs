@@ -1,0 +1,491 @@
+//! [`Mem0Config`]: which Mem0 to talk to (the hosted platform or a self-hosted server), how to
+//! authenticate, and how patiently to call it.
+
+use std::fmt;
+use std::time::Duration;
+
+use memory_core::{Error, Result};
+use memory_openai::ApiKey;
+use reqwest::Url;
+
+use crate::redact::{REDACTED, redact_url, redact_url_text};
+
+/// The hosted platform's base URL, used when none is given.
+pub const DEFAULT_PLATFORM_URL: &str = "https://api.mem0.ai";
+/// How long one attempt of a request may take by default, answer included.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long opening a connection may take by default.
+pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// How many times a failed request is retried by default.
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+/// The first retry's delay by default; each further retry doubles it.
+pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
+/// The longest a retry waits by default.
+pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
+
+/// How a self-hosted server expects its API key.
+///
+/// Mem0's own `server/main.py` has no authentication; servers that need a key sit behind a
+/// gateway or proxy that checks one, and this says where that gateway looks for it.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum KeyHeader {
+    /// `Authorization: Bearer <key>` (the default).
+    #[default]
+    Bearer,
+    /// `Authorization: Token <key>`, as the hosted platform does.
+    Token,
+    /// The key, as is, in the header of this name (for example `X-API-Key`).
+    Named(String),
+}
+
+/// Which Mem0 the client talks to.
+///
+/// The two flavours speak different REST APIs; [`Mem0Client`](crate::Mem0Client) picks the
+/// paths and bodies from this. Its `Debug` prints keys as `"<redacted>"`.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum Mem0Flavor {
+    /// Mem0's hosted platform (`https://api.mem0.ai`), authenticated with
+    /// `Authorization: Token <key>`.
+    Platform {
+        /// The platform API key.
+        api_key: ApiKey,
+        /// The base URL (default [`DEFAULT_PLATFORM_URL`]); paths such as `/v3/memories/add/`
+        /// are appended to it.
+        base_url: String,
+        /// Sent as `org_id` with every request when set (the mem0ai client does the same).
+        org_id: Option<String>,
+        /// Sent as `project_id` with every request when set.
+        project_id: Option<String>,
+    },
+    /// A self-hosted Mem0 REST server (the FastAPI app of Mem0's `server/main.py`).
+    SelfHosted {
+        /// Where the server listens, for example `http://localhost:8888`.
+        base_url: String,
+        /// A key for a gateway in front of the server, if there is one.
+        api_key: Option<ApiKey>,
+        /// Which header carries [`api_key`](Mem0Flavor::SelfHosted::api_key).
+        key_header: KeyHeader,
+    },
+}
+
+impl Mem0Flavor {
+    /// The base URL, as configured.
+    pub fn base_url(&self) -> &str {
+        match self {
+            Mem0Flavor::Platform { base_url, .. } | Mem0Flavor::SelfHosted { base_url, .. } => {
+                base_url
+            }
+        }
+    }
+
+    /// The key, if one is configured.
+    pub fn api_key(&self) -> Option<&ApiKey> {
+        match self {
+            Mem0Flavor::Platform { api_key, .. } => Some(api_key),
+            Mem0Flavor::SelfHosted { api_key, .. } => api_key.as_ref(),
+        }
+    }
+
+    /// `"platform"` or `"self-hosted"`, for messages and traces.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Mem0Flavor::Platform { .. } => "platform",
+            Mem0Flavor::SelfHosted { .. } => "self-hosted",
+        }
+    }
+}
+
+impl fmt::Debug for Mem0Flavor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mem0Flavor::Platform {
+                base_url,
+                org_id,
+                project_id,
+                ..
+            } => f
+                .debug_struct("Platform")
+                .field("api_key", &REDACTED)
+                .field("base_url", &redact_url_text(base_url))
+                .field("org_id", org_id)
+                .field("project_id", project_id)
+                .finish(),
+            Mem0Flavor::SelfHosted {
+                base_url,
+                api_key,
+                key_header,
+            } => f
+                .debug_struct("SelfHosted")
+                .field("base_url", &redact_url_text(base_url))
+                .field("api_key", &api_key.as_ref().map(|_| REDACTED))
+                .field("key_header", key_header)
+                .finish(),
+        }
+    }
+}
+
+/// The settings of a [`Mem0Client`](crate::Mem0Client): plain data, with constructors per
+/// flavour and builder-style `with_*` methods.
+///
+/// Its `Debug` is written by hand: keys print as `"<redacted>"`.
+///
+/// ```
+/// use std::time::Duration;
+/// use memory_mem0::Mem0Config;
+///
+/// let platform = Mem0Config::platform("m0-secret")
+///     .with_project_id("proj_1")
+///     .with_timeout(Duration::from_secs(10));
+/// assert!(platform.validate().is_ok());
+/// assert!(!format!("{platform:?}").contains("m0-secret"));
+///
+/// let local = Mem0Config::self_hosted("http://localhost:8888").with_max_retries(1);
+/// assert!(local.validate().is_ok());
+/// ```
+#[derive(Clone)]
+#[non_exhaustive]
+pub struct Mem0Config {
+    /// Which Mem0, where, and with what key.
+    pub flavor: Mem0Flavor,
+    /// How long one attempt may take, from sending the request to reading the whole answer
+    /// (default 30 s).
+    pub timeout: Duration,
+    /// How long opening a connection may take (default 10 s). Applies to the HTTP client this
+    /// crate builds; a client given to [`Mem0Client::with_http_client`](crate::Mem0Client::with_http_client)
+    /// keeps its own.
+    pub connect_timeout: Duration,
+    /// How many times a request is retried after a rate limit (429), a server error (500, 502,
+    /// 503, 504), a connection error or a timeout (default 3).
+    pub max_retries: u32,
+    /// The first retry's delay (default 500 ms); each further retry doubles it, with random
+    /// jitter, up to [`max_backoff`](Mem0Config::max_backoff).
+    pub initial_backoff: Duration,
+    /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured
+    /// up to this; when the server asks for a longer wait the request fails at once instead.
+    pub max_backoff: Duration,
+}
+
+impl Mem0Config {
+    /// The hosted platform at [`DEFAULT_PLATFORM_URL`], with `api_key`.
+    pub fn platform(api_key: impl Into<ApiKey>) -> Self {
+        Self::with_flavor(Mem0Flavor::Platform {
+            api_key: api_key.into(),
+            base_url: DEFAULT_PLATFORM_URL.to_owned(),
+            org_id: None,
+            project_id: None,
+        })
+    }
+
+    /// A self-hosted server at `base_url`, without a key.
+    pub fn self_hosted(base_url: impl Into<String>) -> Self {
+        Self::with_flavor(Mem0Flavor::SelfHosted {
+            base_url: base_url.into(),
+            api_key: None,
+            key_header: KeyHeader::default(),
+        })
+    }
+
+    /// The defaults for `flavor`.
+    pub fn with_flavor(flavor: Mem0Flavor) -> Self {
+        Self {
+            flavor,
+            timeout: DEFAULT_TIMEOUT,
+            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
+            max_retries: DEFAULT_MAX_RETRIES,
+            initial_backoff: DEFAULT_INITIAL_BACKOFF,
+            max_backoff: DEFAULT_MAX_BACKOFF,
+        }
+    }
+
+    /// Reads the platform's settings from the environment: `MEM0_API_KEY` (required),
+    /// `MEM0_BASE_URL`, `MEM0_ORG_ID` and `MEM0_PROJECT_ID`. Empty variables count as unset.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) when `MEM0_API_KEY` is
+    /// not set.
+    pub fn from_env() -> Result<Self> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    pub(crate) fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let get = |name: &str| lookup(name).filter(|value| !value.trim().is_empty());
+        let key =
+            get("MEM0_API_KEY").ok_or_else(|| Error::invalid_input("MEM0_API_KEY is not set"))?;
+        let mut config = Self::platform(key);
+        if let Some(url) = get("MEM0_BASE_URL") {
+            config = config.with_base_url(url);
+        }
+        if let Some(org) = get("MEM0_ORG_ID") {
+            config = config.with_org_id(org);
+        }
+        if let Some(project) = get("MEM0_PROJECT_ID") {
+            config = config.with_project_id(project);
+        }
+        Ok(config)
+    }
+
+    /// Sets the base URL.
+    pub fn with_base_url(mut self, url: impl Into<String>) -> Self {
+        match &mut self.flavor {
+            Mem0Flavor::Platform { base_url, .. } | Mem0Flavor::SelfHosted { base_url, .. } => {
+                *base_url = url.into();
+            }
+        }
+        self
+    }
+
+    /// Sets the key: the platform key, or a self-hosted gateway's key.
+    pub fn with_api_key(mut self, key: impl Into<ApiKey>) -> Self {
+        match &mut self.flavor {
+            Mem0Flavor::Platform { api_key, .. } => *api_key = key.into(),
+            Mem0Flavor::SelfHosted { api_key, .. } => *api_key = Some(key.into()),
+        }
+        self
+    }
+
+    /// Sets the header a self-hosted gateway reads the key from (ignored on the platform).
+    pub fn with_key_header(mut self, header: KeyHeader) -> Self {
+        if let Mem0Flavor::SelfHosted { key_header, .. } = &mut self.flavor {
+            *key_header = header;
+        }
+        self
+    }
+
+    /// Sets the platform organization (ignored by a self-hosted server).
+    pub fn with_org_id(mut self, id: impl Into<String>) -> Self {
+        if let Mem0Flavor::Platform { org_id, .. } = &mut self.flavor {
+            *org_id = Some(id.into());
+        }
+        self
+    }
+
+    /// Sets the platform project (ignored by a self-hosted server).
+    pub fn with_project_id(mut self, id: impl Into<String>) -> Self {
+        if let Mem0Flavor::Platform { project_id, .. } = &mut self.flavor {
+            *project_id = Some(id.into());
+        }
+        self
+    }
+
+    /// Sets the time one attempt may take.
+    pub fn with_timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = timeout;
+        self
+    }
+
+    /// Sets the time opening a connection may take.
+    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
+        self.connect_timeout = timeout;
+        self
+    }
+
+    /// Sets how many times a failed request is retried (0: never).
+    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
+        self.max_retries = max_retries;
+        self
+    }
+
+    /// Sets the first retry's delay.
+    pub fn with_initial_backoff(mut self, backoff: Duration) -> Self {
+        self.initial_backoff = backoff;
+        self
+    }
+
+    /// Sets the longest a retry waits.
+    pub fn with_max_backoff(mut self, backoff: Duration) -> Self {
+        self.max_backoff = backoff;
+        self
+    }
+
+    /// Checks the settings; [`Mem0Client::new`](crate::Mem0Client::new) calls it.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for a base URL that is
+    /// not an `http` or `https` URL, a zero timeout, an empty key, or a key, header name,
+    /// organization or project that cannot be sent in an HTTP header (the message never
+    /// contains the key).
+    pub fn validate(&self) -> Result<()> {
+        self.parsed_base_url()?;
+        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
+            return Err(Error::invalid_input(
+                "the Mem0 timeout and connect timeout must be longer than zero",
+            ));
+        }
+        if let Some(key) = self.flavor.api_key()
+            && (key.expose().trim().is_empty() || !is_header_text(key.expose()))
+        {
+            return Err(Error::invalid_input(
+                "the Mem0 API key is empty or holds characters an HTTP header cannot carry",
+            ));
+        }
+        match &self.flavor {
+            Mem0Flavor::Platform {
+                org_id, project_id, ..
+            } => {
+                for (name, value) in [("org_id", org_id), ("project_id", project_id)] {
+                    if let Some(value) = value
+                        && (value.trim().is_empty() || !is_header_text(value))
+                    {
+                        return Err(Error::invalid_input(format!(
+                            "the Mem0 {name} {value:?} is empty or holds control characters"
+                        )));
+                    }
+                }
+            }
+            Mem0Flavor::SelfHosted {
+                key_header: KeyHeader::Named(name),
+                ..
+            } => {
+                if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err() {
+                    return Err(Error::invalid_input(format!(
+                        "{name:?} is not a valid HTTP header name"
+                    )));
+                }
+            }
+            Mem0Flavor::SelfHosted { .. } => {}
+        }
+        Ok(())
+    }
+
+    /// The base URL, parsed, without a trailing slash.
+    pub(crate) fn parsed_base_url(&self) -> Result<Url> {
+        let text = self.flavor.base_url().trim().trim_end_matches('/');
+        let url = Url::parse(text).map_err(|err| {
+            Error::invalid_input(format!(
+                "the Mem0 base URL {:?} is not a valid URL: {err}",
+                redact_url_text(text)
+            ))
+        })?;
+        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
+            return Err(Error::invalid_input(format!(
+                "the Mem0 base URL {:?} must be an http or https URL",
+                redact_url(&url)
+            )));
+        }
+        if url.query().is_some() || url.fragment().is_some() {
+            return Err(Error::invalid_input(format!(
+                "the Mem0 base URL {:?} must not have a query or fragment",
+                redact_url(&url)
+            )));
+        }
+        Ok(url)
+    }
+}
+
+impl fmt::Debug for Mem0Config {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Mem0Config")
+            .field("flavor", &self.flavor)
+            .field("timeout", &self.timeout)
+            .field("connect_timeout", &self.connect_timeout)
+            .field("max_retries", &self.max_retries)
+            .field("initial_backoff", &self.initial_backoff)
+            .field("max_backoff", &self.max_backoff)
+            .finish()
+    }
+}
+
+/// Visible ASCII and spaces: what an HTTP header value can carry as text.
+fn is_header_text(value: &str) -> bool {
+    value
+        .bytes()
+        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use memory_core::ErrorKind;
+
+    use super::*;
+
+    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = vars
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |name| map.get(name).cloned()
+    }
+
+    #[test]
+    fn defaults() {
+        let config = Mem0Config::platform("m0-key");
+        assert_eq!(config.flavor.base_url(), "https://api.mem0.ai");
+        assert_eq!(config.timeout, Duration::from_secs(30));
+        assert_eq!(config.max_retries, 3);
+        assert!(config.validate().is_ok());
+        let local = Mem0Config::self_hosted("http://localhost:8888/");
+        assert!(local.flavor.api_key().is_none());
+        assert_eq!(
+            local.parsed_base_url().unwrap().as_str(),
+            "http://localhost:8888/"
+        );
+    }
+
+    #[test]
+    fn env_is_read() {
+        let config = Mem0Config::from_lookup(lookup(&[
+            ("MEM0_API_KEY", "m0-env"),
+            ("MEM0_BASE_URL", "http://proxy:9000/mem0"),
+            ("MEM0_ORG_ID", "org"),
+            ("MEM0_PROJECT_ID", ""),
+        ]))
+        .unwrap();
+        match &config.flavor {
+            Mem0Flavor::Platform {
+                api_key,
+                base_url,
+                org_id,
+                project_id,
+            } => {
+                assert_eq!(api_key.expose(), "m0-env");
+                assert_eq!(base_url, "http://proxy:9000/mem0");
+                assert_eq!(org_id.as_deref(), Some("org"));
+                assert_eq!(project_id, &None);
+            }
+            other => panic!("{other:?}"),
+        }
+        let err = Mem0Config::from_lookup(lookup(&[("MEM0_API_KEY", " ")])).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    }
+
+    #[test]
+    fn debug_redacts_keys_and_url_passwords() {
+        let config = Mem0Config::platform("m0-very-secret")
+            .with_base_url("https://user:hunter2@proxy.example");
+        let debug = format!("{config:?} {config:#?}");
+        assert!(!debug.contains("m0-very-secret"), "{debug}");
+        assert!(!debug.contains("hunter2"), "{debug}");
+        let local = Mem0Config::self_hosted("http://x:1").with_api_key("gateway-secret");
+        assert!(!format!("{local:?}").contains("gateway-secret"));
+    }
+
+    #[test]
+    fn bad_settings_are_invalid_input_without_the_key() {
+        for bad in ["", "api.mem0.ai", "ftp://x", "https://x/?a=1"] {
+            let err = Mem0Config::platform("k")
+                .with_base_url(bad)
+                .validate()
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad}");
+        }
+        let err = Mem0Config::platform("m0-abc\ndef").validate().unwrap_err();
+        assert!(!err.to_string().contains("m0-abc"));
+        assert!(Mem0Config::platform("").validate().is_err());
+        assert!(
+            Mem0Config::platform("k")
+                .with_timeout(Duration::ZERO)
+                .validate()
+                .is_err()
+        );
+        assert!(
+            Mem0Config::self_hosted("http://x")
+                .with_key_header(KeyHeader::Named("bad header".into()))
+                .validate()
+                .is_err()
+        );
+    }
+}

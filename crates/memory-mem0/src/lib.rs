@@ -1,0 +1,39 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod block;
+mod client;
+mod config;
+mod error;
+mod filters;
+mod http;
+mod on_error;
+mod platform;
+mod provider;
+mod redact;
+mod render;
+mod request;
+mod response;
+mod scope;
+mod self_hosted;
+mod state;
+
+pub use block::{BATCH_KEY, DEFAULT_BLOCK_NAME, FIRST_SEQ_KEY, LAST_SEQ_KEY, Mem0MemoryBlock};
+pub use client::Mem0Client;
+pub use config::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_RETRIES,
+    DEFAULT_PLATFORM_URL, DEFAULT_TIMEOUT, KeyHeader, Mem0Config, Mem0Flavor,
+};
+pub use filters::{Field, Filters, Predicate};
+pub use memory_openai::ApiKey;
+pub use on_error::OnError;
+pub use provider::{DEFAULT_SOURCE_ID, DEFAULT_TOP_K, Mem0Provider};
+pub use render::DEFAULT_CONTEXT_PROMPT;
+pub use request::{AddRequest, ListRequest, Mem0Message, Mem0Role, MemoryUpdate, SearchRequest};
+pub use response::{
+    AddResponse, AddedMemory, HistoryEntry, HistoryMessage, MemoryEvent, MemoryPage, MemoryRecord,
+    PingInfo,
+};
+pub use scope::Mem0Scope;
+pub use state::Mem0SessionState;
