@@ -163,64 +163,41 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     async fn purge_expired(&self) -> Result<u64>;
 }
 
-#[async_trait]
-impl<T: HistoryStore + ?Sized> HistoryStore for Arc<T> {
-    fn capabilities(&self) -> HistoryCapabilities {
-        (**self).capabilities()
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        (**self).append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        (**self).read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        (**self).count(scope).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        (**self).archive(scope, seqs).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        (**self).clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        (**self).list_threads(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        (**self).set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        (**self).purge_expired().await
-    }
+/// Forwards the trait through smart pointers, so `Arc<dyn HistoryStore>` and `Box<dyn HistoryStore>`
+/// are stores too.
+macro_rules! forward_history_store {
+    ($($pointer:ident),*) => {$(
+        #[async_trait]
+        impl<T: HistoryStore + ?Sized> HistoryStore for $pointer<T> {
+            fn capabilities(&self) -> HistoryCapabilities {
+                (**self).capabilities()
+            }
+            async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+                (**self).append(scope, messages).await
+            }
+            async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+                (**self).read(scope, window).await
+            }
+            async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+                (**self).count(scope).await
+            }
+            async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+                (**self).archive(scope, seqs).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<u64> {
+                (**self).clear(scope).await
+            }
+            async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+                (**self).list_threads(filter, page).await
+            }
+            async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+                (**self).set_ttl(scope, ttl).await
+            }
+            async fn purge_expired(&self) -> Result<u64> {
+                (**self).purge_expired().await
+            }
+        }
+    )*};
 }
 
-#[async_trait]
-impl<T: HistoryStore + ?Sized> HistoryStore for Box<T> {
-    fn capabilities(&self) -> HistoryCapabilities {
-        (**self).capabilities()
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        (**self).append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        (**self).read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        (**self).count(scope).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        (**self).archive(scope, seqs).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        (**self).clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        (**self).list_threads(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        (**self).set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        (**self).purge_expired().await
-    }
-}
+forward_history_store!(Arc, Box);

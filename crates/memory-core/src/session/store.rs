@@ -84,62 +84,40 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     async fn purge_expired(&self) -> Result<u64>;
 }
 
-#[async_trait]
-impl<T: SessionStore + ?Sized> SessionStore for Arc<T> {
-    fn capabilities(&self) -> SessionCapabilities {
-        (**self).capabilities()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        (**self).load(scope).await
-    }
-    async fn save(
-        &self,
-        scope: &Scope,
-        state: &Value,
-        expected_version: Option<u64>,
-    ) -> Result<u64> {
-        (**self).save(scope, state, expected_version).await
-    }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        (**self).delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        (**self).list(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        (**self).set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        (**self).purge_expired().await
-    }
+/// Forwards the trait through smart pointers, so `Arc<dyn SessionStore>` and `Box<dyn SessionStore>`
+/// are stores too.
+macro_rules! forward_session_store {
+    ($($pointer:ident),*) => {$(
+        #[async_trait]
+        impl<T: SessionStore + ?Sized> SessionStore for $pointer<T> {
+            fn capabilities(&self) -> SessionCapabilities {
+                (**self).capabilities()
+            }
+            async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+                (**self).load(scope).await
+            }
+            async fn save(
+                &self,
+                scope: &Scope,
+                state: &Value,
+                expected_version: Option<u64>,
+            ) -> Result<u64> {
+                (**self).save(scope, state, expected_version).await
+            }
+            async fn delete(&self, scope: &Scope) -> Result<bool> {
+                (**self).delete(scope).await
+            }
+            async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+                (**self).list(filter, page).await
+            }
+            async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+                (**self).set_ttl(scope, ttl).await
+            }
+            async fn purge_expired(&self) -> Result<u64> {
+                (**self).purge_expired().await
+            }
+        }
+    )*};
 }
 
-#[async_trait]
-impl<T: SessionStore + ?Sized> SessionStore for Box<T> {
-    fn capabilities(&self) -> SessionCapabilities {
-        (**self).capabilities()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        (**self).load(scope).await
-    }
-    async fn save(
-        &self,
-        scope: &Scope,
-        state: &Value,
-        expected_version: Option<u64>,
-    ) -> Result<u64> {
-        (**self).save(scope, state, expected_version).await
-    }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        (**self).delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        (**self).list(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        (**self).set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        (**self).purge_expired().await
-    }
-}
+forward_session_store!(Arc, Box);
