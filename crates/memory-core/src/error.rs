@@ -121,6 +121,21 @@ impl Error {
         Self::new(ErrorKind::Conflict, message)
     }
 
+    /// The [`ErrorKind::Conflict`] a session store returns when a save's expected version is
+    /// not the stored one (`None`: no session).
+    pub fn version_conflict(
+        scope: &crate::Scope,
+        found: Option<u64>,
+        expected: Option<u64>,
+    ) -> Self {
+        let show = |v: Option<u64>| v.map_or("none".to_owned(), |v| v.to_string());
+        Error::conflict(format!(
+            "session {scope} is at version {}, the save expected {}",
+            show(found),
+            show(expected)
+        ))
+    }
+
     /// Shorthand for an [`ErrorKind::NotFound`] error.
     pub fn not_found(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotFound, message)

@@ -8,13 +8,16 @@ pub mod context;
 pub mod error;
 pub mod history;
 pub mod id;
+pub mod interop;
 pub mod memory;
 pub mod message;
 pub mod model;
+pub mod redact;
 pub mod reducer;
 pub mod scope;
 pub mod session;
 pub mod tokens;
+pub mod ttl;
 pub mod vector;
 
 pub use agent::{Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_WINDOW};
@@ -29,6 +32,7 @@ pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, User
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
+pub use redact::{REDACTED, redact_url};
 pub use reducer::{
     ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, SUMMARY_METADATA_KEY,
     Segmentation, SummarizingReducer, TokenBudgetReducer, is_summary,
@@ -41,6 +45,7 @@ pub use session::{
 pub use tokens::{
     Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter, default_token_counter,
 };
+pub use ttl::{MAX_TTL, ttl_millis};
 pub use vector::{
     InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
 };

@@ -1446,6 +1446,35 @@ pub async fn ttl_on_unknown_thread_is_not_found(store: &dyn HistoryStore) {
     );
 }
 
+/// Contract: a TTL under 1 ms or over `MAX_TTL` is `InvalidInput`, and the thread keeps the
+/// expiry it had.
+pub async fn ttl_out_of_range_is_refused(store: &dyn HistoryStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let scope = random_scope();
+    store
+        .append(&scope, &[ChatMessage::user("keep me")])
+        .await
+        .expect("append");
+    for ttl in [
+        Duration::ZERO,
+        memory_core::MAX_TTL + Duration::from_secs(1),
+        Duration::MAX,
+    ] {
+        expect_error_kind(
+            store.set_ttl(&scope, Some(ttl)).await,
+            ErrorKind::InvalidInput,
+            "set_ttl out of range",
+        );
+    }
+    store
+        .append(&scope, &[ChatMessage::user("still writable")])
+        .await
+        .expect("the thread stays writable after a refused set_ttl");
+    assert_eq!(store.count(&scope).await.expect("count").active, 2);
+}
+
 /// Contract: `purge_expired` deletes expired threads' data now and returns how many threads it
 /// removed; threads that did not expire stay.
 ///

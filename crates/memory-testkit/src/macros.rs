@@ -121,6 +121,7 @@ macro_rules! __history_checks {
                 ttl_none_removes_the_expiry,
                 ttl_is_refreshed_by_append,
                 ttl_on_unknown_thread_is_not_found,
+                ttl_out_of_range_is_refused,
                 purge_expired_removes_expired_threads,
                 large_message_round_trips,
                 non_ascii_messages_round_trip,
@@ -160,6 +161,7 @@ macro_rules! __session_checks {
                 ttl_none_removes_the_expiry,
                 ttl_is_refreshed_by_save,
                 ttl_on_unknown_session_is_not_found,
+                ttl_out_of_range_is_refused,
                 purge_expired_removes_expired_sessions,
             ]
             owned [

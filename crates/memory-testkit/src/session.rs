@@ -623,6 +623,35 @@ pub async fn ttl_on_unknown_session_is_not_found(store: &dyn SessionStore) {
     );
 }
 
+/// Contract: a TTL under 1 ms or over `MAX_TTL` is `InvalidInput`, and the session stays as it
+/// was.
+pub async fn ttl_out_of_range_is_refused(store: &dyn SessionStore) {
+    if !ttl_supported(store).await {
+        return;
+    }
+    let scope = random_scope();
+    let version = store
+        .save(&scope, &json!({"n": 1}), None)
+        .await
+        .expect("create");
+    for ttl in [
+        Duration::ZERO,
+        memory_core::MAX_TTL + Duration::from_secs(1),
+        Duration::MAX,
+    ] {
+        expect_error_kind(
+            store.set_ttl(&scope, Some(ttl)).await,
+            ErrorKind::InvalidInput,
+            "set_ttl out of range",
+        );
+    }
+    let next = store
+        .save(&scope, &json!({"n": 2}), Some(version))
+        .await
+        .expect("the session stays writable after a refused set_ttl");
+    assert_eq!(next, version + 1);
+}
+
 /// Contract: `purge_expired` deletes expired sessions now and returns how many it removed;
 /// sessions that did not expire stay.
 ///

@@ -292,6 +292,9 @@ impl HistoryStore for InMemoryHistoryStore {
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        if let Some(ttl) = ttl {
+            crate::ttl::ttl_millis(ttl)?;
+        }
         let mut threads = self.lock()?;
         let now = Instant::now();
         let thread = Self::live(&mut threads, &scope.key(), now)

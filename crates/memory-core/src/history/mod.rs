@@ -125,7 +125,8 @@ impl HistoryCapabilities {
 ///   and match the filter, each once, in a stable order.
 /// - [`set_ttl`](HistoryStore::set_ttl) makes a thread expire `ttl` after the later of the
 ///   `set_ttl` call and its last append (each append restarts the clock); `None` removes the
-///   expiry; a thread that holds no message (unknown or expired) is
+///   expiry; a TTL under 1 ms or over [`MAX_TTL`](crate::MAX_TTL) is
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput); a thread that holds no message (unknown or expired) is
 ///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, is not listed,
 ///   and is gone for appends (they start a new thread at sequence number 1).
 ///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now and

@@ -106,11 +106,7 @@ impl SessionStore for InMemorySessionStore {
                 entry.expires_at = entry.ttl.map(|ttl| now + ttl);
                 Ok(found + 1)
             }
-            (found, expected) => Err(Error::conflict(format!(
-                "session {scope} is at version {}, the save expected {}",
-                found.map_or("none".to_owned(), |v| v.to_string()),
-                expected.map_or("none".to_owned(), |v| v.to_string()),
-            ))),
+            (found, expected) => Err(Error::version_conflict(scope, found, expected)),
         }
     }
 
@@ -130,6 +126,9 @@ impl SessionStore for InMemorySessionStore {
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        if let Some(ttl) = ttl {
+            crate::ttl::ttl_millis(ttl)?;
+        }
         let mut sessions = self.lock()?;
         let now = Instant::now();
         let entry = Self::live(&mut sessions, &scope.key(), now)

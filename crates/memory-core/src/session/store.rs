@@ -51,7 +51,9 @@ impl SessionCapabilities {
 ///   filter, each once, in a stable order.
 /// - [`set_ttl`](SessionStore::set_ttl) makes the session expire `ttl` after the later of the
 ///   `set_ttl` call and its last save (each save restarts the clock);
-///   `None` removes the expiry; an unknown session is [`NotFound`](crate::ErrorKind::NotFound).
+///   `None` removes the expiry; a TTL under 1 ms or over [`MAX_TTL`](crate::MAX_TTL) is
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput); an unknown session is
+///   [`NotFound`](crate::ErrorKind::NotFound).
 ///   An expired session loads as `None`, is not listed, and can be created again.
 ///   [`purge_expired`](SessionStore::purge_expired) deletes expired sessions now. Stores without
 ///   TTL support return [`Unsupported`](crate::ErrorKind::Unsupported).
