@@ -95,7 +95,7 @@ pub(crate) struct Channel {
 /// Each agent has a channel: it receives the primary-history messages it has not seen yet as
 /// its input, runs in its own [`AgentSession`] (scope: the chat's scope with the agent's id, so
 /// its sub-history is its own), and its answer joins the primary history under its name. The
-/// state (primary history, participants, channels) round-trips through [`ChatSerializer`].
+/// state (primary history, participants, channels) round-trips through [`ChatSerializer`](super::ChatSerializer).
 #[derive(Debug, Clone)]
 pub struct AgentChat {
     pub(crate) scope: Scope,

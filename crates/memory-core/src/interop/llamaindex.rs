@@ -1,0 +1,611 @@
+//! LlamaIndex's message JSON: `ChatMessage.model_dump(mode="json")` (llama-index-core 0.14), as
+//! `SQLAlchemyChatStore` keeps it in the `data` column of `llama_index_memory`.
+//!
+//! ```json
+//! {"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "Hi"}]}
+//! ```
+//!
+//! | ours | LlamaIndex |
+//! | --- | --- |
+//! | `role` | `role` (`function` reads as tool, `chatbot` and `model` as assistant, with the name kept) |
+//! | text part | `{"block_type": "text", "text"}` |
+//! | refusal part | a text block (the exact part recorded under `agent_memory`) |
+//! | tool calls | `additional_kwargs.tool_calls`, in OpenAI's shape `{"id", "function": {"arguments", "name"}, "type": "function"}`, as LlamaIndex's OpenAI integration stores them; a `tool_call` block reads as a tool call too |
+//! | tool result | a text block with the result and `additional_kwargs.tool_call_id` |
+//! | image | `{"block_type": "image", "image", "path", "url", "image_mimetype", "detail"}` (`image` is inline base64) |
+//! | audio | `{"block_type": "audio", "audio", "path", "url", "format"}` |
+//! | video | `{"block_type": "video", "video", "path", "url", "video_mimetype", "detail", "fps"}` |
+//! | document | `{"block_type": "document", "data", "path", "url", "title", "document_mimetype"}` |
+//! | `id`, `author_name`, `created_at`, `metadata`, parts with no block (opaque data, a media file id) | `additional_kwargs.agent_memory` |
+//!
+//! A message read without a recorded id gets a deterministic one, UUIDv5 of
+//! `json.dumps([role, blocks])`: two equal messages get equal ids, so a store that reads rows
+//! should take the id from the row (LlamaIndex's integer `id` column) instead. Block types we
+//! have no part for (thinking, citations, cache points) are not turned into parts; the message
+//! keeps them in its original, written back verbatim while the message is unchanged.
+//!
+//! What LlamaIndex wrote and we have no field for is kept in our metadata under
+//! [`METADATA_KEY`] (`"llamaindex"`): `role` (a role name that is not one of ours),
+//! `additional_kwargs` (LlamaIndex's `additional_kwargs` other than the tool fields above and our
+//! `agent_memory`), `fields` (other top-level keys) and `original` (the whole message, when it
+//! cannot be rebuilt byte for byte from our fields).
+//!
+//! LlamaIndex counts non-empty `additional_kwargs` in its token budget, and its OpenAI
+//! integration sends the `additional_kwargs` of a message that has `tool_calls` to the model
+//! service, which may refuse a field it does not know. When Python agents read what you write,
+//! consider [`LiOptions::minimal`] and keep ids and times in the store's own columns.
+//!
+//! ```
+//! use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
+//! use memory_core::interop::python_json::dumps;
+//!
+//! let data = r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "Noted, Dana."}]}"#;
+//! let msg = from_llamaindex(&serde_json::from_str(data)?)?;
+//! assert_eq!(msg.text(), "Noted, Dana.");
+//! assert_eq!(dumps(&to_llamaindex(&msg, &LiOptions::default())), data);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+
+use chrono::{DateTime, Utc};
+use serde_json::{Map, Value, json};
+
+use super::python_json::dumps;
+use super::{
+    AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, closest_role, derived_id, format_time,
+    object_at, parse_time, parts_from_json, parts_to_json, remove_nested, without_key,
+};
+use crate::error::{Error, Result};
+use crate::id::MessageId;
+use crate::message::{ChatMessage, Media, Part};
+
+/// The metadata key under which a message read from LlamaIndex keeps what our fields cannot hold
+/// (see the [module documentation](self)).
+pub const METADATA_KEY: &str = "llamaindex";
+
+const PEER: &str = "llamaindex";
+
+const KNOWN_FIELDS: [&str; 3] = ["role", "additional_kwargs", "blocks"];
+
+/// What [`to_llamaindex`] records under `additional_kwargs.agent_memory`. Parts that have no
+/// block and the author name are always recorded (they would be lost otherwise).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct LiOptions {
+    /// Record our id (unless it is the one derived from the content). Default: `true`.
+    pub record_id: bool,
+    /// Record our `created_at` (unless it is the epoch, meaning unknown). Default: `true`.
+    pub record_created_at: bool,
+    /// Record our metadata. Default: `true`.
+    pub record_metadata: bool,
+}
+
+impl Default for LiOptions {
+    /// Record everything: the round trip ours → LlamaIndex → ours is lossless.
+    fn default() -> Self {
+        Self {
+            record_id: true,
+            record_created_at: true,
+            record_metadata: true,
+        }
+    }
+}
+
+impl LiOptions {
+    /// Record only what would otherwise be lost from the message itself (parts without a block,
+    /// the author name): for stores that keep ids and times in columns of their own.
+    pub fn minimal() -> Self {
+        Self {
+            record_id: false,
+            record_created_at: false,
+            record_metadata: false,
+        }
+    }
+
+    /// Sets whether the id is recorded.
+    pub fn with_id(mut self, record: bool) -> Self {
+        self.record_id = record;
+        self
+    }
+
+    /// Sets whether `created_at` is recorded.
+    pub fn with_created_at(mut self, record: bool) -> Self {
+        self.record_created_at = record;
+        self
+    }
+
+    /// Sets whether our metadata is recorded.
+    pub fn with_metadata(mut self, record: bool) -> Self {
+        self.record_metadata = record;
+        self
+    }
+}
+
+/// Converts our message to LlamaIndex's `ChatMessage.model_dump(mode="json")` form.
+///
+/// A message read with [`from_llamaindex`] and not changed since is written back exactly as it
+/// was read.
+pub fn to_llamaindex(message: &ChatMessage, options: &LiOptions) -> Value {
+    if let Some(original) =
+        object_at(&message.metadata, METADATA_KEY).and_then(|m| m.get("original"))
+        && let Ok(back) = read(original)
+    {
+        let mut mine = message.clone();
+        remove_nested(&mut mine.metadata, METADATA_KEY, "original");
+        if back == mine {
+            return original.clone();
+        }
+    }
+    project(message, options)
+}
+
+/// Reads LlamaIndex's `ChatMessage.model_dump(mode="json")` form into our message.
+///
+/// # Errors
+/// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) when `value` is not an object,
+/// has no string `role` or no array `blocks`, or has an `additional_kwargs` that is not an
+/// object.
+pub fn from_llamaindex(value: &Value) -> Result<ChatMessage> {
+    let mut message = read(value)?;
+    if dumps(&project(&message, &LiOptions::default())) != dumps(value) {
+        let entry = message
+            .metadata
+            .entry(METADATA_KEY)
+            .or_insert_with(|| Value::Object(Map::new()));
+        match entry {
+            Value::Object(map) => {
+                map.insert("original".to_owned(), value.clone());
+            }
+            other => *other = json!({"original": value}),
+        }
+    }
+    Ok(message)
+}
+
+fn invalid(what: &str) -> Error {
+    Error::serialization(format!("not a LlamaIndex chat message: {what}"))
+}
+
+/// The content of a message as LlamaIndex holds it: blocks plus the two tool fields of
+/// `additional_kwargs`.
+#[derive(Debug, PartialEq)]
+struct LiContent {
+    blocks: Vec<Value>,
+    tool_calls: Option<Value>,
+    tool_call_id: Option<String>,
+}
+
+fn read(value: &Value) -> Result<ChatMessage> {
+    let map = value
+        .as_object()
+        .ok_or_else(|| invalid("a message is a JSON object"))?;
+    let mut li = Map::new();
+    let role_name = map
+        .get("role")
+        .and_then(Value::as_str)
+        .ok_or_else(|| invalid("no string \"role\""))?;
+    let role = closest_role(role_name);
+    if role.as_str() != role_name {
+        li.insert("role".to_owned(), Value::String(role_name.to_owned()));
+    }
+    let blocks = map
+        .get("blocks")
+        .and_then(Value::as_array)
+        .ok_or_else(|| invalid("no array \"blocks\""))?;
+    let mut kwargs = match map.get("additional_kwargs") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(k)) => k.clone(),
+        Some(_) => return Err(invalid("\"additional_kwargs\" is not an object")),
+    };
+    let record = match kwargs.get(AGENT_MEMORY_KEY) {
+        Some(Value::Object(record)) => {
+            let record = record.clone();
+            kwargs.shift_remove(AGENT_MEMORY_KEY);
+            record
+        }
+        _ => Map::new(),
+    };
+    let tool_calls = match kwargs.get("tool_calls") {
+        Some(calls) if tool_calls_to_parts(calls).is_some() => kwargs.shift_remove("tool_calls"),
+        _ => None,
+    };
+    let tool_call_id = match kwargs.get("tool_call_id") {
+        Some(Value::String(id)) => {
+            let id = id.clone();
+            kwargs.shift_remove("tool_call_id");
+            Some(id)
+        }
+        _ => None,
+    };
+    if !kwargs.is_empty() {
+        li.insert("additional_kwargs".to_owned(), Value::Object(kwargs));
+    }
+    let fields: Map<String, Value> = map
+        .iter()
+        .filter(|(k, _)| !KNOWN_FIELDS.contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    if !fields.is_empty() {
+        li.insert("fields".to_owned(), Value::Object(fields));
+    }
+
+    let content = LiContent {
+        blocks: blocks.clone(),
+        tool_calls,
+        tool_call_id,
+    };
+    let parts = match record.get("parts").and_then(parts_from_json) {
+        Some(recorded) if project_parts(&recorded).0 == content => recorded,
+        _ => read_parts(&content),
+    };
+    let id = match record
+        .get("id")
+        .and_then(Value::as_str)
+        .and_then(|id| MessageId::new(id).ok())
+    {
+        Some(id) => id,
+        None => content_id(role_name, blocks),
+    };
+    let author_name = record
+        .get("author_name")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let created_at: DateTime<Utc> = record
+        .get("created_at")
+        .and_then(parse_time)
+        .unwrap_or(UNKNOWN_TIME);
+    let mut metadata = match record.get("metadata") {
+        Some(Value::Object(m)) => m.clone(),
+        _ => Map::new(),
+    };
+    if !li.is_empty() {
+        metadata.insert(METADATA_KEY.to_owned(), Value::Object(li));
+    }
+    Ok(ChatMessage {
+        id,
+        role,
+        author_name,
+        parts,
+        created_at,
+        metadata,
+    })
+}
+
+/// The id of a message with no recorded id: UUIDv5 of `json.dumps([role, blocks])`.
+fn content_id(role: &str, blocks: &[Value]) -> MessageId {
+    derived_id(PEER, &dumps(&json!([role, Value::Array(blocks.to_vec())])))
+}
+
+fn project(message: &ChatMessage, options: &LiOptions) -> Value {
+    let empty = Map::new();
+    let li = object_at(&message.metadata, METADATA_KEY).unwrap_or(&empty);
+    let role = match li.get("role").and_then(Value::as_str) {
+        Some(name) if closest_role(name) == message.role => name,
+        _ => message.role.as_str(),
+    };
+    let (content, faithful) = project_parts(&message.parts);
+    let mut kwargs = object_at(li, "additional_kwargs")
+        .map(|k| {
+            let mut k = without_key(k, AGENT_MEMORY_KEY);
+            k.shift_remove("tool_calls");
+            k.shift_remove("tool_call_id");
+            k
+        })
+        .unwrap_or_default();
+    if let Some(calls) = &content.tool_calls {
+        kwargs.insert("tool_calls".to_owned(), calls.clone());
+    }
+    if let Some(id) = &content.tool_call_id {
+        kwargs.insert("tool_call_id".to_owned(), Value::String(id.clone()));
+    }
+    let mut record = Map::new();
+    if options.record_id && message.id != content_id(role, &content.blocks) {
+        record.insert(
+            "id".to_owned(),
+            Value::String(message.id.as_str().to_owned()),
+        );
+    }
+    if let Some(name) = &message.author_name {
+        record.insert("author_name".to_owned(), Value::String(name.clone()));
+    }
+    if options.record_created_at && message.created_at != UNKNOWN_TIME {
+        record.insert(
+            "created_at".to_owned(),
+            Value::String(format_time(&message.created_at)),
+        );
+    }
+    if options.record_metadata {
+        let metadata = without_key(&message.metadata, METADATA_KEY);
+        if !metadata.is_empty() {
+            record.insert("metadata".to_owned(), Value::Object(metadata));
+        }
+    }
+    if !faithful {
+        record.insert("parts".to_owned(), parts_to_json(&message.parts));
+    }
+    if !record.is_empty() {
+        kwargs.insert(AGENT_MEMORY_KEY.to_owned(), Value::Object(record));
+    }
+    let mut out = Map::new();
+    out.insert("role".to_owned(), Value::String(role.to_owned()));
+    out.insert("additional_kwargs".to_owned(), Value::Object(kwargs));
+    out.insert("blocks".to_owned(), Value::Array(content.blocks));
+    if let Some(fields) = object_at(li, "fields") {
+        for (k, v) in fields {
+            if !KNOWN_FIELDS.contains(&k.as_str()) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    Value::Object(out)
+}
+
+fn text_block(text: &str) -> Value {
+    json!({"block_type": "text", "text": text})
+}
+
+/// LlamaIndex's content for our parts, and whether reading it back gives the same parts.
+fn project_parts(parts: &[Part]) -> (LiContent, bool) {
+    let mut blocks = Vec::new();
+    let mut calls = Vec::new();
+    let mut tool_call_id = None;
+    for part in parts {
+        match part {
+            Part::Text { text } | Part::Refusal { text } => blocks.push(text_block(text)),
+            Part::ToolCall {
+                id,
+                name,
+                arguments,
+            } => calls.push(json!({
+                "id": id,
+                "function": {"arguments": arguments, "name": name},
+                "type": "function",
+            })),
+            Part::ToolResult { call_id, content } => {
+                if tool_call_id.is_none() {
+                    tool_call_id = Some(call_id.clone());
+                }
+                blocks.push(text_block(content));
+            }
+            Part::Image(m) | Part::Audio(m) | Part::Video(m) | Part::Document(m) => {
+                if let Some(block) = media_block(part, m) {
+                    blocks.push(block);
+                }
+            }
+            Part::Data { .. } => {}
+        }
+    }
+    let content = LiContent {
+        blocks,
+        tool_calls: (!calls.is_empty()).then_some(Value::Array(calls)),
+        tool_call_id,
+    };
+    let faithful = read_parts(&content) == parts;
+    (content, faithful)
+}
+
+fn opt(value: &Option<String>) -> Value {
+    value.clone().map_or(Value::Null, Value::String)
+}
+
+fn media_block(part: &Part, m: &Media) -> Option<Value> {
+    if m.url.is_none() && m.data.is_none() {
+        return None;
+    }
+    Some(match part {
+        Part::Image(_) => json!({
+            "block_type": "image", "image": opt(&m.data), "path": null, "url": opt(&m.url),
+            "image_mimetype": opt(&m.media_type), "detail": opt(&m.detail),
+        }),
+        Part::Audio(_) => json!({
+            "block_type": "audio", "audio": opt(&m.data), "path": null, "url": opt(&m.url),
+            "format": opt(&m.media_type),
+        }),
+        Part::Video(_) => json!({
+            "block_type": "video", "video": opt(&m.data), "path": null, "url": opt(&m.url),
+            "video_mimetype": opt(&m.media_type), "detail": opt(&m.detail), "fps": null,
+        }),
+        _ => json!({
+            "block_type": "document", "data": opt(&m.data), "path": null, "url": opt(&m.url),
+            "title": opt(&m.filename), "document_mimetype": opt(&m.media_type),
+        }),
+    })
+}
+
+fn read_parts(content: &LiContent) -> Vec<Part> {
+    let mut parts = Vec::new();
+    match &content.tool_call_id {
+        Some(call_id) => {
+            let texts: Vec<&str> = content
+                .blocks
+                .iter()
+                .filter(|b| b.get("block_type").and_then(Value::as_str) == Some("text"))
+                .filter_map(|b| b.get("text").and_then(Value::as_str))
+                .collect();
+            parts.push(Part::ToolResult {
+                call_id: call_id.clone(),
+                content: texts.join("\n"),
+            });
+            parts.extend(
+                content
+                    .blocks
+                    .iter()
+                    .filter(|b| b.get("block_type").and_then(Value::as_str) != Some("text"))
+                    .filter_map(block_to_part),
+            );
+        }
+        None => parts.extend(content.blocks.iter().filter_map(block_to_part)),
+    }
+    if let Some(calls) = content.tool_calls.as_ref().and_then(tool_calls_to_parts) {
+        parts.extend(calls);
+    }
+    parts
+}
+
+/// OpenAI-shaped tool calls as our parts, or `None` if any item has another shape.
+fn tool_calls_to_parts(calls: &Value) -> Option<Vec<Part>> {
+    calls
+        .as_array()?
+        .iter()
+        .map(|call| {
+            let function = call.get("function")?;
+            Some(Part::ToolCall {
+                id: call.get("id")?.as_str()?.to_owned(),
+                name: function.get("name")?.as_str()?.to_owned(),
+                arguments: arguments_text(function.get("arguments")),
+            })
+        })
+        .collect()
+}
+
+fn block_to_part(block: &Value) -> Option<Part> {
+    let map = block.as_object()?;
+    let text = |key: &str| map.get(key).and_then(Value::as_str).map(str::to_owned);
+    let media = |data: &str, media_type: &str, detail: Option<&str>, title: Option<&str>| Media {
+        url: text("url"),
+        data: text(data),
+        media_type: text(media_type),
+        detail: detail.and_then(text),
+        filename: title.and_then(text),
+        file_id: None,
+    };
+    match map.get("block_type").and_then(Value::as_str)? {
+        "text" => Some(Part::Text {
+            text: text("text")?,
+        }),
+        "image" => Some(Part::Image(media(
+            "image",
+            "image_mimetype",
+            Some("detail"),
+            None,
+        ))),
+        "audio" => Some(Part::Audio(media("audio", "format", None, None))),
+        "video" => Some(Part::Video(media(
+            "video",
+            "video_mimetype",
+            Some("detail"),
+            None,
+        ))),
+        "document" => Some(Part::Document(media(
+            "data",
+            "document_mimetype",
+            None,
+            Some("title"),
+        ))),
+        "tool_call" => Some(Part::ToolCall {
+            id: text("tool_call_id")?,
+            name: text("tool_name")?,
+            arguments: arguments_text(map.get("tool_kwargs")),
+        }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::Role;
+
+    fn round_trip(msg: &ChatMessage) {
+        let value = to_llamaindex(msg, &LiOptions::default());
+        let text = dumps(&value);
+        let back = from_llamaindex(&serde_json::from_str(&text).unwrap()).unwrap();
+        assert_eq!(&back, msg, "{text}");
+        assert_eq!(dumps(&to_llamaindex(&back, &LiOptions::default())), text);
+    }
+
+    #[test]
+    fn ours_round_trip_through_llamaindex() {
+        round_trip(&ChatMessage::user("Hi, I am Dana. ü 🎉"));
+        round_trip(
+            &ChatMessage::assistant("ok")
+                .with_author("planner")
+                .with_metadata("k", json!([1])),
+        );
+        round_trip(&ChatMessage::new(
+            Role::Developer,
+            vec![Part::text("rules")],
+        ));
+        round_trip(&ChatMessage::tool_call(
+            "call_1",
+            "get_calendar",
+            r#"{"day":"2024-05-17"}"#,
+        ));
+        round_trip(&ChatMessage::tool_call("call_2", "f", "not json"));
+        round_trip(&ChatMessage::tool_result("call_1", "09:00 stand-up"));
+        round_trip(&ChatMessage::new(
+            Role::User,
+            vec![
+                Part::text("look"),
+                Part::Image(Media::url("https://x/y.png").with_detail("low")),
+                Part::Image(Media::inline("image/png", "iVBORw0KGgo=")),
+                Part::Audio(Media::inline("wav", "UklGRg==")),
+                Part::Video(Media::url("https://x/v.mp4")),
+                Part::Document(Media {
+                    file_id: Some("file-1".into()),
+                    ..Media::default()
+                }),
+                Part::Document(Media {
+                    filename: Some("a.pdf".into()),
+                    ..Media::inline("application/pdf", "JVBERi0=")
+                }),
+                Part::Refusal { text: "no".into() },
+                Part::Data {
+                    media_type: "x".into(),
+                    data: json!({"b": 1, "a": 2}),
+                },
+            ],
+        ));
+    }
+
+    #[test]
+    fn tool_calls_use_openai_shape() {
+        let msg = ChatMessage::tool_call("call_1", "get_calendar", r#"{"day":"2024-05-17"}"#);
+        let value = to_llamaindex(&msg, &LiOptions::minimal());
+        assert_eq!(
+            dumps(&value),
+            r#"{"role": "assistant", "additional_kwargs": {"tool_calls": [{"id": "call_1", "function": {"arguments": "{\"day\":\"2024-05-17\"}", "name": "get_calendar"}, "type": "function"}]}, "blocks": []}"#
+        );
+        let result = to_llamaindex(
+            &ChatMessage::tool_result("call_1", "done"),
+            &LiOptions::minimal(),
+        );
+        assert_eq!(
+            dumps(&result),
+            r#"{"role": "tool", "additional_kwargs": {"tool_call_id": "call_1"}, "blocks": [{"block_type": "text", "text": "done"}]}"#
+        );
+    }
+
+    #[test]
+    fn foreign_messages_round_trip_byte_identically() {
+        for text in [
+            r#"{"role": "chatbot", "additional_kwargs": {"name": "x"}, "blocks": [{"block_type": "thinking", "content": "hmm"}, {"block_type": "text", "text": "hi"}]}"#,
+            r#"{"role": "tool", "additional_kwargs": {"tool_call_id": "c1", "name": "f"}, "blocks": [{"block_type": "text", "text": "42"}]}"#,
+            r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "tool_kwargs": {"a": 1}}]}"#,
+            r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "https://x/y.png", "image_mimetype": "image/png", "detail": null}]}"#,
+            r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": null, "path": "/tmp/a.pdf", "url": null, "title": "input_document", "document_mimetype": "application/pdf"}]}"#,
+        ] {
+            let value: Value = serde_json::from_str(text).unwrap();
+            let msg = from_llamaindex(&value).unwrap();
+            assert_eq!(dumps(&to_llamaindex(&msg, &LiOptions::default())), text);
+            assert_eq!(msg.id, from_llamaindex(&value).unwrap().id);
+        }
+        let msg = from_llamaindex(&serde_json::from_str(r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "tool_kwargs": {"a": 1}}]}"#).unwrap()).unwrap();
+        assert_eq!(msg.tool_call_ids().collect::<Vec<_>>(), ["c1"]);
+    }
+
+    #[test]
+    fn malformed_messages_are_errors() {
+        for bad in [
+            json!("x"),
+            json!({"blocks": []}),
+            json!({"role": "user"}),
+            json!({"role": "user", "blocks": [], "additional_kwargs": []}),
+        ] {
+            assert_eq!(
+                from_llamaindex(&bad).unwrap_err().kind(),
+                crate::ErrorKind::Serialization,
+                "{bad}"
+            );
+        }
+    }
+}
