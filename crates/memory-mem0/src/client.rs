@@ -71,8 +71,8 @@ impl Mem0Client {
     }
 
     /// A client for `config` on an application's `reqwest::Client` (build one with
-    /// [`memory_openai::http_client_builder`] to get the same TLS set-up). The client keeps its
-    /// own connect timeout; [`Mem0Config::timeout`] still applies per request.
+    /// [`http_client_builder`](crate::http_client_builder) to get the same TLS set-up). The
+    /// client keeps its own connect timeout; [`Mem0Config::timeout`] still applies per request.
     ///
     /// # Errors
     /// As [`new`](Self::new).

@@ -5,10 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use memory_core::{Error, Result};
-use memory_openai::ApiKey;
+use memory_http::{ApiKey, REDACTED, is_header_text, redact_url_text};
 use reqwest::Url;
-
-use crate::redact::{REDACTED, redact_url, redact_url_text};
 
 /// The hosted platform's base URL, used when none is given.
 pub const DEFAULT_PLATFORM_URL: &str = "https://api.mem0.ai";
@@ -351,26 +349,7 @@ impl Mem0Config {
 
     /// The base URL, parsed, without a trailing slash.
     pub(crate) fn parsed_base_url(&self) -> Result<Url> {
-        let text = self.flavor.base_url().trim().trim_end_matches('/');
-        let url = Url::parse(text).map_err(|err| {
-            Error::invalid_input(format!(
-                "the Mem0 base URL {:?} is not a valid URL: {err}",
-                redact_url_text(text)
-            ))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
-            return Err(Error::invalid_input(format!(
-                "the Mem0 base URL {:?} must be an http or https URL",
-                redact_url(&url)
-            )));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(Error::invalid_input(format!(
-                "the Mem0 base URL {:?} must not have a query or fragment",
-                redact_url(&url)
-            )));
-        }
-        Ok(url)
+        memory_http::parse_base_url(self.flavor.base_url(), "Mem0")
     }
 }
 
@@ -385,13 +364,6 @@ impl fmt::Debug for Mem0Config {
             .field("max_backoff", &self.max_backoff)
             .finish()
     }
-}
-
-/// Visible ASCII and spaces: what an HTTP header value can carry as text.
-fn is_header_text(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
 }
 
 #[cfg(test)]

@@ -20,10 +20,8 @@
 //! 402 or by the words of the message; waiting does not help with it, so it is not retried.
 
 use memory_core::ErrorKind;
+use memory_http::quote_body;
 use reqwest::StatusCode;
-
-/// The longest piece of a non-JSON error body quoted in an error message.
-const MAX_QUOTED_BODY: usize = 300;
 
 /// What to make of a failed status.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,26 +129,7 @@ pub(crate) fn detail(body: &[u8]) -> Option<String> {
             .iter()
             .find_map(|key| map.get(*key).and_then(as_text)),
         Ok(other) => as_text(&other),
-        Err(_) => {
-            let text = String::from_utf8_lossy(body);
-            let text = text.trim();
-            let quoted: String = text.chars().take(MAX_QUOTED_BODY).collect();
-            (!quoted.is_empty()).then(|| {
-                if quoted.len() < text.len() {
-                    format!("{quoted}...")
-                } else {
-                    quoted
-                }
-            })
-        }
-    }
-}
-
-/// `"401 Unauthorized"`.
-pub(crate) fn status_text(status: StatusCode) -> String {
-    match status.canonical_reason() {
-        Some(reason) => format!("{} {reason}", status.as_u16()),
-        None => status.as_u16().to_string(),
+        Err(_) => quote_body(body),
     }
 }
 

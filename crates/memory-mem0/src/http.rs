@@ -1,20 +1,56 @@
-//! The HTTP side: one `reqwest::Client` (rustls with ring, from memory-openai's
-//! `http_client_builder`), the auth headers of each flavour, retries with backoff honouring
-//! `Retry-After`, and failures turned into `memory_core::Error`s that never show the key.
+//! The HTTP side: one `reqwest::Client` (rustls with ring, from memory-http's
+//! `http_client_builder`), the auth headers of each flavour, and Mem0's failures turned into
+//! `memory_core::Error`s that never show the key; memory-http retries with backoff honouring
+//! `Retry-After`.
 
-use std::fmt;
-use std::time::Duration;
-
-use memory_core::{Error, ErrorKind, Result};
-use memory_openai::ApiKey;
+use memory_core::{Error, Result};
+use memory_http::{
+    ApiClient, ApiKey, ErrorResponse, Failure, Retry, RetryPolicy, retry_after, status_text,
+};
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
-use reqwest::{Client, Method, StatusCode, Url};
+use reqwest::{Client, Method, Url};
 use serde_json::Value;
 use tracing::Instrument;
 
 use crate::config::{KeyHeader, Mem0Config, Mem0Flavor};
-use crate::error::{classify, detail, status_text};
-use crate::redact::{REDACTED, redact_url, scrub};
+use crate::error::{classify, detail};
+
+/// The `User-Agent` this crate sends.
+const USER_AGENT: &str = concat!("agent-memory-mem0/", env!("CARGO_PKG_VERSION"));
+/// How Mem0's keys start: words of a server message that start so are scrubbed.
+const KEY_PREFIX: &str = "m0-";
+
+/// A `reqwest` client builder set up as this crate's own client is: rustls with the ring crypto
+/// provider, the platform's root certificates, HTTP/1.1 and this crate's `User-Agent`
+/// (memory-http's [`http_client_builder`](memory_http::http_client_builder) with the
+/// `User-Agent` added).
+///
+/// Use it to build a client for
+/// [`Mem0Client::with_http_client`](crate::Mem0Client::with_http_client), adding proxies or
+/// timeouts of your own.
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let client = memory_mem0::http_client_builder()?
+///     .connect_timeout(Duration::from_secs(5))
+///     .build()
+///     .map_err(|err| memory_core::Error::invalid_input(err.to_string()))?;
+/// # let _ = client;
+/// # Ok::<(), memory_core::Error>(())
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::Backend`](memory_core::ErrorKind::Backend) if the platform's root certificates
+/// cannot be loaded.
+pub fn http_client_builder() -> Result<reqwest::ClientBuilder> {
+    Ok(memory_http::http_client_builder()?.user_agent(USER_AGENT))
+}
+
+/// Removes `key`, and any word that looks like a Mem0 key (`m0-…`), from text a server wrote.
+fn scrub(text: &str, key: Option<&ApiKey>) -> String {
+    memory_http::scrub(text, key, KEY_PREFIX)
+}
 
 /// One request: method, path below the base URL, query and JSON body.
 #[derive(Debug, Clone)]
@@ -56,30 +92,14 @@ impl Call {
     }
 }
 
-/// The HTTP client of one [`Mem0Client`](crate::Mem0Client).
-#[derive(Clone)]
+/// The HTTP client of one [`Mem0Client`](crate::Mem0Client): memory-http's [`ApiClient`] with
+/// the flavour's auth header, and the key, to tell a missing key from a wrong one and to scrub it
+/// from messages.
+#[derive(Clone, Debug)]
 pub(crate) struct Http {
-    client: Client,
-    base_url: Url,
-    headers: HeaderMap,
-    key: Option<ApiKey>,
     flavor: &'static str,
-    timeout: Duration,
-    max_retries: u32,
-    initial_backoff: Duration,
-    max_backoff: Duration,
-}
-
-impl fmt::Debug for Http {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Http")
-            .field("flavor", &self.flavor)
-            .field("base_url", &redact_url(&self.base_url))
-            .field("api_key", &self.key.as_ref().map(|_| REDACTED))
-            .field("timeout", &self.timeout)
-            .field("max_retries", &self.max_retries)
-            .finish_non_exhaustive()
-    }
+    api: ApiClient,
+    key: Option<ApiKey>,
 }
 
 impl Http {
@@ -88,7 +108,6 @@ impl Http {
         config.validate()?;
         let base_url = config.parsed_base_url()?;
         let mut headers = HeaderMap::new();
-        headers.insert(header::ACCEPT, HeaderValue::from_static("application/json"));
         let key = config.flavor.api_key().cloned();
         let auth = match (&config.flavor, &key) {
             (_, None) => None,
@@ -114,34 +133,31 @@ impl Http {
         }
         let client = match client {
             Some(client) => client,
-            None => memory_openai::http_client_builder()?
-                .connect_timeout(config.connect_timeout)
-                .user_agent(USER_AGENT)
-                .build()
-                .map_err(|err| {
-                    Error::new(
-                        ErrorKind::Backend,
-                        format!("could not build the HTTP client: {err}"),
-                    )
-                    .with_source(err)
-                })?,
+            None => memory_http::build_client(
+                http_client_builder()?.connect_timeout(config.connect_timeout),
+            )?,
         };
         Ok(Self {
-            client,
-            base_url,
-            headers,
-            key,
             flavor: config.flavor.name(),
-            timeout: config.timeout,
-            max_retries: config.max_retries,
-            initial_backoff: config.initial_backoff,
-            max_backoff: config.max_backoff,
+            api: ApiClient {
+                service: "Mem0",
+                client,
+                base_url,
+                headers,
+                timeout: config.timeout,
+                retry: RetryPolicy::new(
+                    config.max_retries,
+                    config.initial_backoff,
+                    config.max_backoff,
+                ),
+            },
+            key,
         })
     }
 
     /// The full URL of `call`.
     pub(crate) fn url(&self, call: &Call) -> Result<Url> {
-        let mut url = self.base_url.clone();
+        let mut url = self.api.base_url.clone();
         url.path_segments_mut()
             .map_err(|()| Error::invalid_input("the Mem0 base URL cannot take a path"))?
             .pop_if_empty()
@@ -189,260 +205,42 @@ impl Http {
             status = tracing::field::Empty,
             attempts = tracing::field::Empty,
         );
-        self.send_with_retries(&call, url, body)
+        self.api
+            .send(call.method.clone(), url, call.what, body, |response| {
+                self.status_failure(response)
+            })
             .instrument(span)
             .await
     }
 
-    async fn send_with_retries(
-        &self,
-        call: &Call,
-        url: Url,
-        body: Option<Vec<u8>>,
-    ) -> Result<Vec<u8>> {
-        let span = tracing::Span::current();
-        let mut attempt: u32 = 0;
-        loop {
-            attempt += 1;
-            span.record("attempts", attempt);
-            let failure = match self.send_once(call, &url, body.clone()).await {
-                Ok(bytes) => return Ok(bytes),
-                Err(failure) => failure,
-            };
-            let delay = match failure.retry {
-                Retry::No => return Err(failure.into_error(call.what, attempt)),
-                _ if attempt > self.max_retries => {
-                    return Err(failure.into_error(call.what, attempt));
-                }
-                Retry::After(wait) if wait > self.max_backoff => {
-                    let mut failure = failure;
-                    failure.message.push_str(&format!(
-                        "; the server asked to wait {:.1} s before retrying, longer than the \
-                         {:.1} s this client waits at most",
-                        wait.as_secs_f64(),
-                        self.max_backoff.as_secs_f64()
-                    ));
-                    return Err(failure.into_error(call.what, attempt));
-                }
-                Retry::After(wait) => wait,
-                Retry::Backoff => backoff(self.initial_backoff, self.max_backoff, attempt - 1),
-            };
-            tracing::warn!(
-                attempt,
-                status = failure.status.map(|s| s.as_u16()),
-                kind = failure.kind.as_str(),
-                delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX),
-                "Mem0 {} request failed; retrying",
-                call.what
-            );
-            tokio::time::sleep(delay).await;
-        }
-    }
-
-    async fn send_once(
-        &self,
-        call: &Call,
-        url: &Url,
-        body: Option<Vec<u8>>,
-    ) -> std::result::Result<Vec<u8>, Failure> {
-        let mut request = self
-            .client
-            .request(call.method.clone(), url.clone())
-            .headers(self.headers.clone())
-            .timeout(self.timeout);
-        if let Some(body) = body {
-            request = request
-                .header(header::CONTENT_TYPE, "application/json")
-                .body(body);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|err| self.transport_failure(err))?;
-        let status = response.status();
-        tracing::Span::current().record("status", status.as_u16());
-        let hint = retry_after(response.headers());
-        let bytes = response
-            .bytes()
-            .await
-            .map_err(|err| self.transport_failure(err))?;
-        tracing::debug!(
-            status = status.as_u16(),
-            bytes = bytes.len(),
-            "Mem0 response"
-        );
-        if status.is_success() {
-            return Ok(bytes.to_vec());
-        }
-        Err(self.status_failure(status, &bytes, hint))
-    }
-
-    fn transport_failure(&self, err: reqwest::Error) -> Failure {
-        let host = self.base_url.host_str().unwrap_or("the server").to_owned();
-        let (kind, message, retry) = if err.is_timeout() {
-            (
-                ErrorKind::Timeout,
-                format!(
-                    "no answer from {host} within {:.1} s",
-                    self.timeout.as_secs_f64()
-                ),
-                Retry::Backoff,
-            )
-        } else if err.is_connect() {
-            (
-                ErrorKind::Unavailable,
-                format!("could not connect to {host}"),
-                Retry::Backoff,
-            )
-        } else if err.is_request() || err.is_body() {
-            (
-                ErrorKind::Unavailable,
-                format!("the connection to {host} failed"),
-                Retry::Backoff,
-            )
-        } else {
-            (
-                ErrorKind::Backend,
-                format!("the HTTP request to {host} failed"),
-                Retry::No,
-            )
-        };
-        Failure {
-            kind,
-            message,
-            status: None,
-            retry,
-            source: Some(err.without_url()),
-        }
-    }
-
-    fn status_failure(&self, status: StatusCode, body: &[u8], hint: Option<Duration>) -> Failure {
-        let detail = detail(body).map(|d| scrub(&d, self.key.as_ref()));
+    /// What an error answer means (see the `error` module); the wait the server asks for is
+    /// `Retry-After`.
+    fn status_failure(&self, response: &ErrorResponse<'_>) -> Failure {
+        let status = response.status;
+        let detail = detail(response.body).map(|d| scrub(&d, self.key.as_ref()));
         let classified = classify(status, detail.as_deref(), self.key.is_some());
         let mut message = format!("{} (HTTP {})", classified.lead, status_text(status));
         if let Some(detail) = detail {
             message.push_str(": ");
             message.push_str(&detail);
         }
-        Failure {
-            kind: classified.kind,
-            message: scrub(&message, self.key.as_ref()),
-            status: Some(status),
-            retry: if classified.retry {
-                hint.map_or(Retry::Backoff, Retry::After)
-            } else {
-                Retry::No
-            },
-            source: None,
-        }
-    }
-}
-
-/// The `User-Agent` this crate sends.
-const USER_AGENT: &str = concat!("agent-memory-mem0/", env!("CARGO_PKG_VERSION"));
-
-/// Whether and when to retry a failed attempt.
-#[derive(Debug, Clone, Copy)]
-enum Retry {
-    /// Never: the same request fails the same way.
-    No,
-    /// After the exponential backoff.
-    Backoff,
-    /// After the wait the server asked for.
-    After(Duration),
-}
-
-/// What went wrong in one attempt.
-#[derive(Debug)]
-struct Failure {
-    kind: ErrorKind,
-    message: String,
-    status: Option<StatusCode>,
-    retry: Retry,
-    source: Option<reqwest::Error>,
-}
-
-impl Failure {
-    fn into_error(self, what: &str, attempts: u32) -> Error {
-        let tries = if attempts > 1 {
-            format!(" (after {attempts} attempts)")
+        let retry = if classified.retry {
+            Retry::from_hint(retry_after(response.headers))
         } else {
-            String::new()
+            Retry::No
         };
-        let error = Error::new(
-            self.kind,
-            format!("Mem0 {what} request failed: {}{tries}", self.message),
-        );
-        match self.source {
-            Some(source) => error.with_source(source),
-            None => error,
-        }
+        Failure::from_status(
+            status,
+            classified.kind,
+            scrub(&message, self.key.as_ref()),
+            retry,
+        )
     }
-}
-
-/// The delay before retry number `retry` (0 for the first): `initial * 2^retry`, capped at
-/// `max`, then scaled by a random factor in `[0.5, 1.0)` so that many clients do not retry in
-/// step.
-fn backoff(initial: Duration, max: Duration, retry: u32) -> Duration {
-    let factor = 2u32.saturating_pow(retry.min(20));
-    let full = initial.saturating_mul(factor).min(max);
-    full.mul_f64(0.5 + fastrand::f64() / 2.0)
-}
-
-/// The wait a response asks for with `Retry-After`: seconds or an HTTP date.
-fn retry_after(headers: &HeaderMap) -> Option<Duration> {
-    let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
-    if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
-    }
-    let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backoff_doubles_with_jitter_and_is_capped() {
-        let initial = Duration::from_millis(100);
-        let max = Duration::from_secs(1);
-        for _ in 0..50 {
-            let first = backoff(initial, max, 0);
-            assert!(first >= Duration::from_millis(50) && first < initial);
-            let third = backoff(initial, max, 2);
-            assert!(third >= Duration::from_millis(200) && third < Duration::from_millis(400));
-            assert!(backoff(initial, max, u32::MAX) < max);
-        }
-    }
-
-    #[test]
-    fn retry_after_forms() {
-        let headers = |value: &str| {
-            let mut map = HeaderMap::new();
-            map.insert(header::RETRY_AFTER, HeaderValue::from_str(value).unwrap());
-            map
-        };
-        assert_eq!(retry_after(&headers("2")), Some(Duration::from_secs(2)));
-        assert_eq!(
-            retry_after(&headers("0.25")),
-            Some(Duration::from_millis(250))
-        );
-        assert_eq!(
-            retry_after(&headers("Wed, 21 Oct 2015 07:28:00 GMT")),
-            Some(Duration::ZERO)
-        );
-        let later = chrono::Utc::now() + chrono::Duration::seconds(30);
-        let wait = retry_after(&headers(
-            &later.format("%a, %d %b %Y %H:%M:%S GMT").to_string(),
-        ))
-        .unwrap();
-        assert!(wait > Duration::from_secs(25) && wait <= Duration::from_secs(30));
-        assert_eq!(retry_after(&headers("soon")), None);
-        assert_eq!(retry_after(&headers("-1")), None);
-        assert_eq!(retry_after(&HeaderMap::new()), None);
-    }
 
     #[test]
     fn urls_keep_the_base_path_and_encode_segments() {

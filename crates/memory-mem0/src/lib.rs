@@ -11,7 +11,6 @@ mod http;
 mod on_error;
 mod platform;
 mod provider;
-mod redact;
 mod render;
 mod request;
 mod response;
@@ -26,7 +25,8 @@ pub use config::{
     DEFAULT_PLATFORM_URL, DEFAULT_TIMEOUT, KeyHeader, Mem0Config, Mem0Flavor,
 };
 pub use filters::{Field, Filters, Predicate};
-pub use memory_openai::ApiKey;
+pub use http::http_client_builder;
+pub use memory_http::ApiKey;
 pub use on_error::OnError;
 pub use provider::{DEFAULT_SOURCE_ID, DEFAULT_TOP_K, Mem0Provider};
 pub use render::DEFAULT_CONTEXT_PROMPT;

@@ -5,9 +5,8 @@ use std::fmt;
 use std::time::Duration;
 
 use memory_core::{Error, Result};
+use memory_http::{ApiKey, REDACTED, is_header_text, redact_url_text};
 use reqwest::Url;
-
-use crate::secret::{ApiKey, REDACTED};
 
 /// The OpenAI API's base URL, used when none is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -247,26 +246,7 @@ impl OpenAiConfig {
 
     /// The base URL, parsed, without a trailing slash.
     pub(crate) fn parsed_base_url(&self) -> Result<Url> {
-        let trimmed = self.base_url.trim().trim_end_matches('/');
-        let url = Url::parse(trimmed).map_err(|err| {
-            Error::invalid_input(format!(
-                "the OpenAI base URL {:?} is not a valid URL: {err}",
-                redact_url_text(trimmed)
-            ))
-        })?;
-        if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
-            return Err(Error::invalid_input(format!(
-                "the OpenAI base URL {:?} must be an http or https URL",
-                redact_url(&url)
-            )));
-        }
-        if url.query().is_some() || url.fragment().is_some() {
-            return Err(Error::invalid_input(format!(
-                "the OpenAI base URL {:?} must not have a query or fragment",
-                redact_url(&url)
-            )));
-        }
-        Ok(url)
+        memory_http::parse_base_url(&self.base_url, "OpenAI")
     }
 }
 
@@ -289,31 +269,6 @@ impl fmt::Debug for OpenAiConfig {
 
 fn env_var(name: &str) -> Option<String> {
     std::env::var(name).ok()
-}
-
-/// Visible ASCII and spaces: what an HTTP header value can carry as text.
-fn is_header_text(value: &str) -> bool {
-    value
-        .bytes()
-        .all(|b| b == b' ' || b == b'\t' || b.is_ascii_graphic())
-}
-
-/// The URL with a password it may carry replaced by `<redacted>`.
-pub(crate) fn redact_url(url: &Url) -> String {
-    let mut url = url.clone();
-    if url.password().is_some() {
-        // Cannot fail for a URL that already has a password.
-        let _ = url.set_password(Some(REDACTED));
-    }
-    url.to_string()
-}
-
-fn redact_url_text(text: &str) -> String {
-    match Url::parse(text) {
-        Ok(url) => redact_url(&url),
-        Err(_) if text.contains('@') => REDACTED.to_owned(),
-        Err(_) => text.to_owned(),
-    }
 }
 
 #[cfg(test)]

@@ -6,7 +6,6 @@ mod chat;
 mod config;
 mod embeddings;
 mod http;
-mod secret;
 
 pub use chat::{OpenAiChatModel, OpenAiChatModelBuilder};
 pub use config::{
@@ -18,7 +17,7 @@ pub use embeddings::{
     MAX_EMBEDDING_BATCH, OpenAiEmbedder, OpenAiEmbedderBuilder, known_dimensions,
 };
 pub use http::http_client_builder;
-pub use secret::ApiKey;
+pub use memory_http::ApiKey;
 
 /// The `reqwest` crate this crate is built on, to build a [`reqwest::Client`] of the same
 /// version for `http_client` (start from [`http_client_builder`]).

@@ -3,8 +3,6 @@
 
 #![allow(dead_code)] // Each test binary uses a different part.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use memory_mem0::{Mem0Client, Mem0Config};
@@ -58,32 +56,5 @@ pub(crate) fn assert_no_key(err: &memory_core::Error) {
 }
 
 /// Formatted tracing output, collected.
-#[derive(Clone, Default)]
-pub(crate) struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Captured {
-    /// A subscriber writing here, and the handle to read it.
-    pub(crate) fn subscriber(&self) -> impl tracing::Subscriber + Send + Sync + 'static {
-        let writer = self.clone();
-        tracing_subscriber::fmt()
-            .with_max_level(tracing::Level::TRACE)
-            .with_ansi(false)
-            .with_writer(move || writer.clone())
-            .finish()
-    }
-
-    /// Everything written so far.
-    pub(crate) fn text(&self) -> String {
-        String::from_utf8(self.0.lock().unwrap().clone()).unwrap()
-    }
-}
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+#[allow(unused_imports)] // Each test binary uses a different part.
+pub(crate) use memory_http::testing::CapturedLogs as Captured;

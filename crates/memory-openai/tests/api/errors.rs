@@ -2,11 +2,10 @@
 //! them.
 
 use std::error::Error as _;
-use std::io::Write;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use memory_core::{ChatMessage, ChatModel, ChatRequest, Embedder, Error, ErrorKind};
+use memory_http::testing::CapturedLogs;
 use memory_openai::{OpenAiChatModel, OpenAiEmbedder};
 use serde_json::json;
 use wiremock::matchers::{method, path};
@@ -316,38 +315,19 @@ async fn a_dead_port_is_unavailable() {
     assert_no_key(&err);
 }
 
-/// Collects formatted tracing output.
-#[derive(Clone, Default)]
-struct Captured(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Captured {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
 #[tokio::test]
 async fn tracing_names_the_model_and_status_but_never_the_key() {
     let server = MockServer::start().await;
     fail_then_succeed(&server, ResponseTemplate::new(502), 1).await;
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_max_level(tracing::Level::TRACE)
-        .with_ansi(false)
-        .with_writer(move || writer.clone())
-        .finish();
+    let captured = CapturedLogs::default();
+    let subscriber = captured.subscriber();
     let model = OpenAiChatModel::new(config(&server, "gpt-4o-mini")).unwrap();
     {
         // The test runs on one thread, so the default subscriber sees the whole request.
         let _guard = tracing::subscriber::set_default(subscriber);
         model.complete(&hello()).await.unwrap();
     }
-    let output = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let output = captured.text();
     assert!(output.contains("openai.request"), "{output}");
     assert!(output.contains("model=\"gpt-4o-mini\""), "{output}");
     assert!(output.contains("status=502"), "{output}");

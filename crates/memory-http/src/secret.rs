@@ -2,17 +2,18 @@
 
 use std::fmt;
 
-/// The text every `Debug` and `Display` of a secret prints instead of the secret.
-pub(crate) const REDACTED: &str = "<redacted>";
+/// The text every `Debug` and `Display` of a secret, and every scrubbed message, prints instead
+/// of the secret.
+pub const REDACTED: &str = "<redacted>";
 
 /// An API key.
 ///
-/// Its `Debug` and `Display` print `<redacted>`, it implements neither `Serialize` nor
-/// `PartialEq`, and the crate reads it only to build the `Authorization` header (which it marks
-/// sensitive) and to scrub it from server messages. Call [`ApiKey::expose`] to read it yourself.
+/// Its `Debug` and `Display` print `<redacted>`, and it implements neither `Serialize` nor
+/// `PartialEq`: the clients read it only to build their auth header (which they mark sensitive)
+/// and to scrub it from server messages. Call [`ApiKey::expose`] to read it yourself.
 ///
 /// ```
-/// use memory_openai::ApiKey;
+/// use memory_http::ApiKey;
 ///
 /// let key = ApiKey::new("sk-test-123");
 /// assert_eq!(format!("{key:?}"), "\"<redacted>\"");

@@ -1,13 +1,17 @@
-//! Keeping secrets out of text: URL passwords and API keys are replaced by `<redacted>`.
+//! Keeping secrets out of text: URL passwords, API keys and words that look like keys are
+//! replaced by [`REDACTED`].
 
-use memory_openai::ApiKey;
 use reqwest::Url;
 
-/// What every `Debug` and message prints instead of a secret.
-pub(crate) const REDACTED: &str = "<redacted>";
+use crate::secret::{ApiKey, REDACTED};
 
 /// The URL with a password it may carry replaced by `<redacted>`.
-pub(crate) fn redact_url(url: &Url) -> String {
+///
+/// ```
+/// let url = memory_http::reqwest::Url::parse("https://user:hunter2@proxy.example/v1").unwrap();
+/// assert_eq!(memory_http::redact_url(&url), "https://user:%3Credacted%3E@proxy.example/v1");
+/// ```
+pub fn redact_url(url: &Url) -> String {
     let mut url = url.clone();
     if url.password().is_some() {
         // Cannot fail for a URL that already has a password.
@@ -16,8 +20,9 @@ pub(crate) fn redact_url(url: &Url) -> String {
     url.to_string()
 }
 
-/// As [`redact_url`], for text that may not parse as a URL.
-pub(crate) fn redact_url_text(text: &str) -> String {
+/// As [`redact_url`], for text that may not parse as a URL: text with an `@` that does not
+/// parse is redacted whole.
+pub fn redact_url_text(text: &str) -> String {
     match Url::parse(text) {
         Ok(url) => redact_url(&url),
         Err(_) if text.contains('@') => REDACTED.to_owned(),
@@ -25,19 +30,31 @@ pub(crate) fn redact_url_text(text: &str) -> String {
     }
 }
 
-/// Removes `key`, and any word that looks like a Mem0 key (`m0-…`), from text a server wrote.
-pub(crate) fn scrub(text: &str, key: Option<&ApiKey>) -> String {
+/// Removes `key`, and every space-separated word that starts (after leading punctuation) with
+/// `key_prefix`, the way the service's keys start (`"sk-"`, `"m0-"`), from text a server wrote.
+/// An empty `key_prefix` removes no words.
+///
+/// ```
+/// use memory_http::{ApiKey, scrub};
+///
+/// let key = ApiKey::new("sk-abc123");
+/// assert_eq!(
+///     scrub("bad key sk-abc123, try 'sk-other'", Some(&key), "sk-"),
+///     "bad key <redacted>, try <redacted>"
+/// );
+/// ```
+pub fn scrub(text: &str, key: Option<&ApiKey>, key_prefix: &str) -> String {
     let mut out = match key {
-        Some(key) if !key.expose().is_empty() => text.replace(key.expose(), REDACTED),
+        Some(key) if !key.is_empty() => text.replace(key.expose(), REDACTED),
         _ => text.to_owned(),
     };
-    if out.contains("m0-") {
+    if !key_prefix.is_empty() && out.contains(key_prefix) {
         out = out
             .split(' ')
             .map(|word| {
                 if word
                     .trim_start_matches(|c: char| !c.is_alphanumeric())
-                    .starts_with("m0-")
+                    .starts_with(key_prefix)
                 {
                     REDACTED
                 } else {
@@ -60,10 +77,18 @@ mod tests {
         let text = scrub(
             "Invalid token secret-abc-123; also 'm0-XYZ' and m0-abc. Fine words stay.",
             Some(&key),
+            "m0-",
         );
         assert!(!text.contains("secret-abc"), "{text}");
         assert!(!text.contains("m0-"), "{text}");
         assert!(text.ends_with("Fine words stay."), "{text}");
+    }
+
+    #[test]
+    fn scrub_without_a_key_or_prefix() {
+        assert_eq!(scrub("sk-1 m0-2", None, ""), "sk-1 m0-2");
+        assert_eq!(scrub("x", Some(&ApiKey::new("")), "sk-"), "x");
+        assert_eq!(scrub("a sk-1 b", None, "sk-"), "a <redacted> b");
     }
 
     #[test]

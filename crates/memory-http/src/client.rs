@@ -1,0 +1,253 @@
+//! The `reqwest` client (rustls with the ring crypto provider and the platform's root
+//! certificates), and [`ApiClient`], the HTTP side of one API client.
+
+use std::fmt;
+use std::sync::Arc;
+use std::time::Duration;
+
+use memory_core::{Error, ErrorKind, Result};
+use reqwest::header::{self, HeaderMap};
+use reqwest::{Client, ClientBuilder, IntoUrl, Method, Url};
+
+use crate::error::Failure;
+use crate::redact::redact_url;
+use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
+
+/// A `reqwest` client builder with rustls and the ring crypto provider, the platform's root
+/// certificates and HTTP/1.1, and no `User-Agent` yet: add yours, and proxies or timeouts of your
+/// own.
+///
+/// (`reqwest` is built here without a crypto provider of its own, so a bare
+/// `reqwest::Client::new()` panics unless the application enables one or installs a
+/// process-wide rustls provider.)
+///
+/// ```
+/// use std::time::Duration;
+///
+/// let client = memory_http::http_client_builder()?
+///     .user_agent("my-client/1.0")
+///     .connect_timeout(Duration::from_secs(5))
+///     .build()
+///     .map_err(|err| memory_core::Error::invalid_input(err.to_string()))?;
+/// # let _ = client;
+/// # Ok::<(), memory_core::Error>(())
+/// ```
+///
+/// # Errors
+/// [`ErrorKind::Backend`] if the platform's root certificates cannot be loaded.
+pub fn http_client_builder() -> Result<ClientBuilder> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier =
+        rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).map_err(|err| {
+            Error::new(
+                ErrorKind::Backend,
+                format!("could not load the platform's root certificates: {err}"),
+            )
+            .with_source(err)
+        })?;
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|err| {
+            Error::new(ErrorKind::Backend, format!("could not set up TLS: {err}")).with_source(err)
+        })?
+        .dangerous()
+        .with_custom_certificate_verifier(Arc::new(verifier))
+        .with_no_client_auth();
+    tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+    Ok(Client::builder().tls_backend_preconfigured(tls))
+}
+
+/// Builds `builder` into a client.
+///
+/// # Errors
+/// [`ErrorKind::Backend`] when `reqwest` cannot build it.
+pub fn build_client(builder: ClientBuilder) -> Result<Client> {
+    builder.build().map_err(|err| {
+        Error::new(
+            ErrorKind::Backend,
+            format!("could not build the HTTP client: {err}"),
+        )
+        .with_source(err)
+    })
+}
+
+/// The HTTP side of the client of one JSON API: where requests go, the headers they all carry,
+/// how long an attempt may take and how failures are retried. Plain data; its `Debug` redacts a
+/// password in the base URL and leaves out the headers (they carry the key).
+#[derive(Clone)]
+pub struct ApiClient {
+    /// The service, as messages name it: `"OpenAI"`, `"Mem0"`.
+    pub service: &'static str,
+    /// The `reqwest` client.
+    pub client: Client,
+    /// The base URL; its host names the server in messages about transport errors.
+    pub base_url: Url,
+    /// The headers every request carries besides `Accept: application/json`: the auth header
+    /// (mark it sensitive)...
+    pub headers: HeaderMap,
+    /// How long one attempt may take, from sending the request to reading the whole answer.
+    pub timeout: Duration,
+    /// How failed requests are retried.
+    pub retry: RetryPolicy,
+}
+
+impl fmt::Debug for ApiClient {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ApiClient")
+            .field("service", &self.service)
+            .field("base_url", &redact_url(&self.base_url))
+            .field("timeout", &self.timeout)
+            .field("max_retries", &self.retry.max_retries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl ApiClient {
+    /// Sends `method` to `url` with `Accept: application/json`, the
+    /// [`headers`](ApiClient::headers) and, when there is a `body`, that body as
+    /// `application/json`; returns the body of the first successful answer.
+    /// `what` says what the request does (`"search"`) for messages and traces; `classify` says
+    /// what an error answer means. Retries as [`send_with_retries`] does.
+    ///
+    /// # Errors
+    /// As [`send_with_retries`].
+    pub async fn send<U, C>(
+        &self,
+        method: Method,
+        url: U,
+        what: &str,
+        body: Option<Vec<u8>>,
+        classify: C,
+    ) -> Result<Vec<u8>>
+    where
+        U: IntoUrl + Clone,
+        C: Fn(&ErrorResponse<'_>) -> Failure,
+    {
+        let info = RequestInfo {
+            service: self.service,
+            what,
+            host: self.base_url.host_str().unwrap_or("the server"),
+            timeout: self.timeout,
+        };
+        let build = || {
+            let request = self
+                .client
+                .request(method.clone(), url.clone())
+                .header(header::ACCEPT, "application/json")
+                .headers(self.headers.clone());
+            match &body {
+                Some(body) => request
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .body(body.clone()),
+                None => request,
+            }
+        };
+        send_with_retries(&self.retry, &info, build, classify).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use memory_core::ErrorKind;
+    use reqwest::header::HeaderValue;
+    use wiremock::matchers::{body_string, header, method, path};
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+
+    use super::*;
+    use crate::retry::Retry;
+
+    #[test]
+    fn the_builder_builds_a_client() {
+        let builder = http_client_builder()
+            .unwrap()
+            .user_agent("test/1")
+            .connect_timeout(Duration::from_secs(1));
+        assert!(build_client(builder).is_ok());
+    }
+
+    fn api(server: &MockServer) -> ApiClient {
+        let mut headers = HeaderMap::new();
+        headers.insert("x-api-key", HeaderValue::from_static("k"));
+        ApiClient {
+            service: "Test",
+            client: build_client(http_client_builder().unwrap()).unwrap(),
+            base_url: Url::parse(&format!("{}/v1", server.uri())).unwrap(),
+            headers,
+            timeout: Duration::from_secs(5),
+            retry: RetryPolicy::new(1, Duration::from_millis(1), Duration::from_secs(1)),
+        }
+    }
+
+    fn refused(response: &ErrorResponse<'_>) -> Failure {
+        Failure::from_status(
+            response.status,
+            ErrorKind::Unavailable,
+            "refused",
+            Retry::Backoff,
+        )
+    }
+
+    #[tokio::test]
+    async fn requests_carry_the_headers_and_a_json_body() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .and(path("/v1/things"))
+            .and(header("x-api-key", "k"))
+            .and(header("accept", "application/json"))
+            .and(header("content-type", "application/json"))
+            .and(body_string("{}"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("posted"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("GET"))
+            .and(path("/v1/things"))
+            .and(header("x-api-key", "k"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("got"))
+            .expect(1)
+            .mount(&server)
+            .await;
+        let api = api(&server);
+        let url = format!("{}/things", api.base_url);
+        let posted = api
+            .send(Method::POST, &url, "add", Some(b"{}".to_vec()), refused)
+            .await
+            .unwrap();
+        assert_eq!(posted, b"posted");
+        let got = api
+            .send(Method::GET, &url, "get", None, refused)
+            .await
+            .unwrap();
+        assert_eq!(got, b"got");
+        let requests = server.received_requests().await.unwrap();
+        let get = requests
+            .iter()
+            .find(|r| r.method.as_str() == "GET")
+            .unwrap();
+        assert!(get.headers.get("content-type").is_none());
+        assert_eq!(get.headers.get_all("x-api-key").iter().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn failures_are_classified_retried_and_named() {
+        let server = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(503))
+            .expect(2)
+            .mount(&server)
+            .await;
+        let api = api(&server);
+        let err = api
+            .send(Method::GET, api.base_url.clone(), "get", None, refused)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert_eq!(
+            err.message(),
+            "Test get request failed: refused (after 2 attempts)"
+        );
+        let debug = format!("{api:?}");
+        assert!(debug.contains("service: \"Test\""), "{debug}");
+        assert!(!debug.contains("x-api-key"), "{debug}");
+    }
+}
