@@ -20,7 +20,7 @@ const SECRET_PARAMS: &[&str] = &[
 
 /// `url` with the password of its user info and the values of secret-looking query parameters
 /// replaced by [`REDACTED`]. Works on URLs with several hosts (`redis+cluster://u:p@h1,h2`) and
-/// on text that is not a URL (returned unchanged).
+/// on text that is not a URL (returned unchanged, or replaced whole when it holds an `@`).
 ///
 /// ```
 /// use memory_core::redact_url;
@@ -48,6 +48,8 @@ pub fn redact_url(url: &str) -> String {
             };
             format!("{scheme}://{authority}{path}")
         }
+        // Not a URL: with an '@' it may be `user:password@host`, so nothing of it is shown.
+        None if before_query.contains('@') => return REDACTED.to_owned(),
         None => before_query.to_owned(),
     };
     if let Some(query) = query {
@@ -87,5 +89,6 @@ mod tests {
             "postgres://u:***@h/db?x=a@b"
         );
         assert_eq!(redact_url("not a url"), "not a url");
+        assert_eq!(redact_url("user:pw@host"), REDACTED);
     }
 }

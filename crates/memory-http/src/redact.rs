@@ -5,29 +5,20 @@ use reqwest::Url;
 
 use crate::secret::{ApiKey, REDACTED};
 
-/// The URL with a password it may carry replaced by `<redacted>`.
+/// The URL with a password it may carry replaced by `***` (memory-core's [`redact_url`](memory_core::redact_url)).
 ///
 /// ```
 /// let url = memory_http::reqwest::Url::parse("https://user:hunter2@proxy.example/v1").unwrap();
-/// assert_eq!(memory_http::redact_url(&url), "https://user:%3Credacted%3E@proxy.example/v1");
+/// assert_eq!(memory_http::redact_url(&url), "https://user:***@proxy.example/v1");
 /// ```
 pub fn redact_url(url: &Url) -> String {
-    let mut url = url.clone();
-    if url.password().is_some() {
-        // Cannot fail for a URL that already has a password.
-        let _ = url.set_password(Some(REDACTED));
-    }
-    url.to_string()
+    memory_core::redact_url(url.as_str())
 }
 
 /// As [`redact_url`], for text that may not parse as a URL: text with an `@` that does not
 /// parse is redacted whole.
 pub fn redact_url_text(text: &str) -> String {
-    match Url::parse(text) {
-        Ok(url) => redact_url(&url),
-        Err(_) if text.contains('@') => REDACTED.to_owned(),
-        Err(_) => text.to_owned(),
-    }
+    memory_core::redact_url(text)
 }
 
 /// Removes `key`, and every space-separated word that starts (after leading punctuation) with
@@ -95,8 +86,8 @@ mod tests {
     fn url_passwords_are_redacted() {
         let redacted = redact_url_text("https://u:pw@h.example/x");
         assert!(!redacted.contains("pw"), "{redacted}");
-        assert!(redacted.contains("redacted"), "{redacted}");
-        assert_eq!(redact_url_text("not a url@"), REDACTED);
+        assert!(redacted.contains(memory_core::REDACTED), "{redacted}");
+        assert_eq!(redact_url_text("not a url@"), memory_core::REDACTED);
         assert_eq!(redact_url_text("plain"), "plain");
     }
 }
