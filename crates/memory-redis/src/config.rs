@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, Result, TokenCounter, default_token_counter};
+use memory_core::{Error, Result, TokenCounter, default_token_counter, redact_url, ttl_millis};
 
 use crate::keys::validate_prefix;
 
@@ -24,9 +24,9 @@ pub enum Overflow {
     /// by a reduction.
     #[default]
     Archive,
-    /// Delete their bodies and token counts. Their ids stay known to the thread, so a retried
-    /// append of a deleted message is still recognised and not stored again; they are counted
-    /// neither as active nor as archived.
+    /// Delete their bodies and token counts. Their ids stay known to the thread for its whole
+    /// life (they are not capped), so a retried append of a deleted message is still
+    /// recognised and not stored again; they are counted neither as active nor as archived.
     Delete,
 }
 
@@ -113,7 +113,8 @@ impl RedisConfig {
     ///
     /// # Errors
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a prefix outside the rules,
-    /// `max_messages` of 0, a TTL under a millisecond or a zero timeout.
+    /// `max_messages` of 0, a TTL under a millisecond or over [`memory_core::MAX_TTL`], or a
+    /// zero timeout.
     pub fn validate(&self) -> Result<()> {
         validate_prefix(&self.key_prefix)?;
         if self.max_messages == Some(0) {
@@ -132,24 +133,18 @@ impl RedisConfig {
         Ok(())
     }
 
-    /// The longest a single call may take before it fails: one connection attempt plus one
-    /// answer, plus a little slack for the reconnect backoff.
+    /// The longest a single call may take before it fails: the re-send deadline plus a little
+    /// slack for the reconnect backoff.
     pub(crate) fn call_budget(&self) -> Duration {
-        self.connection_timeout + self.response_timeout + Duration::from_millis(500)
+        self.resend_deadline() + Duration::from_millis(500)
     }
-}
 
-/// A TTL in whole milliseconds, at least 1.
-pub(crate) fn ttl_millis(ttl: Duration) -> Result<u64> {
-    let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-    // Redis keeps expiry times as milliseconds since the epoch in an i64.
-    let ms = ms.min(i64::MAX as u64 / 4);
-    if ms == 0 {
-        return Err(Error::invalid_input(format!(
-            "a TTL must be at least 1 ms, got {ttl:?}"
-        )));
+    /// How long the cluster client may keep re-sending one request (one connection attempt
+    /// plus one answer): it passes before [`call_budget`](Self::call_budget), so no request is
+    /// re-sent after its call has failed.
+    pub(crate) fn resend_deadline(&self) -> Duration {
+        self.connection_timeout + self.response_timeout
     }
-    Ok(ms)
 }
 
 /// Where the store connects: one server or the seed nodes of a cluster.
@@ -173,10 +168,10 @@ impl Endpoint {
     /// comma-separated seed nodes.
     pub(crate) fn parse(url: &str) -> Result<Self> {
         let Some((scheme, rest)) = url.split_once("://") else {
-            return Err(Error::invalid_input(format!(
-                "{} is not a redis URL: expected redis://host:port",
-                redact(url)
-            )));
+            // Not echoed: without a scheme there is no telling where a password would be.
+            return Err(Error::invalid_input(
+                "not a redis URL: expected redis://host:port",
+            ));
         };
         match scheme.to_ascii_lowercase().as_str() {
             "redis" | "rediss" | "valkey" | "valkeys" | "redis+unix" | "unix" => {
@@ -189,7 +184,7 @@ impl Endpoint {
             _ => Err(Error::invalid_input(format!(
                 "unsupported redis URL scheme in {}: use redis://, rediss://, \
                  redis+cluster:// or rediss+cluster://",
-                redact(url)
+                redact_url(url)
             ))),
         }
     }
@@ -214,12 +209,12 @@ impl Endpoint {
     /// The endpoint with every password replaced by `***`.
     pub(crate) fn redacted(&self) -> String {
         match self {
-            Self::Standalone(url) => redact(url),
+            Self::Standalone(url) => redact_url(url),
             Self::Cluster(seeds) => format!(
                 "cluster[{}]",
                 seeds
                     .iter()
-                    .map(|s| redact(s))
+                    .map(|s| redact_url(s))
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
@@ -250,57 +245,10 @@ fn cluster_seeds(base: &str, rest: &str, url: &str) -> Result<Vec<String>> {
     if seeds.is_empty() {
         return Err(Error::invalid_input(format!(
             "{} names no cluster node: expected redis+cluster://host1:port1,host2:port2",
-            redact(url)
+            redact_url(url)
         )));
     }
     Ok(seeds)
-}
-
-/// `url` with its password (and any `password=`/`pass=` query value) replaced by `***`.
-pub(crate) fn redact(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return "<not a URL>".to_owned();
-    };
-    let authority_end = rest.rfind('@');
-    let mut out = format!("{scheme}://");
-    let tail = match authority_end {
-        Some(at) => {
-            let info = &rest[..at];
-            match info.split_once(':') {
-                Some((user, _password)) => {
-                    out.push_str(user);
-                    out.push_str(":***@");
-                }
-                // A lone user part may be a password for some clients: hide it too.
-                None => out.push_str("***@"),
-            }
-            &rest[at + 1..]
-        }
-        None => rest,
-    };
-    match tail.split_once('?') {
-        None => out.push_str(tail),
-        Some((path, query)) => {
-            out.push_str(path);
-            out.push('?');
-            let pairs: Vec<String> = query
-                .split('&')
-                .map(|pair| match pair.split_once('=') {
-                    Some((k, _)) if is_secret_param(k) => format!("{k}=***"),
-                    _ => pair.to_owned(),
-                })
-                .collect();
-            out.push_str(&pairs.join("&"));
-        }
-    }
-    out
-}
-
-fn is_secret_param(key: &str) -> bool {
-    matches!(
-        key.to_ascii_lowercase().as_str(),
-        "pass" | "password" | "token" | "secret"
-    )
 }
 
 #[cfg(test)]
@@ -348,22 +296,31 @@ mod tests {
         assert!(Endpoint::cluster::<&str>(&[]).is_err());
     }
 
+    /// Redaction is memory-core's [`redact_url`]; these are the URLs of this crate.
     #[test]
     fn passwords_are_redacted() {
+        let redacted = |url: &str| Endpoint::parse(url).unwrap().redacted();
         assert_eq!(
-            redact("redis://:hunter2@127.0.0.1:1"),
+            redacted("redis://:hunter2@127.0.0.1:1"),
             "redis://:***@127.0.0.1:1"
         );
         assert_eq!(
-            redact("rediss://me:hun@ter2@h:1/0?password=hunter2&protocol=3"),
+            redacted("rediss://me:hun@ter2@h:1/0?password=hunter2&protocol=3"),
             "rediss://me:***@h:1/0?password=***&protocol=3"
         );
-        assert_eq!(redact("redis://hunter2@h"), "redis://***@h");
-        assert_eq!(redact("redis://h:1"), "redis://h:1");
+        // A lone user part is the user name for redis (`redis://name@h`), not a secret.
+        assert_eq!(redacted("redis://hunter2@h"), "redis://hunter2@h");
+        assert_eq!(redacted("redis://h:1"), "redis://h:1");
         let cluster = Endpoint::parse("redis+cluster://:hunter2@a:1,b:2").unwrap();
         assert!(!format!("{cluster:?}").contains("hunter2"));
-        let err = Endpoint::parse("foo://:hunter2@x").unwrap_err();
-        assert!(!err.to_string().contains("hunter2"));
+        assert_eq!(
+            format!("{cluster:?}"),
+            "cluster[redis://:***@a:1, redis://:***@b:2]"
+        );
+        for bad in ["foo://:hunter2@x", "me:hunter2@host:6379"] {
+            let err = Endpoint::parse(bad).unwrap_err();
+            assert!(!err.to_string().contains("hunter2"), "{err}");
+        }
     }
 
     #[test]
@@ -390,5 +347,10 @@ mod tests {
             assert!(bad.validate().is_err(), "{bad:?}");
         }
         assert_eq!(ttl_millis(Duration::from_millis(1500)).unwrap(), 1500);
+        let too_long = RedisConfig {
+            default_ttl: Some(memory_core::MAX_TTL + Duration::from_secs(1)),
+            ..RedisConfig::default()
+        };
+        assert!(too_long.validate().is_err());
     }
 }

@@ -4,7 +4,7 @@
 //! | --- | --- |
 //! | I/O: connection refused, reset or dropped; no connection to a cluster node; `CLUSTERDOWN`, `MASTERDOWN`, `TRYAGAIN`, `LOADING` (a server restarting) | `Unavailable` |
 //! | an I/O timeout, or a call over its time budget | `Timeout` |
-//! | a reply of an unexpected shape, a stored value that does not decode | `Serialization` |
+//! | a reply of an unexpected shape, a stored value that does not decode, a script's `AMCORRUPT` error (stored data it cannot use) | `Serialization` |
 //! | a bad URL or client option, `rediss://` without the `tls` feature | `InvalidInput` |
 //! | anything else (authentication, permissions, out of memory, a script error) | `Backend` |
 //!
@@ -16,12 +16,22 @@ use std::time::Duration;
 use memory_core::{Error, ErrorKind};
 use redis::{RedisError, ServerErrorKind};
 
+/// The code of the error a script raises for stored data it cannot use (`corrupt` in
+/// `prelude.lua`).
+const CORRUPT: &str = "AMCORRUPT";
+
 /// Converts a redis error, saying what was being done (`"append to thread …"`).
 pub(crate) fn redis_error(what: &str, err: RedisError) -> Error {
     let kind = classify(&err);
     let message = match kind {
         ErrorKind::Unavailable => format!("{what}: redis is unavailable ({})", err.category()),
         ErrorKind::Timeout => format!("{what}: redis did not answer in time"),
+        ErrorKind::Serialization if err.code() == Some(CORRUPT) => {
+            // The detail is the script's own text, then " script: <sha>, on @user_script:…".
+            let detail = err.detail().unwrap_or_default();
+            let detail = detail.split(" script: ").next().unwrap_or(detail);
+            format!("{what}: the stored data is corrupt: {detail}")
+        }
         ErrorKind::Serialization => format!("{what}: unexpected reply from redis"),
         _ => format!("{what}: redis {}", err.category()),
     };
@@ -29,6 +39,9 @@ pub(crate) fn redis_error(what: &str, err: RedisError) -> Error {
 }
 
 fn classify(err: &RedisError) -> ErrorKind {
+    if err.code() == Some(CORRUPT) {
+        return ErrorKind::Serialization;
+    }
     if err.is_timeout() {
         return ErrorKind::Timeout;
     }
@@ -80,5 +93,15 @@ mod tests {
         assert_eq!(redis_error("x", shape).kind(), ErrorKind::Serialization);
         let auth = RedisError::from((redis::ErrorKind::AuthenticationFailed, "no"));
         assert_eq!(redis_error("x", auth).kind(), ErrorKind::Backend);
+        let corrupt = redis::make_extension_error(
+            CORRUPT.to_owned(),
+            Some("message 3 is missing script: abc, on @user_script:1.".to_owned()),
+        );
+        let err = redis_error("read", corrupt);
+        assert_eq!(err.kind(), ErrorKind::Serialization);
+        assert_eq!(
+            err.message(),
+            "read: the stored data is corrupt: message 3 is missing"
+        );
     }
 }

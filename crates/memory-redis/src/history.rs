@@ -13,7 +13,7 @@ use redis::Value;
 use crate::error::bad_reply;
 use crate::keys::{Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
-use crate::store::{EXPIRY_RECORD_GRACE, RedisStore, integer, millis_arg, unsigned};
+use crate::store::{RedisStore, expiry_args, integer, request_nonce, unsigned};
 
 #[async_trait]
 impl HistoryStore for RedisStore {
@@ -33,8 +33,7 @@ impl HistoryStore for RedisStore {
         let max = self
             .max_messages()
             .map_or_else(|| "0".to_owned(), |n| n.to_string());
-        let ttl = millis_arg(self.default_ttl())?;
-        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let [ttl, grace] = expiry_args(self.default_ttl())?;
         let tokens: Vec<String> = batch.unique.iter().map(|m| m.tokens.to_string()).collect();
         let mut args: Vec<&[u8]> = Vec::with_capacity(4 + 3 * batch.unique.len());
         args.extend([
@@ -125,10 +124,10 @@ impl HistoryStore for RedisStore {
         let field = |i: usize| -> Result<u64> {
             match fields.get(i) {
                 None | Some(Value::Nil) => Ok(0),
-                // Counters go through HINCRBY; a negative one would be a bug, read it as 0.
+                // Counters go through HINCRBY and never go below 0 unless the data is corrupt.
                 Some(v) => integer(v)
-                    .map(|n| u64::try_from(n).unwrap_or(0))
-                    .ok_or_else(|| bad_reply(&what, "a thread counter is not a number")),
+                    .and_then(|n| u64::try_from(n).ok())
+                    .ok_or_else(|| bad_reply(&what, "a thread counter is not a count")),
             }
         };
         let (last_seq, active, active_tokens, deleted) =
@@ -142,33 +141,11 @@ impl HistoryStore for RedisStore {
     }
 
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        let (first, last) = (*seqs.start(), *seqs.end());
-        if first > last {
-            return Ok(0);
-        }
-        let keys = ThreadKeys::new(self.prefix(), scope);
-        let what = format!("archive {first}..={last} of thread {scope}");
-        let (first_arg, last_arg) = (first.to_string(), last.to_string());
-        let reply = self
-            .eval(
-                &what,
-                &SCRIPTS.archive,
-                &[&keys.meta, &keys.tok, &keys.active],
-                &[first_arg.as_bytes(), last_arg.as_bytes()],
-            )
-            .await?;
-        let moved = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
-        tracing::debug!(scope = %scope, moved, first, last, "history.archive");
-        Ok(moved)
+        self.archive_once(scope, seqs, &request_nonce()).await
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
-        let keys = ThreadKeys::new(self.prefix(), scope);
-        let what = format!("clear thread {scope}");
-        let reply = self.eval(&what, &SCRIPTS.clear, &keys.all(), &[]).await?;
-        let removed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
-        tracing::debug!(scope = %scope, removed, "history.clear");
-        Ok(removed)
+        self.clear_once(scope, &request_nonce()).await
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
@@ -179,8 +156,7 @@ impl HistoryStore for RedisStore {
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let keys = ThreadKeys::new(self.prefix(), scope);
         let what = format!("set the TTL of thread {scope}");
-        let ttl_arg = millis_arg(ttl)?;
-        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let [ttl_arg, grace] = expiry_args(ttl)?;
         let reply = self
             .eval(
                 &what,
@@ -203,8 +179,7 @@ impl HistoryStore for RedisStore {
         let prefix = self.prefix().to_owned();
         let purged = self
             .purge_records("purge expired threads", Listed::ThreadExpiries, |scope| {
-                let keys = ThreadKeys::new(&prefix, scope);
-                (keys.meta, keys.expiry)
+                ThreadKeys::new(&prefix, scope).meta
             })
             .await?;
         tracing::debug!(purged, "history.purge_expired");
@@ -212,7 +187,53 @@ impl HistoryStore for RedisStore {
     }
 }
 
-/// Decodes the read script's reply: `seq, tokens, active, json` per message.
+impl RedisStore {
+    /// [`HistoryStore::archive`] as the request `nonce`: a re-sent request gets the reply of
+    /// the applied one (see "Re-sent requests" on [`RedisStore`]).
+    pub(crate) async fn archive_once(
+        &self,
+        scope: &Scope,
+        seqs: RangeInclusive<u64>,
+        nonce: &str,
+    ) -> Result<u64> {
+        let (first, last) = (*seqs.start(), *seqs.end());
+        if first > last {
+            return Ok(0);
+        }
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("archive {first}..={last} of thread {scope}");
+        let (first_arg, last_arg) = (first.to_string(), last.to_string());
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.archive,
+                &[&keys.meta, &keys.tok, &keys.active, &keys.ack],
+                &[first_arg.as_bytes(), last_arg.as_bytes(), nonce.as_bytes()],
+            )
+            .await?;
+        let moved = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        tracing::debug!(scope = %scope, moved, first, last, "history.archive");
+        Ok(moved)
+    }
+
+    /// [`HistoryStore::clear`] as the request `nonce` (see [`archive_once`](Self::archive_once)).
+    pub(crate) async fn clear_once(&self, scope: &Scope, nonce: &str) -> Result<u64> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let what = format!("clear thread {scope}");
+        let mut all = keys.all().to_vec();
+        all.push(&keys.ack);
+        let reply = self
+            .eval(&what, &SCRIPTS.clear, &all, &[nonce.as_bytes()])
+            .await?;
+        let removed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        tracing::debug!(scope = %scope, removed, "history.clear");
+        Ok(removed)
+    }
+}
+
+/// Decodes the read script's reply: `seq, tokens, active, json` per message. Anything that
+/// is not what the scripts store (a token count over `u32`, a body that is not a message) is
+/// [`Serialization`](memory_core::ErrorKind::Serialization).
 fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
     let Value::Array(items) = reply else {
         return Err(bad_reply(what, "the read script did not return an array"));
@@ -245,9 +266,14 @@ fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
             Error::serialization(format!("{what}: message {seq} does not decode: {e}"))
                 .with_source(e)
         })?;
+        let tokens = u32::try_from(tokens).map_err(|_| {
+            Error::serialization(format!(
+                "{what}: message {seq} has an impossible token count {tokens}"
+            ))
+        })?;
         out.push(StoredMessage {
             seq,
-            tokens: u32::try_from(tokens).unwrap_or(u32::MAX),
+            tokens,
             archived: active == 0,
             message,
         });

@@ -15,14 +15,15 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `ttl_ms` |
-//! | `…:ids` | hash | message id → seq (every id ever stored, so retries dedupe) |
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms` |
+//! | `…:ids` | hash | message id → seq (every id ever stored, deleted ones too, so retries dedupe) |
 //! | `…:msg` | hash | seq → the message's versioned JSON |
 //! | `…:tok` | hash | seq → the message's token count |
 //! | `…:active` | sorted set | the active window: member seq, score seq |
 //! | `…:exp` | string | expiry record of a thread with a TTL (see `purge_expired`) |
-//! | `…:session` | hash | `version`, `state` (JSON), `ttl_ms` |
+//! | `…:session` | hash | `version`, `state` (JSON), `ttl_ms`, `last_nonce` (of the last save) |
 //! | `…:sexp` | string | expiry record of a session with a TTL |
+//! | `…:ack` | string | `<nonce> <reply>` of the last archive, clear or session delete, for 5 minutes |
 
 use memory_core::{Error, Result, Scope, ScopeFilter};
 
@@ -34,6 +35,8 @@ const SESSION: &str = "session";
 const THREAD_EXPIRY: &str = "exp";
 /// The suffix of a session's expiry record.
 const SESSION_EXPIRY: &str = "sexp";
+/// The suffix of the acknowledgement of a scope's last archive, clear or session delete.
+const ACK: &str = "ack";
 
 /// The longest key prefix.
 pub const MAX_PREFIX_LEN: usize = 32;
@@ -71,6 +74,8 @@ pub(crate) struct ThreadKeys {
     pub(crate) tok: String,
     pub(crate) active: String,
     pub(crate) expiry: String,
+    /// Not one of [`all`](ThreadKeys::all): archive and clear pass it on its own.
+    pub(crate) ack: String,
 }
 
 impl ThreadKeys {
@@ -82,6 +87,7 @@ impl ThreadKeys {
             tok: key(prefix, scope, "tok"),
             active: key(prefix, scope, "active"),
             expiry: key(prefix, scope, THREAD_EXPIRY),
+            ack: key(prefix, scope, ACK),
         }
     }
 
@@ -98,11 +104,12 @@ impl ThreadKeys {
     }
 }
 
-/// The keys of one session: its hash and its expiry record.
+/// The keys of one session: its hash, its expiry record and the scope's acknowledgement.
 #[derive(Debug, Clone)]
 pub(crate) struct SessionKeys {
     pub(crate) session: String,
     pub(crate) expiry: String,
+    pub(crate) ack: String,
 }
 
 impl SessionKeys {
@@ -110,6 +117,7 @@ impl SessionKeys {
         Self {
             session: key(prefix, scope, SESSION),
             expiry: key(prefix, scope, SESSION_EXPIRY),
+            ack: key(prefix, scope, ACK),
         }
     }
 }
@@ -216,13 +224,14 @@ mod tests {
     fn keys_carry_the_whole_scope_as_hash_tag() {
         let keys = ThreadKeys::new("am", &scope());
         assert_eq!(keys.meta, "am:{t-1|u@x|~|history|s-1}:meta");
-        for k in keys.all() {
+        for k in keys.all().into_iter().chain([keys.ack.as_str()]) {
             let open = k.find('{').unwrap();
             let close = k.find('}').unwrap();
             assert_eq!(&k[open + 1..close], scope().key());
         }
         let session = SessionKeys::new("am", &scope());
         assert_eq!(session.session, "am:{t-1|u@x|~|history|s-1}:session");
+        assert_eq!(session.ack, keys.ack, "one acknowledgement key per scope");
     }
 
     #[test]

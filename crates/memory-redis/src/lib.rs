@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod agent_framework;
 mod config;
 mod error;
 mod history;
@@ -10,6 +11,10 @@ mod scripts;
 mod session;
 mod store;
 
+#[cfg(test)]
+mod resend_tests;
+
+pub use agent_framework::{AfKeyFormat, AfRedisHistory, AfRedisHistoryBuilder};
 pub use config::{
     DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, Overflow, RedisConfig,
 };

@@ -13,7 +13,7 @@ use serde_json::Value as Json;
 use crate::error::bad_reply;
 use crate::keys::{Listed, SessionKeys};
 use crate::scripts::SCRIPTS;
-use crate::store::{EXPIRY_RECORD_GRACE, RedisStore, millis_arg, text, unsigned};
+use crate::store::{RedisStore, expiry_args, request_nonce, unsigned};
 
 #[async_trait]
 impl SessionStore for RedisStore {
@@ -49,64 +49,12 @@ impl SessionStore for RedisStore {
         state: &Json,
         expected_version: Option<u64>,
     ) -> Result<u64> {
-        let keys = SessionKeys::new(self.prefix(), scope);
-        let what = format!("save session {scope}");
-        let json = serde_json::to_string(state)?;
-        let expected = expected_version.map(|v| v.to_string()).unwrap_or_default();
-        let ttl = millis_arg(self.default_ttl())?;
-        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
-        let reply = self
-            .eval(
-                &what,
-                &SCRIPTS.save_session,
-                &[&keys.session, &keys.expiry],
-                &[
-                    expected.as_bytes(),
-                    json.as_bytes(),
-                    ttl.as_bytes(),
-                    grace.as_bytes(),
-                ],
-            )
-            .await?;
-        let Value::Array(parts) = reply else {
-            return Err(bad_reply(&what, "the save script did not return an array"));
-        };
-        match (parts.first().and_then(unsigned), parts.get(1)) {
-            (Some(1), Some(version)) => {
-                let version =
-                    unsigned(version).ok_or_else(|| bad_reply(&what, "a bad new version"))?;
-                tracing::debug!(scope = %scope, version, "session.save");
-                Ok(version)
-            }
-            (Some(0), found) => {
-                let found = found
-                    .and_then(text)
-                    .filter(|v| !v.is_empty())
-                    .unwrap_or_else(|| "none".to_owned());
-                let expected =
-                    expected_version.map_or_else(|| "none".to_owned(), |v| v.to_string());
-                Err(Error::conflict(format!(
-                    "session {scope} is at version {found}, the save expected {expected}"
-                )))
-            }
-            _ => Err(bad_reply(&what, "not a save status")),
-        }
+        self.save_once(scope, state, expected_version, &request_nonce())
+            .await
     }
 
     async fn delete(&self, scope: &Scope) -> Result<bool> {
-        let keys = SessionKeys::new(self.prefix(), scope);
-        let what = format!("delete session {scope}");
-        let reply = self
-            .eval(
-                &what,
-                &SCRIPTS.delete_session,
-                &[&keys.session, &keys.expiry],
-                &[],
-            )
-            .await?;
-        let existed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))? > 0;
-        tracing::debug!(scope = %scope, existed, "session.delete");
-        Ok(existed)
+        self.delete_once(scope, &request_nonce()).await
     }
 
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
@@ -117,8 +65,7 @@ impl SessionStore for RedisStore {
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let keys = SessionKeys::new(self.prefix(), scope);
         let what = format!("set the TTL of session {scope}");
-        let ttl_arg = millis_arg(ttl)?;
-        let grace = EXPIRY_RECORD_GRACE.as_millis().to_string();
+        let [ttl_arg, grace] = expiry_args(ttl)?;
         let reply = self
             .eval(
                 &what,
@@ -137,9 +84,80 @@ impl SessionStore for RedisStore {
     async fn purge_expired(&self) -> Result<u64> {
         let prefix = self.prefix().to_owned();
         self.purge_records("purge expired sessions", Listed::SessionExpiries, |scope| {
-            let keys = SessionKeys::new(&prefix, scope);
-            (keys.session, keys.expiry)
+            SessionKeys::new(&prefix, scope).session
         })
         .await
+    }
+}
+
+impl RedisStore {
+    /// [`SessionStore::save`] as the request `nonce`: a request re-sent after its reply was
+    /// lost finds its own save applied and gets the same version (see "Re-sent requests" on
+    /// [`RedisStore`]).
+    pub(crate) async fn save_once(
+        &self,
+        scope: &Scope,
+        state: &Json,
+        expected_version: Option<u64>,
+        nonce: &str,
+    ) -> Result<u64> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("save session {scope}");
+        let json = serde_json::to_string(state)?;
+        let expected = expected_version.map(|v| v.to_string()).unwrap_or_default();
+        let [ttl, grace] = expiry_args(self.default_ttl())?;
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.save_session,
+                &[&keys.session, &keys.expiry],
+                &[
+                    expected.as_bytes(),
+                    json.as_bytes(),
+                    ttl.as_bytes(),
+                    grace.as_bytes(),
+                    nonce.as_bytes(),
+                ],
+            )
+            .await?;
+        let Value::Array(parts) = reply else {
+            return Err(bad_reply(&what, "the save script did not return an array"));
+        };
+        match (parts.first().and_then(unsigned), parts.get(1)) {
+            (Some(1), Some(version)) => {
+                let version =
+                    unsigned(version).ok_or_else(|| bad_reply(&what, "a bad new version"))?;
+                tracing::debug!(scope = %scope, version, "session.save");
+                Ok(version)
+            }
+            (Some(0), found) => {
+                let found = match found {
+                    None | Some(Value::Nil) => None,
+                    Some(Value::BulkString(b)) if b.is_empty() => None,
+                    Some(v) => {
+                        Some(unsigned(v).ok_or_else(|| bad_reply(&what, "a bad stored version"))?)
+                    }
+                };
+                Err(Error::version_conflict(scope, found, expected_version))
+            }
+            _ => Err(bad_reply(&what, "not a save status")),
+        }
+    }
+
+    /// [`SessionStore::delete`] as the request `nonce` (see [`save_once`](Self::save_once)).
+    pub(crate) async fn delete_once(&self, scope: &Scope, nonce: &str) -> Result<bool> {
+        let keys = SessionKeys::new(self.prefix(), scope);
+        let what = format!("delete session {scope}");
+        let reply = self
+            .eval(
+                &what,
+                &SCRIPTS.delete_session,
+                &[&keys.session, &keys.expiry, &keys.ack],
+                &[nonce.as_bytes()],
+            )
+            .await?;
+        let existed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))? > 0;
+        tracing::debug!(scope = %scope, existed, "session.delete");
+        Ok(existed)
     }
 }

@@ -7,12 +7,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use memory_core::{Error, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
+use memory_core::{
+    Error, MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter, ttl_millis,
+};
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::cluster::ClusterClientBuilder;
 use redis::cluster_async::ClusterConnection;
 use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, RedisResult, Value};
+use redis::{Cmd, Pipeline, RedisResult, Value};
 
 use crate::config::{Endpoint, Overflow, RedisConfig};
 use crate::error::{bad_reply, redis_error, timed_out};
@@ -21,6 +23,8 @@ use crate::scripts::LuaScript;
 
 /// How many keys one `SCAN` step asks each server to look at.
 const SCAN_COUNT: usize = 1000;
+/// How many expiry records `purge_expired` checks in one pipelined request.
+const PURGE_BATCH: usize = 500;
 /// How many times a connection is retried (after the first attempt) before a call fails.
 const RECONNECT_RETRIES: usize = 2;
 /// The first and the longest wait between reconnection attempts.
@@ -56,12 +60,35 @@ enum Conn {
 ///   with `Timeout` when it does not answer within `connection_timeout + response_timeout`
 ///   (plus 0.5 s). The connection is re-established on its own once the server is back.
 ///
+/// # Re-sent requests
+/// The cluster client re-sends a request after a lost connection, a redirect (`MOVED`, `ASK`)
+/// or a `TRYAGAIN`/`CLUSTERDOWN` reply, so a script may run twice when only its reply was
+/// lost. Every script is safe to run twice: an append skips the ids it stored (a re-sent append
+/// returns the same seqs, with `inserted` 0), a save carries a nonce that the session keeps as
+/// `last_nonce` (finding its own save applied, a re-sent save returns the same version, not
+/// `Conflict`), and archive, clear and session delete record `<nonce> <reply>` for five minutes
+/// under the scope's `ack` key (a re-sent one returns the applied one's reply). `set_ttl` is
+/// idempotent; `purge_expired` may count less than it purged if its connection fails mid-call.
+///
+/// The client's re-sends share one deadline, `connection_timeout + response_timeout`, which
+/// passes before the store's own (0.5 s later): when a call returns `Timeout` or
+/// `Unavailable` the client has abandoned the request and sends it no more. A copy sent before
+/// the deadline may still be applied after the error, as any request whose reply was lost:
+/// those errors mean "the outcome is unknown", and retrying the call is safe for appends (same
+/// ids); a retried save gets a new nonce, so it may get `Conflict` for its own earlier save,
+/// which a load then shows. The single-server connection never re-sends a request.
+///
 /// # TTL and `purge_expired`
 /// Expiry is Redis's own (`PEXPIRE` on every key of the thread or session, with one deadline):
 /// an expired thread or session vanishes at its deadline. A thread or session with a TTL also
 /// has a one-key *expiry record* that outlives it by 24 hours; `purge_expired` deletes the
 /// records of those that expired and returns how many it found, so it reports what expired
-/// since the last purge (within those 24 hours) rather than deleting data itself.
+/// since the last purge (within those 24 hours) rather than deleting data itself. It checks the
+/// records node by node in pipelined batches, not one round trip per record.
+///
+/// # Eviction
+/// Redis must run with `maxmemory-policy noeviction` (or without `maxmemory`): an evicting
+/// policy can drop one key of a thread and keep the others (see the crate documentation).
 ///
 /// # Listing
 /// `list_threads` and `list` scan the keyspace with `SCAN … MATCH` (never `KEYS`), on every
@@ -144,7 +171,10 @@ impl RedisStore {
         ))
     }
 
-    /// A store on an application's existing cluster connection.
+    /// A store on an application's existing cluster connection. Its own timeouts and re-send
+    /// settings apply (see "Re-sent requests": give it an overall response timeout under
+    /// `connection_timeout + response_timeout` so no request is re-sent after its call failed);
+    /// `config`'s timeouts still bound each call.
     ///
     /// # Errors
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for invalid options.
@@ -178,11 +208,12 @@ impl RedisStore {
         matches!(self.inner.conn, Conn::Cluster(_))
     }
 
-    /// How many requests (commands or script calls) this store and its clones have sent to the
-    /// server since it was opened. Each is one network round trip; a script the server does
-    /// not have cached yet (a first call, or after a restart) is sent again in full, which
-    /// counts as a second one. On a cluster, a listing sends one `SCAN` step per master per
-    /// step plus one `CLUSTER SLOTS`.
+    /// How many requests (commands, script calls or pipelines) this store and its clones have
+    /// sent to the server since it was opened. Each is one network round trip; a script the
+    /// server does not have cached yet (a first call, or after a restart) is sent again in
+    /// full, which counts as a second one. On a cluster, a listing sends one `SCAN` step per
+    /// master per step plus one `CLUSTER SLOTS`. Re-sends by the cluster client (see "Re-sent
+    /// requests") are not counted.
     pub fn round_trips(&self) -> u64 {
         self.inner.round_trips.load(Ordering::Relaxed)
     }
@@ -275,19 +306,71 @@ impl RedisStore {
         }
     }
 
+    /// Sends a pipeline to one node (`route`: a slot of that node on a cluster) as one round
+    /// trip, within the call budget; returns one reply per command, a failed command's as
+    /// [`Value::ServerError`].
+    async fn send_pipeline(
+        &self,
+        what: &str,
+        pipe: &Pipeline,
+        route: Option<u16>,
+    ) -> Result<Vec<Value>> {
+        use redis::aio::ConnectionLike;
+
+        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
+        let budget = self.inner.config.call_budget();
+        let call = async {
+            match (&self.inner.conn, route) {
+                (Conn::Single(conn), _) => {
+                    conn.clone().req_packed_commands(pipe, 0, pipe.len()).await
+                }
+                (Conn::Cluster(conn), route) => {
+                    let routing = match route {
+                        Some(slot) => {
+                            SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master))
+                        }
+                        None => SingleNodeRoutingInfo::Random,
+                    };
+                    conn.clone()
+                        .route_pipeline(pipe.clone(), 0, pipe.len(), routing)
+                        .await
+                }
+            }
+        };
+        let replies = tokio::time::timeout(budget, call)
+            .await
+            .map_err(|_| timed_out(what, budget))?
+            .map_err(|e| redis_error(what, e))?;
+        if replies.len() != pipe.len() {
+            return Err(bad_reply(
+                what,
+                format!("{} replies to {} commands", replies.len(), pipe.len()),
+            ));
+        }
+        Ok(replies)
+    }
+
+    /// The nodes a scan visits: the server (`None`), or one slot of each cluster master.
+    async fn nodes(&self, what: &str) -> Result<Vec<Option<u16>>> {
+        match &self.inner.conn {
+            Conn::Single(_) => Ok(vec![None]),
+            Conn::Cluster(_) => Ok(self
+                .master_slots(what)
+                .await?
+                .into_iter()
+                .map(Some)
+                .collect()),
+        }
+    }
+
     /// Every key matching `pattern`, on the server or on every cluster master. A key may come
     /// back more than once (SCAN's guarantee is "at least once"); callers deduplicate.
     pub(crate) async fn scan(&self, what: &str, pattern: &str) -> Result<Vec<String>> {
-        match &self.inner.conn {
-            Conn::Single(_) => self.scan_node(what, pattern, None).await,
-            Conn::Cluster(_) => {
-                let mut keys = Vec::new();
-                for slot in self.master_slots(what).await? {
-                    keys.extend(self.scan_node(what, pattern, Some(slot)).await?);
-                }
-                Ok(keys)
-            }
+        let mut keys = Vec::new();
+        for node in self.nodes(what).await? {
+            keys.extend(self.scan_node(what, pattern, node).await?);
         }
+        Ok(keys)
     }
 
     async fn scan_node(&self, what: &str, pattern: &str, slot: Option<u16>) -> Result<Vec<String>> {
@@ -420,39 +503,92 @@ impl RedisStore {
         })
     }
 
-    /// Runs the purge script on every expiry record of `what`, a few at a time, and returns how
-    /// many recorded an expired thread or session. `data_key` maps a record's scope to the key
-    /// that exists while the thread or session lives.
+    /// Deletes the expiry records of `what` whose thread or session has expired and returns
+    /// how many it deleted. `data_key` maps a record's scope to the key that exists while the
+    /// thread or session lives. Per node, in batches of [`PURGE_BATCH`] records: one pipelined
+    /// `EXISTS` per record, then one pipelined purge script per record whose data is gone (it
+    /// checks again, so a thread created meanwhile keeps its record): one or two round trips
+    /// per batch.
     pub(crate) async fn purge_records(
         &self,
         what_for: &str,
         what: Listed,
-        data_key: impl Fn(&Scope) -> (String, String),
+        data_key: impl Fn(&Scope) -> String,
     ) -> Result<u64> {
-        use futures::stream::{self, StreamExt, TryStreamExt};
-
         let pattern = keys::scan_all_pattern(self.prefix(), what);
-        let records: BTreeSet<String> = self.scan(what_for, &pattern).await?.into_iter().collect();
-        let script = &crate::scripts::SCRIPTS.purge;
-        let pairs: Vec<(String, String)> = records
-            .iter()
-            .filter_map(|record| keys::scope_of(self.prefix(), record, what))
-            .map(|scope| data_key(&scope))
-            .collect();
-        let purged: Vec<u64> = stream::iter(pairs.into_iter().map(|(data, record)| {
-            let store = self.clone();
-            let what_for = what_for.to_owned();
-            async move {
-                let reply = store
-                    .eval(&what_for, script, &[data.as_str(), record.as_str()], &[])
-                    .await?;
-                unsigned(&reply).ok_or_else(|| bad_reply(&what_for, "purge did not return a count"))
+        let mut purged = 0;
+        for node in self.nodes(what_for).await? {
+            let records: BTreeSet<String> = self
+                .scan_node(what_for, &pattern, node)
+                .await?
+                .into_iter()
+                .collect();
+            let pairs: Vec<(String, String)> = records
+                .into_iter()
+                .filter_map(|record| {
+                    let scope = keys::scope_of(self.prefix(), &record, what)?;
+                    Some((data_key(&scope), record))
+                })
+                .collect();
+            for batch in pairs.chunks(PURGE_BATCH) {
+                purged += self.purge_batch(what_for, batch, node).await?;
             }
-        }))
-        .buffer_unordered(32)
-        .try_collect()
-        .await?;
-        Ok(purged.iter().sum())
+        }
+        Ok(purged)
+    }
+
+    /// Purges one batch of `(data key, expiry record)` pairs on one node.
+    async fn purge_batch(
+        &self,
+        what: &str,
+        batch: &[(String, String)],
+        node: Option<u16>,
+    ) -> Result<u64> {
+        let mut exists = redis::pipe();
+        for (data, _) in batch {
+            exists.cmd("EXISTS").arg(data);
+        }
+        let found = self.send_pipeline(what, &exists, node).await?;
+        let mut gone = Vec::new();
+        for (pair, reply) in batch.iter().zip(found) {
+            if pipeline_integer(what, reply)? == 0 {
+                gone.push(pair);
+            }
+        }
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        // Loaded first, so the EVALSHAs after it find the script even on a restarted server.
+        let script = &crate::scripts::SCRIPTS.purge;
+        let mut purge = redis::pipe();
+        purge.cmd("SCRIPT").arg("LOAD").arg(script.source);
+        for (data, record) in gone {
+            purge
+                .cmd("EVALSHA")
+                .arg(&script.sha1)
+                .arg(2)
+                .arg(data)
+                .arg(record);
+        }
+        let mut purged = 0;
+        for reply in self
+            .send_pipeline(what, &purge, node)
+            .await?
+            .into_iter()
+            .skip(1)
+        {
+            purged += u64::try_from(pipeline_integer(what, reply)?)
+                .map_err(|_| bad_reply(what, "purge returned a negative count"))?;
+        }
+        Ok(purged)
+    }
+}
+
+/// One integer reply of a pipeline, or the command's error.
+fn pipeline_integer(what: &str, reply: Value) -> Result<i64> {
+    match reply {
+        Value::ServerError(err) => Err(redis_error(what, err.into())),
+        reply => integer(&reply).ok_or_else(|| bad_reply(what, "not an integer")),
     }
 }
 
@@ -572,9 +708,12 @@ impl RedisStoreBuilder {
                 for seed in seeds {
                     check_tls(seed, &redacted)?;
                 }
+                // Re-sends (see "Re-sent requests" on `RedisStore`) end at this deadline, before
+                // the store's own call budget: no re-send is issued after a call has failed.
                 let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
                     .connection_timeout(config.connection_timeout)
                     .response_timeout(config.response_timeout)
+                    .overall_response_timeout(Some(config.resend_deadline()))
                     .retries(RECONNECT_RETRIES as u32)
                     .min_retry_wait(RECONNECT_MIN_DELAY.as_millis() as u64)
                     .max_retry_wait(RECONNECT_MAX_DELAY.as_millis() as u64)
@@ -630,10 +769,22 @@ pub(crate) fn unsigned(value: &Value) -> Option<u64> {
     integer(value).and_then(|n| u64::try_from(n).ok())
 }
 
-/// A TTL or grace as a script argument: whole milliseconds, `0` for none.
-pub(crate) fn millis_arg(ttl: Option<Duration>) -> Result<String> {
-    Ok(match ttl {
-        Some(ttl) => crate::config::ttl_millis(ttl)?.to_string(),
+/// The TTL and grace arguments of the scripts that write an expiry record: the TTL in whole
+/// milliseconds (`"0"` for none) and [`EXPIRY_RECORD_GRACE`] in milliseconds.
+///
+/// # Errors
+/// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a TTL outside
+/// [`memory_core::ttl_millis`]'s range.
+pub(crate) fn expiry_args(ttl: Option<Duration>) -> Result<[String; 2]> {
+    let ttl = match ttl {
+        Some(ttl) => ttl_millis(ttl)?.to_string(),
         None => "0".to_owned(),
-    })
+    };
+    Ok([ttl, EXPIRY_RECORD_GRACE.as_millis().to_string()])
+}
+
+/// A value unique to one call, for the scripts that recognise a re-sent request (see
+/// [`RedisStore`]'s "Re-sent requests"): a UUIDv7, random in its low 74 bits.
+pub(crate) fn request_nonce() -> String {
+    MessageId::generate().as_str().to_owned()
 }

@@ -10,6 +10,8 @@ mod support;
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
+use futures::StreamExt;
+
 use memory_core::{
     ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, SessionStore, ThreadCount, Window,
 };
@@ -353,4 +355,176 @@ async fn tls_urls_need_the_tls_feature() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("`tls` feature"), "{err}");
+}
+
+/// `Overflow::Delete` moves `first_kept` past the deleted seqs, so an `Everything` read walks
+/// only stored ones; with an archived message below the deleted ones it lists the stored seqs
+/// instead of walking the gap.
+#[tokio::test]
+async fn everything_reads_only_stored_seqs_after_deletes() {
+    let store = store_with(2, Overflow::Delete).await;
+    let mut conn = raw().await;
+
+    let scope = scope();
+    for i in 1..=6 {
+        store
+            .append(&scope, &[message(&format!("m{i}"))])
+            .await
+            .unwrap();
+    }
+    let meta = format!("{}:{{{}}}:meta", prefix(), scope.key());
+    let first_kept: u64 = conn.hget(&meta, "first_kept").await.unwrap();
+    assert_eq!(first_kept, 5, "seqs 1..=4 were deleted");
+    assert_eq!(
+        ids(&store.read(&scope, Window::Everything).await.unwrap()),
+        ["m5", "m6"]
+    );
+
+    // m1 archived (kept) below the seqs the overflow deletes later.
+    let pinned = self::scope();
+    store
+        .append(&pinned, &[message("m1"), message("m2")])
+        .await
+        .unwrap();
+    assert_eq!(store.archive(&pinned, 1..=1).await.unwrap(), 1);
+    for i in 3..=12 {
+        store
+            .append(&pinned, &[message(&format!("m{i}"))])
+            .await
+            .unwrap();
+    }
+    let everything = store.read(&pinned, Window::Everything).await.unwrap();
+    assert_eq!(ids(&everything), ["m1", "m11", "m12"]);
+    let archived: Vec<bool> = everything.iter().map(|m| m.archived).collect();
+    assert_eq!(archived, [true, false, false]);
+    let count = store.count(&pinned).await.unwrap();
+    assert_eq!((count.active, count.archived, count.last_seq), (2, 1, 12));
+    // Deleted ids still dedupe (they are kept for the thread's life).
+    let retry = store.append(&pinned, &[message("m4")]).await.unwrap();
+    assert_eq!((retry.inserted, retry.seqs), (0, vec![4]));
+}
+
+/// Stored data the scripts did not write is refused as `Serialization`, never read as
+/// something else or silently duplicated.
+#[tokio::test]
+async fn corrupt_stored_data_is_a_serialization_error() {
+    let store = standalone_store().await;
+    let mut conn = raw().await;
+    let key = |scope: &Scope, suffix: &str| format!("{}:{{{}}}:{suffix}", prefix(), scope.key());
+
+    // A token count too large for a u32, and one that is not a number.
+    let scope = scope();
+    store
+        .append(&scope, &[message("a"), message("b")])
+        .await
+        .unwrap();
+    let () = conn
+        .hset(key(&scope, "tok"), "1", "99999999999")
+        .await
+        .unwrap();
+    let err = store.read(&scope, Window::All).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    let () = conn.hset(key(&scope, "tok"), "2", "many").await.unwrap();
+    for window in [Window::All, Window::TokenBudget(1000), Window::Last(1)] {
+        let err = store.read(&scope, window).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{window:?}: {err}");
+    }
+    let err = store.archive(&scope, 1..=2).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    assert_eq!(
+        store.count(&scope).await.unwrap().active,
+        2,
+        "nothing moved"
+    );
+    // Clearing still works: it is how a damaged thread is removed.
+    assert_eq!(store.clear(&scope).await.unwrap(), 2);
+
+    // An id whose seq is not a number: not stored again as a new message.
+    let scope = self::scope();
+    store.append(&scope, &[message("a")]).await.unwrap();
+    let () = conn.hset(key(&scope, "ids"), "a", "x").await.unwrap();
+    let err = store
+        .append(&scope, &[message("b"), message("a")])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    assert!(err.to_string().contains("corrupt"), "{err}");
+    assert_eq!(
+        store.count(&scope).await.unwrap().last_seq,
+        1,
+        "nothing written"
+    );
+
+    // The id index gone (evicted) while the thread holds messages: refused, not duplicated.
+    let scope = self::scope();
+    store.append(&scope, &[message("a")]).await.unwrap();
+    let () = conn.del(key(&scope, "ids")).await.unwrap();
+    let err = store.append(&scope, &[message("a")]).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    assert_eq!(
+        ids(&store.read(&scope, Window::Everything).await.unwrap()),
+        ["a"]
+    );
+
+    // A corrupt session version.
+    let scope = self::scope();
+    store
+        .save(&scope, &serde_json::json!(1), None)
+        .await
+        .unwrap();
+    let () = conn
+        .hset(key(&scope, "session"), "version", "v1")
+        .await
+        .unwrap();
+    let err = store
+        .save(&scope, &serde_json::json!(2), Some(1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+}
+
+/// `purge_expired` checks the expiry records in pipelined batches: a few round trips for many
+/// threads, not one per thread.
+#[tokio::test]
+async fn purge_expired_batches_its_round_trips() {
+    let url = standalone_url();
+    // A prefix of its own: no other test's records are counted.
+    let own = format!("{}-purge", prefix());
+    let store = RedisStore::builder(&url)
+        .key_prefix(own.clone())
+        .default_ttl(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    const THREADS: u64 = 700;
+    futures::stream::iter(0..THREADS)
+        .map(|i| {
+            let store = store.clone();
+            async move {
+                let scope = Scope::session(format!("s-{i}")).unwrap();
+                store.append(&scope, &[message("m")]).await.unwrap();
+            }
+        })
+        .buffer_unordered(50)
+        .collect::<Vec<()>>()
+        .await;
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let mut conn = raw().await;
+    let keyspace: u64 = memory_redis::redis::cmd("DBSIZE")
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let before = store.round_trips();
+    assert_eq!(HistoryStore::purge_expired(&store).await.unwrap(), THREADS);
+    let used = store.round_trips() - before;
+    // The SCAN steps over the server's keyspace (1000 slots of its table per step), then two
+    // batches of one EXISTS pipeline and one purge pipeline each.
+    let scan_steps = 2 * keyspace / 1000 + 2;
+    assert!(
+        used <= scan_steps + 4 && used < THREADS,
+        "{used} round trips for {THREADS} threads"
+    );
+    assert_eq!(HistoryStore::purge_expired(&store).await.unwrap(), 0);
+    let left: Vec<String> = conn.keys(format!("{own}:*")).await.unwrap();
+    assert!(left.is_empty(), "{left:?}");
 }

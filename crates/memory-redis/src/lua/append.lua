@@ -4,6 +4,7 @@
 --       none, used when the thread is new), expiry-record grace ms, then one (id, tokens, json)
 --       triple per distinct message.
 -- Returns {inserted, seq of message 1, seq of message 2, ...}.
+-- Ids already stored are skipped, so a re-sent (or retried) append stores nothing twice.
 local meta, ids, msg, tok, active, exp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local max = tonumber(ARGV[1])
 local delete = ARGV[2] == 'delete'
@@ -13,13 +14,16 @@ local n = (#ARGV - FIRST + 1) / 3
 
 local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms')
 local is_new = not m[1]
-local last = tonumber(m[1]) or 0
+local last = stored_int(m[1], 'last_seq') or 0
 local ttl = m[2] or '0'
 if is_new then
   ttl = ARGV[3]
   -- No meta: the thread is new, cleared or expired. Start from nothing (keys written in one
   -- script expire together, but drop any leftover so an old id can never resurface).
   redis.call('UNLINK', ids, msg, tok, active)
+elseif last > 0 and redis.call('EXISTS', ids) == 0 then
+  -- Without its id index a retried append would be stored twice: refuse rather than duplicate.
+  corrupt('thread ' .. meta .. ' holds ' .. itos(last) .. ' seqs but its id index is missing')
 end
 
 local wanted = {}
@@ -30,7 +34,7 @@ local out = {0}
 local id_pairs, msg_pairs, tok_pairs, zadd_args = {}, {}, {}, {}
 local added, added_tokens = 0, 0
 for i = 1, n do
-  local seq = tonumber(known[i])
+  local seq = stored_int(known[i], 'the seq of message id ' .. wanted[i])
   if not seq then
     local at = FIRST + 3 * (i - 1)
     last = last + 1
@@ -58,7 +62,7 @@ if added > 0 then
   chunked('ZADD', active, zadd_args)
   if is_new then
     redis.call('HSET', meta, 'last_seq', itos(last), 'active', '0', 'tokens', '0',
-      'deleted', '0', 'ttl_ms', ttl)
+      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl)
   else
     redis.call('HSET', meta, 'last_seq', itos(last))
   end
@@ -69,6 +73,7 @@ if added > 0 then
     local old = redis.call('ZRANGE', active, 0, excess - 1)
     local old_tokens = chunked('HMGET', tok, old, true)
     local sum = 0
+    -- Past the first write: a corrupt count cannot stop the script any more, it counts as 0.
     for i = 1, #old_tokens do sum = sum + (tonumber(old_tokens[i]) or 0) end
     redis.call('ZREMRANGEBYRANK', active, 0, excess - 1)
     redis.call('HINCRBY', meta, 'active', -#old)
@@ -77,6 +82,14 @@ if added > 0 then
       chunked('HDEL', msg, old)
       chunked('HDEL', tok, old)
       redis.call('HINCRBY', meta, 'deleted', #old)
+      -- Every body below `first_kept` is deleted, so an Everything read starts there. It only
+      -- moves up, past each deleted seq once over the thread's life.
+      local first = tonumber(redis.call('HGET', meta, 'first_kept')) or 1
+      local moved = first
+      while moved <= last and redis.call('HEXISTS', msg, itos(moved)) == 0 do
+        moved = moved + 1
+      end
+      if moved ~= first then redis.call('HSET', meta, 'first_kept', itos(moved)) end
     end
   end
 end

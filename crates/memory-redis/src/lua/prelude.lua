@@ -2,6 +2,9 @@
 -- Lua's unpack() is limited to a few thousand values, so commands with many arguments are sent
 -- in chunks of CHUNK arguments (an even number, so field/value pairs are never split).
 local CHUNK = 512
+-- How long the reply of an archive, clear or session delete is kept for a re-sent request (see
+-- `replayed`): far longer than any request can be in flight.
+local ACK_MS = 300000
 
 -- Calls `cmd key <items...>` in chunks; when `collect`, returns the concatenated replies.
 local function chunked(cmd, key, items, collect)
@@ -24,6 +27,31 @@ local function itos(x)
   return string.format('%d', x)
 end
 
+-- Stops the script with an AMCORRUPT error, which the store reports as ErrorKind::Serialization:
+-- stored data that does not have the shape these scripts write (edited by hand, or partly
+-- evicted by a server that does not run with `maxmemory-policy noeviction`). Scripts are not
+-- rolled back on an error, so every caller checks before its first write.
+local function corrupt(detail)
+  error({err = 'AMCORRUPT ' .. detail})
+end
+
+-- A stored integer (a string of digits or a number), nil when absent (false); anything else is
+-- corrupt data.
+local function stored_int(value, what)
+  if not value then return nil end
+  if type(value) == 'number' or string.match(value, '^%-?%d+$') then
+    return tonumber(value)
+  end
+  corrupt(what .. ' is not an integer: ' .. string.sub(tostring(value), 1, 40))
+end
+
+-- As stored_int, but absent is corrupt too.
+local function required_int(value, what)
+  local n = stored_int(value, what)
+  if not n then corrupt(what .. ' is missing') end
+  return n
+end
+
 -- Sets (ttl ~= '0') or removes (ttl == '0') the expiry of every key in `keys`.
 local function expire_all(keys, ttl)
   for i = 1, #keys do
@@ -43,4 +71,22 @@ local function expiry_record(key, ttl, grace)
   else
     redis.call('SET', key, '1', 'PX', itos(tonumber(ttl) + tonumber(grace)))
   end
+end
+
+-- The reply the request `nonce` got when it was applied, if the acknowledgement `key` still
+-- records it, else nil. A cluster client re-sends a request whose reply was lost; the re-sent
+-- request must get the reply of the applied one, not a report that there was nothing to do.
+local function replayed(key, nonce)
+  local ack = redis.call('GET', key)
+  if ack then
+    local recorded, reply = string.match(ack, '^(%S+) (%d+)$')
+    if recorded == nonce then return tonumber(reply) end
+  end
+  return nil
+end
+
+-- Records `reply` as the reply of the request `nonce` (see `replayed`) and returns it.
+local function acknowledge(key, nonce, reply)
+  redis.call('SET', key, nonce .. ' ' .. itos(reply), 'PX', ACK_MS)
+  return reply
 end

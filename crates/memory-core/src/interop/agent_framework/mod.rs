@@ -587,10 +587,11 @@ impl AfIdentity {
     ///
     /// An empty or missing `message_id` counts as none (Python tests its truth value).
     pub fn of(message: &Value) -> Self {
-        if let Some(id) = message.get("message_id").and_then(Value::as_str)
-            && !id.is_empty()
-        {
-            return Self::Id(id.to_owned());
+        // As Python's `message_id is not None`: an empty id is an id too.
+        match message.get("message_id") {
+            Some(Value::String(id)) => return Self::Id(id.clone()),
+            Some(Value::Null) | None => {}
+            Some(other) => return Self::Id(other.to_string()),
         }
         let role = message
             .get("role")
@@ -656,9 +657,12 @@ pub fn duplicate_prefix_len(existing: &[AfIdentity], incoming: &[AfIdentity]) ->
         return 0;
     }
     let single_user = |overlap: &[AfIdentity]| overlap.len() == 1 && overlap[0].is_id_less_user();
+    // Agent Framework 1.23 `filter_new_messages`: a replay of the whole stored transcript keeps
+    // what follows it, except that one id-less user message matching at the very start is a
+    // new message (a user may say the same thing twice).
     if n <= incoming.len()
-        && !single_user(existing)
         && let Some(start) = incoming.windows(n).position(|w| w == existing)
+        && !(start == 0 && single_user(existing))
     {
         return start + n;
     }
@@ -699,6 +703,24 @@ pub fn filter_new_messages<'a>(existing: &[Value], incoming: &'a [Value]) -> &'a
 mod tests {
     use super::*;
     use crate::message::Role;
+    use serde_json::json;
+
+    #[test]
+    fn dedupe_follows_agent_framework_1_23() {
+        let text = |t: &str| json!([{"type": "text", "text": t, "additional_properties": {}}]);
+        let u = json!({"role": "user", "contents": text("same")});
+        let a = json!({"role": "assistant", "message_id": "a1", "contents": text("x")});
+        let b = json!({"role": "assistant", "message_id": "b1", "contents": text("y")});
+        // A lone id-less user message found later in a replay still marks the replay.
+        let incoming = [a.clone(), u.clone(), b.clone()];
+        assert_eq!(filter_new_messages(&[u.clone()], &incoming), &[b.clone()]);
+        // At the very start it is a new message.
+        assert_eq!(filter_new_messages(&[u.clone()], &[u.clone()]).len(), 1);
+        // An empty message_id is an id, as `is not None` says in Python.
+        let empty = json!({"role": "user", "message_id": "", "contents": text("z")});
+        assert_eq!(AfIdentity::of(&empty), AfIdentity::Id(String::new()));
+        assert!(filter_new_messages(&[empty.clone()], &[empty.clone()]).is_empty());
+    }
 
     fn round_trip(msg: &ChatMessage) {
         for options in [AfOptions::default(), AfOptions::session_state()] {
@@ -998,7 +1020,7 @@ mod tests {
             ),
             2
         );
-        // Content identity ignores key order and the id only counts when present.
+        // Content identity ignores key order; an id counts whenever it is not null.
         let reordered = json!({"contents": [{"text": "q1", "type": "text"}], "role": "user"});
         assert_eq!(AfIdentity::of(&reordered), AfIdentity::of(&u1));
         assert_ne!(
@@ -1007,9 +1029,10 @@ mod tests {
                 &json!({"role": "assistant", "contents": [{"type": "text", "text": "q1"}]})
             )
         );
+        // Python tests `message_id is not None`: an empty string is an id.
         assert_eq!(
             AfIdentity::of(&json!({"role": "user", "message_id": "", "contents": []})).to_string(),
-            "content:user:[]"
+            "id:"
         );
     }
 }

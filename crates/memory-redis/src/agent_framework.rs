@@ -1,0 +1,910 @@
+//! [`AfRedisHistory`]: chat history in Microsoft Agent Framework's `RedisHistoryProvider` layout,
+//! so a Python agent and a Rust agent can share one conversation in one Redis.
+
+mod key;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::ops::RangeInclusive;
+use std::sync::{Arc, LazyLock};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
+use memory_core::interop::python_json::dumps;
+use memory_core::{
+    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
+    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, Page, PageRequest, Result, Scope,
+    ScopeFilter, SessionId, StoredMessage, ThreadCount, TokenCounter, Window,
+    default_token_counter, redact_url, ttl_millis,
+};
+use redis::aio::{ConnectionManager, ConnectionManagerConfig};
+use redis::{Cmd, FromRedisValue, Pipeline, Value};
+
+pub use key::AfKeyFormat;
+
+use crate::config::{DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
+use crate::error::{bad_reply, redis_error, timed_out};
+
+/// How many keys one `SCAN` step asks the server to look at.
+const SCAN_COUNT: usize = 1000;
+/// The first and the largest chunk a token-budget read fetches, in elements.
+const BUDGET_FIRST_CHUNK: i64 = 32;
+const BUDGET_MAX_CHUNK: i64 = 1024;
+/// Reconnection: retries after the first attempt, and the waits between them.
+const RECONNECT_RETRIES: usize = 2;
+const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
+const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
+
+/// One Lua script and its SHA-1.
+struct Script {
+    name: &'static str,
+    source: &'static str,
+    sha1: String,
+}
+
+impl Script {
+    fn new(name: &'static str, source: &'static str) -> Self {
+        Self {
+            name,
+            source,
+            sha1: redis::Script::new(source).get_hash().to_owned(),
+        }
+    }
+}
+
+static APPEND: LazyLock<Script> =
+    LazyLock::new(|| Script::new("af_append", include_str!("lua/af_append.lua")));
+static READ: LazyLock<Script> =
+    LazyLock::new(|| Script::new("af_read", include_str!("lua/af_read.lua")));
+
+/// A [`HistoryStore`] that reads and writes exactly the layout of Microsoft Agent Framework's
+/// `RedisHistoryProvider`, so a Python agent and a Rust agent can share one conversation in one
+/// Redis.
+///
+/// One store serves every session of one provider configuration ([`AfKeyFormat`]) and one
+/// scope template. Cloning it is cheap and shares the connection. Single Redis servers only
+/// (Agent Framework's provider takes a standalone client too).
+///
+/// ```no_run
+/// # async fn run() -> memory_core::Result<()> {
+/// use memory_core::{ChatMessage, HistoryStore, Scope, Window};
+/// use memory_redis::{AfKeyFormat, AfRedisHistory};
+///
+/// // The Python side: RedisHistoryProvider(redis_url=…, application_id="demo-app", agent_id="demo-agent")
+/// let format = AfKeyFormat::scoped("demo-app").with_agent("demo-agent");
+/// let history = AfRedisHistory::connect("redis://127.0.0.1:6379", format).await?;
+/// let scope = Scope::session("session-1")?;
+/// history.append(&scope, &[ChatMessage::user("What is on my calendar tomorrow?")]).await?;
+/// let transcript = history.read(&scope, Window::All).await?;
+/// # Ok(()) }
+/// ```
+///
+/// # Layout
+/// One Redis LIST per session and nothing else: no index, metadata or expiry-record keys. Each
+/// element is one message as `json.dumps(Message.to_dict())` (written with
+/// [`to_agent_framework`] and [`dumps`](memory_core::interop::python_json::dumps), byte for byte what Python writes; read
+/// with [`from_agent_framework`]), oldest first. The key is named by [`AfKeyFormat`], which must
+/// match the Python provider's `key_format`, `key_prefix`, `tenant_id`, `application_id`,
+/// `agent_id` and `source_id`; the session id of a call is the session id of the [`Scope`].
+///
+/// # Scopes
+/// Agent Framework's key has no user and its own tenant, agent and source, fixed per provider.
+/// A store is therefore bound to one *scope template* (by default `Scope::session(…)`'s:
+/// tenant `default`, no user, no agent, source `history`; see
+/// [`scope_template`](AfRedisHistoryBuilder::scope_template)): it serves the scopes
+/// with that tenant, user, agent and source, one list per session id, and refuses any other
+/// scope with [`InvalidInput`](memory_core::ErrorKind::InvalidInput), so two users or two agents
+/// can never share a list by accident. Use one store per Python provider configuration.
+///
+/// # What this mode keeps and what it cannot
+/// - **Appends** are one Lua script: atomic (unlike Python's read, `MULTI`/`RPUSH`, then a
+///   separate `LTRIM`), reading only `LLEN` and the last `len(batch)` elements (Python reads the
+///   whole list), deduplicated by Agent Framework's rules rather than by id alone (see
+///   [`append`](#method.append)), `max_messages` applied with `LTRIM`
+///   and the default TTL re-applied in the same step.
+/// - **Sequence numbers are list positions** (1 for the oldest element). The layout stores no
+///   numbers, so positions shift when the front of the list is trimmed, by `max_messages` here
+///   or by a Python provider: a seq is valid until the next trim.
+/// - **No token counts are stored.** Token budgets and [`count`](HistoryStore::count) decode
+///   the messages and count them with the store's counter at read time; a
+///   [`StoredMessage::tokens`] is that count.
+/// - **No archive.** The list holds the active window and nothing else:
+///   [`archive`](HistoryStore::archive) is [`Unsupported`](memory_core::ErrorKind::Unsupported)
+///   (so is a [`Memory`](memory_core::Memory) flush, which archives), and every count has
+///   `archived` 0. Bound a thread with `max_messages` instead: trimmed messages are deleted, as
+///   Python's are.
+/// - **TTL** is the key's own expiry (Python sets none and never removes one: an `RPUSH` or
+///   `LTRIM` keeps it). With a default TTL every append re-applies it; a TTL set with
+///   [`set_ttl`](HistoryStore::set_ttl) has nowhere to be recorded, so later appends keep its
+///   deadline without restarting it (unless a default TTL replaces it).
+///   [`purge_expired`](HistoryStore::purge_expired) returns 0: Redis deletes expired lists by
+///   itself and no record of them is kept.
+/// - **Listing** maps keys back to sessions: a verbatim or base32 session segment decodes; a
+///   session whose encoding was over 180 characters became a SHA-256 digest and cannot be
+///   listed (it can still be read and written by its session id), and neither can a session id
+///   that is not a valid [`SessionId`] (Agent Framework's session ids are free strings).
+/// - **Ids.** A message Python wrote without `message_id` gets an id derived from its content,
+///   so two identical id-less messages read back with the same id (their seqs differ).
+#[derive(Clone)]
+pub struct AfRedisHistory {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    conn: ConnectionManager,
+    format: AfKeyFormat,
+    template: Option<Scope>,
+    max_messages: Option<usize>,
+    default_ttl: Option<Duration>,
+    counter: Arc<dyn TokenCounter>,
+    call_budget: Duration,
+    endpoint: String,
+}
+
+impl fmt::Debug for AfRedisHistory {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("AfRedisHistory")
+            .field("endpoint", &self.inner.endpoint)
+            .field("format", &self.inner.format)
+            .field("template", &self.inner.template)
+            .field("max_messages", &self.inner.max_messages)
+            .field("default_ttl", &self.inner.default_ttl)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AfRedisHistory {
+    /// Connects with the default options to `url` (`redis://[user:password@]host[:port][/db]`,
+    /// `rediss://…` with the `tls` feature, or `unix:///path`), naming lists by `format`.
+    ///
+    /// # Errors
+    /// As [`AfRedisHistoryBuilder::connect`].
+    pub async fn connect(url: &str, format: AfKeyFormat) -> Result<Self> {
+        Self::builder(url, format).connect().await
+    }
+
+    /// A builder for a store at `url` that names lists by `format`.
+    pub fn builder(url: &str, format: AfKeyFormat) -> AfRedisHistoryBuilder {
+        AfRedisHistoryBuilder::new(Target::Url(url.to_owned()), format)
+    }
+
+    /// A builder for a store on an application's existing connection manager (its own timeouts
+    /// and reconnection settings apply; the builder's timeouts still bound each call).
+    pub fn builder_on(conn: ConnectionManager, format: AfKeyFormat) -> AfRedisHistoryBuilder {
+        AfRedisHistoryBuilder::new(Target::Manager(conn), format)
+    }
+
+    /// The key format.
+    pub fn key_format(&self) -> &AfKeyFormat {
+        &self.inner.format
+    }
+
+    /// The Redis key of the list of `scope`.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when `scope`'s tenant, user, agent
+    /// or source is not the store's scope template's.
+    pub fn key_for(&self, scope: &Scope) -> Result<String> {
+        let accepted = match &self.inner.template {
+            Some(t) => {
+                scope.tenant() == t.tenant()
+                    && scope.user() == t.user()
+                    && scope.agent() == t.agent()
+                    && scope.source() == t.source()
+            }
+            None => {
+                scope.tenant().as_str() == memory_core::scope::DEFAULT_TENANT
+                    && scope.user().is_none()
+                    && scope.agent().is_none()
+                    && scope.source().as_str() == memory_core::scope::DEFAULT_SOURCE
+            }
+        };
+        if !accepted {
+            return Err(Error::invalid_input(format!(
+                "{scope} is not served by this Agent Framework history: its lists are keyed by \
+                 session only, for the tenant, user, agent and source of its scope template"
+            )));
+        }
+        self.inner.format.key(scope.session_id().as_str())
+    }
+
+    /// Checks that the server answers (`PING`).
+    ///
+    /// # Errors
+    /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when it does not.
+    pub async fn ping(&self) -> Result<()> {
+        self.query::<Value>("ping", &redis::cmd("PING"))
+            .await
+            .map(|_| ())
+    }
+
+    /// The scope of `session` under the scope template.
+    fn scope_of(&self, session: SessionId) -> Result<Scope> {
+        let Some(template) = &self.inner.template else {
+            return Scope::session(session.as_str());
+        };
+        let mut scope = Scope::new(template.tenant().clone(), session)
+            .with_source_id(template.source().clone());
+        if let Some(user) = template.user() {
+            scope = scope.with_user(user.as_str())?;
+        }
+        if let Some(agent) = template.agent() {
+            scope = scope.with_agent_id(agent.clone());
+        }
+        Ok(scope)
+    }
+
+    /// Sends one command within the call budget.
+    async fn query<T: FromRedisValue>(&self, what: &str, cmd: &Cmd) -> Result<T> {
+        let budget = self.inner.call_budget;
+        tokio::time::timeout(budget, cmd.query_async::<T>(&mut self.inner.conn.clone()))
+            .await
+            .map_err(|_| timed_out(what, budget))?
+            .map_err(|e| redis_error(what, e))
+    }
+
+    /// Sends a pipeline within the call budget.
+    async fn query_pipeline<T: FromRedisValue>(&self, what: &str, pipe: &Pipeline) -> Result<T> {
+        let budget = self.inner.call_budget;
+        tokio::time::timeout(budget, pipe.query_async::<T>(&mut self.inner.conn.clone()))
+            .await
+            .map_err(|_| timed_out(what, budget))?
+            .map_err(|e| redis_error(what, e))
+    }
+
+    /// Runs a script: `EVALSHA`, then `EVAL` when the server does not have it cached.
+    async fn eval(&self, what: &str, script: &Script, key: &str, args: &[&[u8]]) -> Result<Value> {
+        let budget = self.inner.call_budget;
+        let mut cmd = redis::cmd("EVALSHA");
+        cmd.arg(&script.sha1).arg(1).arg(key).arg(args);
+        let first = tokio::time::timeout(
+            budget,
+            cmd.query_async::<Value>(&mut self.inner.conn.clone()),
+        )
+        .await
+        .map_err(|_| timed_out(what, budget))?;
+        match first {
+            Ok(value) => Ok(value),
+            Err(err)
+                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
+            {
+                tracing::debug!(script = script.name, "redis.script_not_cached");
+                let mut cmd = redis::cmd("EVAL");
+                cmd.arg(script.source).arg(1).arg(key).arg(args);
+                self.query(what, &cmd).await
+            }
+            Err(err) => Err(redis_error(what, err)),
+        }
+    }
+
+    /// `LRANGE key start stop` with the list's length and newest element, atomically.
+    async fn read_range(&self, what: &str, key: &str, start: i64, stop: i64) -> Result<ListRange> {
+        let (start_arg, stop_arg) = (start.to_string(), stop.to_string());
+        let reply = self
+            .eval(
+                what,
+                &READ,
+                key,
+                &[start_arg.as_bytes(), stop_arg.as_bytes()],
+            )
+            .await?;
+        let Value::Array(items) = reply else {
+            return Err(bad_reply(what, "the read script did not return an array"));
+        };
+        let mut items = items.into_iter();
+        let len = items
+            .next()
+            .as_ref()
+            .and_then(integer)
+            .ok_or_else(|| bad_reply(what, "the read script returned no length"))?;
+        let newest = match items.next() {
+            Some(Value::BulkString(bytes)) => Some(bytes),
+            Some(Value::Nil) => None,
+            _ => {
+                return Err(bad_reply(
+                    what,
+                    "the read script returned no newest element",
+                ));
+            }
+        };
+        let elements = items
+            .map(|item| match item {
+                Value::BulkString(bytes) => Ok(bytes),
+                _ => Err(bad_reply(what, "a list element is not a string")),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let first = if start < 0 {
+            (len + start).max(0)
+        } else {
+            start
+        };
+        Ok(ListRange {
+            len,
+            newest,
+            first,
+            elements,
+        })
+    }
+
+    /// Decodes the element at `position` (1-based) of `key` into a stored message.
+    fn decode(&self, key: &str, position: i64, element: &[u8]) -> Result<StoredMessage> {
+        let corrupt = |detail: String| {
+            Error::serialization(format!(
+                "element {position} of the Agent Framework list {key} {detail}"
+            ))
+        };
+        let value: serde_json::Value = serde_json::from_slice(element)
+            .map_err(|e| corrupt("is not JSON".to_owned()).with_source(e))?;
+        let message = from_agent_framework(&value)
+            .map_err(|e| corrupt("is not an Agent Framework message".to_owned()).with_source(e))?;
+        Ok(StoredMessage {
+            seq: u64::try_from(position).unwrap_or_default(),
+            tokens: self.inner.counter.count_message(&message),
+            archived: false,
+            message,
+        })
+    }
+
+    /// Decodes elements starting at 0-based index `first`.
+    fn decode_all(
+        &self,
+        key: &str,
+        first: i64,
+        elements: &[Vec<u8>],
+    ) -> Result<Vec<StoredMessage>> {
+        elements
+            .iter()
+            .zip(first + 1..)
+            .map(|(element, position)| self.decode(key, position, element))
+            .collect()
+    }
+
+    /// The newest messages within `budget` tokens, counted now, fetched in growing chunks from
+    /// the end (each chunk one atomic read). Each further chunk also reads one element of the
+    /// chunk before it, and the read stops early, returning the (shorter, still contiguous)
+    /// window it has, when the list's length, its newest element or that boundary element
+    /// changed in between: another writer appended or trimmed, which shifts the positions.
+    async fn read_budget(&self, what: &str, key: &str, budget: u64) -> Result<Vec<StoredMessage>> {
+        let mut newest_first: Vec<StoredMessage> = Vec::new();
+        if budget == 0 {
+            return Ok(newest_first);
+        }
+        let mut used = 0u64;
+        let mut chunk = BUDGET_FIRST_CHUNK;
+        let snapshot = self.read_range(what, key, -chunk, -1).await?;
+        let mut first = snapshot.first;
+        let mut elements = snapshot.elements;
+        'chunks: loop {
+            for (offset, element) in elements.iter().enumerate().rev() {
+                let position = first + 1 + i64::try_from(offset).unwrap_or(i64::MAX);
+                let message = self.decode(key, position, element)?;
+                let total = used + u64::from(message.tokens);
+                if total > budget {
+                    break 'chunks;
+                }
+                used = total;
+                newest_first.push(message);
+            }
+            if first == 0 {
+                break;
+            }
+            chunk = (chunk * 2).min(BUDGET_MAX_CHUNK);
+            let boundary = elements.first().cloned();
+            let mut next = self
+                .read_range(what, key, (first - chunk).max(0), first)
+                .await?;
+            let unchanged = next.len == snapshot.len
+                && next.newest == snapshot.newest
+                && next.elements.pop() == boundary;
+            if !unchanged {
+                tracing::debug!(
+                    key,
+                    "history.read: the list changed under a budgeted read; window cut short"
+                );
+                break;
+            }
+            first = next.first;
+            elements = next.elements;
+        }
+        newest_first.reverse();
+        Ok(newest_first)
+    }
+}
+
+/// What [`AfRedisHistory::read_range`] read.
+struct ListRange {
+    /// The list's length.
+    len: i64,
+    /// Its newest element.
+    newest: Option<Vec<u8>>,
+    /// The 0-based index of the first element read.
+    first: i64,
+    /// The elements read.
+    elements: Vec<Vec<u8>>,
+}
+
+#[async_trait]
+impl HistoryStore for AfRedisHistory {
+    /// TTL: yes (the key's expiry); multi-process: yes (every write is one script).
+    fn capabilities(&self) -> HistoryCapabilities {
+        HistoryCapabilities::new(true, true)
+    }
+
+    /// Appends the messages that Agent Framework's deduplication finds new, atomically: one
+    /// script that reads `LLEN` and the last `messages.len()` elements, `RPUSH`es the new
+    /// suffix of the batch, applies `max_messages` (`LTRIM`) and the default TTL.
+    ///
+    /// The deduplication is `filter_new_messages`' of Agent Framework 1.23: a message's
+    /// identity is its `message_id` when it has one that is not null (every message we create
+    /// has one), else its role and contents. If the whole list appears in the batch (a
+    /// full-transcript replay), what follows its first occurrence is new; else the longest
+    /// suffix of the list equal to a prefix of the batch is skipped; but a single id-less
+    /// `user` message is not taken as a duplicate in either case (a repeated input), except
+    /// when the list is that one message and the batch holds it after other messages (a
+    /// replay). A retried batch and a replayed transcript are therefore no-ops; unlike the
+    /// native store, an id already stored further back, or repeated inside the batch, is
+    /// stored again, as Python would.
+    ///
+    /// The identities of the batch are computed here; the script decodes the stored elements
+    /// with `cjson` for `message_id` and `role`, and compares the contents of id-less messages
+    /// as the exact text `json.dumps` wrote for them (what every writer of this layout
+    /// produces), not Python's key-sorted form: two contents equal up to the order of their
+    /// keys count as different, so such a message is appended again where Python would skip
+    /// it; never the reverse. Likewise a `message_id` that is not a string is compared as its
+    /// JSON text, so it never equals a string id (Python compares `str()` of both).
+    ///
+    /// `seqs` are list positions after the append (see [`AfRedisHistory`]); a message
+    /// that is not in the list (the head of a replay that was trimmed earlier, or cut by
+    /// `max_messages` in this append) gets 0.
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        let key = self.key_for(scope)?;
+        if messages.is_empty() {
+            return Ok(AppendOutcome {
+                seqs: Vec::new(),
+                inserted: 0,
+            });
+        }
+        if messages.len() > MAX_BATCH_MESSAGES {
+            return Err(Error::new(
+                ErrorKind::LimitExceeded,
+                format!(
+                    "a batch of {} messages is over the limit of {MAX_BATCH_MESSAGES}",
+                    messages.len()
+                ),
+            ));
+        }
+        let options = AfOptions::default();
+        let mut prepared = Vec::with_capacity(messages.len());
+        let mut batch_bytes = 0usize;
+        for message in messages {
+            let value = to_agent_framework(message, &options);
+            let element = dumps(&value);
+            if element.len() > MAX_MESSAGE_BYTES {
+                return Err(Error::new(
+                    ErrorKind::LimitExceeded,
+                    format!(
+                        "message {} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
+                        message.id,
+                        element.len()
+                    ),
+                ));
+            }
+            batch_bytes += element.len();
+            if batch_bytes > MAX_BATCH_BYTES {
+                return Err(Error::new(
+                    ErrorKind::LimitExceeded,
+                    format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
+                ));
+            }
+            prepared.push((identity(&value), element));
+        }
+        let max = self.inner.max_messages.unwrap_or(0).to_string();
+        let ttl = match self.inner.default_ttl {
+            Some(ttl) => ttl_millis(ttl)?.to_string(),
+            None => "0".to_owned(),
+        };
+        let count = messages.len().to_string();
+        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + 4 * prepared.len());
+        args.extend([max.as_bytes(), ttl.as_bytes(), count.as_bytes()]);
+        for ((kind, first, second), element) in &prepared {
+            args.extend([
+                kind.as_bytes(),
+                first.as_bytes(),
+                second.as_bytes(),
+                element.as_bytes(),
+            ]);
+        }
+        let what = format!("append to the Agent Framework list of {scope}");
+        let reply = self.eval(&what, &APPEND, &key, &args).await?;
+        let numbers = match reply {
+            Value::Array(items) => items.iter().map(integer).collect::<Option<Vec<i64>>>(),
+            _ => None,
+        };
+        let Some(&[base, skip, trimmed]) = numbers.as_deref() else {
+            return Err(bad_reply(
+                &what,
+                "the append script did not return 3 numbers",
+            ));
+        };
+        let seqs = (0i64..)
+            .zip(messages)
+            .map(|(i, _)| u64::try_from(base + i - trimmed).unwrap_or(0))
+            .collect();
+        let inserted = messages
+            .len()
+            .saturating_sub(usize::try_from(skip).unwrap_or(usize::MAX));
+        tracing::debug!(scope = %scope, inserted, given = messages.len(), trimmed, "history.append");
+        Ok(AppendOutcome { seqs, inserted })
+    }
+
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        let key = self.key_for(scope)?;
+        let what = format!("read {window:?} of the Agent Framework list of {scope}");
+        let messages = match window {
+            Window::All | Window::Everything => {
+                let range = self.read_range(&what, &key, 0, -1).await?;
+                self.decode_all(&key, range.first, &range.elements)?
+            }
+            Window::Last(0) => Vec::new(),
+            Window::Last(n) => {
+                let start = i64::try_from(n).map_or(i64::MIN + 1, |n| -n);
+                let range = self.read_range(&what, &key, start, -1).await?;
+                self.decode_all(&key, range.first, &range.elements)?
+            }
+            Window::After(seq) => {
+                let start = i64::try_from(seq).unwrap_or(i64::MAX);
+                let range = self.read_range(&what, &key, start, -1).await?;
+                self.decode_all(&key, range.first, &range.elements)?
+            }
+            Window::TokenBudget(budget) => self.read_budget(&what, &key, budget).await?,
+            other => {
+                return Err(Error::unsupported(format!(
+                    "the Agent Framework history does not know the window {other:?}"
+                )));
+            }
+        };
+        tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
+        Ok(messages)
+    }
+
+    /// `active` and `last_seq` are the list's length, `archived` 0. The layout stores no
+    /// token counts: `active_tokens` reads and decodes the whole list (one atomic read) and
+    /// counts it with the store's counter, so this costs O(length), like every save of
+    /// Python's provider; bound the list with `max_messages`.
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        let key = self.key_for(scope)?;
+        let what = format!("count the Agent Framework list of {scope}");
+        let range = self.read_range(&what, &key, 0, -1).await?;
+        let mut tokens = 0u64;
+        for message in self.decode_all(&key, range.first, &range.elements)? {
+            tokens += u64::from(message.tokens);
+        }
+        let len = u64::try_from(range.len).unwrap_or_default();
+        Ok(ThreadCount {
+            active: len,
+            archived: 0,
+            active_tokens: tokens,
+            last_seq: len,
+        })
+    }
+
+    /// [`Unsupported`](memory_core::ErrorKind::Unsupported): Agent Framework's layout is one
+    /// list of the active messages and has no place for archived ones.
+    async fn archive(&self, scope: &Scope, _seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.key_for(scope)?;
+        Err(Error::unsupported(
+            "the Agent Framework history layout has no archive: bound threads with max_messages",
+        ))
+    }
+
+    /// `DEL` of the list (with its `LLEN`, atomically).
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let key = self.key_for(scope)?;
+        let what = format!("clear the Agent Framework list of {scope}");
+        let mut pipe = redis::pipe();
+        pipe.atomic()
+            .cmd("LLEN")
+            .arg(&key)
+            .cmd("DEL")
+            .arg(&key)
+            .ignore();
+        let (len,): (u64,) = self.query_pipeline(&what, &pipe).await?;
+        tracing::debug!(scope = %scope, deleted = len, "history.clear");
+        Ok(len)
+    }
+
+    /// Scans the keys of the store's [`AfKeyFormat`] (`SCAN … MATCH … TYPE list`, never
+    /// `KEYS`) and returns, in [`Scope::key`] order, the scopes (under the scope template) of
+    /// the sessions it can map back: not digest segments, not session ids that are not valid
+    /// [`SessionId`]s. Each page scans the whole keyspace: for administration, not a hot path.
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        let what = "list the Agent Framework lists";
+        let pattern = self.inner.format.scan_pattern();
+        let limit = page.limit.max(1);
+        let after = page.cursor.as_deref();
+        let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
+        let mut cursor = 0u64;
+        loop {
+            let mut cmd = redis::cmd("SCAN");
+            cmd.arg(cursor)
+                .arg("MATCH")
+                .arg(&pattern)
+                .arg("COUNT")
+                .arg(SCAN_COUNT)
+                .arg("TYPE")
+                .arg("list");
+            let (next, keys): (u64, Vec<String>) = self.query(what, &cmd).await?;
+            for key in keys {
+                let Some(session) = self.inner.format.session_of(&key) else {
+                    continue;
+                };
+                let Ok(session) = SessionId::new(session) else {
+                    continue;
+                };
+                let scope = self.scope_of(session)?;
+                if !scope.matches(filter) {
+                    continue;
+                }
+                let scope_key = scope.key();
+                if after.is_some_and(|c| scope_key.as_str() <= c) {
+                    continue;
+                }
+                smallest.insert(scope_key, scope);
+                if smallest.len() > limit + 1 {
+                    smallest.pop_last();
+                }
+            }
+            if next == 0 {
+                break;
+            }
+            cursor = next;
+        }
+        let more = smallest.len() > limit;
+        let items: Vec<(String, Scope)> = smallest.into_iter().take(limit).collect();
+        let next_cursor = if more {
+            items.last().map(|(k, _)| k.clone())
+        } else {
+            None
+        };
+        Ok(Page {
+            items: items.into_iter().map(|(_, s)| s).collect(),
+            next_cursor,
+        })
+    }
+
+    /// `PEXPIRE` (or `PERSIST` for `None`) on the list. The layout has nowhere to record the
+    /// TTL, so later appends keep this deadline without restarting it, unless the store has a
+    /// default TTL, which each append re-applies.
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let key = self.key_for(scope)?;
+        let millis = ttl.map(ttl_millis).transpose()?;
+        let what = format!("set the TTL of the Agent Framework list of {scope}");
+        let mut pipe = redis::pipe();
+        pipe.atomic().cmd("EXISTS").arg(&key);
+        match millis {
+            Some(ms) => pipe.cmd("PEXPIRE").arg(&key).arg(ms).ignore(),
+            None => pipe.cmd("PERSIST").arg(&key).ignore(),
+        };
+        let (exists,): (i64,) = self.query_pipeline(&what, &pipe).await?;
+        if exists == 0 {
+            return Err(Error::not_found(format!(
+                "{scope} has no Agent Framework list (unknown or expired)"
+            )));
+        }
+        Ok(())
+    }
+
+    /// 0: Redis deletes expired lists itself, and this layout keeps no record of them.
+    async fn purge_expired(&self) -> Result<u64> {
+        Ok(0)
+    }
+}
+
+/// Where a builder connects.
+enum Target {
+    Url(String),
+    Manager(ConnectionManager),
+}
+
+/// A builder of [`AfRedisHistory`].
+///
+/// ```no_run
+/// # async fn run() -> memory_core::Result<()> {
+/// use std::time::Duration;
+/// use memory_core::Scope;
+/// use memory_redis::{AfKeyFormat, AfRedisHistory};
+///
+/// let history = AfRedisHistory::builder(
+///     "redis://127.0.0.1:6379",
+///     AfKeyFormat::scoped("demo-app").with_tenant("tenant-1"),
+/// )
+/// .scope_template(&Scope::session("any")?.with_tenant("acme")?)
+/// .max_messages(200)
+/// .default_ttl(Duration::from_secs(7 * 24 * 3600))
+/// .connect()
+/// .await?;
+/// # Ok(()) }
+/// ```
+#[must_use = "a builder does nothing until `connect` is called"]
+pub struct AfRedisHistoryBuilder {
+    target: Target,
+    format: AfKeyFormat,
+    template: Option<Scope>,
+    max_messages: Option<usize>,
+    default_ttl: Option<Duration>,
+    counter: Arc<dyn TokenCounter>,
+    response_timeout: Duration,
+    connection_timeout: Duration,
+}
+
+impl fmt::Debug for AfRedisHistoryBuilder {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let target = match &self.target {
+            Target::Url(url) => redact_url(url),
+            Target::Manager(_) => "<application connection manager>".to_owned(),
+        };
+        f.debug_struct("AfRedisHistoryBuilder")
+            .field("target", &target)
+            .field("format", &self.format)
+            .field("template", &self.template)
+            .field("max_messages", &self.max_messages)
+            .field("default_ttl", &self.default_ttl)
+            .field("response_timeout", &self.response_timeout)
+            .field("connection_timeout", &self.connection_timeout)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AfRedisHistoryBuilder {
+    fn new(target: Target, format: AfKeyFormat) -> Self {
+        Self {
+            target,
+            format,
+            template: None,
+            max_messages: None,
+            default_ttl: None,
+            counter: default_token_counter(),
+            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
+            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
+        }
+    }
+
+    /// The tenant, user, agent and source of the scopes the store serves (`template`'s
+    /// session is ignored). Default: those of `Scope::session(…)`: tenant `default`, no user,
+    /// no agent, source `history`.
+    pub fn scope_template(mut self, template: &Scope) -> Self {
+        self.template = Some(template.clone());
+        self
+    }
+
+    /// Keeps at most `n` (at least 1) messages per list, as the Python provider's
+    /// `max_messages`: each append that pushes beyond it trims the oldest, in the same script.
+    /// Default: no limit. (Python's `max_messages=0`, "write nothing", is refused.)
+    pub fn max_messages(mut self, n: usize) -> Self {
+        self.max_messages = Some(n);
+        self
+    }
+
+    /// Gives every list an expiry of `ttl`, re-applied by each append (default: none, as
+    /// Python's provider).
+    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+        self.default_ttl = Some(ttl);
+        self
+    }
+
+    /// Counts tokens for budgets and counts, at read time (default
+    /// [`default_token_counter`]).
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = counter;
+        self
+    }
+
+    /// How long a call waits for the server's answer (default 3 s).
+    pub fn response_timeout(mut self, timeout: Duration) -> Self {
+        self.response_timeout = timeout;
+        self
+    }
+
+    /// How long one connection attempt may take (default 2 s).
+    pub fn connection_timeout(mut self, timeout: Duration) -> Self {
+        self.connection_timeout = timeout;
+        self
+    }
+
+    /// Checks the options and connects.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for an invalid key format, a
+    /// `max_messages` of 0, a TTL out of range, a zero timeout or a URL it cannot use;
+    /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached. Messages
+    /// never contain the password.
+    pub async fn connect(self) -> Result<AfRedisHistory> {
+        self.format.validate()?;
+        if self.max_messages == Some(0) {
+            return Err(Error::invalid_input(
+                "max_messages must be at least 1 (Agent Framework's 0 means \"store nothing\")",
+            ));
+        }
+        if let Some(ttl) = self.default_ttl {
+            ttl_millis(ttl)?;
+        }
+        if self.response_timeout.is_zero() || self.connection_timeout.is_zero() {
+            return Err(Error::invalid_input("timeouts must be greater than zero"));
+        }
+        let resend = self.connection_timeout + self.response_timeout;
+        let call_budget = resend + Duration::from_millis(500);
+        let (conn, endpoint) = match self.target {
+            Target::Manager(conn) => (conn, "<application connection manager>".to_owned()),
+            Target::Url(url) => {
+                let redacted = redact_url(&url);
+                let what = format!("connect to {redacted}");
+                let client =
+                    redis::Client::open(url.as_str()).map_err(|e| redis_error(&what, e))?;
+                let config = ConnectionManagerConfig::new()
+                    .set_connection_timeout(Some(self.connection_timeout))
+                    .set_response_timeout(Some(self.response_timeout))
+                    .set_number_of_retries(RECONNECT_RETRIES)
+                    .set_min_delay(RECONNECT_MIN_DELAY)
+                    .set_max_delay(RECONNECT_MAX_DELAY);
+                let budget = resend * (RECONNECT_RETRIES as u32 + 1)
+                    + RECONNECT_MAX_DELAY * RECONNECT_RETRIES as u32;
+                let conn = tokio::time::timeout(
+                    budget,
+                    ConnectionManager::new_with_config(client, config),
+                )
+                .await
+                .map_err(|_| timed_out(&what, budget))?
+                .map_err(|e| redis_error(&what, e))?;
+                (conn, redacted)
+            }
+        };
+        tracing::debug!(endpoint = %endpoint, format = ?self.format, "redis.agent_framework.connected");
+        Ok(AfRedisHistory {
+            inner: Arc::new(Inner {
+                conn,
+                format: self.format,
+                template: self.template,
+                max_messages: self.max_messages,
+                default_ttl: self.default_ttl,
+                counter: self.counter,
+                call_budget,
+                endpoint,
+            }),
+        })
+    }
+}
+
+/// Agent Framework's `get_message_identity` of a message in `Message.to_dict()` form, as the
+/// append script takes it: `("i", message_id, "")` for a string `message_id` (even empty),
+/// `("j", its JSON text, "")` for a `message_id` of another type, else `("c", role, contents
+/// as json.dumps writes them)`.
+fn identity(message: &serde_json::Value) -> (&'static str, String, String) {
+    match message.get("message_id") {
+        Some(serde_json::Value::String(id)) => ("i", id.clone(), String::new()),
+        Some(serde_json::Value::Null) | None => {
+            let role = message
+                .get("role")
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let contents = message
+                .get("contents")
+                .map_or_else(|| "[]".to_owned(), dumps);
+            ("c", role, contents)
+        }
+        Some(other) => ("j", dumps(other), String::new()),
+    }
+}
+
+/// A reply as an integer.
+fn integer(value: &Value) -> Option<i64> {
+    match value {
+        Value::Int(n) => Some(*n),
+        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
+        Value::SimpleString(s) => s.parse().ok(),
+        _ => None,
+    }
+}
