@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, Result, TokenCounter, default_token_counter};
+use memory_core::{Error, REDACTED, Result, TokenCounter, default_token_counter, redact_url};
 
 use crate::dialect::Backend;
 
@@ -71,6 +71,7 @@ pub struct SqlConfig {
     pub(crate) max_connections: Option<u32>,
     pub(crate) acquire_timeout: Duration,
     pub(crate) busy_timeout: Duration,
+    pub(crate) operation_timeout: Duration,
     pub(crate) schema_version: Option<u32>,
 }
 
@@ -82,7 +83,8 @@ impl Default for SqlConfig {
 
 impl SqlConfig {
     /// The defaults: prefix `agent_memory_`, tiktoken `o200k_base` counts, no TTL, a 5 s bound
-    /// on connecting and on waiting for a pooled connection, a 10 s SQLite busy timeout.
+    /// on connecting and on waiting for a pooled connection, a 10 s bound on waiting for a lock
+    /// another writer holds, a 30 s bound on every operation.
     pub fn new() -> Self {
         Self {
             table_prefix: DEFAULT_TABLE_PREFIX.to_owned(),
@@ -91,6 +93,7 @@ impl SqlConfig {
             max_connections: None,
             acquire_timeout: Duration::from_secs(5),
             busy_timeout: Duration::from_secs(10),
+            operation_timeout: Duration::from_secs(30),
             schema_version: None,
         }
     }
@@ -110,7 +113,9 @@ impl SqlConfig {
     }
 
     /// Gives every new thread this time to live (see
-    /// [`HistoryStore::set_ttl`](memory_core::HistoryStore::set_ttl)).
+    /// [`HistoryStore::set_ttl`](memory_core::HistoryStore::set_ttl)). It is checked when the
+    /// store opens: 1 ms to [`MAX_TTL`](memory_core::MAX_TTL), else
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
     pub fn default_ttl(mut self, ttl: Duration) -> Self {
         self.default_ttl = Some(ttl);
         self
@@ -130,9 +135,26 @@ impl SqlConfig {
         self
     }
 
-    /// How long a SQLite writer waits for another one's lock before giving up (default 10 s).
+    /// How long a writer waits for a lock another transaction holds before it fails with
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) (default 10 s): SQLite's busy timeout,
+    /// PostgreSQL's `lock_timeout`, MySQL's `innodb_lock_wait_timeout` (whole seconds, at least
+    /// one). Set on the connections of the pools the URL constructors open; the application's
+    /// own pools keep their settings.
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self
+    }
+
+    /// Bounds every operation of the store (an append with its retries, a read with all its
+    /// pages, …): past it the call fails with [`Timeout`](memory_core::ErrorKind::Timeout) and
+    /// its transaction is rolled back (default 30 s). It guards against a server that stopped
+    /// answering; lock waits are bounded first by [`busy_timeout`](Self::busy_timeout). On
+    /// PostgreSQL it is also the server's `idle_in_transaction_session_timeout` for the
+    /// connections this crate opens, so a client that hangs inside a transaction cannot hold
+    /// its locks for longer. Needs a Tokio runtime with the time driver (as `#[tokio::main]`
+    /// builds).
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.operation_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 
@@ -163,6 +185,7 @@ impl fmt::Debug for SqlConfig {
             .field("max_connections", &self.max_connections)
             .field("acquire_timeout", &self.acquire_timeout)
             .field("busy_timeout", &self.busy_timeout)
+            .field("operation_timeout", &self.operation_timeout)
             .finish()
     }
 }
@@ -179,7 +202,32 @@ pub(crate) struct DbUrl {
 
 impl DbUrl {
     pub(crate) fn parse(url: &str) -> Result<Self> {
-        let (redacted, secrets) = redact(url);
+        let mut redacted = redact_url(url);
+        let mut secrets = secrets(url, &redacted);
+        // `redact_url` ends the user info at the first `/`: a password holding an unescaped
+        // `/` (not valid in a URL, but easily typed) would slip past it. Mask all of such a
+        // URL's user info.
+        // (A SQLite URL is a path, which may hold both.)
+        let (main, _) = url_query(url);
+        if !url.to_ascii_lowercase().starts_with("sqlite:")
+            && let (Some(scheme_end), Some(at)) = (main.find("://").map(|i| i + 3), main.rfind('@'))
+            && scheme_end <= at
+            && main[scheme_end..at].contains('/')
+        {
+            if let Some((_, password)) = main[scheme_end..at].split_once(':') {
+                secrets.push(password.to_owned());
+            }
+            redacted = format!("{}{REDACTED}{}", &url[..scheme_end], &main[at..]);
+            if let (_, Some(query)) = url_query(&redact_url(url)) {
+                redacted = format!("{redacted}?{query}");
+            }
+        }
+        let decoded: Vec<String> = secrets.iter().map(|s| percent_decode(s)).collect();
+        secrets.extend(decoded);
+        secrets.retain(|s| !s.is_empty() && s != REDACTED);
+        // Longest first, so that a secret holding another is masked whole.
+        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+        secrets.dedup();
         let scheme = url
             .split(':')
             .next()
@@ -205,11 +253,9 @@ impl DbUrl {
 
     /// Replaces every secret of the URL in `text` by `***`.
     pub(crate) fn scrub(&self, text: &str) -> String {
-        let mut out = text.to_owned();
-        for secret in &self.secrets {
-            out = out.replace(secret.as_str(), "***");
-        }
-        out
+        self.secrets.iter().fold(text.to_owned(), |out, secret| {
+            out.replace(secret.as_str(), REDACTED)
+        })
     }
 
     /// Whether `text` holds a secret of the URL.
@@ -236,64 +282,47 @@ impl fmt::Debug for DbUrl {
     }
 }
 
-/// Masks the password of `url` (the userinfo's part after `:`, and any `password=` query
-/// parameter); returns the masked URL and the secrets it removed (raw and percent-decoded).
-fn redact(url: &str) -> (String, Vec<String>) {
-    let mut secrets = Vec::new();
-    let Some(scheme_end) = url.find("://") else {
-        return (url.to_owned(), secrets);
-    };
-    let (head, rest) = url.split_at(scheme_end + 3);
-    // The userinfo ends at the last '@' (a password may hold an unescaped '@' or '/'; masking
-    // too much is safe, too little is not).
-    let mut out = head.to_owned();
-    let after_userinfo = match rest.rfind('@') {
-        Some(at) => {
-            let userinfo = &rest[..at];
-            match userinfo.split_once(':') {
-                Some((user, password)) => {
-                    if !password.is_empty() {
-                        secrets.push(password.to_owned());
-                        let decoded = percent_decode(password);
-                        if decoded != password {
-                            secrets.push(decoded);
-                        }
-                    }
-                    out.push_str(user);
-                    out.push_str(":***@");
-                }
-                None => {
-                    out.push_str(userinfo);
-                    out.push('@');
-                }
-            }
-            &rest[at + 1..]
+/// The secrets [`redact_url`] masks in `url` (the password of the user info, the values of
+/// secret query parameters), found by comparing the URL with its masked form.
+fn secrets(url: &str, redacted: &str) -> Vec<String> {
+    let (raw_main, raw_query) = url_query(url);
+    let (red_main, red_query) = url_query(redacted);
+    let mut found = Vec::new();
+    if raw_main != red_main {
+        // One masked span: the password, between the parts both forms share.
+        let prefix = raw_main
+            .bytes()
+            .zip(red_main.bytes())
+            .take_while(|(a, b)| a == b)
+            .count();
+        let max_suffix = raw_main.len().min(red_main.len()) - prefix;
+        let suffix = raw_main
+            .bytes()
+            .rev()
+            .zip(red_main.bytes().rev())
+            .take(max_suffix)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if let Some(secret) = raw_main.get(prefix..raw_main.len() - suffix) {
+            found.push(secret.to_owned());
         }
-        None => rest,
-    };
-    match after_userinfo.split_once('?') {
-        Some((path, query)) => {
-            out.push_str(path);
-            out.push('?');
-            let params: Vec<String> = query
-                .split('&')
-                .map(|param| match param.split_once('=') {
-                    Some((k, v)) if k.to_ascii_lowercase().contains("password") => {
-                        if !v.is_empty() {
-                            secrets.push(v.to_owned());
-                            secrets.push(percent_decode(v));
-                        }
-                        format!("{k}=***")
-                    }
-                    _ => param.to_owned(),
-                })
-                .collect();
-            out.push_str(&params.join("&"));
-        }
-        None => out.push_str(after_userinfo),
     }
-    secrets.retain(|s| !s.is_empty());
-    (out, secrets)
+    if let (Some(raw_query), Some(red_query)) = (raw_query, red_query) {
+        for (raw, red) in raw_query.split('&').zip(red_query.split('&')) {
+            if raw != red
+                && let Some((_, value)) = raw.split_once('=')
+            {
+                found.push(value.to_owned());
+            }
+        }
+    }
+    found
+}
+
+/// `url` split at its first `?`.
+fn url_query(url: &str) -> (&str, Option<&str>) {
+    url.split_once('?')
+        .map_or((url, None), |(main, query)| (main, Some(query)))
 }
 
 fn percent_decode(s: &str) -> String {
@@ -390,5 +419,9 @@ mod tests {
         assert!(!url.redacted.contains("a@b"));
         let url = DbUrl::parse("mysql://root@h/db").unwrap();
         assert_eq!(url.redacted, "mysql://root@h/db");
+        let url = DbUrl::parse("postgres://u:pa/ss@h/db?password=zz").unwrap();
+        assert_eq!(url.redacted, "postgres://***@h/db?password=***");
+        assert!(url.leaks("pa/ss") && url.leaks("zz"));
+        assert_eq!(url.scrub("a pa/ss b zz"), "a *** b ***");
     }
 }

@@ -18,12 +18,18 @@ use crate::dialect::Dialect;
 use crate::error::{Context, sql_error};
 
 /// One bound argument.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) enum Arg<'a> {
     Int(i64),
     Text(&'a str),
     OptText(Option<&'a str>),
     OptInt(Option<i64>),
+    /// A `BIGINT[]` (PostgreSQL only).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Ints(Vec<i64>),
+    /// A `TEXT[]` (PostgreSQL only).
+    #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
+    Texts(Vec<&'a str>),
 }
 
 /// How to decode one column of a result row.
@@ -141,14 +147,14 @@ impl<'a> Query<'a> {
         }
     }
 
-    /// A statement built for this call (variable row or id counts). Small ones are cached like
-    /// the others (a turn appends one or two messages, so they repeat); large ones are not, so
-    /// they do not push the common statements out of the connection's cache.
-    pub(crate) fn built(sql: String, rows: usize) -> Self {
+    /// A statement built for this call. `cache` says whether to prepare it once per connection
+    /// and keep it: yes for shapes that repeat (a turn appends one or two messages), no for
+    /// one-offs, so they do not push the common statements out of the connection's cache.
+    pub(crate) fn built(sql: String, cache: bool) -> Self {
         Self {
             sql: SqlText::Owned(sql),
             args: Vec::new(),
-            persistent: rows <= 8,
+            persistent: cache,
         }
     }
 
@@ -175,24 +181,129 @@ impl<'a> Query<'a> {
     }
 }
 
-macro_rules! build {
-    ($db:ty, $query:expr) => {{
-        let Query {
-            sql,
-            args,
-            persistent,
-        } = $query;
-        let mut q = sqlx::query::<$db>(sql.into_sql_str()).persistent(persistent);
-        for arg in args {
-            q = match arg {
-                Arg::Int(v) => q.bind(v),
-                Arg::Text(v) => q.bind(v),
-                Arg::OptText(v) => q.bind(v),
-                Arg::OptInt(v) => q.bind(v),
-            };
+/// What sqlx does not share between its databases: the rows a statement affected, and
+/// arrays (PostgreSQL's alone; the other dialects never build a statement with one).
+pub(crate) trait SqlDb: sqlx::Database + sqlx::database::HasStatementCache {
+    fn rows_affected(result: &Self::QueryResult) -> u64;
+
+    fn bind_array<'q>(
+        query: sqlx::query::Query<'q, Self, Self::Arguments>,
+        arg: Arg<'_>,
+    ) -> sqlx::query::Query<'q, Self, Self::Arguments> {
+        let _ = arg;
+        query
+    }
+}
+
+#[cfg(feature = "sqlite")]
+impl SqlDb for sqlx::Sqlite {
+    fn rows_affected(result: &Self::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl SqlDb for sqlx::Postgres {
+    fn rows_affected(result: &Self::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+
+    fn bind_array<'q>(
+        query: sqlx::query::Query<'q, Self, Self::Arguments>,
+        arg: Arg<'_>,
+    ) -> sqlx::query::Query<'q, Self, Self::Arguments> {
+        match arg {
+            Arg::Ints(v) => query.bind(v),
+            Arg::Texts(v) => query.bind(v),
+            _ => query,
         }
-        q
-    }};
+    }
+}
+
+#[cfg(feature = "mysql")]
+impl SqlDb for sqlx::MySql {
+    fn rows_affected(result: &Self::QueryResult) -> u64 {
+        result.rows_affected()
+    }
+}
+
+/// What a statement is run for.
+#[derive(Debug, Clone, Copy)]
+enum Op<'c> {
+    /// The number of rows it affects.
+    Execute,
+    /// Its rows, decoded as these columns.
+    Fetch(&'c [Col]),
+}
+
+/// What a statement gave back, per [`Op`].
+enum Output {
+    Affected(u64),
+    Rows(Vec<Row>),
+}
+
+impl Output {
+    fn affected(self) -> u64 {
+        match self {
+            Output::Affected(n) => n,
+            Output::Rows(rows) => rows.len() as u64,
+        }
+    }
+
+    fn rows(self) -> Vec<Row> {
+        match self {
+            Output::Rows(rows) => rows,
+            Output::Affected(_) => Vec::new(),
+        }
+    }
+}
+
+/// Runs `query` on any sqlx executor (a pool, a transaction, a connection) of any database.
+async fn run<'c, DB, E>(
+    executor: E,
+    query: Query<'_>,
+    op: Op<'_>,
+) -> std::result::Result<Output, sqlx::Error>
+where
+    DB: SqlDb,
+    DB::Arguments: sqlx::IntoArguments<DB>,
+    E: sqlx::Executor<'c, Database = DB>,
+    for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB> + sqlx::Decode<'t, DB>,
+    for<'t> i16: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
+    for<'t> String: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
+    for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    usize: sqlx::ColumnIndex<DB::Row>,
+{
+    let Query {
+        sql,
+        args,
+        persistent,
+    } = query;
+    let mut q = sqlx::query::<DB>(sql.into_sql_str()).persistent(persistent);
+    for arg in args {
+        q = match arg {
+            Arg::Int(v) => q.bind(v),
+            Arg::Text(v) => q.bind(v),
+            Arg::OptText(v) => q.bind(v),
+            Arg::OptInt(v) => q.bind(v),
+            array @ (Arg::Ints(_) | Arg::Texts(_)) => DB::bind_array(q, array),
+        };
+    }
+    match op {
+        Op::Execute => {
+            let result = q.execute(executor).await?;
+            Ok(Output::Affected(DB::rows_affected(&result)))
+        }
+        Op::Fetch(cols) => {
+            let rows = q.fetch_all(executor).await?;
+            let decoded = rows.iter().map(|r| decode(r, cols));
+            Ok(Output::Rows(
+                decoded.collect::<std::result::Result<_, _>>()?,
+            ))
+        }
+    }
 }
 
 fn decode<R>(row: &R, cols: &[Col]) -> std::result::Result<Row, sqlx::Error>
@@ -306,26 +417,9 @@ impl Db {
 
     /// Runs a statement outside a transaction; returns the rows it affected.
     pub(crate) async fn execute(&self, ctx: Context<'_>, query: Query<'_>) -> Result<u64> {
-        self.count();
-        let res: std::result::Result<u64, sqlx::Error> = match &self.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => build!(sqlx::Sqlite, query)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected()),
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => build!(sqlx::Postgres, query)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected()),
-            #[cfg(feature = "mysql")]
-            Pool::MySql(p) => build!(sqlx::MySql, query)
-                .execute(p)
-                .await
-                .map(|r| r.rows_affected()),
-            Pool::Disabled(never) => match *never {},
-        };
-        res.map_err(|e| self.error(ctx, e))
+        self.run(ctx, query, Op::Execute)
+            .await
+            .map(Output::affected)
     }
 
     /// Runs a query outside a transaction; returns its rows decoded as `cols`.
@@ -335,23 +429,20 @@ impl Db {
         query: Query<'_>,
         cols: &[Col],
     ) -> Result<Vec<Row>> {
+        self.run(ctx, query, Op::Fetch(cols))
+            .await
+            .map(Output::rows)
+    }
+
+    async fn run(&self, ctx: Context<'_>, query: Query<'_>, op: Op<'_>) -> Result<Output> {
         self.count();
-        let res: std::result::Result<Vec<Row>, sqlx::Error> = match &self.pool {
+        let res: std::result::Result<Output, sqlx::Error> = match &self.pool {
             #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => build!(sqlx::Sqlite, query)
-                .fetch_all(p)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            Pool::Sqlite(p) => run(p, query, op).await,
             #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => build!(sqlx::Postgres, query)
-                .fetch_all(p)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            Pool::Postgres(p) => run(p, query, op).await,
             #[cfg(feature = "mysql")]
-            Pool::MySql(p) => build!(sqlx::MySql, query)
-                .fetch_all(p)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            Pool::MySql(p) => run(p, query, op).await,
             Pool::Disabled(never) => match *never {},
         };
         res.map_err(|e| self.error(ctx, e))
@@ -361,12 +452,44 @@ impl Db {
     /// the write lock from its first statement: no read-then-upgrade deadlock, and waiting
     /// writers queue on the busy timeout instead of failing with "database is locked".
     pub(crate) async fn begin(&self, ctx: Context<'_>) -> Result<Tx<'_>> {
+        self.start(ctx, false).await
+    }
+
+    /// Begins a read-only transaction whose statements all see one snapshot of the database:
+    /// `REPEATABLE READ` on PostgreSQL and MySQL (with the snapshot taken at once on MySQL), a
+    /// deferred transaction on SQLite (its snapshot is taken by the first read and kept).
+    pub(crate) async fn begin_read(&self, ctx: Context<'_>) -> Result<Tx<'_>> {
+        self.start(ctx, true).await
+    }
+
+    async fn start(&self, ctx: Context<'_>, read_only: bool) -> Result<Tx<'_>> {
         self.count();
         let res: std::result::Result<TxInner<'static>, sqlx::Error> = match &self.pool {
             #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => p.begin_with("BEGIN IMMEDIATE").await.map(TxInner::Sqlite),
+            Pool::Sqlite(p) => p
+                .begin_with(if read_only {
+                    "BEGIN DEFERRED"
+                } else {
+                    "BEGIN IMMEDIATE"
+                })
+                .await
+                .map(TxInner::Sqlite),
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(p) if read_only => p
+                .begin_with("BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .await
+                .map(TxInner::Postgres),
             #[cfg(feature = "postgres")]
             Pool::Postgres(p) => p.begin().await.map(TxInner::Postgres),
+            // `SET TRANSACTION` applies to the next transaction only; one round trip for both.
+            #[cfg(feature = "mysql")]
+            Pool::MySql(p) if read_only => p
+                .begin_with(
+                    "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ; \
+                     START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY",
+                )
+                .await
+                .map(TxInner::MySql),
             #[cfg(feature = "mysql")]
             Pool::MySql(p) => p.begin().await.map(TxInner::MySql),
             Pool::Disabled(never) => match *never {},
@@ -400,31 +523,9 @@ impl Db {
 impl Tx<'_> {
     /// Runs a statement in the transaction; returns the rows it affected.
     pub(crate) async fn execute(&mut self, ctx: Context<'_>, query: Query<'_>) -> Result<u64> {
-        self.trips.fetch_add(1, Ordering::Relaxed);
-        let res: std::result::Result<u64, sqlx::Error> = match &mut self.inner {
-            #[cfg(feature = "sqlite")]
-            TxInner::Sqlite(t) => build!(sqlx::Sqlite, query)
-                .execute(&mut **t)
-                .await
-                .map(|r| r.rows_affected()),
-            #[cfg(feature = "postgres")]
-            TxInner::Postgres(t) => build!(sqlx::Postgres, query)
-                .execute(&mut **t)
-                .await
-                .map(|r| r.rows_affected()),
-            #[cfg(feature = "mysql")]
-            TxInner::MySql(t) => build!(sqlx::MySql, query)
-                .execute(&mut **t)
-                .await
-                .map(|r| r.rows_affected()),
-            #[cfg(feature = "mysql")]
-            TxInner::MySqlConn(c) => build!(sqlx::MySql, query)
-                .execute(&mut **c)
-                .await
-                .map(|r| r.rows_affected()),
-            TxInner::Disabled(never, _) => match *never {},
-        };
-        res.map_err(|e| sql_error(ctx, e))
+        self.run(ctx, query, Op::Execute)
+            .await
+            .map(Output::affected)
     }
 
     /// Runs a query in the transaction; returns its rows decoded as `cols`.
@@ -434,28 +535,22 @@ impl Tx<'_> {
         query: Query<'_>,
         cols: &[Col],
     ) -> Result<Vec<Row>> {
+        self.run(ctx, query, Op::Fetch(cols))
+            .await
+            .map(Output::rows)
+    }
+
+    async fn run(&mut self, ctx: Context<'_>, query: Query<'_>, op: Op<'_>) -> Result<Output> {
         self.trips.fetch_add(1, Ordering::Relaxed);
-        let res: std::result::Result<Vec<Row>, sqlx::Error> = match &mut self.inner {
+        let res: std::result::Result<Output, sqlx::Error> = match &mut self.inner {
             #[cfg(feature = "sqlite")]
-            TxInner::Sqlite(t) => build!(sqlx::Sqlite, query)
-                .fetch_all(&mut **t)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            TxInner::Sqlite(t) => run(&mut **t, query, op).await,
             #[cfg(feature = "postgres")]
-            TxInner::Postgres(t) => build!(sqlx::Postgres, query)
-                .fetch_all(&mut **t)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            TxInner::Postgres(t) => run(&mut **t, query, op).await,
             #[cfg(feature = "mysql")]
-            TxInner::MySql(t) => build!(sqlx::MySql, query)
-                .fetch_all(&mut **t)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            TxInner::MySql(t) => run(&mut **t, query, op).await,
             #[cfg(feature = "mysql")]
-            TxInner::MySqlConn(c) => build!(sqlx::MySql, query)
-                .fetch_all(&mut **c)
-                .await
-                .and_then(|rows| rows.iter().map(|r| decode(r, cols)).collect()),
+            TxInner::MySqlConn(c) => run(&mut **c, query, op).await,
             TxInner::Disabled(never, _) => match *never {},
         };
         res.map_err(|e| sql_error(ctx, e))

@@ -4,8 +4,9 @@
 //! | --- | --- |
 //! | I/O, TLS, closed pool, crashed worker; PostgreSQL class 08, 57P01–57P03, 53300; MySQL 1040 | `Unavailable` |
 //! | pool acquire timed out while the pool had connections (all busy); PostgreSQL 57014 | `Timeout` |
+//! | a lock wait that ran out of time (PostgreSQL 55P03, MySQL 1205, SQLite BUSY after the busy timeout) | `Timeout` (never retried: the wait already took its time) |
 //! | pool acquire timed out with no connection open (the server cannot be reached) | `Unavailable` |
-//! | serialization failure, deadlock, lock timeout, lost unique race (PostgreSQL 40001, 40P01, 55P03, 23505; MySQL 1213, 1205, 1062; SQLite BUSY, LOCKED, UNIQUE) | `Conflict` (retried first where the operation is safe to retry) |
+//! | serialization failure, deadlock, lost unique race (PostgreSQL 40001, 40P01, 23505; MySQL 1213, 1062; SQLite BUSY_SNAPSHOT, LOCKED, UNIQUE) | `Conflict` (retried first where the operation is safe to retry) |
 //! | decoding a column, encoding a value | `Serialization` |
 //! | bad URL or option | `InvalidInput` |
 //! | MySQL 1153 (packet too large) | `LimitExceeded` |
@@ -59,7 +60,9 @@ fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
     #[cfg(feature = "mysql")]
     if let Some(my) = db.try_downcast_ref::<sqlx::mysql::MySqlDatabaseError>() {
         return match my.number() {
-            1213 | 1205 | 1062 => ErrorKind::Conflict,
+            1213 | 1062 => ErrorKind::Conflict,
+            // Lock wait timeout; MariaDB's max_statement_time; MySQL's max_execution_time.
+            1205 | 1969 | 3024 => ErrorKind::Timeout,
             1040 | 1053 => ErrorKind::Unavailable,
             1153 => ErrorKind::LimitExceeded,
             _ => ErrorKind::Backend,
@@ -71,8 +74,12 @@ fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
             .and_then(|c| c.parse::<i32>().ok())
             .unwrap_or_default();
         // Primary result codes: 5 BUSY, 6 LOCKED, 13 FULL; UNIQUE/PRIMARY KEY constraints.
+        // BUSY_SNAPSHOT (517) is a read snapshot that a writer outdated: returned at once, a
+        // lost race. Any other BUSY came after the busy timeout was spent waiting: a timeout.
         return match code & 0xff {
-            5 | 6 => ErrorKind::Conflict,
+            5 if code == 517 => ErrorKind::Conflict,
+            5 => ErrorKind::Timeout,
+            6 => ErrorKind::Conflict,
             13 => ErrorKind::LimitExceeded,
             _ if db.is_unique_violation() => ErrorKind::Conflict,
             _ => ErrorKind::Backend,
@@ -80,8 +87,9 @@ fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
     }
     let code = db.code().map(|c| c.into_owned()).unwrap_or_default();
     match code.as_str() {
-        "40001" | "40P01" | "55P03" | "23505" => ErrorKind::Conflict,
-        "57014" => ErrorKind::Timeout,
+        "40001" | "40P01" | "23505" => ErrorKind::Conflict,
+        // lock_not_available (lock_timeout), query_canceled (statement_timeout).
+        "55P03" | "57014" => ErrorKind::Timeout,
         "57P01" | "57P02" | "57P03" | "53300" => ErrorKind::Unavailable,
         c if c.starts_with("08") => ErrorKind::Unavailable,
         _ if db.is_unique_violation() => ErrorKind::Conflict,
@@ -89,8 +97,20 @@ fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
     }
 }
 
-/// Whether `err` is a lost race the database reported (deadlock, serialization failure, busy
-/// database, unique race), so the whole transaction may be retried.
+/// Whether `err` is SQLite's "database is locked" (`SQLITE_BUSY`, any extended code).
+#[cfg(feature = "sqlite")]
+pub(crate) fn is_sqlite_busy(err: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(db) = err else {
+        return false;
+    };
+    db.try_downcast_ref::<sqlx::sqlite::SqliteError>()
+        .and_then(|e| sqlx::error::DatabaseError::code(e)?.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
+/// Whether `err` is a lost race the database reported (deadlock, serialization failure, unique
+/// race), so the whole transaction may be retried. Lock waits that timed out are `Timeout`,
+/// not `Conflict`: retrying them would wait as long again behind the same holder.
 pub(crate) fn is_retryable(err: &Error) -> bool {
     err.kind() == ErrorKind::Conflict
         && StdError::source(err)

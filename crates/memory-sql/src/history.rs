@@ -18,17 +18,24 @@ use memory_core::{
 };
 
 use crate::config::TablePrefix;
-use crate::dialect::{Dialect, MAX_PARAMS, MAX_STATEMENT_BYTES};
+use crate::dialect::{Backend, Dialect, MAX_PARAMS, MAX_STATEMENT_BYTES};
 use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
-use crate::store::{SqlStore, duration_ms, expiry, list_page, now_ms, scope_args};
+use crate::store::{SqlStore, expiry, list_page, now_ms, scope_args, to_i64, ttl_ms};
 
 /// Columns of a message row as reads select them.
 const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
 /// Columns of a thread row as writers lock it.
 const THREAD_COLS: &[Col] = &[Col::Int, Col::Int, Col::Int, Col::Int, Col::Int];
-/// The first page of a budgeted read, in messages; each next page is twice as large.
-const BUDGET_FIRST_PAGE: i64 = 256;
+/// The first page of a budgeted read, in messages. A window that fits in it is read with one
+/// statement; a longer one is read again in a snapshot transaction, in pages of four times
+/// this, then doubling.
+const BUDGET_FIRST_PAGE: i64 = 1024;
+/// The largest page of a budgeted read.
+const BUDGET_MAX_PAGE: i64 = 1 << 16;
+/// Batches of at most this many messages use statements prepared once per connection (a turn
+/// appends one or two, so those shapes repeat); larger ones are not cached.
+const CACHED_BATCH: usize = 8;
 /// Expired threads removed per purge transaction.
 const PURGE_BATCH: usize = 256;
 
@@ -47,6 +54,10 @@ pub(crate) struct HistorySql {
     read_after: Arc<str>,
     read_everything: Arc<str>,
     read_budget: Arc<str>,
+    /// PostgreSQL: the known ids of a batch, given as one array.
+    known_ids_pg: Arc<str>,
+    /// PostgreSQL: a batch inserted from one array per column.
+    insert_messages_pg: Arc<str>,
     count: Arc<str>,
     lock_live: Arc<str>,
     archive_counters: Arc<str>,
@@ -86,8 +97,10 @@ impl HistorySql {
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
             delete_thread: r("DELETE FROM {prefix}threads WHERE thread_key = ?"),
             read_last: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND archived = 0 AND {LIVE} \
-                 ORDER BY seq DESC LIMIT ?"
+                "SELECT seq, tokens, archived, body FROM (\
+                   {select_msgs} WHERE thread_key = ? AND archived = 0 AND {LIVE} \
+                   ORDER BY seq DESC LIMIT ?\
+                 ) newest ORDER BY seq"
             )),
             read_all: r(&format!(
                 "{select_msgs} WHERE thread_key = ? AND archived = 0 AND {LIVE} ORDER BY seq"
@@ -101,14 +114,24 @@ impl HistorySql {
             )),
             // One page of a budgeted read: the newest `LIMIT` active messages before the
             // cursor, of which only the run whose token total stays within the budget is sent.
+            // The page is summed from sequence numbers and token counts alone; bodies are read
+            // for the messages sent only.
             read_budget: r(&format!(
-                "SELECT seq, tokens, archived, body FROM (\
-                   SELECT seq, tokens, archived, body, SUM(tokens) OVER (ORDER BY seq DESC \
+                "SELECT m.seq, m.tokens, m.archived, m.body FROM (\
+                   SELECT seq, SUM(tokens) OVER (ORDER BY seq DESC \
                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
-                   FROM ({select_msgs} WHERE thread_key = ? AND archived = 0 AND seq < ? \
+                   FROM (SELECT seq, tokens FROM {{prefix}}messages \
+                     WHERE thread_key = ? AND archived = 0 AND seq < ? \
                      AND {LIVE} ORDER BY seq DESC LIMIT ?) newest\
-                 ) w WHERE running <= ? ORDER BY seq DESC"
+                 ) w JOIN {{prefix}}messages m ON m.thread_key = ? AND m.seq = w.seq \
+                 WHERE w.running <= ? ORDER BY m.seq DESC"
             )),
+            known_ids_pg: r("SELECT message_id, seq FROM {prefix}messages \
+                 WHERE thread_key = ? AND message_id = ANY(?)"),
+            insert_messages_pg: r("INSERT INTO {prefix}messages \
+                 (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
+                 SELECT ?, s, i, r, t, 0, c, b FROM UNNEST(?::bigint[], ?::text[], \
+                   ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u(s, i, r, t, c, b)"),
             count: r(
                 "SELECT last_seq, active_count, active_tokens FROM {prefix}threads \
                  WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > ?)",
@@ -145,9 +168,9 @@ impl HistorySql {
 /// A thread row as a writer sees it under its lock.
 #[derive(Debug, Clone, Copy)]
 struct ThreadRow {
-    last_seq: i64,
-    active_count: i64,
-    active_tokens: i64,
+    last_seq: u64,
+    active_count: u64,
+    active_tokens: u64,
     ttl_ms: Option<i64>,
     expires_at: Option<i64>,
 }
@@ -165,21 +188,23 @@ impl ThreadRow {
 
     fn from_row(row: &Row) -> Result<Self> {
         Ok(Self {
-            last_seq: row.int(0)?,
-            active_count: row.int(1)?,
-            active_tokens: row.int(2)?,
+            last_seq: row.uint(0)?,
+            active_count: row.uint(1)?,
+            active_tokens: row.uint(2)?,
             ttl_ms: row.opt_int(3)?,
             expires_at: row.opt_int(4)?,
         })
     }
 }
 
-fn to_i64(v: u64) -> i64 {
-    i64::try_from(v).unwrap_or(i64::MAX)
-}
-
-fn to_u64(v: i64) -> u64 {
-    u64::try_from(v).unwrap_or_default()
+/// A thread counter after an addition, as an SQL integer; `None` (an overflow) or a value past
+/// `i64::MAX` means the stored counter is corrupt.
+fn counter(key: &str, what: &str, value: Option<u64>) -> Result<i64> {
+    value.and_then(|v| i64::try_from(v).ok()).ok_or_else(|| {
+        Error::serialization(format!(
+            "thread {key:?}: its stored {what} is corrupt (out of range)"
+        ))
+    })
 }
 
 fn decode_message(mut row: Row) -> Result<StoredMessage> {
@@ -270,77 +295,116 @@ impl SqlStore {
         Ok(ThreadRow::fresh(default_ttl))
     }
 
-    /// The sequence numbers of those of `ids` the thread already holds.
+    /// The sequence numbers of those of the batch's ids the thread already holds.
     async fn existing_ids(
         &self,
         tx: &mut Tx<'_>,
         key: &str,
         batch: &PreparedBatch<'_>,
     ) -> Result<HashMap<String, u64>> {
-        let mut found = HashMap::new();
-        for chunk in batch.unique.chunks(MAX_PARAMS - 1) {
-            let placeholders = vec!["?"; chunk.len()].join(", ");
-            let sql = self.inner.history.render(&format!(
-                "SELECT message_id, seq FROM {{prefix}}messages \
-                 WHERE thread_key = ? AND message_id IN ({placeholders})"
-            ));
-            let q = Query::built(sql, chunk.len())
+        const CTX: &str = "append: find known ids";
+        let ids = batch.unique.iter().map(|m| m.message.id.as_str());
+        let mut rows = Vec::new();
+        if self.inner.db.dialect.backend == Backend::Postgres {
+            // One array argument: the statement text is the same whatever the batch size.
+            let q = Query::shared(&self.inner.history.known_ids_pg)
                 .text(key)
-                .args(chunk.iter().map(|m| Arg::Text(m.message.id.as_str())));
-            for mut row in tx
-                .fetch("append: find known ids", q, &[Col::Text, Col::Int])
-                .await?
-            {
-                let seq = row.uint(1)?;
-                found.insert(row.take_text(0)?, seq);
+                .arg(Arg::Texts(ids.collect()));
+            rows = tx.fetch(CTX, q, &[Col::Text, Col::Int]).await?;
+        } else {
+            let ids: Vec<&str> = ids.collect();
+            for chunk in ids.chunks(MAX_PARAMS - 1) {
+                let placeholders = vec!["?"; chunk.len()].join(", ");
+                let sql = self.inner.history.render(&format!(
+                    "SELECT message_id, seq FROM {{prefix}}messages \
+                     WHERE thread_key = ? AND message_id IN ({placeholders})"
+                ));
+                let q = Query::built(sql, chunk.len() <= CACHED_BATCH)
+                    .text(key)
+                    .args(chunk.iter().map(|id| Arg::Text(id)));
+                rows.extend(tx.fetch(CTX, q, &[Col::Text, Col::Int]).await?);
             }
+        }
+        let mut found = HashMap::with_capacity(rows.len());
+        for mut row in rows {
+            let seq = row.uint(1)?;
+            found.insert(row.take_text(0)?, seq);
         }
         Ok(found)
     }
 
     /// Inserts `rows` with one multi-row `INSERT` per chunk (chunks respect the bind-parameter
-    /// limit and keep each statement under a few MiB).
+    /// limit and keep each statement under a few MiB). On PostgreSQL the rows go as one array
+    /// per column, so the statement text never changes.
     async fn insert_messages(
         &self,
         tx: &mut Tx<'_>,
         key: &str,
         rows: &[(i64, &PreparedMessage<'_>)],
     ) -> Result<()> {
+        const CTX: &str = "append: insert messages";
         const PARAMS_PER_ROW: usize = 7;
+        let postgres = self.inner.db.dialect.backend == Backend::Postgres;
+        let max_rows = if postgres {
+            usize::MAX
+        } else {
+            MAX_PARAMS / PARAMS_PER_ROW
+        };
         let mut start = 0;
         while start < rows.len() {
             let mut end = start;
             let mut bytes = 0;
             while end < rows.len()
                 && (end == start
-                    || ((end - start + 1) * PARAMS_PER_ROW <= MAX_PARAMS
+                    || (end - start < max_rows
                         && bytes + rows[end].1.json.len() <= MAX_STATEMENT_BYTES))
             {
                 bytes += rows[end].1.json.len();
                 end += 1;
             }
             let chunk = &rows[start..end];
-            let mut sql = String::with_capacity(120 + chunk.len() * 26);
-            sql.push_str(
-                "INSERT INTO {prefix}messages \
-                 (thread_key, seq, message_id, role, tokens, archived, created_at, body) VALUES ",
-            );
-            for i in 0..chunk.len() {
-                if i > 0 {
-                    sql.push_str(", ");
+            let q = if postgres {
+                Query::shared(&self.inner.history.insert_messages_pg)
+                    .text(key)
+                    .args([
+                        Arg::Ints(chunk.iter().map(|(seq, _)| *seq).collect()),
+                        Arg::Texts(chunk.iter().map(|(_, m)| m.message.id.as_str()).collect()),
+                        Arg::Texts(chunk.iter().map(|(_, m)| m.message.role.as_str()).collect()),
+                        Arg::Ints(chunk.iter().map(|(_, m)| i64::from(m.tokens)).collect()),
+                        Arg::Ints(
+                            chunk
+                                .iter()
+                                .map(|(_, m)| m.message.created_at.timestamp_millis())
+                                .collect(),
+                        ),
+                        Arg::Texts(chunk.iter().map(|(_, m)| m.json.as_str()).collect()),
+                    ])
+            } else {
+                let mut sql = String::with_capacity(120 + chunk.len() * 26);
+                sql.push_str(
+                    "INSERT INTO {prefix}messages \
+                     (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
+                     VALUES ",
+                );
+                for i in 0..chunk.len() {
+                    if i > 0 {
+                        sql.push_str(", ");
+                    }
+                    sql.push_str("(?, ?, ?, ?, ?, 0, ?, ?)");
                 }
-                sql.push_str("(?, ?, ?, ?, ?, 0, ?, ?)");
-            }
-            let mut q = Query::built(self.inner.history.render(&sql), chunk.len());
-            for (seq, m) in chunk {
-                q = q.text(key).int(*seq).text(m.message.id.as_str()).args([
-                    Arg::Text(m.message.role.as_str()),
-                    Arg::Int(i64::from(m.tokens)),
-                    Arg::Int(m.message.created_at.timestamp_millis()),
-                    Arg::Text(&m.json),
-                ]);
-            }
-            tx.execute("append: insert messages", q).await?;
+                let mut q =
+                    Query::built(self.inner.history.render(&sql), chunk.len() <= CACHED_BATCH);
+                for (seq, m) in chunk {
+                    q = q.text(key).int(*seq).text(m.message.id.as_str()).args([
+                        Arg::Text(m.message.role.as_str()),
+                        Arg::Int(i64::from(m.tokens)),
+                        Arg::Int(m.message.created_at.timestamp_millis()),
+                        Arg::Text(&m.json),
+                    ]);
+                }
+                q
+            };
+            tx.execute(CTX, q).await?;
             start = end;
         }
         Ok(())
@@ -355,7 +419,7 @@ impl SqlStore {
         const CTX: &str = "append";
         let inner = &self.inner;
         let now = now_ms();
-        let default_ttl = inner.default_ttl.map(duration_ms);
+        let default_ttl = inner.default_ttl_ms;
         let mut tx = inner.db.begin(CTX).await?;
         let mut thread = self.lock_thread(&mut tx, scope, key, default_ttl).await?;
         if thread.expires_at.is_some_and(|at| at <= now) {
@@ -374,26 +438,30 @@ impl SqlStore {
         };
         let mut unique_seqs = Vec::with_capacity(batch.unique.len());
         let mut new_rows = Vec::with_capacity(batch.unique.len());
-        let mut next = thread.last_seq;
-        let mut new_tokens = 0i64;
+        let mut next = Some(thread.last_seq);
+        let mut new_tokens = Some(0u64);
         for prepared in &batch.unique {
             if let Some(&seq) = existing.get(prepared.message.id.as_str()) {
                 unique_seqs.push(seq);
                 continue;
             }
-            next += 1;
-            new_tokens += i64::from(prepared.tokens);
-            unique_seqs.push(to_u64(next));
-            new_rows.push((next, prepared));
+            next = next.and_then(|n| n.checked_add(1));
+            new_tokens = new_tokens.and_then(|t| t.checked_add(u64::from(prepared.tokens)));
+            // In 1..=i64::MAX: the same number as a column value and as a `u64`.
+            let seq = counter(key, "last sequence number", next)?;
+            unique_seqs.push(seq.unsigned_abs());
+            new_rows.push((seq, prepared));
         }
         self.insert_messages(&mut tx, key, &new_rows).await?;
         let inserted = new_rows.len();
         let expires_at = expiry(now, thread.ttl_ms);
         if inserted > 0 || expires_at.is_some() || thread.last_seq == 0 {
+            let active_count = thread.active_count.checked_add(inserted as u64);
+            let active_tokens = new_tokens.and_then(|t| thread.active_tokens.checked_add(t));
             let q = Query::shared(&inner.history.update_thread)
-                .int(next)
-                .int(thread.active_count + i64::try_from(inserted).unwrap_or(i64::MAX))
-                .int(thread.active_tokens + new_tokens)
+                .int(counter(key, "last sequence number", next)?)
+                .int(counter(key, "active message count", active_count)?)
+                .int(counter(key, "active token count", active_tokens)?)
                 .arg(Arg::OptInt(thread.ttl_ms))
                 .arg(Arg::OptInt(expires_at))
                 .text(key);
@@ -403,39 +471,69 @@ impl SqlStore {
         Ok((unique_seqs, inserted))
     }
 
+    /// A budgeted window: one statement when it fits in the first page, else every page in
+    /// one read-only snapshot, so a clear, archive or expiry between two pages can neither mix
+    /// two versions of the thread nor leave a hole.
     async fn read_budget(&self, key: &str, budget: u64) -> Result<Vec<StoredMessage>> {
+        const CTX: &str = "read a token-budget window";
+        let now = now_ms();
+        let budget = to_i64(budget);
+        let first = self
+            .budget_page(None, key, now, i64::MAX, BUDGET_FIRST_PAGE, budget)
+            .await?;
+        if to_i64(first.len()) < BUDGET_FIRST_PAGE {
+            return Ok(first.into_iter().rev().collect());
+        }
+        let mut tx = self.inner.db.begin_read(CTX).await?;
         let mut newest_first = Vec::new();
-        let mut remaining = to_i64(budget);
+        let mut remaining = budget;
         let mut cursor = i64::MAX;
-        let mut page = BUDGET_FIRST_PAGE;
+        let mut page = BUDGET_FIRST_PAGE.saturating_mul(4).min(BUDGET_MAX_PAGE);
         loop {
-            let now = now_ms();
-            let q = Query::shared(&self.inner.history.read_budget)
-                .text(key)
-                .int(cursor)
-                .text(key)
-                .int(now)
-                .int(page)
-                .int(remaining);
-            let rows = self
-                .inner
-                .db
-                .fetch("read a token-budget window", q, MESSAGE_COLS)
+            let messages = self
+                .budget_page(Some(&mut tx), key, now, cursor, page, remaining)
                 .await?;
-            let full = i64::try_from(rows.len()).unwrap_or(i64::MAX) == page;
-            for row in rows {
-                let message = decode_message(row)?;
-                remaining -= i64::from(message.tokens);
+            let full = to_i64(messages.len()) == page;
+            for message in messages {
+                remaining = remaining.saturating_sub(i64::from(message.tokens));
                 cursor = to_i64(message.seq);
                 newest_first.push(message);
             }
             if !full {
                 break;
             }
-            page = page.saturating_mul(2).min(1 << 16);
+            page = page.saturating_mul(2).min(BUDGET_MAX_PAGE);
         }
+        tx.commit(CTX).await?;
         newest_first.reverse();
         Ok(newest_first)
+    }
+
+    /// One page of a budgeted read, newest first: the active messages before `cursor`, at most
+    /// `page` of them, whose tokens total at most `remaining`.
+    async fn budget_page(
+        &self,
+        tx: Option<&mut Tx<'_>>,
+        key: &str,
+        now: i64,
+        cursor: i64,
+        page: i64,
+        remaining: i64,
+    ) -> Result<Vec<StoredMessage>> {
+        const CTX: &str = "read a token-budget window";
+        let q = Query::shared(&self.inner.history.read_budget)
+            .text(key)
+            .int(cursor)
+            .text(key)
+            .int(now)
+            .int(page)
+            .text(key)
+            .int(remaining);
+        let rows = match tx {
+            Some(tx) => tx.fetch(CTX, q, MESSAGE_COLS).await?,
+            None => self.inner.db.fetch(CTX, q, MESSAGE_COLS).await?,
+        };
+        decode_messages(rows)
     }
 
     async fn archive_once(&self, key: &str, first: i64, last: i64) -> Result<u64> {
@@ -523,7 +621,7 @@ impl SqlStore {
                 sql.render(&format!(
                     "DELETE FROM {{prefix}}{table} WHERE thread_key IN ({placeholders})"
                 )),
-                usize::MAX,
+                false,
             )
             .args(keys.iter().map(|k| Arg::Text(k)));
             tx.execute(CTX, q).await?;
@@ -540,6 +638,7 @@ impl HistoryStore for SqlStore {
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        // Counting tokens is the application's work, outside the database's time bound.
         let batch = PreparedBatch::new(self.inner.counter.as_ref(), messages)?;
         if batch.unique.is_empty() {
             return Ok(AppendOutcome {
@@ -548,8 +647,12 @@ impl HistoryStore for SqlStore {
             });
         }
         let key = scope.key();
-        let (unique_seqs, inserted) =
-            with_retries("append", || self.append_once(scope, &key, &batch)).await?;
+        let (unique_seqs, inserted) = self
+            .bounded(
+                "append",
+                with_retries("append", || self.append_once(scope, &key, &batch)),
+            )
+            .await?;
         tracing::debug!(scope = %scope, inserted, "history.append");
         Ok(AppendOutcome {
             seqs: batch.seqs_for_input(&unique_seqs),
@@ -560,54 +663,46 @@ impl HistoryStore for SqlStore {
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let key = scope.key();
         let sql = &self.inner.history;
-        let now = now_ms();
-        let (query, newest_first) = match window {
-            Window::All => (Query::shared(&sql.read_all).text(&key), false),
-            Window::Everything => (Query::shared(&sql.read_everything).text(&key), false),
-            Window::After(seq) => (
-                Query::shared(&sql.read_after).text(&key).int(to_i64(seq)),
-                false,
-            ),
+        // The `EXISTS` clause of every read: the thread is live now.
+        let live = [Arg::Text(&key), Arg::Int(now_ms())];
+        let query = match window {
+            Window::All => Query::shared(&sql.read_all).text(&key).args(live),
+            Window::Everything => Query::shared(&sql.read_everything).text(&key).args(live),
+            Window::After(seq) => Query::shared(&sql.read_after)
+                .text(&key)
+                .int(to_i64(seq))
+                .args(live),
             Window::Last(0) => return Ok(Vec::new()),
-            Window::Last(n) => (
-                Query::shared(&sql.read_last)
-                    .text(&key)
-                    .text(&key)
-                    .int(now)
-                    .int(i64::try_from(n).unwrap_or(i64::MAX)),
-                true,
-            ),
-            Window::TokenBudget(budget) => return self.read_budget(&key, budget).await,
+            Window::Last(n) => Query::shared(&sql.read_last)
+                .text(&key)
+                .args(live)
+                .int(to_i64(n)),
+            Window::TokenBudget(budget) => {
+                return self.bounded("read", self.read_budget(&key, budget)).await;
+            }
             _ => {
                 return Err(Error::unsupported(format!(
                     "window {window:?} is not supported by memory-sql"
                 )));
             }
         };
-        let query = if newest_first {
-            query
-        } else {
-            query.text(&key).int(now)
-        };
-        let rows = self.inner.db.fetch("read", query, MESSAGE_COLS).await?;
-        let mut messages = decode_messages(rows)?;
-        if newest_first {
-            messages.reverse();
-        }
-        Ok(messages)
+        let rows = self
+            .bounded("read", self.inner.db.fetch("read", query, MESSAGE_COLS))
+            .await?;
+        decode_messages(rows)
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let key = scope.key();
+        let query = Query::shared(&self.inner.history.count)
+            .text(&key)
+            .int(now_ms());
         let rows = self
-            .inner
-            .db
-            .fetch(
+            .bounded(
                 "count",
-                Query::shared(&self.inner.history.count)
-                    .text(&key)
-                    .int(now_ms()),
-                &[Col::Int, Col::Int, Col::Int],
+                self.inner
+                    .db
+                    .fetch("count", query, &[Col::Int, Col::Int, Col::Int]),
             )
             .await?;
         let Some(row) = rows.first() else {
@@ -630,20 +725,27 @@ impl HistoryStore for SqlStore {
             return Ok(0);
         }
         let key = scope.key();
-        let moved = with_retries("archive", || self.archive_once(&key, first, last)).await?;
+        let moved = self
+            .bounded(
+                "archive",
+                with_retries("archive", || self.archive_once(&key, first, last)),
+            )
+            .await?;
         tracing::debug!(scope = %scope, moved, first, last, "history.archive");
         Ok(moved)
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = scope.key();
-        let removed = with_retries("clear", || self.clear_once(&key)).await?;
+        let removed = self
+            .bounded("clear", with_retries("clear", || self.clear_once(&key)))
+            .await?;
         tracing::debug!(scope = %scope, removed, "history.clear");
         Ok(removed)
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        list_page(
+        let list = list_page(
             self,
             "list threads",
             "threads",
@@ -651,20 +753,21 @@ impl HistoryStore for SqlStore {
             "last_seq > 0",
             filter,
             page,
-        )
-        .await
+        );
+        self.bounded("list threads", list).await
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let ttl_ms = ttl.map(ttl_ms).transpose()?;
         let key = scope.key();
         let now = now_ms();
-        let ttl_ms = ttl.map(duration_ms);
         let q = Query::shared(&self.inner.history.set_ttl)
             .arg(Arg::OptInt(ttl_ms))
             .arg(Arg::OptInt(expiry(now, ttl_ms)))
             .text(&key)
             .int(now);
-        let changed = self.inner.db.execute("set a thread's TTL", q).await?;
+        const CTX: &str = "set a thread's TTL";
+        let changed = self.bounded(CTX, self.inner.db.execute(CTX, q)).await?;
         if changed == 0 {
             return Err(Error::not_found(format!("no thread at {scope}")));
         }
@@ -672,10 +775,14 @@ impl HistoryStore for SqlStore {
     }
 
     async fn purge_expired(&self) -> Result<u64> {
+        const CTX: &str = "purge expired threads";
         let mut total = 0u64;
         loop {
-            let n = with_retries("purge expired threads", || self.purge_threads_once()).await?;
-            total += n as u64;
+            // Each batch is an operation of its own: a long purge is no sign of a dead server.
+            let n = self
+                .bounded(CTX, with_retries(CTX, || self.purge_threads_once()))
+                .await?;
+            total = total.saturating_add(n as u64);
             if n < PURGE_BATCH {
                 break;
             }

@@ -19,12 +19,14 @@ mod dialect;
 mod driver;
 mod error;
 mod history;
+mod llamaindex;
 mod schema;
 mod session;
 mod store;
 
 pub use config::{DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LEN, SqlConfig};
 pub use dialect::Backend;
+pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};
 

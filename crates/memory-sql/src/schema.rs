@@ -93,7 +93,7 @@ const CTX: Context<'static> = "migrate the schema";
 
 fn ddl(dialect: Dialect, prefix: &TablePrefix, template: &str) -> Query<'static> {
     // DDL runs once: never cache it as a prepared statement.
-    Query::built(dialect.render(prefix, template), usize::MAX)
+    Query::built(dialect.render(prefix, template), false)
 }
 
 /// A stable 64-bit key for the PostgreSQL advisory lock of this prefix (FNV-1a).
@@ -118,15 +118,20 @@ pub(crate) async fn migrate(db: &Db, prefix: &TablePrefix, target: u32) -> Resul
         Backend::Sqlite | Backend::Postgres => {
             let mut tx = db.begin(CTX).await?;
             if dialect.backend == Backend::Postgres {
-                // Serialize concurrent migrations, and keep the "already exists, skipping"
-                // notices of `IF NOT EXISTS` out of the application's logs (`SET LOCAL`).
-                let lock = ddl(
+                // Keep the "already exists, skipping" notices of `IF NOT EXISTS` out of the
+                // application's logs, and wait for another process's migration (or an index
+                // build behind writers) up to 60 s, as on MySQL, rather than the lock timeout
+                // of writes (`SET LOCAL`: this transaction only).
+                let settings = ddl(
                     dialect,
                     prefix,
-                    "SELECT pg_advisory_xact_lock(?), \
-                     set_config('client_min_messages', 'warning', true)",
-                )
-                .int(advisory_key(prefix));
+                    "SELECT set_config('client_min_messages', 'warning', true), \
+                     set_config('lock_timeout', '60s', true)",
+                );
+                tx.execute(CTX, settings).await?;
+                // Serialize concurrent migrations.
+                let lock = ddl(dialect, prefix, "SELECT pg_advisory_xact_lock(?)")
+                    .int(advisory_key(prefix));
                 tx.execute(CTX, lock).await?;
             }
             match apply(&mut tx, dialect, prefix, target).await {
@@ -207,13 +212,11 @@ async fn apply(
                 Err(err) => return Err(err),
             }
         }
-        let record = Query::built(
-            dialect.render(
-                prefix,
-                "INSERT INTO {prefix}schema_migrations (version, name, applied_at) \
-                 VALUES (?, ?, ?)",
-            ),
-            1,
+        let record = ddl(
+            dialect,
+            prefix,
+            "INSERT INTO {prefix}schema_migrations (version, name, applied_at) \
+             VALUES (?, ?, ?)",
         )
         .int(i64::from(migration.version))
         .text(migration.name)
@@ -230,16 +233,15 @@ async fn apply(
     Ok(version)
 }
 
+/// The schema version recorded in the database (0 when it holds none).
 async fn read_version(tx: &mut Tx<'_>, dialect: Dialect, prefix: &TablePrefix) -> Result<u32> {
+    let query = ddl(
+        dialect,
+        prefix,
+        "SELECT MAX(version) FROM {prefix}schema_migrations",
+    );
     let rows = tx
-        .fetch(
-            CTX,
-            Query::built(
-                dialect.render(prefix, "SELECT MAX(version) FROM {prefix}schema_migrations"),
-                1,
-            ),
-            &[Col::Int],
-        )
+        .fetch("read the schema version", query, &[Col::Int])
         .await?;
     let max = rows.first().map(|r| r.opt_int(0)).transpose()?.flatten();
     u32::try_from(max.unwrap_or(0)).map_err(|_| {
@@ -250,21 +252,13 @@ async fn read_version(tx: &mut Tx<'_>, dialect: Dialect, prefix: &TablePrefix) -
     })
 }
 
-/// The schema version recorded in the database (0 when it holds none).
+/// The schema version recorded in the database now, read in a transaction of its own.
 pub(crate) async fn current_version(db: &Db, prefix: &TablePrefix) -> Result<u32> {
-    let rows = db
-        .fetch(
-            "read the schema version",
-            Query::built(
-                db.dialect
-                    .render(prefix, "SELECT MAX(version) FROM {prefix}schema_migrations"),
-                1,
-            ),
-            &[Col::Int],
-        )
-        .await?;
-    let max = rows.first().map(|r| r.opt_int(0)).transpose()?.flatten();
-    Ok(u32::try_from(max.unwrap_or(0)).unwrap_or(u32::MAX))
+    const CTX: &str = "read the schema version";
+    let mut tx = db.begin_read(CTX).await?;
+    let version = read_version(&mut tx, db.dialect, prefix).await?;
+    tx.commit(CTX).await?;
+    Ok(version)
 }
 
 /// MySQL's "table exists", "duplicate column" and "duplicate key name".

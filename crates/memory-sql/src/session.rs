@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
+    Error, ErrorKind, MAX_TTL, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
     SessionStore, StoredSession,
 };
 use serde_json::Value;
@@ -15,7 +15,7 @@ use serde_json::Value;
 use crate::config::TablePrefix;
 use crate::dialect::Dialect;
 use crate::driver::{Arg, Col, Query};
-use crate::store::{SqlStore, duration_ms, expiry, list_page, now_ms, scope_args};
+use crate::store::{SqlStore, expiry, list_page, now_ms, scope_args, to_i64, ttl_ms};
 
 /// The fixed statements of the session store, rendered for one dialect and prefix at open.
 pub(crate) struct SessionSql {
@@ -47,12 +47,17 @@ impl SessionSql {
                  source, session_id, version, state, ttl_ms, expires_at) \
                  VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL)",
             ),
-            update: r(
-                "UPDATE {prefix}sessions SET state = ?, version = version + 1, \
-                 expires_at = CASE WHEN ttl_ms IS NULL THEN NULL ELSE ttl_ms + ? END \
+            // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
+            // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
+            // cannot overflow.
+            update: r(&format!(
+                "UPDATE {{prefix}}sessions SET state = ?, version = version + 1, \
+                 expires_at = CASE WHEN ttl_ms IS NULL THEN NULL \
+                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END \
                  WHERE scope_key = ? AND version = ? \
                  AND (expires_at IS NULL OR expires_at > ?)",
-            ),
+                max_ttl = to_i64(MAX_TTL.as_millis()),
+            )),
             delete_live: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
                  AND (expires_at IS NULL OR expires_at > ?)"),
             delete_any: r("DELETE FROM {prefix}sessions WHERE scope_key = ?"),
@@ -62,10 +67,6 @@ impl SessionSql {
                  WHERE expires_at IS NOT NULL AND expires_at <= ?"),
         }
     }
-}
-
-fn version_text(v: Option<u64>) -> String {
-    v.map_or_else(|| "none".to_owned(), |v| v.to_string())
 }
 
 impl SqlStore {
@@ -84,15 +85,8 @@ impl SqlStore {
             .await?;
         rows.first().map(|r| r.uint(0)).transpose()
     }
-}
 
-#[async_trait]
-impl SessionStore for SqlStore {
-    fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::new(true)
-    }
-
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+    async fn load_session(&self, scope: &Scope) -> Result<Option<StoredSession>> {
         let key = scope.key();
         let rows = self
             .inner
@@ -117,86 +111,108 @@ impl SessionStore for SqlStore {
         Ok(Some(StoredSession { state, version }))
     }
 
+    async fn save_session(
+        &self,
+        scope: &Scope,
+        json: &str,
+        expected_version: Option<u64>,
+    ) -> Result<u64> {
+        let key = scope.key();
+        let sql = &self.inner.session;
+        let db = &self.inner.db;
+        let now = now_ms();
+        let Some(expected) = expected_version else {
+            // An expired session is gone: remove its row so the key can be created again.
+            db.execute(
+                "save a session",
+                Query::shared(&sql.delete_expired).text(&key).int(now),
+            )
+            .await?;
+            let insert = Query::shared(&sql.insert)
+                .text(&key)
+                .args(scope_args(scope))
+                .text(json);
+            return match db.execute("create a session", insert).await {
+                Ok(_) => Ok(1),
+                Err(err) if err.kind() == ErrorKind::Conflict => {
+                    let found = self.session_version(&key).await?;
+                    Err(Error::version_conflict(scope, found, None).with_source(err))
+                }
+                Err(err) => Err(err),
+            };
+        };
+        // A version past `i64::MAX` cannot be stored: it matches no session.
+        let updated = match i64::try_from(expected) {
+            Ok(expected_i) => {
+                let update = Query::shared(&sql.update)
+                    .text(json)
+                    .int(now)
+                    .int(now)
+                    .text(&key)
+                    .int(expected_i)
+                    .int(now);
+                db.execute("save a session", update).await?
+            }
+            Err(_) => 0,
+        };
+        if updated == 0 {
+            let found = self.session_version(&key).await?;
+            return Err(Error::version_conflict(scope, found, Some(expected)));
+        }
+        Ok(expected + 1)
+    }
+
+    async fn delete_session(&self, key: &str) -> Result<bool> {
+        let sql = &self.inner.session;
+        let db = &self.inner.db;
+        let deleted = db
+            .execute(
+                "delete a session",
+                Query::shared(&sql.delete_live).text(key).int(now_ms()),
+            )
+            .await?;
+        if deleted == 0 {
+            // An expired row may remain: remove it too (it does not count as existing).
+            db.execute("delete a session", Query::shared(&sql.delete_any).text(key))
+                .await?;
+        }
+        Ok(deleted > 0)
+    }
+}
+
+#[async_trait]
+impl SessionStore for SqlStore {
+    fn capabilities(&self) -> SessionCapabilities {
+        SessionCapabilities::new(true)
+    }
+
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        self.bounded("load a session", self.load_session(scope))
+            .await
+    }
+
     async fn save(
         &self,
         scope: &Scope,
         state: &Value,
         expected_version: Option<u64>,
     ) -> Result<u64> {
-        let key = scope.key();
         let json = serde_json::to_string(state)?;
-        let sql = &self.inner.session;
-        let db = &self.inner.db;
-        let now = now_ms();
-        match expected_version {
-            None => {
-                // An expired session is gone: remove its row so the key can be created again.
-                db.execute(
-                    "save a session",
-                    Query::shared(&sql.delete_expired).text(&key).int(now),
-                )
-                .await?;
-                let insert = Query::shared(&sql.insert)
-                    .text(&key)
-                    .args(scope_args(scope))
-                    .text(&json);
-                match db.execute("create a session", insert).await {
-                    Ok(_) => Ok(1),
-                    Err(err) if err.kind() == ErrorKind::Conflict => Err(Error::conflict(format!(
-                        "session {scope} already exists; save it with its version to \
-                             replace it"
-                    ))
-                    .with_source(err)),
-                    Err(err) => Err(err),
-                }
-            }
-            Some(expected) => {
-                let conflict = |found: Option<u64>| {
-                    Error::conflict(format!(
-                        "session {scope} is at version {}, the save expected {expected}",
-                        version_text(found)
-                    ))
-                };
-                let Ok(expected_i) = i64::try_from(expected) else {
-                    return Err(conflict(self.session_version(&key).await?));
-                };
-                let update = Query::shared(&sql.update)
-                    .text(&json)
-                    .int(now)
-                    .text(&key)
-                    .int(expected_i)
-                    .int(now);
-                if db.execute("save a session", update).await? == 0 {
-                    return Err(conflict(self.session_version(&key).await?));
-                }
-                Ok(expected + 1)
-            }
-        }
+        self.bounded(
+            "save a session",
+            self.save_session(scope, &json, expected_version),
+        )
+        .await
     }
 
     async fn delete(&self, scope: &Scope) -> Result<bool> {
         let key = scope.key();
-        let sql = &self.inner.session;
-        let db = &self.inner.db;
-        let deleted = db
-            .execute(
-                "delete a session",
-                Query::shared(&sql.delete_live).text(&key).int(now_ms()),
-            )
-            .await?;
-        if deleted == 0 {
-            // An expired row may remain: remove it too (it does not count as existing).
-            db.execute(
-                "delete a session",
-                Query::shared(&sql.delete_any).text(&key),
-            )
-            .await?;
-        }
-        Ok(deleted > 0)
+        self.bounded("delete a session", self.delete_session(&key))
+            .await
     }
 
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        list_page(
+        let list = list_page(
             self,
             "list sessions",
             "sessions",
@@ -204,34 +220,30 @@ impl SessionStore for SqlStore {
             "",
             filter,
             page,
-        )
-        .await
+        );
+        self.bounded("list sessions", list).await
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        const CTX: &str = "set a session's TTL";
+        let ttl_ms = ttl.map(ttl_ms).transpose()?;
         let key = scope.key();
         let now = now_ms();
-        let ttl_ms = ttl.map(duration_ms);
         let q = Query::shared(&self.inner.session.set_ttl)
             .arg(Arg::OptInt(ttl_ms))
             .arg(Arg::OptInt(expiry(now, ttl_ms)))
             .text(&key)
             .int(now);
-        if self.inner.db.execute("set a session's TTL", q).await? == 0 {
+        if self.bounded(CTX, self.inner.db.execute(CTX, q)).await? == 0 {
             return Err(Error::not_found(format!("no session at {scope}")));
         }
         Ok(())
     }
 
     async fn purge_expired(&self) -> Result<u64> {
-        let removed = self
-            .inner
-            .db
-            .execute(
-                "purge expired sessions",
-                Query::shared(&self.inner.session.purge).int(now_ms()),
-            )
-            .await?;
+        const CTX: &str = "purge expired sessions";
+        let q = Query::shared(&self.inner.session.purge).int(now_ms());
+        let removed = self.bounded(CTX, self.inner.db.execute(CTX, q)).await?;
         tracing::debug!(removed, "session.purge_expired");
         Ok(removed)
     }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use memory_core::{
-    Error, Page, PageRequest, Result, Scope, ScopeFilter, SessionId, TenantId, TokenCounter,
+    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionId, TenantId,
+    TokenCounter, ttl_millis,
 };
 
 use crate::config::{DbUrl, SqlConfig, TablePrefix};
@@ -36,6 +37,9 @@ pub(crate) struct Inner {
     pub(crate) session: SessionSql,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) default_ttl: Option<Duration>,
+    /// `default_ttl` in milliseconds, checked at open.
+    pub(crate) default_ttl_ms: Option<i64>,
+    pub(crate) operation_timeout: Duration,
     /// The URL the store was opened with, password masked; `None` for an application pool.
     url: Option<String>,
     memory: bool,
@@ -133,6 +137,7 @@ impl SqlStore {
         memory: bool,
     ) -> Result<Self> {
         let prefix = TablePrefix::new(&config.table_prefix)?;
+        let default_ttl_ms = config.default_ttl.map(ttl_ms).transpose()?;
         let dialect = Dialect::new(backend);
         let db = Db::new(pool, dialect);
         let target = config.schema_version.unwrap_or(SCHEMA_VERSION);
@@ -145,6 +150,8 @@ impl SqlStore {
                 prefix,
                 counter: config.token_counter,
                 default_ttl: config.default_ttl,
+                default_ttl_ms,
+                operation_timeout: config.operation_timeout,
                 url,
                 memory,
                 schema_version,
@@ -174,7 +181,11 @@ impl SqlStore {
     /// # Errors
     /// As any query.
     pub async fn schema_version(&self) -> Result<u32> {
-        schema::current_version(&self.inner.db, &self.inner.prefix).await
+        self.bounded(
+            "read the schema version",
+            schema::current_version(&self.inner.db, &self.inner.prefix),
+        )
+        .await
     }
 
     /// Closes the pool: waits for checked-out connections to come back and closes them. Later
@@ -205,6 +216,7 @@ impl fmt::Debug for SqlStore {
             .field("table_prefix", &inner.prefix)
             .field("schema_version", &inner.schema_version)
             .field("default_ttl", &inner.default_ttl)
+            .field("operation_timeout", &inner.operation_timeout)
             .field("round_trips", &inner.db.round_trips())
             .finish()
     }
@@ -243,9 +255,16 @@ impl SqlStoreBuilder {
         self
     }
 
-    /// How long a SQLite writer waits for another's lock (default 10 s).
+    /// How long a writer waits for another's lock (default 10 s); see
+    /// [`SqlConfig::busy_timeout`].
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
         self.config = self.config.busy_timeout(timeout);
+        self
+    }
+
+    /// Bounds every operation (default 30 s); see [`SqlConfig::operation_timeout`].
+    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+        self.config = self.config.operation_timeout(timeout);
         self
     }
 
@@ -282,23 +301,17 @@ impl fmt::Debug for SqlStoreBuilder {
     }
 }
 
-/// Guarantees that nothing of the URL's password survives in `err`'s message or sources.
+/// Guarantees that nothing of the URL's password survives in `err`'s message or sources:
+/// when any of them shows a secret, the error is rebuilt from scrubbed texts.
 fn redact_error(url: &DbUrl, err: Error) -> Error {
-    let mut chain = format!("{err} {err:?}");
-    let mut source = std::error::Error::source(&err);
-    while let Some(s) = source {
-        chain.push_str(&format!(" {s} {s:?}"));
-        source = s.source();
-    }
-    if !url.leaks(&chain) {
+    let chain: Vec<&(dyn std::error::Error + 'static)> =
+        std::iter::successors(std::error::Error::source(&err), |s| s.source()).collect();
+    let leaks = url.leaks(&format!("{err} {err:?}"))
+        || chain.iter().any(|s| url.leaks(&format!("{s} {s:?}")));
+    if !leaks {
         return err;
     }
-    let mut details = Vec::new();
-    let mut source = std::error::Error::source(&err);
-    while let Some(s) = source {
-        details.push(url.scrub(&s.to_string()));
-        source = s.source();
-    }
+    let details: Vec<String> = chain.iter().map(|s| s.to_string()).collect();
     Error::new(err.kind(), url.scrub(err.message()))
         .with_source(Redacted(url.scrub(&details.join(": "))))
 }
@@ -381,10 +394,21 @@ async fn open_sqlite(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
             .acquire_timeout(config.acquire_timeout.max(config.busy_timeout));
         (options, pool)
     };
-    let pool = pool
-        .connect_with(options)
-        .await
-        .map_err(|e| crate::error::sql_error(&ctx, e))?;
+    // Switching a new file to WAL needs a moment alone with it: processes opening it at once
+    // may get SQLITE_BUSY at once (no busy wait there), so try again within the busy timeout.
+    let started = std::time::Instant::now();
+    let mut attempt = 0;
+    let pool = loop {
+        match pool.clone().connect_with(options.clone()).await {
+            Err(e)
+                if crate::error::is_sqlite_busy(&e) && started.elapsed() < config.busy_timeout =>
+            {
+                attempt += 1;
+                tokio::time::sleep(crate::error::backoff(attempt)).await;
+            }
+            other => break other.map_err(|e| crate::error::sql_error(&ctx, e))?,
+        }
+    };
     SqlStore::open(
         Pool::Sqlite(pool),
         Backend::Sqlite,
@@ -408,6 +432,15 @@ async fn open_postgres(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
         .raw
         .parse()
         .map_err(|e| crate::error::sql_error(&ctx, e))?;
+    // A writer waits at most the busy timeout for a lock, and a session that hangs inside a
+    // transaction (a frozen or cut-off client) is ended by the server, releasing its locks.
+    let options = options.options([
+        ("lock_timeout", format!("{}ms", millis(config.busy_timeout))),
+        (
+            "idle_in_transaction_session_timeout",
+            format!("{}ms", millis(config.operation_timeout)),
+        ),
+    ]);
     probe(url, &options, config.acquire_timeout).await?;
     let pool = PgPoolOptions::new()
         .max_connections(config.max_connections.unwrap_or(10))
@@ -438,10 +471,20 @@ async fn open_mysql(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
     let raw = url.raw.replacen("mariadb://", "mysql://", 1);
     let options: MySqlConnectOptions = raw.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
     probe(url, &options, config.acquire_timeout).await?;
+    // A writer waits at most the busy timeout (in whole seconds, at least one) for a row lock.
+    let lock_wait = config.busy_timeout.as_secs_f64().ceil().max(1.0) as u64;
     let pool = MySqlPoolOptions::new()
         .max_connections(config.max_connections.unwrap_or(10))
         .acquire_timeout(config.acquire_timeout)
         .test_before_acquire(false)
+        .after_connect(move |conn, _meta| {
+            Box::pin(async move {
+                let set = format!("SET SESSION innodb_lock_wait_timeout = {lock_wait}");
+                sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(set))
+                    .await
+                    .map(drop)
+            })
+        })
         .connect_lazy_with(options);
     SqlStore::open(
         Pool::MySql(pool),
@@ -459,6 +502,21 @@ async fn open_mysql(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
 }
 
 impl SqlStore {
+    /// Runs one operation of the store within the operation timeout.
+    pub(crate) async fn bounded<T>(
+        &self,
+        ctx: &str,
+        op: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let limit = self.inner.operation_timeout;
+        tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
+            Err(Error::new(
+                ErrorKind::Timeout,
+                format!("{ctx}: the database did not finish within {limit:?}"),
+            ))
+        })
+    }
+
     /// Whether this is a private in-memory SQLite database (one process only).
     pub(crate) fn is_private_memory(&self) -> bool {
         self.inner.memory
@@ -542,11 +600,9 @@ pub(crate) async fn list_page(
         " AND (expires_at IS NULL OR expires_at > ?) ORDER BY {key_col} LIMIT ?"
     ));
     args.push(Arg::Int(now_ms()));
-    args.push(Arg::Int(
-        i64::try_from(limit).unwrap_or(i64::MAX).saturating_add(1),
-    ));
+    args.push(Arg::Int(to_i64(limit).saturating_add(1)));
     let inner = &store.inner;
-    let q = Query::built(inner.db.dialect.render(&inner.prefix, &sql), 1).args(args);
+    let q = Query::built(inner.db.dialect.render(&inner.prefix, &sql), true).args(args);
     let cols = [Col::Text; 6];
     let rows = inner.db.fetch(ctx, q, &cols).await?;
     let more = rows.len() > limit;
@@ -566,16 +622,27 @@ pub(crate) async fn list_page(
 pub(crate) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .map(|d| to_i64(d.as_millis()))
         .unwrap_or_default()
 }
 
-/// A duration in milliseconds, saturating.
-pub(crate) fn duration_ms(d: Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+/// An unsigned count or bound as an SQL integer, saturating at `i64::MAX`.
+pub(crate) fn to_i64(v: impl TryInto<i64>) -> i64 {
+    v.try_into().unwrap_or(i64::MAX)
 }
 
-/// `now + ttl`, saturating.
+/// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").
+#[cfg(feature = "postgres")]
+fn millis(d: Duration) -> u128 {
+    d.as_millis().max(1)
+}
+
+/// A time to live, checked ([`ttl_millis`]: 1 ms to 100 years), in milliseconds.
+pub(crate) fn ttl_ms(ttl: Duration) -> Result<i64> {
+    ttl_millis(ttl).map(to_i64)
+}
+
+/// `now + ttl`. Checked TTLs keep it far from overflowing; a corrupt stored one saturates.
 pub(crate) fn expiry(now: i64, ttl_ms: Option<i64>) -> Option<i64> {
     ttl_ms.map(|t| now.saturating_add(t))
 }

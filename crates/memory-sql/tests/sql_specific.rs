@@ -655,7 +655,7 @@ async fn token_budget_on_a_100k_message_thread_reads_the_window() {
             assert_eq!(m.message.text().len(), (m.seq as usize - 1) % 61);
         }
         if budget == 30_000 {
-            // ~770 messages: pages of 256, 512, 1024.
+            // ~800 messages: one statement (the first page holds up to 1,024).
             assert!(trips <= 3, "a 30k-token window took {trips} queries");
         }
     }
@@ -883,5 +883,307 @@ async fn stores_wrap_the_applications_pools() {
         assert_eq!(all[0].message, message);
         assert!(format!("{store:?}").contains("application's pool"));
         store.clear(&scope).await.unwrap();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lock waits and operation timeouts
+// ---------------------------------------------------------------------------------------------
+
+/// A second connection that holds a lock on the store's tables until released.
+enum Holder {
+    Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+    Postgres(sqlx::pool::PoolConnection<sqlx::Postgres>),
+    MySql(sqlx::pool::PoolConnection<sqlx::MySql>),
+}
+
+impl Holder {
+    /// Takes SQLite's write lock, or locks every thread row of `prefix` on a server.
+    async fn lock(raw: &Raw, prefix: &str) -> Holder {
+        let lock_rows = format!("SELECT thread_key FROM {prefix}threads FOR UPDATE");
+        match raw {
+            Raw::Sqlite(p) => {
+                let mut conn = p.acquire().await.unwrap();
+                sqlx::query("BEGIN IMMEDIATE")
+                    .execute(&mut *conn)
+                    .await
+                    .unwrap();
+                Holder::Sqlite(conn)
+            }
+            Raw::Postgres(p) => {
+                let mut conn = p.acquire().await.unwrap();
+                sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+                sqlx::query(AssertSqlSafe(lock_rows))
+                    .fetch_all(&mut *conn)
+                    .await
+                    .unwrap();
+                Holder::Postgres(conn)
+            }
+            Raw::MySql(p) => {
+                let mut conn = p.acquire().await.unwrap();
+                sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
+                sqlx::query(AssertSqlSafe(lock_rows))
+                    .fetch_all(&mut *conn)
+                    .await
+                    .unwrap();
+                Holder::MySql(conn)
+            }
+        }
+    }
+
+    async fn release(self) {
+        match self {
+            Holder::Sqlite(mut c) => sqlx::query("ROLLBACK").execute(&mut *c).await.map(drop),
+            Holder::Postgres(mut c) => sqlx::query("ROLLBACK").execute(&mut *c).await.map(drop),
+            Holder::MySql(mut c) => sqlx::query("ROLLBACK").execute(&mut *c).await.map(drop),
+        }
+        .unwrap();
+    }
+}
+
+/// A writer blocked by another transaction's lock fails with `Timeout` once its lock wait
+/// (`busy_timeout`) is spent, at once: a lock-wait timeout is not retried like a deadlock.
+async fn lock_wait_times_out_without_retries(target: Target, lock_wait: Duration) {
+    let url = target.url();
+    let prefix = unique_prefix("amlock");
+    let store = SqlStore::builder(&url)
+        .table_prefix(&prefix)
+        .busy_timeout(lock_wait)
+        .connect()
+        .await
+        .unwrap();
+    let raw = Raw::connect(target, &url).await;
+    let scope = Scope::session("locked").unwrap();
+    store
+        .append(&scope, &[ChatMessage::user("first")])
+        .await
+        .unwrap();
+
+    let holder = Holder::lock(&raw, &prefix).await;
+    let started = Instant::now();
+    let err = store
+        .append(&scope, &[ChatMessage::user("blocked")])
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{target:?}: {err}");
+    assert!(
+        waited >= lock_wait.mul_f32(0.8) && waited < lock_wait * 3,
+        "{target:?}: one lock wait of {lock_wait:?}, no retries; took {waited:?}"
+    );
+    holder.release().await;
+
+    // The lock gone, the thread is writable and holds nothing of the refused append.
+    let out = store
+        .append(&scope, &[ChatMessage::user("after")])
+        .await
+        .unwrap();
+    assert_eq!(out.seqs, vec![2], "{target:?}");
+    store.close().await;
+    raw.drop_tables(&prefix).await;
+}
+
+#[tokio::test]
+async fn lock_wait_times_out_without_retries_sqlite_file() {
+    lock_wait_times_out_without_retries(Target::SqliteFile, Duration::from_millis(400)).await;
+}
+
+#[tokio::test]
+async fn lock_wait_times_out_without_retries_postgres() {
+    lock_wait_times_out_without_retries(Target::Postgres, Duration::from_millis(400)).await;
+}
+
+#[tokio::test]
+async fn lock_wait_times_out_without_retries_mysql() {
+    // InnoDB counts its lock wait timeout in whole seconds.
+    lock_wait_times_out_without_retries(Target::MySql, Duration::from_secs(1)).await;
+}
+
+/// An operation that cannot finish (here: stuck behind a lock held far longer than the lock
+/// wait allows) fails with `Timeout` after the operation timeout, and the store recovers.
+async fn operation_timeout_bounds_a_stuck_call(target: Target) {
+    let url = target.url();
+    let prefix = unique_prefix("amstuck");
+    let limit = Duration::from_millis(400);
+    let store = SqlStore::builder(&url)
+        .table_prefix(&prefix)
+        .busy_timeout(Duration::from_secs(5))
+        .operation_timeout(limit)
+        .connect()
+        .await
+        .unwrap();
+    let raw = Raw::connect(target, &url).await;
+    let scope = Scope::session("stuck").unwrap();
+    store
+        .append(&scope, &[ChatMessage::user("first")])
+        .await
+        .unwrap();
+
+    let holder = Holder::lock(&raw, &prefix).await;
+    let started = Instant::now();
+    let err = store
+        .append(&scope, &[ChatMessage::user("blocked")])
+        .await
+        .unwrap_err();
+    let waited = started.elapsed();
+    assert_eq!(err.kind(), ErrorKind::Timeout, "{target:?}: {err}");
+    assert!(
+        waited >= limit && waited < Duration::from_secs(2),
+        "{target:?}: bounded by the operation timeout; took {waited:?}"
+    );
+    holder.release().await;
+
+    let out = store
+        .append(&scope, &[ChatMessage::user("after")])
+        .await
+        .unwrap();
+    assert_eq!(
+        out.seqs,
+        vec![2],
+        "{target:?}: the cancelled append left nothing"
+    );
+    store.close().await;
+    raw.drop_tables(&prefix).await;
+}
+
+#[tokio::test]
+async fn operation_timeout_bounds_a_stuck_call_postgres() {
+    operation_timeout_bounds_a_stuck_call(Target::Postgres).await;
+}
+
+#[tokio::test]
+async fn operation_timeout_bounds_a_stuck_call_sqlite_file() {
+    operation_timeout_bounds_a_stuck_call(Target::SqliteFile).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Multi-page windows, TTL bounds, corrupt counters
+// ---------------------------------------------------------------------------------------------
+
+/// A window longer than the first page is read again in one snapshot transaction: BEGIN, the
+/// pages, COMMIT, after the first (full) page.
+async fn long_window_reads_in_one_snapshot(target: Target) {
+    const TOTAL: usize = 3000;
+    let store = SqlStore::builder(target.url())
+        .table_prefix(common::SHARED_PREFIX)
+        .token_counter(char_counter())
+        .connect()
+        .await
+        .unwrap();
+    let scope = Scope::session("long-window")
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    let batch: Vec<ChatMessage> = (0..TOTAL)
+        .map(|i| ChatMessage::user(format!("m{i}")))
+        .collect();
+    store.append(&scope, &batch).await.unwrap();
+    store.archive(&scope, 1..=10).await.unwrap();
+    let before = store.round_trips();
+    let window = store
+        .read(&scope, Window::TokenBudget(u64::MAX))
+        .await
+        .unwrap();
+    let trips = store.round_trips() - before;
+    let seqs: Vec<u64> = window.iter().map(|m| m.seq).collect();
+    assert_eq!(seqs, (11..=TOTAL as u64).collect::<Vec<_>>(), "{target:?}");
+    assert_eq!(trips, 4, "{target:?}: first page, BEGIN, one page, COMMIT");
+    // A budget that ends inside the second page.
+    let tokens: u64 = window[1500..].iter().map(|m| u64::from(m.tokens)).sum();
+    let tail = store
+        .read(&scope, Window::TokenBudget(tokens))
+        .await
+        .unwrap();
+    assert_eq!(tail.len(), window.len() - 1500, "{target:?}");
+    assert_eq!(tail[0].seq, window[1500].seq, "{target:?}");
+    store.clear(&scope).await.unwrap();
+}
+
+#[tokio::test]
+async fn long_window_reads_in_one_snapshot_all_databases() {
+    long_window_reads_in_one_snapshot(Target::SqliteFile).await;
+    long_window_reads_in_one_snapshot(Target::Postgres).await;
+    long_window_reads_in_one_snapshot(Target::MySql).await;
+}
+
+#[tokio::test]
+async fn default_ttl_out_of_range_is_refused_at_open() {
+    for ttl in [Duration::ZERO, memory_core::MAX_TTL * 2, Duration::MAX] {
+        let err = SqlStore::builder("sqlite::memory:")
+            .default_ttl(ttl)
+            .connect()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{ttl:?}: {err}");
+    }
+    let store = SqlStore::builder("sqlite::memory:")
+        .default_ttl(memory_core::MAX_TTL)
+        .connect()
+        .await
+        .unwrap();
+    let scope = Scope::session("long-lived").unwrap();
+    store
+        .append(&scope, &[ChatMessage::user("x")])
+        .await
+        .unwrap();
+    assert_eq!(store.count(&scope).await.unwrap().active, 1);
+}
+
+#[tokio::test]
+async fn corrupt_counters_are_serialization_errors() {
+    for target in [Target::SqliteFile, Target::Postgres, Target::MySql] {
+        let url = target.url();
+        let prefix = unique_prefix("amctr");
+        let store = open(&url, &prefix).await;
+        let raw = Raw::connect(target, &url).await;
+        let scope = Scope::session("counters").unwrap();
+        store
+            .append(&scope, &[ChatMessage::user("a")])
+            .await
+            .unwrap();
+        let corrupt = [
+            "last_seq = -1",
+            "last_seq = 9223372036854775807",
+            "active_count = 9223372036854775807",
+            "active_tokens = 9223372036854775807",
+            "active_count = -3",
+        ];
+        for set in corrupt {
+            raw.exec(&format!("UPDATE {prefix}threads SET {set}")).await;
+            let err = store
+                .append(&scope, &[ChatMessage::user(format!("after {set}"))])
+                .await
+                .unwrap_err();
+            assert_eq!(
+                err.kind(),
+                ErrorKind::Serialization,
+                "{target:?} {set}: {err}"
+            );
+            raw.exec(&format!(
+                "UPDATE {prefix}threads SET last_seq = 1, active_count = 1, active_tokens = 5"
+            ))
+            .await;
+        }
+        raw.exec(&format!("UPDATE {prefix}threads SET active_count = -3"))
+            .await;
+        let err = store.count(&scope).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization, "{target:?}: {err}");
+
+        // A session TTL stored before TTLs were bounded: a save still computes its expiry.
+        let v = store
+            .save(&scope, &serde_json::json!({}), None)
+            .await
+            .unwrap();
+        raw.exec(&format!(
+            "UPDATE {prefix}sessions SET ttl_ms = 9223372036854775807, expires_at = NULL"
+        ))
+        .await;
+        let v = store
+            .save(&scope, &serde_json::json!({"n": 2}), Some(v))
+            .await
+            .unwrap();
+        assert_eq!(store.load(&scope).await.unwrap().unwrap().version, v);
+        store.close().await;
+        raw.drop_tables(&prefix).await;
     }
 }
