@@ -713,13 +713,14 @@ mod tests {
         let b = json!({"role": "assistant", "message_id": "b1", "contents": text("y")});
         // A lone id-less user message found later in a replay still marks the replay.
         let incoming = [a.clone(), u.clone(), b.clone()];
-        assert_eq!(filter_new_messages(&[u.clone()], &incoming), &[b.clone()]);
+        let just = std::slice::from_ref;
+        assert_eq!(filter_new_messages(just(&u), &incoming), just(&b));
         // At the very start it is a new message.
-        assert_eq!(filter_new_messages(&[u.clone()], &[u.clone()]).len(), 1);
+        assert_eq!(filter_new_messages(just(&u), just(&u)).len(), 1);
         // An empty message_id is an id, as `is not None` says in Python.
         let empty = json!({"role": "user", "message_id": "", "contents": text("z")});
         assert_eq!(AfIdentity::of(&empty), AfIdentity::Id(String::new()));
-        assert!(filter_new_messages(&[empty.clone()], &[empty.clone()]).is_empty());
+        assert!(filter_new_messages(just(&empty), just(&empty)).is_empty());
     }
 
     fn round_trip(msg: &ChatMessage) {
