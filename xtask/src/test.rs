@@ -11,9 +11,12 @@ use std::{
 };
 
 use crate::{
-    services,
+    fetch_model, services,
     util::{self, Result, Shown},
 };
+
+/// The environment variable the local-model tests read the model directory from.
+const MODEL_DIR_ENV: &str = "AGENT_MEMORY_MODEL_DIR";
 
 /// Passed and failed test counts.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -24,12 +27,20 @@ pub(crate) struct Totals {
     pub(crate) failed: u64,
 }
 
-/// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments.
+/// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments: the services,
+/// the local embedding model (see `fetch-model`), then the tests.
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
     let mut cmd = util::cargo(["test", "--workspace", "--all-features", "--no-fail-fast"])?;
     cmd.args(extra);
+    // The local embedding model the vector tests use: fetched once into a cache outside the
+    // repository (never committed), unless the caller points at one.
+    if env::var_os(MODEL_DIR_ENV).is_none() {
+        let model_dir = fetch_model::ensure(None)?;
+        println!("{MODEL_DIR_ENV}={}", model_dir.display());
+        cmd.env(MODEL_DIR_ENV, model_dir);
+    }
     // cargo sees pipes, not our terminal: keep its colours when we are on one.
     if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
         cmd.env("CARGO_TERM_COLOR", "always");

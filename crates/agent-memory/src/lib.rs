@@ -18,6 +18,11 @@ pub use memory_redis as redis;
 #[cfg(feature = "openai")]
 pub use memory_openai as openai;
 
+/// Vector stores on Qdrant (server: feature `qdrant`; embedded engine: `qdrant-edge`) and the
+/// local embedder (`candle`).
+#[cfg(any(feature = "qdrant", feature = "qdrant-edge", feature = "candle"))]
+pub use memory_vector as vector_stores;
+
 /// Mem0 as a context provider and a memory block (feature `mem0`).
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;

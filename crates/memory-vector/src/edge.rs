@@ -1,0 +1,454 @@
+//! [`QdrantEdgeStore`]: Qdrant's engine in-process (the `qdrant-edge` crate), persisted in a
+//! directory.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use memory_core::vector::check_vectors;
+use memory_core::{
+    Error, ErrorKind, Result, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+};
+use qdrant_edge::{
+    Condition, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
+    EdgeVectorParamsBuilder, FieldCondition, FieldIndexOperations, Filter, Match, NamedQuery,
+    Payload, PayloadFieldSchema, PayloadSchemaType, PointId, PointInsertOperations,
+    PointOperations, PointStructPersisted, QueryEnum, SearchRequest, UpdateOperation,
+    ValueVariants, VectorInternal, VectorStructPersisted, WithPayloadInterface, WithVector,
+};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::{backend, join};
+use crate::schema::{
+    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, decode_payload, finish_results, needs_more,
+    qdrant_point_id, scoped, stored_payload,
+};
+
+/// The file `qdrant-edge` keeps its configuration in, inside the shard directory.
+const EDGE_CONFIG_FILE: &str = "edge_config.json";
+
+/// A [`VectorStore`] on Qdrant's own engine, in-process, persisted in a directory: one
+/// `qdrant-edge` shard per directory, for a single process and no server.
+///
+/// The shard is created at the first upsert with that batch's dimension and cosine distance
+/// (or at [`open_with_dimensions`](Self::open_with_dimensions)), and loaded again by
+/// [`open`](Self::open) on the next run. Every call runs the engine's synchronous API on
+/// Tokio's blocking thread pool, never on the async executor's threads, so a Tokio runtime
+/// must be running.
+///
+/// Scopes share the shard: each point stores its scope key in the payload field `scope_key`
+/// (keyword-indexed) and every read requires it, whatever filter the caller passes; the stored
+/// point id is derived from the scope key and the caller's id (see the crate's storage layout).
+///
+/// Only one process may open a directory at a time. Cloning shares the same shard.
+#[derive(Clone)]
+pub struct QdrantEdgeStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    path: PathBuf,
+    shard: Mutex<Option<Arc<EdgeShard>>>,
+}
+
+impl fmt::Debug for QdrantEdgeStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QdrantEdgeStore")
+            .field("path", &self.inner.path)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QdrantEdgeStore {
+    /// Opens the store in `dir`, creating the directory if needed and loading the shard if one
+    /// was created there before; otherwise the shard is created at the first upsert.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Backend`] when the directory cannot be created or the shard cannot be
+    /// loaded (for example, when another process holds it).
+    pub async fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_inner(dir.as_ref().to_path_buf(), None).await
+    }
+
+    /// Opens the store in `dir` as [`open`](Self::open) does, and creates the shard now with
+    /// `dimensions` (usually the embedder's) if there is none yet.
+    ///
+    /// # Errors
+    /// As [`open`](Self::open); [`ErrorKind::InvalidInput`] when `dimensions` is 0 or an
+    /// existing shard has other dimensions.
+    pub async fn open_with_dimensions(dir: impl AsRef<Path>, dimensions: usize) -> Result<Self> {
+        if dimensions == 0 {
+            return Err(Error::invalid_input(
+                "a vector store needs at least 1 dimension",
+            ));
+        }
+        let store = Self::open_inner(dir.as_ref().to_path_buf(), Some(dimensions)).await?;
+        if let Some(existing) = store.dimensions()?
+            && existing != dimensions
+        {
+            return Err(Error::invalid_input(format!(
+                "the Qdrant edge shard in {} holds vectors of {existing} dimensions, not \
+                 {dimensions}",
+                store.inner.path.display()
+            )));
+        }
+        Ok(store)
+    }
+
+    async fn open_inner(path: PathBuf, dimensions: Option<usize>) -> Result<Self> {
+        let dir = path.clone();
+        let shard = tokio::task::spawn_blocking(move || -> Result<Option<EdgeShard>> {
+            std::fs::create_dir_all(&dir).map_err(|e| {
+                backend(
+                    ErrorKind::Backend,
+                    &format!("creating the directory {}", dir.display()),
+                    e,
+                )
+            })?;
+            if dir.join(EDGE_CONFIG_FILE).exists() {
+                return EdgeShard::load(&dir, None)
+                    .map(Some)
+                    .map_err(|e| backend(ErrorKind::Backend, "loading the edge shard", e));
+            }
+            dimensions.map(|d| create_shard(&dir, d)).transpose()
+        })
+        .await
+        .map_err(|e| join("opening the Qdrant edge shard", e))??;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                path,
+                shard: Mutex::new(shard.map(Arc::new)),
+            }),
+        })
+    }
+
+    /// The directory of the shard.
+    pub fn path(&self) -> &Path {
+        &self.inner.path
+    }
+
+    /// The dimension of the stored vectors, once the shard exists.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Backend`] if a panic poisoned the store's lock.
+    pub fn dimensions(&self) -> Result<Option<usize>> {
+        Ok(self.lock()?.as_ref().and_then(|s| shard_dimensions(s)))
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Option<Arc<EdgeShard>>>> {
+        lock(&self.inner.shard)
+    }
+
+    fn shard(&self) -> Result<Option<Arc<EdgeShard>>> {
+        Ok(self.lock()?.clone())
+    }
+
+    /// Runs `f` on the shard, on the blocking pool; `None` when there is no shard yet.
+    async fn with_shard<T, F>(&self, action: &'static str, f: F) -> Result<Option<T>>
+    where
+        T: Send + 'static,
+        F: FnOnce(&EdgeShard) -> Result<T> + Send + 'static,
+    {
+        let Some(shard) = self.shard()? else {
+            return Ok(None);
+        };
+        tokio::task::spawn_blocking(move || f(&shard).map(Some))
+            .await
+            .map_err(|e| join(action, e))?
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> Result<MutexGuard<'_, T>> {
+    m.lock().map_err(|_| {
+        Error::new(
+            ErrorKind::Backend,
+            "the Qdrant edge store was poisoned by a panic in another thread",
+        )
+    })
+}
+
+fn shard_dimensions(shard: &EdgeShard) -> Option<usize> {
+    shard
+        .config()
+        .vectors
+        .get(DEFAULT_VECTOR_NAME)
+        .map(|v| v.size)
+}
+
+fn create_shard(dir: &Path, dimensions: usize) -> Result<EdgeShard> {
+    let config = EdgeConfigBuilder::new()
+        .vector(
+            DEFAULT_VECTOR_NAME,
+            EdgeVectorParamsBuilder::new(dimensions, Distance::Cosine).build(),
+        )
+        .build();
+    let shard = EdgeShard::new(dir, config)
+        .map_err(|e| backend(ErrorKind::Backend, "creating the edge shard", e))?;
+    for field in INDEXED_FIELDS {
+        let field_name = field
+            .parse()
+            .map_err(|()| Error::new(ErrorKind::Backend, format!("bad field path {field}")))?;
+        shard
+            .update(UpdateOperation::FieldIndexOperation(
+                FieldIndexOperations::CreateIndex(qdrant_edge::CreateIndex {
+                    field_name,
+                    field_schema: Some(PayloadFieldSchema::FieldType(PayloadSchemaType::Keyword)),
+                }),
+            ))
+            .map_err(|e| backend(ErrorKind::Backend, "creating a payload index", e))?;
+    }
+    Ok(shard)
+}
+
+/// Converts a condition into a Qdrant edge filter condition.
+fn to_condition(cond: &Cond) -> Result<Condition> {
+    Ok(match cond {
+        Cond::Match { path, value } => {
+            let key = path.parse().map_err(|()| {
+                Error::invalid_input(format!("Qdrant cannot address the payload path {path}"))
+            })?;
+            let value = match value {
+                MatchScalar::Keyword(s) => ValueVariants::String(s.clone()),
+                MatchScalar::Integer(i) => ValueVariants::Integer(*i),
+                MatchScalar::Bool(b) => ValueVariants::Bool(*b),
+            };
+            Condition::Field(FieldCondition::new_match(key, Match::new_value(value)))
+        }
+        Cond::All(all) => Condition::Filter(filter(Some(all), None, None)?),
+        Cond::Any(any) => Condition::Filter(filter(None, Some(any), None)?),
+        Cond::Not(inner) => Condition::Filter(filter(None, None, Some(inner))?),
+    })
+}
+
+fn filter(
+    must: Option<&[Cond]>,
+    should: Option<&[Cond]>,
+    must_not: Option<&Cond>,
+) -> Result<Filter> {
+    let list = |conds: &[Cond]| conds.iter().map(to_condition).collect::<Result<Vec<_>>>();
+    Ok(Filter {
+        should: should.map(list).transpose()?,
+        min_should: None,
+        must: must.map(list).transpose()?,
+        must_not: must_not
+            .map(|c| to_condition(c).map(|c| vec![c]))
+            .transpose()?,
+    })
+}
+
+/// The filter of a whole condition.
+fn to_filter(cond: &Cond) -> Result<Filter> {
+    filter(Some(std::slice::from_ref(cond)), None, None)
+}
+
+fn json_map(payload: Option<Payload>) -> Map<String, Value> {
+    payload.map(|p| p.0).unwrap_or_default()
+}
+
+/// Reads the points of `ids` in `scope_key`.
+fn retrieve(shard: &EdgeShard, scope_key: &str, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+    let qids: Vec<PointId> = ids
+        .iter()
+        .map(|id| PointId::Uuid(qdrant_point_id(scope_key, *id)))
+        .collect();
+    let records = shard
+        .retrieve(
+            &qids,
+            Some(WithPayloadInterface::Bool(true)),
+            Some(WithVector::Bool(false)),
+        )
+        .map_err(|e| backend(ErrorKind::Backend, "retrieve", e))?;
+    let mut found: Vec<VectorPoint> = records
+        .into_iter()
+        .filter_map(|r| decode_payload(json_map(r.payload)))
+        .filter(|s| s.scope_key == scope_key)
+        .map(|s| s.point)
+        .collect();
+    // In the order asked, each id once.
+    found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
+    found.dedup_by_key(|p| p.id);
+    Ok(found)
+}
+
+fn count(shard: &EdgeShard, scope_key: &str) -> Result<u64> {
+    shard
+        .count(qdrant_edge::CountRequest {
+            filter: Some(to_filter(&Cond::scope(scope_key))?),
+            exact: true,
+        })
+        .map(|n| n as u64)
+        .map_err(|e| backend(ErrorKind::Backend, "count", e))
+}
+
+fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+    let filter = to_filter(&scoped(scope_key, query.filter.as_ref())?)?;
+    let mut limit = query.top_k;
+    loop {
+        let found = shard
+            .search(SearchRequest {
+                query: QueryEnum::Nearest(NamedQuery {
+                    query: VectorInternal::Dense(query.vector.clone()),
+                    using: None,
+                }),
+                filter: Some(filter.clone()),
+                params: None,
+                limit,
+                offset: 0,
+                with_payload: Some(WithPayloadInterface::Bool(true)),
+                with_vector: Some(WithVector::Bool(false)),
+                score_threshold: query.min_score,
+            })
+            .map_err(|e| backend(ErrorKind::Backend, "search", e))?;
+        let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
+        if needs_more(&scores, limit, query.top_k) {
+            limit = limit.saturating_mul(2);
+            continue;
+        }
+        let results = found
+            .into_iter()
+            .filter_map(|p| {
+                let StoredPoint {
+                    scope_key: key,
+                    point,
+                } = decode_payload(json_map(p.payload))?;
+                (key == scope_key).then_some(ScoredPoint {
+                    id: point.id,
+                    score: p.score,
+                    payload: point.payload,
+                })
+            })
+            .collect();
+        return Ok(finish_results(results, query));
+    }
+}
+
+#[async_trait]
+impl VectorStore for QdrantEdgeStore {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        let dims = self.dimensions()?;
+        let Some(batch_dims) = check_vectors(points.iter().map(|p| p.vector.as_slice()), dims)?
+        else {
+            return Ok(());
+        };
+        if points.is_empty() {
+            return Ok(());
+        }
+        let key = scope.key();
+        let persisted: Vec<PointStructPersisted> = points
+            .iter()
+            .map(|p| PointStructPersisted {
+                id: PointId::Uuid(qdrant_point_id(&key, p.id)),
+                vector: VectorStructPersisted::Single(p.vector.clone()),
+                payload: Some(Payload(stored_payload(scope, &key, p))),
+            })
+            .collect();
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || -> Result<()> {
+            let shard = {
+                let mut guard = lock(&inner.shard)?;
+                match guard.as_ref() {
+                    Some(shard) => Arc::clone(shard),
+                    None => {
+                        let shard = Arc::new(create_shard(&inner.path, batch_dims)?);
+                        *guard = Some(Arc::clone(&shard));
+                        shard
+                    }
+                }
+            };
+            if let Some(d) = shard_dimensions(&shard)
+                && d != batch_dims
+            {
+                return Err(Error::invalid_input(format!(
+                    "a vector has {batch_dims} dimensions; this store holds {d}"
+                )));
+            }
+            shard
+                .update(UpdateOperation::PointOperation(
+                    PointOperations::UpsertPoints(PointInsertOperations::PointsList(persisted)),
+                ))
+                .map_err(|e| backend(ErrorKind::Backend, "upsert", e))
+        })
+        .await
+        .map_err(|e| join("upsert", e))?
+    }
+
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        check_vectors([query.vector.as_slice()], self.dimensions()?)?;
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let key = scope.key();
+        let query = query.clone();
+        Ok(self
+            .with_shard("search", move |shard| search(shard, &key, &query))
+            .await?
+            .unwrap_or_default())
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let key = scope.key();
+        let ids = ids.to_vec();
+        Ok(self
+            .with_shard("get", move |shard| retrieve(shard, &key, &ids))
+            .await?
+            .unwrap_or_default())
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        if ids.is_empty() {
+            return Ok(0);
+        }
+        let key = scope.key();
+        let ids = ids.to_vec();
+        Ok(self
+            .with_shard("delete", move |shard| {
+                let existing = retrieve(shard, &key, &ids)?;
+                if existing.is_empty() {
+                    return Ok(0);
+                }
+                let qids = existing
+                    .iter()
+                    .map(|p| PointId::Uuid(qdrant_point_id(&key, p.id)))
+                    .collect();
+                shard
+                    .update(UpdateOperation::PointOperation(
+                        PointOperations::DeletePoints { ids: qids },
+                    ))
+                    .map_err(|e| backend(ErrorKind::Backend, "delete", e))?;
+                Ok(existing.len() as u64)
+            })
+            .await?
+            .unwrap_or_default())
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        let key = scope.key();
+        Ok(self
+            .with_shard("count", move |shard| count(shard, &key))
+            .await?
+            .unwrap_or_default())
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let key = scope.key();
+        Ok(self
+            .with_shard("clear", move |shard| {
+                let n = count(shard, &key)?;
+                if n > 0 {
+                    shard
+                        .update(UpdateOperation::PointOperation(
+                            PointOperations::DeletePointsByFilter(to_filter(&Cond::scope(&key))?),
+                        ))
+                        .map_err(|e| backend(ErrorKind::Backend, "clear", e))?;
+                }
+                Ok(n)
+            })
+            .await?
+            .unwrap_or_default())
+    }
+}

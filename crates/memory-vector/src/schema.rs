@@ -1,0 +1,366 @@
+//! The storage layout shared by both Qdrant backends: point ids, payload fields and the
+//! translation of [`PayloadFilter`]s.
+//!
+//! Every Qdrant point carries, at the top level of its payload:
+//!
+//! | field       | holds                                                             |
+//! |-------------|-------------------------------------------------------------------|
+//! | `scope_key` | [`Scope::key`], matched by every read (keyword index)             |
+//! | `tenant`, `user`, `agent`, `source`, `session` | the scope's parts (keyword indexes) |
+//! | `point_id`  | the caller's point id (a UUID string)                             |
+//! | `vector`    | the caller's exact vector (Qdrant keeps cosine vectors normalised) |
+//! | `payload`   | the caller's payload, as given                                    |
+//!
+//! The Qdrant point id is [`qdrant_point_id`]: a UUID v5 of the scope key and the caller's id,
+//! so the same id in two scopes is two points and a retried upsert rewrites the same point.
+
+use std::cmp::Ordering;
+
+use memory_core::{Error, PayloadFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+/// The payload field holding [`Scope::key`].
+pub(crate) const SCOPE_KEY_FIELD: &str = "scope_key";
+/// The payload field holding the caller's point id.
+pub(crate) const POINT_ID_FIELD: &str = "point_id";
+/// The payload field holding the caller's exact vector.
+pub(crate) const VECTOR_FIELD: &str = "vector";
+/// The payload field holding the caller's payload.
+pub(crate) const PAYLOAD_FIELD: &str = "payload";
+/// The scope fields that get a keyword payload index.
+pub(crate) const INDEXED_FIELDS: [&str; 6] = [
+    SCOPE_KEY_FIELD,
+    "tenant",
+    "user",
+    "agent",
+    "source",
+    "session",
+];
+
+/// The namespace of [`qdrant_point_id`] (a fixed random UUID).
+const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x5d1c_7c1e_9a4f_4f0b_8e3a_2b6f_0c9d_1a77);
+
+/// The Qdrant point id of the caller's point `id` in `scope`.
+pub(crate) fn qdrant_point_id(scope_key: &str, id: Uuid) -> Uuid {
+    let mut name = Vec::with_capacity(scope_key.len() + 17);
+    name.extend_from_slice(scope_key.as_bytes());
+    name.push(0);
+    name.extend_from_slice(id.as_bytes());
+    Uuid::new_v5(&POINT_NAMESPACE, &name)
+}
+
+/// The stored payload of `point` in `scope`.
+pub(crate) fn stored_payload(
+    scope: &Scope,
+    scope_key: &str,
+    point: &VectorPoint,
+) -> Map<String, Value> {
+    let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.to_owned()));
+    let mut map = Map::new();
+    map.insert(SCOPE_KEY_FIELD.into(), Value::String(scope_key.to_owned()));
+    map.insert("tenant".into(), Value::String(scope.tenant().to_string()));
+    map.insert("user".into(), opt(scope.user().map(|u| u.as_str())));
+    map.insert("agent".into(), opt(scope.agent().map(|a| a.as_str())));
+    map.insert("source".into(), Value::String(scope.source().to_string()));
+    map.insert(
+        "session".into(),
+        Value::String(scope.session_id().to_string()),
+    );
+    map.insert(POINT_ID_FIELD.into(), Value::String(point.id.to_string()));
+    map.insert(
+        VECTOR_FIELD.into(),
+        Value::Array(
+            point
+                .vector
+                .iter()
+                .map(|x| Value::from(f64::from(*x)))
+                .collect(),
+        ),
+    );
+    map.insert(PAYLOAD_FIELD.into(), Value::Object(point.payload.clone()));
+    map
+}
+
+/// A point read back: its scope key and the caller's point.
+#[derive(Debug)]
+pub(crate) struct StoredPoint {
+    /// The stored [`Scope::key`].
+    pub(crate) scope_key: String,
+    /// The caller's point.
+    pub(crate) point: VectorPoint,
+}
+
+/// Decodes a stored payload; `None` for a point this crate did not write.
+pub(crate) fn decode_payload(mut map: Map<String, Value>) -> Option<StoredPoint> {
+    let scope_key = match map.remove(SCOPE_KEY_FIELD)? {
+        Value::String(s) => s,
+        _ => return None,
+    };
+    let id = map.get(POINT_ID_FIELD)?.as_str()?.parse().ok()?;
+    let vector = match map.remove(VECTOR_FIELD)? {
+        Value::Array(values) => values
+            .iter()
+            .map(|v| v.as_f64().map(|x| x as f32))
+            .collect::<Option<Vec<f32>>>()?,
+        _ => return None,
+    };
+    let payload = match map.remove(PAYLOAD_FIELD)? {
+        Value::Object(p) => p,
+        _ => return None,
+    };
+    Some(StoredPoint {
+        scope_key,
+        point: VectorPoint {
+            id,
+            vector,
+            payload,
+        },
+    })
+}
+
+/// A scalar a Qdrant `match` condition compares with.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum MatchScalar {
+    /// A keyword.
+    Keyword(String),
+    /// An integer.
+    Integer(i64),
+    /// A boolean.
+    Bool(bool),
+}
+
+/// A [`PayloadFilter`] in the shape of Qdrant conditions.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Cond {
+    /// The field at `path` (a Qdrant JSON path) matches the value.
+    Match {
+        /// The JSON path.
+        path: String,
+        /// The value.
+        value: MatchScalar,
+    },
+    /// Every condition holds.
+    All(Vec<Cond>),
+    /// At least one condition holds.
+    Any(Vec<Cond>),
+    /// The condition does not hold.
+    Not(Box<Cond>),
+}
+
+impl Cond {
+    /// A condition no point written by this crate meets (its scope key is never empty).
+    pub(crate) fn never() -> Cond {
+        Cond::Match {
+            path: SCOPE_KEY_FIELD.to_owned(),
+            value: MatchScalar::Keyword(String::new()),
+        }
+    }
+
+    /// The condition restricting reads to `scope_key`.
+    pub(crate) fn scope(scope_key: &str) -> Cond {
+        Cond::Match {
+            path: SCOPE_KEY_FIELD.to_owned(),
+            value: MatchScalar::Keyword(scope_key.to_owned()),
+        }
+    }
+}
+
+/// The JSON path of the caller's payload field `key`.
+fn payload_path(key: &str) -> Result<String> {
+    if key.is_empty() || key.contains(['"', '\\']) {
+        return Err(Error::invalid_input(format!(
+            "the Qdrant stores cannot filter on the payload field {key:?}: a field name must be \
+             non-empty and hold no '\"' or '\\\\'"
+        )));
+    }
+    Ok(format!("{PAYLOAD_FIELD}.\"{key}\""))
+}
+
+/// Translates a caller's filter; `None` means "every point".
+///
+/// # Errors
+/// [`Unsupported`](memory_core::ErrorKind::Unsupported) for an `Eq` on a value other than a
+/// string, an `i64` integer or a boolean; [`InvalidInput`](memory_core::ErrorKind::InvalidInput)
+/// for a field name Qdrant cannot address.
+pub(crate) fn translate_filter(filter: &PayloadFilter) -> Result<Option<Cond>> {
+    Ok(match filter {
+        PayloadFilter::Eq { key, value } => {
+            let value = match value {
+                Value::String(s) => MatchScalar::Keyword(s.clone()),
+                Value::Bool(b) => MatchScalar::Bool(*b),
+                Value::Number(n) if n.as_i64().is_some() => {
+                    MatchScalar::Integer(n.as_i64().unwrap_or_default())
+                }
+                other => {
+                    return Err(Error::unsupported(format!(
+                        "the Qdrant stores filter on strings, integers and booleans, not {other}"
+                    )));
+                }
+            };
+            Some(Cond::Match {
+                path: payload_path(key)?,
+                value,
+            })
+        }
+        PayloadFilter::And(all) => {
+            let mut conds = Vec::new();
+            for f in all {
+                if let Some(c) = translate_filter(f)? {
+                    conds.push(c);
+                }
+            }
+            match conds.len() {
+                0 => None,
+                1 => conds.pop(),
+                _ => Some(Cond::All(conds)),
+            }
+        }
+        PayloadFilter::Or(any) => {
+            let mut conds = Vec::new();
+            for f in any {
+                match translate_filter(f)? {
+                    Some(c) => conds.push(c),
+                    // One branch matches every point.
+                    None => return Ok(None),
+                }
+            }
+            match conds.len() {
+                0 => Some(Cond::never()),
+                1 => conds.pop(),
+                _ => Some(Cond::Any(conds)),
+            }
+        }
+        PayloadFilter::Not(inner) => Some(match translate_filter(inner)? {
+            Some(c) => Cond::Not(Box::new(c)),
+            None => Cond::never(),
+        }),
+    })
+}
+
+/// The full condition of a scoped read: the scope and, when given, the caller's filter.
+pub(crate) fn scoped(scope_key: &str, filter: Option<&PayloadFilter>) -> Result<Cond> {
+    let scope = Cond::scope(scope_key);
+    Ok(match filter.map(translate_filter).transpose()?.flatten() {
+        Some(c) => Cond::All(vec![scope, c]),
+        None => scope,
+    })
+}
+
+/// Orders results as the contract says (decreasing score, ties by id), drops scores below
+/// `min_score` and keeps `top_k`.
+pub(crate) fn finish_results(
+    mut results: Vec<ScoredPoint>,
+    query: &VectorQuery,
+) -> Vec<ScoredPoint> {
+    results.retain(|r| query.min_score.is_none_or(|min| r.score >= min));
+    results.sort_by(|a, b| {
+        b.score
+            .partial_cmp(&a.score)
+            .unwrap_or(Ordering::Equal)
+            .then(a.id.cmp(&b.id))
+    });
+    results.truncate(query.top_k);
+    results
+}
+
+/// Whether a search that asked for `limit` points and got `got` may have cut a tie at the
+/// `top_k` boundary, so that more points must be fetched to order ties by id.
+pub(crate) fn needs_more(got: &[f32], limit: usize, top_k: usize) -> bool {
+    if got.len() < limit || top_k == 0 || got.len() < top_k {
+        return false;
+    }
+    let boundary = got[top_k - 1];
+    got.last().is_some_and(|last| *last >= boundary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn scope() -> Scope {
+        Scope::session("s1").unwrap().with_user("u").unwrap()
+    }
+
+    #[test]
+    fn point_ids_are_namespaced_per_scope_and_stable() {
+        let id = Uuid::new_v4();
+        let a = qdrant_point_id("t|~|~|s|1", id);
+        assert_eq!(a, qdrant_point_id("t|~|~|s|1", id));
+        assert_ne!(a, qdrant_point_id("t|~|~|s|2", id));
+        assert_ne!(a, id);
+    }
+
+    #[test]
+    fn payload_round_trips_with_the_exact_vector() {
+        let s = scope();
+        let point = VectorPoint {
+            id: Uuid::new_v4(),
+            vector: vec![0.1, -1.5, 1e-3, 3.25],
+            payload: json!({"a": 1, "b": {"c": [true]}})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        };
+        let map = stored_payload(&s, &s.key(), &point);
+        assert_eq!(map["user"], json!("u"));
+        assert_eq!(map["agent"], Value::Null);
+        let back = decode_payload(map).unwrap();
+        assert_eq!(back.scope_key, s.key());
+        assert_eq!(back.point, point);
+        assert!(decode_payload(Map::new()).is_none());
+    }
+
+    #[test]
+    fn filters_translate_to_conditions() {
+        let f = PayloadFilter::eq("kind", json!("fact"))
+            .and(PayloadFilter::eq("n", json!(2)).not())
+            .or(PayloadFilter::eq("pinned", json!(true)));
+        let m = |p: &str, v| Cond::Match {
+            path: format!("payload.\"{p}\""),
+            value: v,
+        };
+        assert_eq!(
+            translate_filter(&f).unwrap(),
+            Some(Cond::Any(vec![
+                Cond::All(vec![
+                    m("kind", MatchScalar::Keyword("fact".into())),
+                    Cond::Not(Box::new(m("n", MatchScalar::Integer(2)))),
+                ]),
+                m("pinned", MatchScalar::Bool(true)),
+            ]))
+        );
+        assert_eq!(translate_filter(&PayloadFilter::And(vec![])).unwrap(), None);
+        assert_eq!(
+            translate_filter(&PayloadFilter::Or(vec![])).unwrap(),
+            Some(Cond::never())
+        );
+        assert_eq!(
+            translate_filter(&PayloadFilter::And(vec![]).not()).unwrap(),
+            Some(Cond::never())
+        );
+        assert!(translate_filter(&PayloadFilter::eq("x", json!(1.5))).is_err());
+        assert!(translate_filter(&PayloadFilter::eq("a\"b", json!(1))).is_err());
+        assert_eq!(
+            scoped("k", None).unwrap(),
+            Cond::scope("k"),
+            "an unfiltered read is still scoped"
+        );
+    }
+
+    #[test]
+    fn results_are_ordered_by_score_then_id() {
+        let p = |id: u128, score: f32| ScoredPoint {
+            id: Uuid::from_u128(id),
+            score,
+            payload: Map::new(),
+        };
+        let q = VectorQuery::new(vec![1.0], 2).with_min_score(0.0);
+        let out = finish_results(vec![p(3, 0.5), p(2, 0.5), p(1, 0.1), p(4, -0.2)], &q);
+        assert_eq!(out, vec![p(2, 0.5), p(3, 0.5)]);
+        assert!(needs_more(&[0.9, 0.5, 0.5], 3, 2));
+        assert!(!needs_more(&[0.9, 0.5, 0.4], 3, 2));
+        assert!(!needs_more(&[0.9, 0.5], 3, 2));
+    }
+}

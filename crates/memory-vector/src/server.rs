@@ -1,0 +1,459 @@
+//! [`QdrantStore`]: a Qdrant server over gRPC (`qdrant-client`).
+
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use memory_core::vector::check_vectors;
+use memory_core::{
+    Error, ErrorKind, Result, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+};
+use qdrant_client::qdrant::{
+    self, Condition, CountPointsBuilder, CreateCollectionBuilder,
+    CreateFieldIndexCollectionBuilder, DeletePointsBuilder, Distance, FieldCondition, FieldType,
+    Filter, GetPointsBuilder, PointId, PointStruct, PointsIdsList, SearchPointsBuilder,
+    UpsertPointsBuilder, VectorParamsBuilder, r#match::MatchValue, point_id::PointIdOptions,
+    vectors_config::Config,
+};
+use qdrant_client::{Payload, Qdrant, QdrantError};
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::config::QdrantStoreConfig;
+use crate::error::backend;
+use crate::schema::{
+    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, decode_payload, finish_results, needs_more,
+    qdrant_point_id, scoped, stored_payload,
+};
+
+/// A [`VectorStore`] on a Qdrant server, over gRPC.
+///
+/// Every scope shares one collection, created at first use with the configured dimension (or
+/// the first upsert's) and cosine distance, with keyword payload indexes on the scope fields so
+/// filtered searches stay fast. Each point stores its scope key in the payload field
+/// `scope_key` and every read requires it, whatever filter the caller passes; the Qdrant point
+/// id is derived from the scope key and the caller's id, so a retried upsert rewrites the same
+/// points. Upserts are sent in batches of
+/// [`upsert_batch_size`](QdrantStoreConfig::upsert_batch_size) points and wait for the write
+/// to be applied. The whole batch is validated before the first request, so an invalid vector
+/// writes nothing; a transport failure between two requests can leave the earlier ones
+/// written, and retrying the same upsert completes it without duplicates.
+///
+/// Cloning shares the client and its connection pool.
+#[derive(Clone)]
+pub struct QdrantStore {
+    client: Qdrant,
+    config: QdrantStoreConfig,
+    state: Arc<Mutex<State>>,
+}
+
+/// What the store knows of its collection.
+#[derive(Debug, Clone, Copy, Default)]
+struct State {
+    /// The vectors' dimension: configured, or read from the collection.
+    dimensions: Option<usize>,
+    /// Whether the collection is known to exist.
+    ready: bool,
+}
+
+impl fmt::Debug for QdrantStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("QdrantStore")
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}
+
+impl QdrantStore {
+    /// A store for `config`. Connects lazily: no request is sent before the first call.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](ErrorKind::InvalidInput) when the client rejects the URL.
+    pub fn connect(config: QdrantStoreConfig) -> Result<Self> {
+        let mut client_config = qdrant_client::config::QdrantConfig::from_url(&config.url)
+            .timeout(config.timeout)
+            .skip_compatibility_check();
+        if let Some(key) = &config.api_key {
+            client_config.set_api_key(key);
+        }
+        let client = client_config
+            .build()
+            .map_err(|e| backend(ErrorKind::InvalidInput, "building the client", e))?;
+        Ok(Self::from_client(client, config))
+    }
+
+    /// A store on an application's existing client; `config`'s URL and key are not used.
+    pub fn from_client(client: Qdrant, config: QdrantStoreConfig) -> Self {
+        Self {
+            client,
+            state: Arc::new(Mutex::new(State {
+                dimensions: config.dimensions,
+                ready: false,
+            })),
+            config,
+        }
+    }
+
+    /// The underlying client, for what this store does not cover (snapshots, collection
+    /// management).
+    pub fn client(&self) -> &Qdrant {
+        &self.client
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &QdrantStoreConfig {
+        &self.config
+    }
+
+    fn collection(&self) -> &str {
+        &self.config.collection
+    }
+
+    fn state(&self) -> Result<std::sync::MutexGuard<'_, State>> {
+        self.state
+            .lock()
+            .map_err(|_| Error::new(ErrorKind::Backend, "the Qdrant store's lock was poisoned"))
+    }
+
+    fn set_ready(&self, dimensions: usize) -> Result<()> {
+        *self.state()? = State {
+            dimensions: Some(dimensions),
+            ready: true,
+        };
+        Ok(())
+    }
+
+    /// The collection's dimension, or `None` when the collection does not exist yet.
+    async fn existing_dimensions(&self) -> Result<Option<usize>> {
+        let exists = self
+            .client
+            .collection_exists(self.collection())
+            .await
+            .map_err(|e| map_error("collection exists", e))?;
+        if !exists {
+            return Ok(None);
+        }
+        let info = self
+            .client
+            .collection_info(self.collection())
+            .await
+            .map_err(|e| map_error("collection info", e))?;
+        let size = info
+            .result
+            .and_then(|r| r.config)
+            .and_then(|c| c.params)
+            .and_then(|p| p.vectors_config)
+            .and_then(|v| v.config)
+            .and_then(|c| match c {
+                Config::Params(p) => Some(p.size as usize),
+                Config::ParamsMap(_) => None,
+            })
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::Backend,
+                    format!(
+                        "the Qdrant collection {} has no single unnamed vector",
+                        self.collection()
+                    ),
+                )
+            })?;
+        Ok(Some(size))
+    }
+
+    /// The dimension of the collection, or `None` when it does not exist yet.
+    async fn known_dimensions(&self) -> Result<Option<usize>> {
+        let state = *self.state()?;
+        if state.ready {
+            return Ok(state.dimensions);
+        }
+        match self.existing_dimensions().await? {
+            Some(d) => {
+                self.set_ready(d)?;
+                Ok(Some(d))
+            }
+            None => Ok(None),
+        }
+    }
+
+    /// Creates the collection with `dims` and its payload indexes, if it does not exist.
+    async fn ensure_collection(&self, dims: usize) -> Result<usize> {
+        if let Some(existing) = self.existing_dimensions().await? {
+            self.set_ready(existing)?;
+            return Ok(existing);
+        }
+        let created = self
+            .client
+            .create_collection(
+                CreateCollectionBuilder::new(self.collection())
+                    .vectors_config(VectorParamsBuilder::new(dims as u64, Distance::Cosine)),
+            )
+            .await;
+        if let Err(e) = created {
+            // Another writer may have created it meanwhile.
+            match self.existing_dimensions().await? {
+                Some(existing) => {
+                    self.set_ready(existing)?;
+                    return Ok(existing);
+                }
+                None => return Err(map_error("create collection", e)),
+            }
+        }
+        for field in INDEXED_FIELDS {
+            self.client
+                .create_field_index(
+                    CreateFieldIndexCollectionBuilder::new(
+                        self.collection(),
+                        field,
+                        FieldType::Keyword,
+                    )
+                    .wait(true),
+                )
+                .await
+                .map_err(|e| map_error("create payload index", e))?;
+        }
+        self.set_ready(dims)?;
+        Ok(dims)
+    }
+
+    async fn retrieve(&self, scope_key: &str, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        let qids: Vec<PointId> = ids
+            .iter()
+            .map(|id| PointId::from(qdrant_point_id(scope_key, *id).to_string()))
+            .collect();
+        let response = self
+            .client
+            .get_points(GetPointsBuilder::new(self.collection(), qids).with_payload(true))
+            .await
+            .map_err(|e| map_error("get points", e))?;
+        let mut found: Vec<VectorPoint> = response
+            .result
+            .into_iter()
+            .filter_map(|r| decode_payload(json_payload(r.payload)))
+            .filter(|s| s.scope_key == scope_key)
+            .map(|s| s.point)
+            .collect();
+        found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
+        found.dedup_by_key(|p| p.id);
+        Ok(found)
+    }
+
+    async fn count_key(&self, scope_key: &str) -> Result<u64> {
+        let response = self
+            .client
+            .count(
+                CountPointsBuilder::new(self.collection())
+                    .filter(to_filter(&Cond::scope(scope_key)))
+                    .exact(true),
+            )
+            .await
+            .map_err(|e| map_error("count", e))?;
+        Ok(response.result.map_or(0, |r| r.count))
+    }
+}
+
+/// Maps a client error into the library's error.
+fn map_error(action: &str, err: QdrantError) -> Error {
+    let kind = match &err {
+        QdrantError::ResponseError { status } => match status.code() {
+            tonic::Code::Unavailable => ErrorKind::Unavailable,
+            tonic::Code::DeadlineExceeded => ErrorKind::Timeout,
+            tonic::Code::InvalidArgument => ErrorKind::InvalidInput,
+            tonic::Code::NotFound => ErrorKind::NotFound,
+            tonic::Code::ResourceExhausted => ErrorKind::LimitExceeded,
+            tonic::Code::Unimplemented => ErrorKind::Unsupported,
+            // The client reports a refused connection as an internal status.
+            tonic::Code::Internal if status.message().starts_with("Failed to connect") => {
+                ErrorKind::Unavailable
+            }
+            _ => ErrorKind::Backend,
+        },
+        QdrantError::ResourceExhaustedError { .. } => ErrorKind::LimitExceeded,
+        QdrantError::InvalidUri(_) => ErrorKind::InvalidInput,
+        QdrantError::Io(_) => ErrorKind::Unavailable,
+        _ => ErrorKind::Backend,
+    };
+    backend(kind, action, err)
+}
+
+fn json_payload(payload: std::collections::HashMap<String, qdrant::Value>) -> Map<String, Value> {
+    Map::from(Payload::from(payload))
+}
+
+/// Converts a condition into a Qdrant gRPC condition.
+fn to_condition(cond: &Cond) -> Condition {
+    match cond {
+        Cond::Match { path, value } => {
+            let value = match value {
+                MatchScalar::Keyword(s) => MatchValue::Keyword(s.clone()),
+                MatchScalar::Integer(i) => MatchValue::Integer(*i),
+                MatchScalar::Bool(b) => MatchValue::Boolean(*b),
+            };
+            Condition::from(FieldCondition {
+                key: path.clone(),
+                r#match: Some(qdrant::Match {
+                    match_value: Some(value),
+                }),
+                ..FieldCondition::default()
+            })
+        }
+        Cond::All(all) => Condition::from(Filter::must(all.iter().map(to_condition))),
+        Cond::Any(any) => Condition::from(Filter::should(any.iter().map(to_condition))),
+        Cond::Not(inner) => Condition::from(Filter::must_not([to_condition(inner)])),
+    }
+}
+
+fn to_filter(cond: &Cond) -> Filter {
+    Filter::must([to_condition(cond)])
+}
+
+fn uuid_of(id: Option<PointId>) -> Option<Uuid> {
+    match id?.point_id_options? {
+        PointIdOptions::Uuid(s) => s.parse().ok(),
+        PointIdOptions::Num(_) => None,
+    }
+}
+
+#[async_trait]
+impl VectorStore for QdrantStore {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        let known = match self.known_dimensions().await? {
+            Some(d) => Some(d),
+            None => self.state()?.dimensions,
+        };
+        let Some(batch_dims) = check_vectors(points.iter().map(|p| p.vector.as_slice()), known)?
+        else {
+            return Ok(());
+        };
+        if points.is_empty() {
+            return Ok(());
+        }
+        let dims = self.ensure_collection(batch_dims).await?;
+        if dims != batch_dims {
+            return Err(Error::invalid_input(format!(
+                "a vector has {batch_dims} dimensions; this store holds {dims}"
+            )));
+        }
+        let key = scope.key();
+        for chunk in points.chunks(self.config.upsert_batch_size.max(1)) {
+            let batch: Vec<PointStruct> = chunk
+                .iter()
+                .map(|p| {
+                    PointStruct::new(
+                        qdrant_point_id(&key, p.id).to_string(),
+                        p.vector.clone(),
+                        Payload::from(stored_payload(scope, &key, p)),
+                    )
+                })
+                .collect();
+            self.client
+                .upsert_points(UpsertPointsBuilder::new(self.collection(), batch).wait(true))
+                .await
+                .map_err(|e| map_error("upsert", e))?;
+        }
+        Ok(())
+    }
+
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        let known = self.known_dimensions().await?;
+        check_vectors([query.vector.as_slice()], known)?;
+        if query.top_k == 0 || known.is_none() {
+            return Ok(Vec::new());
+        }
+        let key = scope.key();
+        let filter = to_filter(&scoped(&key, query.filter.as_ref())?);
+        let mut limit = query.top_k;
+        loop {
+            let mut request =
+                SearchPointsBuilder::new(self.collection(), query.vector.clone(), limit as u64)
+                    .filter(filter.clone())
+                    .with_payload(true);
+            if let Some(min) = query.min_score {
+                request = request.score_threshold(min);
+            }
+            let found = self
+                .client
+                .search_points(request)
+                .await
+                .map_err(|e| map_error("search", e))?
+                .result;
+            let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
+            if needs_more(&scores, limit, query.top_k) {
+                limit = limit.saturating_mul(2);
+                continue;
+            }
+            let results = found
+                .into_iter()
+                .filter_map(|p| {
+                    uuid_of(p.id)?;
+                    let StoredPoint {
+                        scope_key: point_key,
+                        point,
+                    } = decode_payload(json_payload(p.payload))?;
+                    (point_key == key).then_some(ScoredPoint {
+                        id: point.id,
+                        score: p.score,
+                        payload: point.payload,
+                    })
+                })
+                .collect();
+            return Ok(finish_results(results, query));
+        }
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        if ids.is_empty() || self.known_dimensions().await?.is_none() {
+            return Ok(Vec::new());
+        }
+        self.retrieve(&scope.key(), ids).await
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        if ids.is_empty() || self.known_dimensions().await?.is_none() {
+            return Ok(0);
+        }
+        let key = scope.key();
+        let existing = self.retrieve(&key, ids).await?;
+        if existing.is_empty() {
+            return Ok(0);
+        }
+        let qids: Vec<PointId> = existing
+            .iter()
+            .map(|p| PointId::from(qdrant_point_id(&key, p.id).to_string()))
+            .collect();
+        self.client
+            .delete_points(
+                DeletePointsBuilder::new(self.collection())
+                    .points(PointsIdsList { ids: qids })
+                    .wait(true),
+            )
+            .await
+            .map_err(|e| map_error("delete", e))?;
+        Ok(existing.len() as u64)
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        if self.known_dimensions().await?.is_none() {
+            return Ok(0);
+        }
+        self.count_key(&scope.key()).await
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        if self.known_dimensions().await?.is_none() {
+            return Ok(0);
+        }
+        let key = scope.key();
+        let n = self.count_key(&key).await?;
+        if n > 0 {
+            self.client
+                .delete_points(
+                    DeletePointsBuilder::new(self.collection())
+                        .points(to_filter(&Cond::scope(&key)))
+                        .wait(true),
+                )
+                .await
+                .map_err(|e| map_error("clear", e))?;
+        }
+        Ok(n)
+    }
+}
