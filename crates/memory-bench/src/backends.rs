@@ -1,28 +1,145 @@
 //! The backend registry: one entry per store backend the benchmark can run on.
 //!
-//! Adding a backend (`sqlite-file`, `sqlite-memory`, `postgres`, `mariadb`, `redis`,
-//! `redis-cluster`, ...) is one [`Backend`] entry in [`BACKENDS`]: a name, an availability check
-//! (for example "is its server URL set?") and a `connect` function that opens fresh stores.
-//! Every case runs in its own process and calls `connect` once.
+//! Adding a backend is one [`Backend`] entry in [`BACKENDS`]: a name, an availability check
+//! (does its server answer?) and a `connect` function that opens fresh stores. Every case runs
+//! in its own process and calls `connect` once.
+//!
+//! The SQL backends use tables prefixed `bench_` and the Redis backends keys prefixed `bench:`,
+//! so benchmark data never meets the tests' or an application's. Every case also works in a
+//! random scope of its own and clears it afterwards.
 
 use std::future::Future;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::time::Duration;
 
 use memory_core::{HistoryStore, InMemoryHistoryStore, InMemorySessionStore, SessionStore};
+use memory_redis::RedisStore;
+use memory_sql::SqlStore;
 
 use crate::BenchResult;
 
 /// The backend name reported by workloads that use no store (`count_tokens`).
 pub(crate) const NO_BACKEND: &str = "none";
 
-/// The stores a backend provides for one case.
+/// The table prefix of the SQL backends.
+pub(crate) const SQL_TABLE_PREFIX: &str = "bench_";
+/// The key prefix of the Redis backends (keys are `bench:{<scope>}:…`).
+pub(crate) const REDIS_KEY_PREFIX: &str = "bench";
+
+/// How long a server has to accept a TCP connection to count as available.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The PostgreSQL server's URL variable, and the URL used when it is not set.
+pub(crate) const POSTGRES_ENV: &str = "AGENT_MEMORY_POSTGRES_URL";
+const POSTGRES_DEFAULT: &str = "postgres://postgres@127.0.0.1:5432/test";
+/// The MySQL / MariaDB server's URL variable, and its default.
+pub(crate) const MYSQL_ENV: &str = "AGENT_MEMORY_MYSQL_URL";
+const MYSQL_DEFAULT: &str = "mysql://root@127.0.0.1:3306/test";
+/// The Redis server's URL variable, and its default.
+pub(crate) const REDIS_ENV: &str = "AGENT_MEMORY_REDIS_URL";
+const REDIS_DEFAULT: &str = "redis://127.0.0.1:6379";
+/// The Redis Cluster's URL variable (`redis+cluster://h1:p1,h2:p2,…`); no default.
+pub(crate) const REDIS_CLUSTER_ENV: &str = "AGENT_MEMORY_REDIS_CLUSTER_URL";
+
+/// Where a backend's store calls are counted: each SQL statement or Redis request is one
+/// network (or, for SQLite, library) round trip.
 #[derive(Debug, Clone)]
+enum Counter {
+    /// The in-memory stores: no round trips.
+    None,
+    /// A SQL store's statement counter.
+    Sql(SqlStore),
+    /// A Redis store's request counter.
+    Redis(RedisStore),
+}
+
+/// A temporary SQLite database file, deleted (with its `-wal` and `-shm` companions) when
+/// dropped.
+#[derive(Debug)]
+struct TempDb {
+    path: PathBuf,
+}
+
+impl Drop for TempDb {
+    fn drop(&mut self) {
+        for suffix in ["", "-wal", "-shm", "-journal"] {
+            let mut path = self.path.clone().into_os_string();
+            path.push(suffix);
+            // A companion that was never created is not an error.
+            let _ = std::fs::remove_file(&path);
+        }
+    }
+}
+
+/// The stores a backend provides for one case.
+#[derive(Debug)]
 pub(crate) struct Stores {
     /// The chat history store.
     pub(crate) history: Arc<dyn HistoryStore>,
     /// The session state store.
     pub(crate) sessions: Arc<dyn SessionStore>,
+    counter: Counter,
+    temp_db: Option<TempDb>,
+}
+
+impl Stores {
+    /// The in-memory stores of memory-core.
+    pub(crate) fn in_memory() -> Self {
+        Self {
+            history: Arc::new(InMemoryHistoryStore::new()),
+            sessions: Arc::new(InMemorySessionStore::new()),
+            counter: Counter::None,
+            temp_db: None,
+        }
+    }
+
+    fn sql(store: SqlStore, temp_db: Option<TempDb>) -> Self {
+        Self {
+            history: Arc::new(store.clone()),
+            sessions: Arc::new(store.clone()),
+            counter: Counter::Sql(store),
+            temp_db,
+        }
+    }
+
+    fn redis(store: RedisStore) -> Self {
+        Self {
+            history: Arc::new(store.clone()),
+            sessions: Arc::new(store.clone()),
+            counter: Counter::Redis(store),
+            temp_db: None,
+        }
+    }
+
+    /// Round trips (SQL statements, `BEGIN` and `COMMIT` included; Redis requests) the stores
+    /// have made since they opened; always 0 for the in-memory stores. Workloads read it before
+    /// and after the timed operations.
+    pub(crate) fn round_trips(&self) -> u64 {
+        match &self.counter {
+            Counter::None => 0,
+            Counter::Sql(store) => store.round_trips(),
+            Counter::Redis(store) => store.round_trips(),
+        }
+    }
+
+    /// Closes the stores: the SQL pool, then the temporary database file, if any.
+    pub(crate) async fn close(self) {
+        let Self {
+            history,
+            sessions,
+            counter,
+            temp_db,
+        } = self;
+        drop((history, sessions));
+        if let Counter::Sql(store) = counter {
+            store.close().await;
+        }
+        // Deletes the file, now that no connection holds it.
+        drop(temp_db);
+    }
 }
 
 /// What [`Backend::connect`] returns: opening stores is async and may fail (a server is down).
@@ -35,21 +152,64 @@ pub(crate) struct Backend {
     pub(crate) name: &'static str,
     /// One line for `--list`.
     pub(crate) description: &'static str,
-    /// Whether the backend can run here. Unavailable backends are left out of the default
-    /// selection; naming one with `--backend` still tries it (and reports why it fails).
-    pub(crate) available: fn() -> bool,
+    /// Whether the backend can run here, or why not. Unavailable backends are left out of the
+    /// default selection (with a note on stderr); naming one with `--backend` still tries it
+    /// (and reports why it fails).
+    pub(crate) available: fn() -> Result<(), String>,
     /// Opens the backend's stores. Each case uses a fresh random scope, so stores may be shared
     /// with earlier runs.
     pub(crate) connect: fn() -> ConnectFuture,
 }
 
 /// Every backend, in the order the benchmark runs them.
-pub(crate) static BACKENDS: &[Backend] = &[Backend {
-    name: "in-memory",
-    description: "InMemoryHistoryStore and InMemorySessionStore (memory-core)",
-    available: always,
-    connect: in_memory,
-}];
+pub(crate) static BACKENDS: &[Backend] = &[
+    Backend {
+        name: "in-memory",
+        description: "InMemoryHistoryStore and InMemorySessionStore (memory-core)",
+        available: always,
+        connect: in_memory,
+    },
+    Backend {
+        name: "sqlite-file",
+        description: "SqlStore on a fresh SQLite file per case (WAL), deleted afterwards",
+        available: always,
+        connect: sqlite_file,
+    },
+    Backend {
+        name: "sqlite-memory",
+        description: "SqlStore on an in-memory SQLite database (sqlite::memory:)",
+        available: always,
+        connect: sqlite_memory,
+    },
+    Backend {
+        name: "postgres",
+        description: "SqlStore on PostgreSQL: $AGENT_MEMORY_POSTGRES_URL, \
+                      default postgres://postgres@127.0.0.1:5432/test",
+        available: postgres_available,
+        connect: postgres,
+    },
+    Backend {
+        name: "mariadb",
+        description: "SqlStore on MariaDB / MySQL: $AGENT_MEMORY_MYSQL_URL, \
+                      default mysql://root@127.0.0.1:3306/test",
+        available: mariadb_available,
+        connect: mariadb,
+    },
+    Backend {
+        name: "redis",
+        description: "RedisStore on one Redis server: $AGENT_MEMORY_REDIS_URL, \
+                      default redis://127.0.0.1:6379",
+        available: redis_available,
+        connect: redis,
+    },
+    Backend {
+        name: "redis-cluster",
+        description: "RedisStore on a Redis Cluster: $AGENT_MEMORY_REDIS_CLUSTER_URL \
+                      (redis+cluster://h1:p1,h2:p2,...), only when set",
+        available: redis_cluster_available,
+        connect: redis_cluster,
+    },
+];
 
 /// The backend called `name`.
 pub(crate) fn find(name: &str) -> BenchResult<&'static Backend> {
@@ -64,16 +224,247 @@ pub(crate) fn find(name: &str) -> BenchResult<&'static Backend> {
 }
 
 /// An availability check for backends that need nothing outside the process.
-fn always() -> bool {
-    true
+fn always() -> Result<(), String> {
+    Ok(())
+}
+
+/// The URL in the environment variable `env`, or `default` when it is unset or blank.
+fn url_from_env(env: &str, default: &str) -> String {
+    match std::env::var(env) {
+        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
+        _ => default.to_owned(),
+    }
+}
+
+/// The Redis Cluster URL, when set.
+fn redis_cluster_url() -> Option<String> {
+    std::env::var(REDIS_CLUSTER_ENV)
+        .ok()
+        .map(|url| url.trim().to_owned())
+        .filter(|url| !url.is_empty())
+}
+
+/// The `host:port` pairs of a server URL (several for `redis+cluster://h1:p1,h2:p2`), without
+/// the user or password; `default_port` where a host names none. `None` for URLs that name no
+/// TCP server (`unix://…`, `postgres:///db?host=/run/…`).
+fn endpoints(url: &str, default_port: u16) -> Option<Vec<(String, u16)>> {
+    let (scheme, rest) = url.split_once("://")?;
+    if scheme.starts_with("unix") {
+        return None;
+    }
+    let authority = &rest[..rest.find(['/', '?']).unwrap_or(rest.len())];
+    // The user info ends at the last '@' of the authority.
+    let hosts = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if hosts.is_empty() {
+        return None;
+    }
+    hosts
+        .split(',')
+        .map(|host_port| {
+            if let Some(v6) = host_port.strip_prefix('[') {
+                let (host, after) = v6.split_once(']')?;
+                let port = match after.strip_prefix(':') {
+                    Some(p) => p.parse().ok()?,
+                    None => default_port,
+                };
+                Some((host.to_owned(), port))
+            } else {
+                match host_port.rsplit_once(':') {
+                    Some((host, port)) => Some((host.to_owned(), port.parse().ok()?)),
+                    None => Some((host_port.to_owned(), default_port)),
+                }
+            }
+        })
+        .collect()
+}
+
+/// Whether every server of `url` accepts a TCP connection within [`PROBE_TIMEOUT`]; the error
+/// names the `host:port` (never the password) and the variable to set.
+fn probe(url: &str, default_port: u16, env: &str) -> Result<(), String> {
+    let Some(servers) = endpoints(url, default_port) else {
+        // Not a TCP server (a Unix socket, say): let `connect` find out.
+        return Ok(());
+    };
+    for (host, port) in servers {
+        let addrs: Vec<_> = (host.as_str(), port)
+            .to_socket_addrs()
+            .map_err(|e| format!("cannot resolve {host}:{port} ({e}); set {env}"))?
+            .collect();
+        let answered = addrs
+            .iter()
+            .any(|addr| TcpStream::connect_timeout(addr, PROBE_TIMEOUT).is_ok());
+        if !answered {
+            return Err(format!(
+                "no answer on {host}:{port} within {} s; set {env}",
+                PROBE_TIMEOUT.as_secs()
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn postgres_available() -> Result<(), String> {
+    probe(
+        &url_from_env(POSTGRES_ENV, POSTGRES_DEFAULT),
+        5432,
+        POSTGRES_ENV,
+    )
+}
+
+fn mariadb_available() -> Result<(), String> {
+    probe(&url_from_env(MYSQL_ENV, MYSQL_DEFAULT), 3306, MYSQL_ENV)
+}
+
+fn redis_available() -> Result<(), String> {
+    probe(&url_from_env(REDIS_ENV, REDIS_DEFAULT), 6379, REDIS_ENV)
+}
+
+fn redis_cluster_available() -> Result<(), String> {
+    let url = redis_cluster_url().ok_or_else(|| format!("{REDIS_CLUSTER_ENV} is not set"))?;
+    probe(&url, 6379, REDIS_CLUSTER_ENV)
 }
 
 /// The in-memory stores of memory-core.
 fn in_memory() -> ConnectFuture {
+    Box::pin(async { Ok(Stores::in_memory()) })
+}
+
+/// A SQL store at `url` with the benchmark's table prefix.
+async fn sql_store(url: &str) -> BenchResult<SqlStore> {
+    Ok(SqlStore::builder(url)
+        .table_prefix(SQL_TABLE_PREFIX)
+        .connect()
+        .await?)
+}
+
+/// A fresh SQLite file in the temporary directory, deleted when the stores close.
+fn sqlite_file() -> ConnectFuture {
     Box::pin(async {
-        Ok(Stores {
-            history: Arc::new(InMemoryHistoryStore::new()),
-            sessions: Arc::new(InMemorySessionStore::new()),
-        })
+        let path = std::env::temp_dir().join(format!("bench-{}.db", uuid::Uuid::new_v4()));
+        // The guard exists before the file does, so a failed open leaves nothing behind.
+        let temp_db = TempDb { path };
+        let url = format!("sqlite://{}", temp_db.path.display());
+        let store = sql_store(&url).await?;
+        Ok(Stores::sql(store, Some(temp_db)))
     })
+}
+
+/// A private in-memory SQLite database.
+fn sqlite_memory() -> ConnectFuture {
+    Box::pin(async { Ok(Stores::sql(sql_store("sqlite::memory:").await?, None)) })
+}
+
+fn postgres() -> ConnectFuture {
+    Box::pin(async {
+        let url = url_from_env(POSTGRES_ENV, POSTGRES_DEFAULT);
+        Ok(Stores::sql(sql_store(&url).await?, None))
+    })
+}
+
+fn mariadb() -> ConnectFuture {
+    Box::pin(async {
+        let url = url_from_env(MYSQL_ENV, MYSQL_DEFAULT).replacen("mariadb:", "mysql:", 1);
+        Ok(Stores::sql(sql_store(&url).await?, None))
+    })
+}
+
+/// A Redis store at `url` with the benchmark's key prefix.
+async fn redis_store(url: &str) -> BenchResult<RedisStore> {
+    Ok(RedisStore::builder(url)
+        .key_prefix(REDIS_KEY_PREFIX)
+        .connect()
+        .await?)
+}
+
+fn redis() -> ConnectFuture {
+    Box::pin(async {
+        let url = url_from_env(REDIS_ENV, REDIS_DEFAULT);
+        Ok(Stores::redis(redis_store(&url).await?))
+    })
+}
+
+fn redis_cluster() -> ConnectFuture {
+    Box::pin(async {
+        let url = redis_cluster_url().ok_or_else(|| {
+            format!(
+                "{REDIS_CLUSTER_ENV} is not set (for example \
+                 redis+cluster://127.0.0.1:17000,127.0.0.1:17001,127.0.0.1:17002)"
+            )
+        })?;
+        let store = redis_store(&url).await?;
+        if !store.is_cluster() {
+            return Err(
+                format!("{REDIS_CLUSTER_ENV} does not name a cluster (redis+cluster://…)").into(),
+            );
+        }
+        Ok(Stores::redis(store))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn hp(host: &str, port: u16) -> (String, u16) {
+        (host.to_owned(), port)
+    }
+
+    #[test]
+    fn endpoints_skip_the_user_info_and_default_the_port() {
+        assert_eq!(
+            endpoints("postgres://postgres@127.0.0.1:5432/test", 1),
+            Some(vec![hp("127.0.0.1", 5432)])
+        );
+        assert_eq!(
+            endpoints("mysql://root:p@ss@db.internal/test?ssl=1", 3306),
+            Some(vec![hp("db.internal", 3306)])
+        );
+        assert_eq!(
+            endpoints("redis://127.0.0.1", 6379),
+            Some(vec![hp("127.0.0.1", 6379)])
+        );
+        assert_eq!(
+            endpoints("redis+cluster://:pw@h1:17000,h2:17001,[::1]:17002", 6379),
+            Some(vec![hp("h1", 17000), hp("h2", 17001), hp("::1", 17002)])
+        );
+        assert_eq!(endpoints("unix:///run/redis.sock", 6379), None);
+        assert_eq!(endpoints("postgres:///db?host=/run/postgresql", 5432), None);
+        assert_eq!(endpoints("redis://h:notaport", 6379), None);
+    }
+
+    #[test]
+    fn every_backend_is_registered_once() {
+        let mut names: Vec<&str> = BACKENDS.iter().map(|b| b.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), BACKENDS.len());
+        for name in [
+            "in-memory",
+            "sqlite-file",
+            "sqlite-memory",
+            "postgres",
+            "mariadb",
+            "redis",
+            "redis-cluster",
+        ] {
+            assert!(find(name).is_ok(), "{name}");
+        }
+        assert!(find("nope").is_err());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_sqlite_file_is_deleted_after_the_case() {
+        let stores = (find("sqlite-file").unwrap().connect)().await.unwrap();
+        let path = stores.temp_db.as_ref().unwrap().path.clone();
+        assert!(path.exists());
+        let scope = memory_core::Scope::session("bench-file-test").unwrap();
+        stores
+            .history
+            .append(&scope, &[memory_core::ChatMessage::user("hi")])
+            .await
+            .unwrap();
+        assert!(stores.round_trips() > 0);
+        stores.close().await;
+        assert!(!path.exists());
+    }
 }

@@ -3,18 +3,20 @@
 //! Setup (preloading the thread, building the session) is never timed. Each workload warms up
 //! with a few untimed operations, then times every operation on its own.
 //!
-//! `memory_get` (`Memory::get` with a static block, token_limit 30,000, on a thread of N
-//! messages; see shared/bench/README.md) is not here yet: it arrives with the `Memory` work in
-//! memory-core, as one more [`Workload`] variant.
+//! Every line on a backend reports `round_trips_per_op`: the store's round trips (SQL
+//! statements, `BEGIN` and `COMMIT` included, or Redis requests) made by the timed operations,
+//! read from the store's counter before and after each of them, divided by the operations; 0 for
+//! the in-memory stores.
 
 use std::hint::black_box;
 use std::sync::Arc;
 use std::time::Instant;
 
 use clap::ValueEnum;
+use memory_core::memory::blocks::StaticMemoryBlock;
 use memory_core::{
-    Agent, AgentSession, ChatMessage, ChatModel, ChatRequest, ChatResponse, HistoryStore, Scope,
-    TiktokenCounter, TokenCounter, Window,
+    Agent, AgentSession, ChatMessage, ChatModel, ChatRequest, ChatResponse, HistoryStore, Memory,
+    Scope, TiktokenCounter, TokenCounter, Window,
 };
 
 use crate::backends::{self, Stores};
@@ -29,6 +31,14 @@ const IMPORT_BATCH: usize = 1_000;
 /// The agent whose history the session of `session_roundtrip` holds, and the agent's name in
 /// `agent_run`.
 const AGENT: &str = "assistant-agent";
+/// How many messages one `Memory::put_messages` call of the `memory_get` setup carries.
+const MEMORY_PUT_BATCH: usize = 100;
+/// The token limit of the `memory_get` memory (LlamaIndex's default).
+const MEMORY_TOKEN_LIMIT: u64 = 30_000;
+/// The static block of the `memory_get` memory: its name and its sentence.
+const CORE_INFO_BLOCK: &str = "core_info";
+const CORE_INFO: &str = "The user is Dana Whitfield, a site reliability engineer on the \
+    payments team in Lisbon; she prefers short answers with commands she can paste.";
 /// The average cl100k tokens per message text of the full data set (shared/bench/README.md).
 const README_AVG_CL100K_TOKENS: f64 = 57.9;
 /// The answer of [`ConstantReplyModel`]: about as long as a data set message.
@@ -45,6 +55,8 @@ pub(crate) enum Workload {
     AgentTurn,
     /// `Agent::run` with an offline constant-reply model.
     AgentRun,
+    /// `Memory::get` with a static block on a thread of N imported through `put_messages`.
+    MemoryGet,
     /// Append one message.
     AppendOne,
     /// Read the 30,000-token window.
@@ -59,9 +71,10 @@ pub(crate) enum Workload {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 7] = [
+    pub(crate) const ALL: [Workload; 8] = [
         Workload::AgentTurn,
         Workload::AgentRun,
+        Workload::MemoryGet,
         Workload::AppendOne,
         Workload::ReadWindow,
         Workload::BulkImport,
@@ -74,6 +87,7 @@ impl Workload {
         match self {
             Workload::AgentTurn => "agent_turn",
             Workload::AgentRun => "agent_run",
+            Workload::MemoryGet => "memory_get",
             Workload::AppendOne => "append_one",
             Workload::ReadWindow => "read_window",
             Workload::BulkImport => "bulk_import",
@@ -97,6 +111,9 @@ impl Workload {
                 "append a user message, read the 30,000-token window, append an assistant message"
             }
             Workload::AgentRun => "Agent::run with an offline constant-reply model",
+            Workload::MemoryGet => {
+                "Memory::get with a static block (token_limit 30,000) after put_messages of N"
+            }
             Workload::AppendOne => "append one message to a thread of N",
             Workload::ReadWindow => "read the 30,000-token window of a thread of N",
             Workload::BulkImport => "append N messages to an empty thread, 1,000 per batch",
@@ -190,15 +207,18 @@ pub(crate) async fn run(
             .await
             .map_err(|e| format!("cannot open the {} backend: {e}", backend.name))?;
         start_rss = peak_rss_mb();
-        match case.workload {
+        let reports = match case.workload {
             Workload::AgentTurn => agent_turn(&ctx, &stores).await?,
             Workload::AgentRun => agent_run(&ctx, &stores).await?,
+            Workload::MemoryGet => memory_get(&ctx, &stores).await?,
             Workload::AppendOne => append_one(&ctx, &stores).await?,
             Workload::ReadWindow => read_window(&ctx, &stores).await?,
             Workload::BulkImport => bulk_import(&ctx, &stores).await?,
             Workload::SessionRoundtrip => session_roundtrip(&ctx, &stores).await?,
             Workload::CountTokens => count_tokens(&ctx)?,
-        }
+        };
+        stores.close().await;
+        reports
     } else {
         count_tokens(&ctx)?
     };
@@ -257,6 +277,42 @@ fn average(total: usize, count: usize) -> f64 {
         0.0
     } else {
         round(total as f64 / count as f64, 1)
+    }
+}
+
+/// The store round trips of the timed operations alone: [`start`](Trips::start) right before an
+/// operation, [`stop`](Trips::stop) right after it, so the untimed setup between operations
+/// (preloading, checking, clearing) never counts.
+struct Trips<'a> {
+    stores: &'a Stores,
+    total: u64,
+    mark: u64,
+}
+
+impl<'a> Trips<'a> {
+    fn new(stores: &'a Stores) -> Self {
+        Self {
+            stores,
+            total: 0,
+            mark: 0,
+        }
+    }
+
+    fn start(&mut self) {
+        self.mark = self.stores.round_trips();
+    }
+
+    fn stop(&mut self) {
+        self.total += self.stores.round_trips().saturating_sub(self.mark);
+    }
+
+    /// Round trips per operation, rounded to 0.01.
+    fn per_op(&self, ops: usize) -> f64 {
+        if ops == 0 {
+            0.0
+        } else {
+            round(self.total as f64 / ops as f64, 2)
+        }
     }
 }
 
@@ -325,6 +381,7 @@ async fn agent_turn(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> 
     let plan = rounds(ctx.n, ops, 2);
     let mut window_total = 0;
     let mut recorder = Recorder::new(ops);
+    let mut trips = Trips::new(stores);
     let mut k = 0;
     for &round in &plan {
         let scope = fresh_scope()?;
@@ -332,9 +389,11 @@ async fn agent_turn(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> 
         let turns: Vec<_> = (k..k + round).map(|k| turn_messages(ctx, k)).collect();
         k += round;
         for (user, assistant) in turns {
+            trips.start();
             let started = Instant::now();
             let window_len = turn(history, &scope, user, assistant).await?;
             recorder.push(started.elapsed());
+            trips.stop();
             window_total += window_len;
         }
         check_len(history, &scope, ctx.n + 2 * round).await?;
@@ -344,6 +403,7 @@ async fn agent_turn(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> 
     let report = ctx
         .report(&stats)
         .field("store_calls_per_op", 3)
+        .field("round_trips_per_op", trips.per_op(stats.ops))
         .field("window_len_avg", average(window_total, ops));
     Ok(vec![with_rounds(report, ctx.n, &plan, 2)])
 }
@@ -374,6 +434,7 @@ async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let plan = rounds(ctx.n, ops, 2);
     let mut window_total = 0;
     let mut recorder = Recorder::new(ops);
+    let mut trips = Trips::new(stores);
     let mut k = 0;
     for &round in &plan {
         let mut session = AgentSession::new(fresh_scope()?);
@@ -381,11 +442,13 @@ async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
         let inputs: Vec<ChatMessage> = (k..k + round).map(input).collect();
         k += round;
         for input in inputs {
+            trips.start();
             let started = Instant::now();
             let run = agent.run(input, &mut session).await?;
             let window_len = run.window_len;
             drop(run);
             recorder.push(started.elapsed());
+            trips.stop();
             window_total += window_len;
         }
         check_len(history, session.scope(), ctx.n + 2 * round).await?;
@@ -395,8 +458,97 @@ async fn agent_run(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let report = ctx
         .report(&stats)
         .field("store_calls_per_op", 2)
+        .field("round_trips_per_op", trips.per_op(stats.ops))
         .field("window_len_avg", average(window_total, ops));
     Ok(vec![with_rounds(report, ctx.n, &plan, 2)])
+}
+
+/// `memory_get`: a [`Memory`] with one [`StaticMemoryBlock`] (`core_info`, a sentence),
+/// token_limit 30,000 and LlamaIndex's other defaults, on the backend's history and session
+/// stores, after importing the first N messages through `put_messages` in batches of 100 (the
+/// flushes along the way keep the active window within 70 % of the limit). One op =
+/// `memory.get(&[])`. The import is setup, reported apart (`import_ms`, `flushes`).
+async fn memory_get(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(500);
+    let warmup = 20;
+    let scope = fresh_scope()?;
+    let memory = Memory::builder(
+        scope.clone(),
+        Arc::clone(&stores.history),
+        Arc::clone(&stores.sessions),
+    )
+    .block(Arc::new(StaticMemoryBlock::new(
+        CORE_INFO_BLOCK,
+        CORE_INFO,
+    )?))
+    .token_limit(MEMORY_TOKEN_LIMIT)
+    .build()?;
+
+    // The o200k tables load on the first count, once per process: not part of the import.
+    black_box(TiktokenCounter::o200k().count_text(CORE_INFO));
+    let mut flushes = 0usize;
+    let mut flushed = 0usize;
+    let import_trips_from = stores.round_trips();
+    let import_started = Instant::now();
+    for chunk in ctx.thread().chunks(MEMORY_PUT_BATCH) {
+        let batch: Vec<ChatMessage> = chunk.iter().map(DataMessage::to_chat).collect();
+        let flush = memory.put_messages(&batch).await?;
+        if flush.messages > 0 {
+            flushes += 1;
+            flushed += flush.messages;
+        }
+    }
+    let import = import_started.elapsed();
+    let import_trips = stores.round_trips().saturating_sub(import_trips_from);
+    let count = stores.history.count(&scope).await?;
+    if count.active + count.archived != ctx.n as u64 || count.archived != flushed as u64 {
+        return Err(format!(
+            "after importing {} messages the thread holds {} active and {} archived; the \
+             flushes reported {flushed}",
+            ctx.n, count.active, count.archived
+        )
+        .into());
+    }
+    let first = memory.get(&[]).await?;
+    let returned = first.len();
+    if !first.first().is_some_and(|m| m.text().contains(CORE_INFO)) {
+        return Err("Memory::get did not return the static block's text first".into());
+    }
+    drop(first);
+
+    for _ in 0..warmup {
+        black_box(memory.get(&[]).await?);
+    }
+    let mut recorder = Recorder::new(ops);
+    let mut trips = Trips::new(stores);
+    for _ in 0..ops {
+        trips.start();
+        let started = Instant::now();
+        let messages = memory.get(&[]).await?;
+        black_box(&messages);
+        drop(messages);
+        recorder.push(started.elapsed());
+        trips.stop();
+    }
+    let stats = recorder.finish();
+    memory.reset().await?;
+    let import_ms = import.as_secs_f64() * 1e3;
+    Ok(vec![
+        ctx.report(&stats)
+            .field("round_trips_per_op", trips.per_op(stats.ops))
+            .field("active_len", count.active)
+            .field("active_tokens", count.active_tokens)
+            .field("archived", count.archived)
+            .field("flushes", flushes)
+            .field("messages_returned", returned)
+            .field("put_batch", MEMORY_PUT_BATCH)
+            .field("import_ms", round(import_ms, 1))
+            .field(
+                "import_us_per_message",
+                round(import_ms * 1e3 / ctx.n as f64, 1),
+            )
+            .field("import_round_trips", import_trips),
+    ])
 }
 
 /// `append_one`: append one message to a thread of N. The ops run in [`rounds`] on fresh
@@ -415,6 +567,7 @@ async fn append_one(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> 
 
     let plan = rounds(ctx.n, ops, 1);
     let mut recorder = Recorder::new(ops);
+    let mut trips = Trips::new(stores);
     let mut k = 0;
     for &round in &plan {
         let scope = fresh_scope()?;
@@ -422,15 +575,20 @@ async fn append_one(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> 
         let messages: Vec<ChatMessage> = (k..k + round).map(|k| ctx.later(k).to_chat()).collect();
         k += round;
         for message in messages {
+            trips.start();
             let started = Instant::now();
             black_box(history.append(&scope, &[message]).await?);
             recorder.push(started.elapsed());
+            trips.stop();
         }
         check_len(history, &scope, ctx.n + round).await?;
         history.clear(&scope).await?;
     }
     let stats = recorder.finish();
-    let report = ctx.report(&stats).field("store_calls_per_op", 1);
+    let report = ctx
+        .report(&stats)
+        .field("store_calls_per_op", 1)
+        .field("round_trips_per_op", trips.per_op(stats.ops));
     Ok(vec![with_rounds(report, ctx.n, &plan, 1)])
 }
 
@@ -449,18 +607,22 @@ async fn read_window(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
         black_box(history.read(&scope, WINDOW).await?);
     }
     let mut recorder = Recorder::new(ops);
+    let mut trips = Trips::new(stores);
     for _ in 0..ops {
+        trips.start();
         let started = Instant::now();
         let window = history.read(&scope, WINDOW).await?;
         black_box(&window);
         drop(window);
         recorder.push(started.elapsed());
+        trips.stop();
     }
     let stats = recorder.finish();
     history.clear(&scope).await?;
     Ok(vec![
         ctx.report(&stats)
             .field("store_calls_per_op", 1)
+            .field("round_trips_per_op", trips.per_op(stats.ops))
             .field("window_len", window_len)
             .field("window_tokens", window_tokens),
     ])
@@ -478,12 +640,15 @@ async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
     history.append(&scope, warm).await?;
     history.clear(&scope).await?;
     let mut samples = Vec::with_capacity(imports * ctx.n.div_ceil(IMPORT_BATCH));
+    let mut trips = Trips::new(stores);
     for _ in 0..imports {
         let scope = fresh_scope()?;
         for batch in messages.chunks(IMPORT_BATCH) {
+            trips.start();
             let started = Instant::now();
             black_box(history.append(&scope, batch).await?);
             samples.push(started.elapsed());
+            trips.stop();
         }
         check_len(history, &scope, ctx.n).await?;
         history.clear(&scope).await?;
@@ -503,6 +668,8 @@ async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
             total_messages as f64,
         )
         .field("rate_unit", "messages")
+        .field("round_trips_per_op", trips.per_op(stats.ops))
+        .field("round_trips_per_import", trips.per_op(imports))
         .field("batch_size", ctx.n.min(IMPORT_BATCH))
         .field("imports", imports)
         .field("import_ms", round(import_ms, 3))
@@ -559,10 +726,13 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
         version = Some(sessions.save(scope, &state, version).await?);
     }
     let mut recorder = Recorder::new(rounds);
+    let mut save_trips = Trips::new(stores);
     for _ in 0..rounds {
+        save_trips.start();
         let started = Instant::now();
         let saved = sessions.save(scope, &state, version).await?;
         recorder.push(started.elapsed());
+        save_trips.stop();
         version = Some(saved);
     }
     let save = recorder.finish();
@@ -571,12 +741,15 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
         black_box(sessions.load(scope).await?);
     }
     let mut recorder = Recorder::new(rounds);
+    let mut load_trips = Trips::new(stores);
     for _ in 0..rounds {
+        load_trips.start();
         let started = Instant::now();
         let loaded = sessions.load(scope).await?;
         black_box(&loaded);
         drop(loaded);
         recorder.push(started.elapsed());
+        load_trips.stop();
     }
     let load = recorder.finish();
     match sessions.load(scope).await? {
@@ -586,15 +759,16 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
     sessions.delete(scope).await?;
 
     Ok([
-        ("serialize", &serialize),
-        ("deserialize", &deserialize),
-        ("save", &save),
-        ("load", &load),
+        ("serialize", &serialize, 0.0),
+        ("deserialize", &deserialize, 0.0),
+        ("save", &save, save_trips.per_op(save.ops)),
+        ("load", &load, load_trips.per_op(load.ops)),
     ]
     .into_iter()
-    .map(|(phase, stats)| {
+    .map(|(phase, stats, round_trips)| {
         ctx.report(stats)
             .field("phase", phase)
+            .field("round_trips_per_op", round_trips)
             .field("bytes", bytes)
             .field(
                 "mb_per_s",
@@ -696,7 +870,7 @@ mod tests {
             assert_eq!(value.get_name(), workload.name());
             assert_eq!(Workload::from_name(workload.name()).unwrap(), workload);
         }
-        assert!(Workload::from_name("memory_get").is_err());
+        assert!(Workload::from_name("nope").is_err());
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
