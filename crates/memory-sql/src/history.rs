@@ -33,8 +33,9 @@ const THREAD_COLS: &[Col] = &[Col::Int, Col::Int, Col::Int, Col::Int, Col::Int];
 const BUDGET_FIRST_PAGE: i64 = 1024;
 /// The largest page of a budgeted read.
 const BUDGET_MAX_PAGE: i64 = 1 << 16;
-/// Batches of at most this many messages use statements prepared once per connection (a turn
-/// appends one or two, so those shapes repeat); larger ones are not cached.
+/// On SQLite, batches of at most this many messages use statements prepared once per
+/// connection (a turn appends one or two, so those shapes repeat); larger ones are not cached.
+/// MySQL caches every batch statement (see [`batch_chunk`]).
 const CACHED_BATCH: usize = 8;
 /// Expired threads removed per purge transaction.
 const PURGE_BATCH: usize = 256;
@@ -70,6 +71,14 @@ pub(crate) struct HistorySql {
 const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key = ? \
                     AND (t.expires_at IS NULL OR t.expires_at > ?))";
 
+/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live at
+/// `?` = now, else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
+/// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
+/// from the first active message on, past the archived prefix and the index entries archiving
+/// left behind.
+const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
+                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > ?))";
+
 impl HistorySql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
         let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
@@ -92,21 +101,25 @@ impl HistorySql {
                  VALUES (?, ?, ?, ?, ?, ?, ?)"),
             update_thread: r(
                 "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
-                 active_tokens = ?, ttl_ms = ?, expires_at = ? WHERE thread_key = ?",
+                 active_tokens = ?, ttl_ms = ?, expires_at = ?, \
+                 first_active = COALESCE(?, first_active) WHERE thread_key = ?",
             ),
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
             delete_thread: r("DELETE FROM {prefix}threads WHERE thread_key = ?"),
             read_last: r(&format!(
                 "SELECT seq, tokens, archived, body FROM (\
-                   {select_msgs} WHERE thread_key = ? AND archived = 0 AND {LIVE} \
+                   {select_msgs} WHERE thread_key = ? AND archived = 0 \
+                   AND seq >= {ACTIVE_FROM} \
                    ORDER BY seq DESC LIMIT ?\
                  ) newest ORDER BY seq"
             )),
             read_all: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND archived = 0 AND {LIVE} ORDER BY seq"
+                "{select_msgs} WHERE thread_key = ? AND archived = 0 \
+                 AND seq >= {ACTIVE_FROM} ORDER BY seq"
             )),
             read_after: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND archived = 0 AND seq > ? AND {LIVE} \
+                "{select_msgs} WHERE thread_key = ? AND archived = 0 AND seq > ? \
+                 AND seq >= {ACTIVE_FROM} \
                  ORDER BY seq"
             )),
             read_everything: r(&format!(
@@ -122,7 +135,7 @@ impl HistorySql {
                      ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
                    FROM (SELECT seq, tokens FROM {{prefix}}messages \
                      WHERE thread_key = ? AND archived = 0 AND seq < ? \
-                     AND {LIVE} ORDER BY seq DESC LIMIT ?) newest\
+                     AND seq >= {ACTIVE_FROM} ORDER BY seq DESC LIMIT ?) newest\
                  ) w JOIN {{prefix}}messages m ON m.thread_key = ? AND m.seq = w.seq \
                  WHERE w.running <= ? ORDER BY m.seq DESC"
             )),
@@ -145,7 +158,11 @@ impl HistorySql {
                    WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?), \
                  active_tokens = active_tokens - (SELECT COALESCE(SUM(tokens), 0) \
                    FROM {prefix}messages \
-                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?) \
+                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?), \
+                 first_active = CASE WHEN first_active BETWEEN ? AND ? \
+                   THEN COALESCE((SELECT MIN(seq) FROM {prefix}messages \
+                     WHERE thread_key = ? AND archived = 0 AND seq > ?), last_seq + 1) \
+                   ELSE first_active END \
                  WHERE thread_key = ?"),
             archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
                  WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),
@@ -233,6 +250,24 @@ fn decode_messages(rows: Vec<Row>) -> Result<Vec<StoredMessage>> {
     rows.into_iter().map(decode_message).collect()
 }
 
+/// The length of the next chunk of a batch statement built with one placeholder group per
+/// item, at most `available` items and `max` per statement, and whether to cache it.
+///
+/// On MySQL/MariaDB every chunk is a power of two long and cached, so at most a dozen texts
+/// per statement kind exist per connection and none is ever closed: sqlx closes an uncached
+/// prepared statement with a `COM_STMT_CLOSE` the server never answers, and without
+/// `TCP_NODELAY` the next statement then waits for the server's delayed ACK (~40 ms). On
+/// SQLite (in-process) and PostgreSQL (fixed statements) a batch goes in one chunk, cached
+/// only when small.
+fn batch_chunk(mysql: bool, available: usize, max: usize) -> (usize, bool) {
+    let n = available.min(max).max(1);
+    if mysql {
+        (1 << n.ilog2(), true)
+    } else {
+        (n, n <= CACHED_BATCH)
+    }
+}
+
 /// Runs `op` again while it loses races the database reports, with a short backoff.
 pub(crate) async fn with_retries<T, F, Fut>(ctx: &str, mut op: F) -> Result<T>
 where
@@ -313,13 +348,18 @@ impl SqlStore {
             rows = tx.fetch(CTX, q, &[Col::Text, Col::Int]).await?;
         } else {
             let ids: Vec<&str> = ids.collect();
-            for chunk in ids.chunks(MAX_PARAMS - 1) {
+            let mysql = self.inner.db.dialect.backend == Backend::MySql;
+            let mut start = 0;
+            while start < ids.len() {
+                let (len, cache) = batch_chunk(mysql, ids.len() - start, MAX_PARAMS - 1);
+                let chunk = &ids[start..start + len];
+                start += len;
                 let placeholders = vec!["?"; chunk.len()].join(", ");
                 let sql = self.inner.history.render(&format!(
                     "SELECT message_id, seq FROM {{prefix}}messages \
                      WHERE thread_key = ? AND message_id IN ({placeholders})"
                 ));
-                let q = Query::built(sql, chunk.len() <= CACHED_BATCH)
+                let q = Query::built(sql, cache)
                     .text(key)
                     .args(chunk.iter().map(|id| Arg::Text(id)));
                 rows.extend(tx.fetch(CTX, q, &[Col::Text, Col::Int]).await?);
@@ -345,6 +385,7 @@ impl SqlStore {
         const CTX: &str = "append: insert messages";
         const PARAMS_PER_ROW: usize = 7;
         let postgres = self.inner.db.dialect.backend == Backend::Postgres;
+        let mysql = self.inner.db.dialect.backend == Backend::MySql;
         let max_rows = if postgres {
             usize::MAX
         } else {
@@ -362,7 +403,8 @@ impl SqlStore {
                 bytes += rows[end].1.json.len();
                 end += 1;
             }
-            let chunk = &rows[start..end];
+            let (len, cache) = batch_chunk(mysql, end - start, max_rows);
+            let chunk = &rows[start..start + len];
             let q = if postgres {
                 Query::shared(&self.inner.history.insert_messages_pg)
                     .text(key)
@@ -392,8 +434,7 @@ impl SqlStore {
                     }
                     sql.push_str("(?, ?, ?, ?, ?, 0, ?, ?)");
                 }
-                let mut q =
-                    Query::built(self.inner.history.render(&sql), chunk.len() <= CACHED_BATCH);
+                let mut q = Query::built(self.inner.history.render(&sql), cache);
                 for (seq, m) in chunk {
                     q = q.text(key).int(*seq).text(m.message.id.as_str()).args([
                         Arg::Text(m.message.role.as_str()),
@@ -405,7 +446,7 @@ impl SqlStore {
                 q
             };
             tx.execute(CTX, q).await?;
-            start = end;
+            start += len;
         }
         Ok(())
     }
@@ -422,6 +463,7 @@ impl SqlStore {
         let default_ttl = inner.default_ttl_ms;
         let mut tx = inner.db.begin(CTX).await?;
         let mut thread = self.lock_thread(&mut tx, scope, key, default_ttl).await?;
+        let mut restarted = false;
         if thread.expires_at.is_some_and(|at| at <= now) {
             // An expired thread is gone: the append starts a new one at sequence number 1.
             tx.execute(
@@ -430,6 +472,7 @@ impl SqlStore {
             )
             .await?;
             thread = ThreadRow::fresh(default_ttl);
+            restarted = true;
         }
         let existing = if thread.last_seq == 0 {
             HashMap::new()
@@ -464,6 +507,8 @@ impl SqlStore {
                 .int(counter(key, "active token count", active_tokens)?)
                 .arg(Arg::OptInt(thread.ttl_ms))
                 .arg(Arg::OptInt(expires_at))
+                // A thread started again has no archived prefix.
+                .arg(Arg::OptInt(restarted.then_some(1)))
                 .text(key);
             tx.execute("append: update the thread", q).await?;
         }
@@ -551,12 +596,18 @@ impl SqlStore {
             tx.commit(CTX).await?;
             return Ok(0);
         }
+        // The counters, and the first active message when the range covers it: the first
+        // active one after the range (the messages after it are the same before and after).
         let counters = Query::shared(&sql.archive_counters)
             .text(key)
             .int(first)
             .int(last)
             .text(key)
             .int(first)
+            .int(last)
+            .int(first)
+            .int(last)
+            .text(key)
             .int(last)
             .text(key);
         tx.execute(CTX, counters).await?;
@@ -615,16 +666,27 @@ impl SqlStore {
             tx.commit(CTX).await?;
             return Ok(0);
         }
-        let placeholders = vec!["?"; keys.len()].join(", ");
+        let mysql = self.inner.db.dialect.backend == Backend::MySql;
         for table in ["messages", "threads"] {
-            let q = Query::built(
-                sql.render(&format!(
-                    "DELETE FROM {{prefix}}{table} WHERE thread_key IN ({placeholders})"
-                )),
-                false,
-            )
-            .args(keys.iter().map(|k| Arg::Text(k)));
-            tx.execute(CTX, q).await?;
+            let mut start = 0;
+            while start < keys.len() {
+                let (len, cache) = if mysql {
+                    batch_chunk(true, keys.len() - start, PURGE_BATCH)
+                } else {
+                    (keys.len(), false)
+                };
+                let chunk = &keys[start..start + len];
+                start += len;
+                let placeholders = vec!["?"; chunk.len()].join(", ");
+                let q = Query::built(
+                    sql.render(&format!(
+                        "DELETE FROM {{prefix}}{table} WHERE thread_key IN ({placeholders})"
+                    )),
+                    cache,
+                )
+                .args(chunk.iter().map(|k| Arg::Text(k)));
+                tx.execute(CTX, q).await?;
+            }
         }
         tx.commit(CTX).await?;
         Ok(keys.len())

@@ -17,7 +17,7 @@ use crate::driver::{Col, Db, Query, Tx};
 use crate::error::Context;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 3;
 
 struct Migration {
     version: u32,
@@ -41,6 +41,13 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0002_active_window_index.sql"),
         postgres: include_str!("../migrations/postgres/0002_active_window_index.sql"),
         mysql: include_str!("../migrations/mysql/0002_active_window_index.sql"),
+    },
+    Migration {
+        version: 3,
+        name: "first_active",
+        sqlite: include_str!("../migrations/sqlite/0003_first_active.sql"),
+        postgres: include_str!("../migrations/postgres/0003_first_active.sql"),
+        mysql: include_str!("../migrations/mysql/0003_first_active.sql"),
     },
 ];
 
@@ -92,8 +99,14 @@ fn migrations_table(backend: Backend) -> &'static str {
 const CTX: Context<'static> = "migrate the schema";
 
 fn ddl(dialect: Dialect, prefix: &TablePrefix, template: &str) -> Query<'static> {
-    // DDL runs once: never cache it as a prepared statement.
-    Query::built(dialect.render(prefix, template), false)
+    // DDL runs once: no need to cache it as a prepared statement, except on MySQL, where
+    // sqlx closes an uncached statement with a packet the server never answers, so without
+    // `TCP_NODELAY` the next statement waits ~40 ms for a delayed ACK. The MySQL migration
+    // runs on a dedicated connection closed afterwards, so caching there costs nothing.
+    Query::built(
+        dialect.render(prefix, template),
+        dialect.backend == Backend::MySql,
+    )
 }
 
 /// A stable 64-bit key for the PostgreSQL advisory lock of this prefix (FNV-1a).

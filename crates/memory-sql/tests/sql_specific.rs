@@ -285,7 +285,7 @@ async fn upgrade_from_v1(target: Target) {
     let index = format!("{prefix}messages_active");
     let messages_table = format!("{prefix}messages");
 
-    // A database that holds only schema v1, with data.
+    // A database that holds only schema v1.
     let v1 = SqlStore::builder(&url)
         .config(SqlConfig::new().table_prefix(&prefix).__schema_version(1))
         .connect()
@@ -293,6 +293,10 @@ async fn upgrade_from_v1(target: Target) {
         .unwrap();
     assert_eq!(v1.schema_version().await.unwrap(), 1);
     assert!(!raw.has_index(&messages_table, &index).await);
+    v1.close().await;
+    // This build's statements need the current schema: write the data with it, then take the
+    // tables back to v1 (the v2 index and the v3 column dropped, their records removed).
+    let v1 = open(&url, &prefix).await;
     let scope = Scope::session("upgrade")
         .unwrap()
         .with_tenant(random_tenant())
@@ -305,11 +309,25 @@ async fn upgrade_from_v1(target: Target) {
     let state = serde_json::json!({"kept": true});
     v1.save(&scope, &state, None).await.unwrap();
     v1.close().await;
+    raw.exec(&match target {
+        Target::MySql => format!("DROP INDEX {index} ON {messages_table}"),
+        _ => format!("DROP INDEX {index}"),
+    })
+    .await;
+    raw.exec(&format!(
+        "ALTER TABLE {prefix}threads DROP COLUMN first_active"
+    ))
+    .await;
+    raw.exec(&format!(
+        "DELETE FROM {prefix}schema_migrations WHERE version > 1"
+    ))
+    .await;
+    assert!(!raw.has_index(&messages_table, &index).await);
 
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 2);
+    assert_eq!(SCHEMA_VERSION, 3);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &m.message).collect();
@@ -320,7 +338,12 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 2, "one row per applied version");
+    assert_eq!(versions, 3, "one row per applied version");
+    // v3 starts the thread's active window at its first active message.
+    let first_active = raw
+        .int(&format!("SELECT first_active FROM {prefix}threads"))
+        .await;
+    assert_eq!(first_active, 3);
     // And it keeps working on the upgraded schema.
     let out = store
         .append(&scope, &[ChatMessage::assistant("after the upgrade")])
@@ -379,7 +402,7 @@ async fn newer_schema_is_refused(target: Target) {
     assert_eq!(
         raw.int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
             .await,
-        3
+        i64::from(SCHEMA_VERSION) + 1
     );
     assert_eq!(
         raw.int(&format!(
@@ -1186,4 +1209,69 @@ async fn corrupt_counters_are_serialization_errors() {
         store.close().await;
         raw.drop_tables(&prefix).await;
     }
+}
+
+/// The active window starts at the thread's first active message (schema v3): archiving a
+/// range that covers it moves it on, and a thread that starts again starts it again.
+async fn first_active_window(store: SqlStore) {
+    let scope = Scope::session("first-active")
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    let seqs = |window: Vec<StoredMessage>| window.iter().map(|m| m.seq).collect::<Vec<u64>>();
+    let messages: Vec<ChatMessage> = (0..10)
+        .map(|i| ChatMessage::user(format!("m{i}")))
+        .collect();
+    store.append(&scope, &messages).await.unwrap();
+    // A range after the first active message leaves a hole.
+    store.archive(&scope, 4..=5).await.unwrap();
+    let all = store.read(&scope, Window::All).await.unwrap();
+    assert_eq!(seqs(all), [1, 2, 3, 6, 7, 8, 9, 10]);
+    // A range that covers it moves the start past the hole.
+    store.archive(&scope, 1..=3).await.unwrap();
+    let all = store.read(&scope, Window::All).await.unwrap();
+    assert_eq!(seqs(all), [6, 7, 8, 9, 10]);
+    let last = store.read(&scope, Window::Last(2)).await.unwrap();
+    assert_eq!(seqs(last), [9, 10]);
+    let after = store.read(&scope, Window::After(7)).await.unwrap();
+    assert_eq!(seqs(after), [8, 9, 10]);
+    let budget = store
+        .read(&scope, Window::TokenBudget(u64::MAX))
+        .await
+        .unwrap();
+    assert_eq!(seqs(budget), [6, 7, 8, 9, 10]);
+    let everything = store.read(&scope, Window::Everything).await.unwrap();
+    assert_eq!(everything.len(), 10);
+    // Everything archived, then a new message.
+    store.archive(&scope, 1..=u64::MAX).await.unwrap();
+    assert!(store.read(&scope, Window::All).await.unwrap().is_empty());
+    store
+        .append(&scope, &[ChatMessage::user("m10")])
+        .await
+        .unwrap();
+    assert_eq!(seqs(store.read(&scope, Window::All).await.unwrap()), [11]);
+    // An expired thread starts again at 1.
+    HistoryStore::set_ttl(&store, &scope, Some(Duration::from_secs(1)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    store.append(&scope, &messages[..3]).await.unwrap();
+    HistoryStore::set_ttl(&store, &scope, None).await.unwrap();
+    assert_eq!(
+        seqs(store.read(&scope, Window::All).await.unwrap()),
+        [1, 2, 3]
+    );
+    // And so does a cleared one.
+    store.archive(&scope, 1..=2).await.unwrap();
+    store.clear(&scope).await.unwrap();
+    store.append(&scope, &messages[..2]).await.unwrap();
+    assert_eq!(seqs(store.read(&scope, Window::All).await.unwrap()), [1, 2]);
+    store.clear(&scope).await.unwrap();
+}
+
+#[tokio::test]
+async fn active_window_starts_at_the_first_active_message() {
+    first_active_window(common::sqlite_file_store().await).await;
+    first_active_window(common::postgres_store().await).await;
+    first_active_window(common::mysql_store().await).await;
 }
