@@ -192,7 +192,7 @@ async fn two_processes_append(target: Target) {
     let url = target.url();
     let prefix = match target {
         Target::SqliteFile => "agent_memory_".to_owned(),
-        Target::Postgres | Target::MySql => common::SHARED_PREFIX.to_owned(),
+        Target::Postgres | Target::MySql => common::shared_prefix(),
     };
     let tenant = random_tenant();
     // Create the schema first so the children do not all race to migrate a new file.
@@ -581,7 +581,7 @@ async fn debug_never_prints_passwords() {
     // The test server trusts local connections, so any password is accepted.
     let url = common::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
     let store = SqlStore::builder(&url)
-        .table_prefix(common::SHARED_PREFIX)
+        .table_prefix(common::shared_prefix())
         .connect()
         .await
         .unwrap();
@@ -745,7 +745,7 @@ async fn large_batches(target: Target) {
     // The point is how statements are split, not token counting: count characters, which
     // is fast in a debug build.
     let store = SqlStore::builder(target.url())
-        .table_prefix(common::SHARED_PREFIX)
+        .table_prefix(common::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await
@@ -869,7 +869,7 @@ async fn round_trips_per_operation() {
 
 #[tokio::test]
 async fn stores_wrap_the_applications_pools() {
-    let config = || SqlConfig::new().table_prefix(common::SHARED_PREFIX);
+    let config = || SqlConfig::new().table_prefix(common::shared_prefix());
     let (sqlite_url, _) = common::temp_sqlite_url();
     let sqlite = sqlx::sqlite::SqlitePoolOptions::new()
         .connect_with(
@@ -1088,7 +1088,7 @@ async fn operation_timeout_bounds_a_stuck_call_sqlite_file() {
 async fn long_window_reads_in_one_snapshot(target: Target) {
     const TOTAL: usize = 3000;
     let store = SqlStore::builder(target.url())
-        .table_prefix(common::SHARED_PREFIX)
+        .table_prefix(common::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await

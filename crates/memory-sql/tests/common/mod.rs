@@ -19,7 +19,11 @@ pub(crate) fn mysql_url() -> String {
 }
 
 /// The table prefix the server suites share (they use random tenants, so runs never collide).
-pub(crate) const SHARED_PREFIX: &str = "amtest_";
+/// It names the schema version, so a build with another schema (an older checkout, a later
+/// session) never meets these tables: it would rightly refuse tables newer than it knows.
+pub(crate) fn shared_prefix() -> String {
+    format!("amtest_v{}_", memory_sql::SCHEMA_VERSION)
+}
 
 /// The folder of the tests' SQLite files. Files older than an hour (left by earlier runs) are
 /// removed whenever a new one is made.
@@ -56,7 +60,7 @@ pub(crate) async fn sqlite_file_store() -> SqlStore {
 /// A store on the test PostgreSQL server; fails (never skips) when it is unreachable.
 pub(crate) async fn postgres_store() -> SqlStore {
     SqlStore::builder(postgres_url())
-        .table_prefix(SHARED_PREFIX)
+        .table_prefix(shared_prefix())
         .connect()
         .await
         .unwrap_or_else(|e| {
@@ -67,7 +71,7 @@ pub(crate) async fn postgres_store() -> SqlStore {
 /// A store on the test MariaDB/MySQL server; fails (never skips) when it is unreachable.
 pub(crate) async fn mysql_store() -> SqlStore {
     SqlStore::builder(mysql_url())
-        .table_prefix(SHARED_PREFIX)
+        .table_prefix(shared_prefix())
         .connect()
         .await
         .unwrap_or_else(|e| {
