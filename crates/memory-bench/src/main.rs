@@ -13,6 +13,7 @@
 mod backends;
 mod data;
 mod harness;
+mod vectors;
 mod workloads;
 
 use std::io::{BufRead, BufReader, Write};
@@ -22,15 +23,16 @@ use std::process::{Command, ExitCode, Stdio};
 use clap::Parser;
 
 use crate::backends::Backend;
-use crate::workloads::Workload;
+use crate::workloads::{BackendKind, Workload};
 
 /// The error type of the runner: anything displayable, from any layer.
 pub(crate) type BenchError = Box<dyn std::error::Error + Send + Sync>;
 /// The result type of the runner.
 pub(crate) type BenchResult<T> = Result<T, BenchError>;
 
-/// The sizes of thread measured when `--n` is not given.
-const DEFAULT_NS: [usize; 3] = [100, 1_000, 10_000];
+/// The sizes of thread measured when `--n` is not given (the vector workloads have their own:
+/// [`vectors::VECTOR_NS`], [`vectors::EMBED_NS`]).
+pub(crate) const DEFAULT_NS: [usize; 3] = [100, 1_000, 10_000];
 
 /// Command-line arguments.
 #[derive(Debug, Parser)]
@@ -54,12 +56,14 @@ struct Cli {
     )]
     workloads: Vec<Workload>,
 
-    /// A backend to run (repeatable or comma-separated; default: every available backend).
+    /// A backend to run (repeatable or comma-separated; default: every available backend). The
+    /// vector workloads take the vector backends (exact, qdrant-edge), embed takes candle.
     #[arg(long = "backend", value_name = "NAME", value_delimiter = ',')]
     backends: Vec<String>,
 
-    /// A thread size: the first N messages of the data set (repeatable or comma-separated;
-    /// default: 100, 1000, 10000).
+    /// A thread size: the first N messages of the data set, or for vector_upsert and
+    /// vector_search a number of points (repeatable or comma-separated; default: 100, 1000,
+    /// 10000; for the vector workloads 10000, 100000; for embed 1000).
     #[arg(long = "n", value_name = "N", value_delimiter = ',')]
     ns: Vec<usize>,
 
@@ -137,7 +141,7 @@ fn list() -> BenchResult<()> {
     for workload in Workload::ALL {
         writeln!(out, "  {:<18} {}", workload.name(), workload.description())?;
     }
-    writeln!(out, "backends:")?;
+    writeln!(out, "backends (chat stores):")?;
     for backend in backends::BACKENDS {
         let status = match (backend.available)() {
             Ok(()) => "available".to_owned(),
@@ -149,7 +153,27 @@ fn list() -> BenchResult<()> {
             backend.name, backend.description
         )?;
     }
+    writeln!(out, "backends (vector_upsert, vector_search):")?;
+    for (name, description) in vectors::VECTOR_BACKENDS {
+        writeln!(out, "  {name:<18} {description} (available)")?;
+    }
+    writeln!(out, "backends (embed):")?;
+    let status = match vectors::embed_available() {
+        Ok(()) => "available".to_owned(),
+        Err(why) => format!("not available: {why}"),
+    };
+    writeln!(
+        out,
+        "  {:<18} BertEmbedder (memory-vector) on the CPU, model in ${} ({status})",
+        vectors::EMBED_BACKEND,
+        memory_vector::MODEL_DIR_ENV
+    )?;
     Ok(())
+}
+
+/// Whether `name` is a backend of the vector workloads or of `embed`.
+fn is_vector_or_embed_backend(name: &str) -> bool {
+    name == vectors::EMBED_BACKEND || vectors::VECTOR_BACKENDS.iter().any(|(n, _)| *n == name)
 }
 
 /// The cases the arguments select, in output order: workload, then backend, then n.
@@ -159,9 +183,13 @@ fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
     } else {
         cli.workloads.clone()
     };
+    let wants = |kind: BackendKind| workloads.iter().any(|w| w.backend_kind() == kind);
     let selected: Vec<&Backend> = if cli.backends.is_empty() {
         let mut available = Vec::new();
-        for backend in backends::BACKENDS {
+        for backend in backends::BACKENDS
+            .iter()
+            .filter(|_| wants(BackendKind::Stores))
+        {
             match (backend.available)() {
                 Ok(()) => available.push(backend),
                 Err(why) => eprintln!(
@@ -174,26 +202,40 @@ fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
     } else {
         cli.backends
             .iter()
+            .filter(|name| !is_vector_or_embed_backend(name))
             .map(|name| backends::find(name))
             .collect::<BenchResult<_>>()?
     };
-    let ns: Vec<usize> = if cli.ns.is_empty() {
-        DEFAULT_NS.to_vec()
-    } else {
-        cli.ns.clone()
-    };
-    if let Some(&zero) = ns.iter().find(|&&n| n == 0) {
+    let named = |name: &str| cli.backends.is_empty() || cli.backends.iter().any(|b| b == name);
+    if let Some(&zero) = cli.ns.iter().find(|&&n| n == 0) {
         return Err(format!("--n must be at least 1, not {zero}").into());
     }
     let mut cases = Vec::new();
     for &workload in &workloads {
-        let names: Vec<&str> = if workload.uses_backend() {
-            selected.iter().map(|b| b.name).collect()
+        let names: Vec<&str> = match workload.backend_kind() {
+            BackendKind::Stores => selected.iter().map(|b| b.name).collect(),
+            BackendKind::Vector => vectors::VECTOR_BACKENDS
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| named(name))
+                .collect(),
+            BackendKind::Embedder => match vectors::embed_available() {
+                _ if !named(vectors::EMBED_BACKEND) => Vec::new(),
+                Ok(()) => vec![vectors::EMBED_BACKEND],
+                Err(why) => {
+                    eprintln!("note: workload embed left out ({why})");
+                    Vec::new()
+                }
+            },
+            BackendKind::None => vec![backends::NO_BACKEND],
+        };
+        let ns: &[usize] = if cli.ns.is_empty() {
+            workload.default_ns()
         } else {
-            vec![backends::NO_BACKEND]
+            &cli.ns
         };
         for name in names {
-            for &n in &ns {
+            for &n in ns {
                 cases.push(Case {
                     workload,
                     backend: name.to_owned(),
@@ -210,7 +252,11 @@ fn run_parent(cli: &Cli) -> BenchResult<()> {
     // Fail on a bad data set here, once, rather than in every child.
     let data = data::load(&cli.data)?;
     let cases = plan(cli)?;
-    if let Some(largest) = cases.iter().map(|c| c.n).max()
+    if let Some(largest) = cases
+        .iter()
+        .filter(|c| c.workload.n_is_messages())
+        .map(|c| c.n)
+        .max()
         && largest > data.len()
     {
         return Err(format!(
@@ -291,7 +337,7 @@ fn run_case_process(exe: &Path, cli: &Cli, case: &Case) -> BenchResult<()> {
 fn run_child(cli: &Cli, spec: &str) -> BenchResult<()> {
     let case = Case::parse(spec)?;
     let data = data::load(&cli.data)?;
-    if case.n > data.len() {
+    if case.workload.n_is_messages() && case.n > data.len() {
         return Err(format!(
             "n = {} is larger than the data set ({} messages)",
             case.n,
@@ -334,13 +380,26 @@ mod tests {
     fn the_default_plan_covers_every_workload_and_size() {
         let cli = Cli::parse_from(["memory-bench", "--data", "x.jsonl"]);
         let cases = plan(&cli).unwrap();
-        let store_free = Workload::ALL.iter().filter(|w| !w.uses_backend()).count();
-        let with_store = Workload::ALL.len() - store_free;
         let available = backends::BACKENDS
             .iter()
             .filter(|b| (b.available)().is_ok())
             .count();
-        assert_eq!(cases.len(), 3 * (with_store * available + store_free));
+        let expected: usize = Workload::ALL
+            .iter()
+            .map(|w| {
+                let backends = match w.backend_kind() {
+                    BackendKind::Stores => available,
+                    BackendKind::Vector => vectors::VECTOR_BACKENDS.len(),
+                    BackendKind::Embedder => usize::from(vectors::embed_available().is_ok()),
+                    BackendKind::None => 1,
+                };
+                backends * w.default_ns().len()
+            })
+            .sum();
+        assert_eq!(cases.len(), expected);
+        assert!(cases.iter().any(|c| c.workload == Workload::VectorSearch
+            && c.backend == "qdrant-edge"
+            && c.n == 100_000));
         assert!(
             cases
                 .iter()
@@ -375,5 +434,25 @@ mod tests {
         assert_eq!(plan(&cli).unwrap().len(), 6);
         let unknown = Cli::parse_from(["memory-bench", "--data", "x", "--backend", "nope"]);
         assert!(plan(&unknown).is_err());
+        let vectors = Cli::parse_from([
+            "memory-bench",
+            "--data",
+            "x",
+            "--workload",
+            "vector_search,agent_turn",
+            "--backend",
+            "exact,in-memory",
+        ]);
+        let specs: Vec<String> = plan(&vectors).unwrap().iter().map(Case::spec).collect();
+        assert_eq!(
+            specs,
+            [
+                "vector_search:exact:10000",
+                "vector_search:exact:100000",
+                "agent_turn:in-memory:100",
+                "agent_turn:in-memory:1000",
+                "agent_turn:in-memory:10000",
+            ]
+        );
     }
 }

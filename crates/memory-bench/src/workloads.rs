@@ -22,7 +22,7 @@ use memory_core::{
 use crate::backends::{self, Stores};
 use crate::data::DataMessage;
 use crate::harness::{Recorder, Report, Stats, peak_rss_mb, round};
-use crate::{BenchResult, Case};
+use crate::{BenchResult, Case, vectors};
 
 /// The context window every workload reads: what the model would get.
 const WINDOW: Window = Window::TokenBudget(30_000);
@@ -67,11 +67,30 @@ pub(crate) enum Workload {
     SessionRoundtrip,
     /// Count the tokens of N messages with o200k and cl100k.
     CountTokens,
+    /// Upsert N points of 384 dimensions into a vector store, 256 per batch.
+    VectorUpsert,
+    /// Top-10 search over N points of 384 dimensions.
+    VectorSearch,
+    /// Embed the first N message texts with the local model, 32 per batch.
+    Embed,
+}
+
+/// What a workload runs on, and so which backends it takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BackendKind {
+    /// The chat history and session stores ([`backends::BACKENDS`]).
+    Stores,
+    /// A vector store ([`vectors::VECTOR_BACKENDS`]).
+    Vector,
+    /// The local embedding model ([`vectors::EMBED_BACKEND`]).
+    Embedder,
+    /// Nothing: the backend is reported as [`backends::NO_BACKEND`].
+    None,
 }
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 8] = [
+    pub(crate) const ALL: [Workload; 11] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -80,6 +99,9 @@ impl Workload {
         Workload::BulkImport,
         Workload::SessionRoundtrip,
         Workload::CountTokens,
+        Workload::VectorUpsert,
+        Workload::VectorSearch,
+        Workload::Embed,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -93,6 +115,9 @@ impl Workload {
             Workload::BulkImport => "bulk_import",
             Workload::SessionRoundtrip => "session_roundtrip",
             Workload::CountTokens => "count_tokens",
+            Workload::VectorUpsert => "vector_upsert",
+            Workload::VectorSearch => "vector_search",
+            Workload::Embed => "embed",
         }
     }
 
@@ -121,12 +146,45 @@ impl Workload {
                 "serialize / deserialize / save / load a session holding N messages"
             }
             Workload::CountTokens => "count the tokens of N messages (o200k, cl100k)",
+            Workload::VectorUpsert => {
+                "upsert N random unit vectors of 384 dimensions, 256 per batch (N = points)"
+            }
+            Workload::VectorSearch => "top-10 search over N vectors of 384 dimensions",
+            Workload::Embed => {
+                "embed the first N message texts with the local model (all-MiniLM-L6-v2), 32 per \
+                 batch"
+            }
         }
     }
 
-    /// Whether the workload runs on a backend's stores (else it reports backend `"none"`).
+    /// What the workload runs on.
+    pub(crate) fn backend_kind(self) -> BackendKind {
+        match self {
+            Workload::CountTokens => BackendKind::None,
+            Workload::VectorUpsert | Workload::VectorSearch => BackendKind::Vector,
+            Workload::Embed => BackendKind::Embedder,
+            _ => BackendKind::Stores,
+        }
+    }
+
+    /// Whether the workload runs on a backend's chat stores.
     pub(crate) fn uses_backend(self) -> bool {
-        !matches!(self, Workload::CountTokens)
+        self.backend_kind() == BackendKind::Stores
+    }
+
+    /// Whether N counts messages of the data set (and so may not exceed it); the vector
+    /// workloads' N counts generated points.
+    pub(crate) fn n_is_messages(self) -> bool {
+        self.backend_kind() != BackendKind::Vector
+    }
+
+    /// The sizes measured when `--n` is not given.
+    pub(crate) fn default_ns(self) -> &'static [usize] {
+        match self.backend_kind() {
+            BackendKind::Vector => &vectors::VECTOR_NS,
+            BackendKind::Embedder => &vectors::EMBED_NS,
+            BackendKind::Stores | BackendKind::None => &crate::DEFAULT_NS,
+        }
     }
 }
 
@@ -157,17 +215,17 @@ impl ChatModel for ConstantReplyModel {
 }
 
 /// Everything one case needs.
-struct Ctx<'a> {
-    workload: &'static str,
-    backend: &'a str,
-    n: usize,
-    data: &'a [DataMessage],
-    ops: Option<usize>,
+pub(crate) struct Ctx<'a> {
+    pub(crate) workload: &'static str,
+    pub(crate) backend: &'a str,
+    pub(crate) n: usize,
+    pub(crate) data: &'a [DataMessage],
+    pub(crate) ops: Option<usize>,
 }
 
 impl Ctx<'_> {
     /// The first `n` messages of the data set.
-    fn thread(&self) -> &[DataMessage] {
+    pub(crate) fn thread(&self) -> &[DataMessage] {
         &self.data[..self.n]
     }
 
@@ -178,7 +236,7 @@ impl Ctx<'_> {
     }
 
     /// A report line of this case.
-    fn report(&self, stats: &Stats) -> Report {
+    pub(crate) fn report(&self, stats: &Stats) -> Report {
         Report::new(self.workload, self.backend, self.n, stats)
     }
 }
@@ -201,7 +259,11 @@ pub(crate) async fn run(
     };
     // The peak before the workload: the data set, and the stores once opened.
     let mut start_rss = peak_rss_mb();
-    let reports = if case.workload.uses_backend() {
+    let reports = if case.workload.backend_kind() == BackendKind::None {
+        count_tokens(&ctx)?
+    } else if !case.workload.uses_backend() {
+        vectors::run(&ctx, &mut start_rss).await?
+    } else {
         let backend = backends::find(&case.backend)?;
         let stores = (backend.connect)()
             .await
@@ -215,12 +277,15 @@ pub(crate) async fn run(
             Workload::ReadWindow => read_window(&ctx, &stores).await?,
             Workload::BulkImport => bulk_import(&ctx, &stores).await?,
             Workload::SessionRoundtrip => session_roundtrip(&ctx, &stores).await?,
-            Workload::CountTokens => count_tokens(&ctx)?,
+            Workload::CountTokens
+            | Workload::VectorUpsert
+            | Workload::VectorSearch
+            | Workload::Embed => {
+                return Err(format!("{} runs on no chat store", ctx.workload).into());
+            }
         };
         stores.close().await;
         reports
-    } else {
-        count_tokens(&ctx)?
     };
     Ok(reports
         .into_iter()
@@ -233,7 +298,7 @@ pub(crate) async fn run(
 }
 
 /// A fresh random scope, so a case never meets data of another run.
-fn fresh_scope() -> BenchResult<Scope> {
+pub(crate) fn fresh_scope() -> BenchResult<Scope> {
     Ok(Scope::session(format!("bench-{}", uuid::Uuid::new_v4()))?)
 }
 
@@ -877,10 +942,12 @@ mod tests {
     async fn every_workload_runs_on_a_small_thread() {
         let data = data(40);
         for workload in Workload::ALL {
-            let backend = if workload.uses_backend() {
-                "in-memory"
-            } else {
-                backends::NO_BACKEND
+            let backend = match workload.backend_kind() {
+                BackendKind::Stores => "in-memory",
+                BackendKind::Vector => "exact",
+                // The model is not part of the tests.
+                BackendKind::Embedder => continue,
+                BackendKind::None => backends::NO_BACKEND,
             };
             let case = Case {
                 workload,
