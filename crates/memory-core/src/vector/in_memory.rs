@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{ScoredPoint, VectorPoint, VectorQuery, VectorStore, check_vectors, cosine_similarity};
+use super::{ScoredPoint, VectorPoint, VectorQuery, VectorStore, check_vectors};
 use crate::error::{Error, ErrorKind, Result};
 use crate::scope::Scope;
 
@@ -61,18 +61,32 @@ impl VectorStore for InMemoryVectorStore {
         let Some(points) = inner.scopes.get(&scope.key()) else {
             return Ok(Vec::new());
         };
-        let mut scored: Vec<ScoredPoint> = points
+        // Score without copying payloads, keep the best top_k, and copy only those.
+        let query_norm = query.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+        let mut scored: Vec<(f32, &VectorPoint)> = points
             .values()
             .filter(|p| query.filter.as_ref().is_none_or(|f| f.matches(&p.payload)))
-            .map(|p| ScoredPoint {
+            .map(|p| (cosine_with_norm(&query.vector, query_norm, &p.vector), p))
+            .filter(|(score, _)| query.min_score.is_none_or(|min| *score >= min))
+            .collect();
+        let order = |a: &(f32, &VectorPoint), b: &(f32, &VectorPoint)| {
+            b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id))
+        };
+        if query.top_k < scored.len() {
+            if query.top_k > 0 {
+                scored.select_nth_unstable_by(query.top_k - 1, order);
+            }
+            scored.truncate(query.top_k);
+        }
+        scored.sort_by(order);
+        let scored = scored
+            .into_iter()
+            .map(|(score, p)| ScoredPoint {
                 id: p.id,
-                score: cosine_similarity(&query.vector, &p.vector),
+                score,
                 payload: p.payload.clone(),
             })
-            .filter(|s| query.min_score.is_none_or(|min| s.score >= min))
             .collect();
-        scored.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        scored.truncate(query.top_k);
         Ok(scored)
     }
 
@@ -107,4 +121,15 @@ impl VectorStore for InMemoryVectorStore {
             .remove(&scope.key())
             .map_or(0, |p| p.len() as u64))
     }
+}
+
+/// Cosine similarity when the first vector's norm is already known (0 for a zero vector).
+fn cosine_with_norm(a: &[f32], a_norm: f32, b: &[f32]) -> f32 {
+    let (mut dot, mut b_sq) = (0f32, 0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        b_sq += y * y;
+    }
+    let denom = a_norm * b_sq.sqrt();
+    if denom == 0.0 { 0.0 } else { dot / denom }
 }
