@@ -20,13 +20,17 @@ mod driver;
 mod error;
 mod history;
 mod llamaindex;
+mod prefix;
+mod rows;
 mod schema;
 mod session;
+mod sql;
 mod store;
 
-pub use config::{DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LEN, SqlConfig};
+pub use config::{DEFAULT_TABLE_PREFIX, SqlConfig};
 pub use dialect::Backend;
 pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
+pub use prefix::MAX_TABLE_PREFIX_LEN;
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};
 
