@@ -1,9 +1,46 @@
-//! The measuring harness: per-operation timings, percentiles, peak RSS and the JSON line.
+//! The measuring harness: what one case is ([`Ctx`]), per-operation timings, percentiles,
+//! peak RSS and the JSON line.
 
 use std::time::Duration;
 
+use memory_core::Scope;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::BenchResult;
+use crate::data::DataMessage;
+
+/// Everything one case needs.
+pub(crate) struct Ctx<'a> {
+    pub(crate) workload: &'static str,
+    pub(crate) backend: &'a str,
+    pub(crate) n: usize,
+    pub(crate) data: &'a [DataMessage],
+    pub(crate) ops: Option<usize>,
+}
+
+impl Ctx<'_> {
+    /// The first `n` messages of the data set.
+    pub(crate) fn thread(&self) -> &[DataMessage] {
+        &self.data[..self.n]
+    }
+
+    /// The `k`-th message after the first `n` (cycling through the data set): the new messages
+    /// the timed operations append.
+    pub(crate) fn later(&self, k: usize) -> &DataMessage {
+        &self.data[(self.n + k) % self.data.len()]
+    }
+
+    /// A report line of this case.
+    pub(crate) fn report(&self, stats: &Stats) -> Report {
+        Report::new(self.workload, self.backend, self.n, stats)
+    }
+}
+
+/// A fresh random scope, so a case never meets data of another run.
+pub(crate) fn fresh_scope() -> BenchResult<Scope> {
+    Ok(Scope::session(format!("bench-{}", uuid::Uuid::new_v4()))?)
+}
 
 /// Collects the duration of each measured operation.
 ///

@@ -14,8 +14,7 @@ use memory_core::{Embedder, InMemoryVectorStore, Scope, VectorPoint, VectorQuery
 use memory_vector::{BertEmbedder, MODEL_DIR_ENV, QdrantEdgeStore};
 
 use crate::BenchResult;
-use crate::harness::{Recorder, Report, Stats, peak_rss_mb, round};
-use crate::workloads::{Ctx, fresh_scope};
+use crate::harness::{Ctx, Recorder, Report, Stats, fresh_scope, peak_rss_mb, round};
 
 /// The dimension of the benchmark's vectors (all-MiniLM-L6-v2's).
 pub(crate) const DIMENSIONS: usize = 384;

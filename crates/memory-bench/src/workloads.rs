@@ -21,7 +21,7 @@ use memory_core::{
 
 use crate::backends::{self, Stores};
 use crate::data::DataMessage;
-use crate::harness::{Recorder, Report, Stats, peak_rss_mb, round};
+use crate::harness::{Ctx, Recorder, Report, Stats, fresh_scope, peak_rss_mb, round};
 use crate::{BenchResult, Case, vectors};
 
 /// The context window every workload reads: what the model would get.
@@ -39,7 +39,7 @@ const MEMORY_TOKEN_LIMIT: u64 = 30_000;
 const CORE_INFO_BLOCK: &str = "core_info";
 const CORE_INFO: &str = "The user is Dana Whitfield, a site reliability engineer on the \
     payments team in Lisbon; she prefers short answers with commands she can paste.";
-/// The average cl100k tokens per message text of the full data set (shared/bench/README.md).
+/// The average cl100k tokens per message text of the full data set, as published with it.
 const README_AVG_CL100K_TOKENS: f64 = 57.9;
 /// The answer of [`ConstantReplyModel`]: about as long as a data set message.
 const CONSTANT_REPLY: &str = "Thanks for the update. I checked the release branch and the \
@@ -214,33 +214,6 @@ impl ChatModel for ConstantReplyModel {
     }
 }
 
-/// Everything one case needs.
-pub(crate) struct Ctx<'a> {
-    pub(crate) workload: &'static str,
-    pub(crate) backend: &'a str,
-    pub(crate) n: usize,
-    pub(crate) data: &'a [DataMessage],
-    pub(crate) ops: Option<usize>,
-}
-
-impl Ctx<'_> {
-    /// The first `n` messages of the data set.
-    pub(crate) fn thread(&self) -> &[DataMessage] {
-        &self.data[..self.n]
-    }
-
-    /// The `k`-th message after the first `n` (cycling through the data set): the new messages
-    /// the timed operations append.
-    fn later(&self, k: usize) -> &DataMessage {
-        &self.data[(self.n + k) % self.data.len()]
-    }
-
-    /// A report line of this case.
-    pub(crate) fn report(&self, stats: &Stats) -> Report {
-        Report::new(self.workload, self.backend, self.n, stats)
-    }
-}
-
 /// Runs one case and returns its lines, each with the process's peak RSS at the end of the case
 /// (`peak_rss_mb`) and before the workload began (`start_rss_mb`: the data set loaded and the
 /// stores opened, which for the in-memory store includes the o200k tables of its token
@@ -295,11 +268,6 @@ pub(crate) async fn run(
         })
         .map(Report::with_peak_rss)
         .collect())
-}
-
-/// A fresh random scope, so a case never meets data of another run.
-pub(crate) fn fresh_scope() -> BenchResult<Scope> {
-    Ok(Scope::session(format!("bench-{}", uuid::Uuid::new_v4()))?)
 }
 
 /// Appends `messages` to the thread of `scope` in batches (setup, untimed).
@@ -881,7 +849,7 @@ fn count_tokens(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
         {
             eprintln!(
                 "  WARNING: cl100k averages {avg_tokens} tokens per message text; \
-                 shared/bench/README.md says {README_AVG_CL100K_TOKENS}"
+                 the data set is published with {README_AVG_CL100K_TOKENS}"
             );
         }
         let message_tokens = tokens / passes as u64;

@@ -31,7 +31,7 @@ pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, User
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
-pub use redact::{REDACTED, redact_url};
+pub use redact::{REDACTED, redact_url, url_secrets};
 pub use reducer::{
     ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, SUMMARY_METADATA_KEY,
     Segmentation, SummarizingReducer, TokenBudgetReducer, is_summary,

@@ -1,9 +1,16 @@
 //! Removing secrets from connection URLs before they reach a message, a log or a `Debug`.
+//!
+//! This is the one redaction of the workspace: every crate masks URLs with [`redact_url`] and
+//! prints [`REDACTED`] in place of a key or a password.
 
-/// The text that replaces a secret.
+use std::ops::Range;
+
+/// The text that replaces a secret, in URLs (`postgres://app:***@db/x`) and in the `Debug` and
+/// `Display` of keys.
 pub const REDACTED: &str = "***";
 
-/// Query parameters whose values are secrets.
+/// Query parameters whose values are secrets, compared case-insensitively with `-` and `_`
+/// removed; a name ending in `password`, `secret` or `token` is a secret too.
 const SECRET_PARAMS: &[&str] = &[
     "password",
     "passwd",
@@ -12,64 +19,220 @@ const SECRET_PARAMS: &[&str] = &[
     "secret",
     "token",
     "key",
-    "api_key",
     "apikey",
+    "accesskey",
+    "secretkey",
     "sslpassword",
     "auth",
 ];
 
 /// `url` with the password of its user info and the values of secret-looking query parameters
-/// replaced by [`REDACTED`]. Works on URLs with several hosts (`redis+cluster://u:p@h1,h2`) and
-/// on text that is not a URL (returned unchanged, or replaced whole when it holds an `@`).
+/// replaced by [`REDACTED`].
+///
+/// The user info ends at the last `@` that a host list follows, so a password that holds `/`,
+/// `?`, `#`, `@` or `:` unescaped is masked whole: everything between the user's `:` and that
+/// `@` counts as the password. Several hosts (`redis+cluster://u:p@h1,h2`), IPv6 hosts and
+/// empty hosts are host lists. A user info without `:` names a user only and is kept. Text
+/// that is not a `scheme://` URL is returned unchanged, or replaced whole when it holds an `@`
+/// (it may be `user:password@host`).
 ///
 /// ```
 /// use memory_core::redact_url;
 /// assert_eq!(redact_url("postgres://app:hunter2@db:5432/x?sslmode=require&password=p2"),
 ///            "postgres://app:***@db:5432/x?sslmode=require&password=***");
 /// assert_eq!(redact_url("redis://:hunter2@127.0.0.1:6379"), "redis://:***@127.0.0.1:6379");
+/// assert_eq!(redact_url("mysql://root:p/a?s#s@w:rd@db/x"), "mysql://root:***@db/x");
 /// assert_eq!(redact_url("sqlite://memory.db"), "sqlite://memory.db");
 /// ```
 pub fn redact_url(url: &str) -> String {
-    let (before_query, query) = match url.split_once('?') {
-        Some((b, q)) => (b, Some(q)),
-        None => (url, None),
-    };
-    let mut out = match before_query.split_once("://") {
-        Some((scheme, rest)) => {
-            // The authority ends at the first '/' after the scheme; user info ends at its last '@'.
-            let authority_end = rest.find('/').unwrap_or(rest.len());
-            let (authority, path) = rest.split_at(authority_end);
-            let authority = match authority.rsplit_once('@') {
-                Some((userinfo, hosts)) => match userinfo.split_once(':') {
-                    Some((user, _password)) => format!("{user}:{REDACTED}@{hosts}"),
-                    None => format!("{userinfo}@{hosts}"),
-                },
-                None => authority.to_owned(),
-            };
-            format!("{scheme}://{authority}{path}")
+    match secret_spans(url) {
+        Spans::Whole => REDACTED.to_owned(),
+        Spans::Ranges(ranges) => {
+            let mut out = String::with_capacity(url.len());
+            let mut at = 0;
+            for range in ranges {
+                out.push_str(&url[at..range.start]);
+                out.push_str(REDACTED);
+                at = range.end;
+            }
+            out.push_str(&url[at..]);
+            out
         }
-        // Not a URL: with an '@' it may be `user:password@host`, so nothing of it is shown.
-        None if before_query.contains('@') => return REDACTED.to_owned(),
-        None => before_query.to_owned(),
-    };
-    if let Some(query) = query {
-        let params: Vec<String> = query
-            .split('&')
-            .map(|pair| match pair.split_once('=') {
-                Some((name, _)) if SECRET_PARAMS.contains(&name.to_ascii_lowercase().as_str()) => {
-                    format!("{name}={REDACTED}")
-                }
-                _ => pair.to_owned(),
-            })
-            .collect();
-        out.push('?');
-        out.push_str(&params.join("&"));
     }
-    out
+}
+
+/// The secrets [`redact_url`] masks in `url`, as written and percent-decoded, longest first
+/// and without empty ones: what an error message from a driver given `url` must not show.
+/// For text that [`redact_url`] replaces whole, that text.
+///
+/// ```
+/// use memory_core::url_secrets;
+/// assert_eq!(url_secrets("mysql://root:p%40ss@h/db?password=zz"), ["p%40ss", "p@ss", "zz"]);
+/// assert!(url_secrets("redis://h:6379").is_empty());
+/// ```
+pub fn url_secrets(url: &str) -> Vec<String> {
+    let mut found: Vec<String> = match secret_spans(url) {
+        Spans::Whole => vec![url.to_owned()],
+        Spans::Ranges(ranges) => ranges.into_iter().map(|r| url[r].to_owned()).collect(),
+    };
+    let decoded: Vec<String> = found.iter().map(|s| percent_decode(s)).collect();
+    found.extend(decoded);
+    found.retain(|s| !s.is_empty());
+    // Longest first, so that a caller replacing them masks a secret holding another whole.
+    found.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
+    found.dedup();
+    found
+}
+
+/// Where the secrets of a text are.
+enum Spans {
+    /// Nothing of it may be shown.
+    Whole,
+    /// These byte ranges, in order, not overlapping.
+    Ranges(Vec<Range<usize>>),
+}
+
+fn secret_spans(text: &str) -> Spans {
+    let Some(after_scheme) = scheme_end(text) else {
+        return if text.contains('@') {
+            Spans::Whole
+        } else {
+            Spans::Ranges(query_secrets(text, 0))
+        };
+    };
+    let mut ranges = Vec::new();
+    let rest = &text[after_scheme..];
+    let hosts_start = match userinfo_end(rest) {
+        Some(at) => {
+            let userinfo = &rest[..at];
+            if let Some(colon) = userinfo.find(':') {
+                ranges.push(after_scheme + colon + 1..after_scheme + at);
+            }
+            after_scheme + at + 1
+        }
+        None => after_scheme,
+    };
+    ranges.extend(query_secrets(&text[hosts_start..], hosts_start));
+    Spans::Ranges(ranges)
+}
+
+/// The index just past `scheme://`, when `text` starts with a valid scheme followed by `://`.
+fn scheme_end(text: &str) -> Option<usize> {
+    let (scheme, _) = text.split_once("://")?;
+    let mut chars = scheme.chars();
+    let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
+    valid.then_some(scheme.len() + 3)
+}
+
+/// The index of the `@` that ends the user info of `rest` (the URL after `scheme://`): the
+/// last `@` followed by a host list, else the last `@` (so that a password is masked even
+/// when what follows is not a host). `None` when there is no `@`, or when the text before it
+/// has no `:` but a `/`, `?` or `#`: no password then, and the `@` is in the path or query.
+fn userinfo_end(rest: &str) -> Option<usize> {
+    let last = rest.rfind('@')?;
+    let at = rest
+        .match_indices('@')
+        .map(|(i, _)| i)
+        .rev()
+        .find(|&i| is_host_list(&rest[i + 1..]))
+        .unwrap_or(last);
+    let userinfo = &rest[..at];
+    (userinfo.contains(':') || !userinfo.contains(['/', '?', '#'])).then_some(at)
+}
+
+/// Whether `tail` starts with a host list (`h`, `h:1`, `h1:1,h2:2`, `[::1]:5432`, or nothing)
+/// that ends the text or is followed by `/`, `?` or `#`.
+fn is_host_list(tail: &str) -> bool {
+    let end = tail.find(['/', '?', '#']).unwrap_or(tail.len());
+    tail[..end].split(',').all(is_host)
+}
+
+fn is_host(host: &str) -> bool {
+    let (name, port) = if let Some(v6) = host.strip_prefix('[') {
+        let Some((addr, after)) = v6.split_once(']') else {
+            return false;
+        };
+        if !addr
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, ':' | '.' | '%'))
+        {
+            return false;
+        }
+        match after.strip_prefix(':') {
+            Some(port) => ("", Some(port)),
+            None if after.is_empty() => ("", None),
+            None => return false,
+        }
+    } else {
+        match host.split_once(':') {
+            Some((name, port)) => (name, Some(port)),
+            None => (host, None),
+        }
+    };
+    name.chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_' | '~' | '%'))
+        && port.is_none_or(|p| p.chars().all(|c| c.is_ascii_digit()))
+}
+
+/// The value ranges of secret query parameters in `text` (a URL from its hosts on, or text
+/// without a scheme), shifted by `offset`.
+fn query_secrets(text: &str, offset: usize) -> Vec<Range<usize>> {
+    let Some(q) = text.find('?') else {
+        return Vec::new();
+    };
+    let query_end = text[q..].find('#').map_or(text.len(), |i| q + i);
+    let mut ranges = Vec::new();
+    let mut start = q + 1;
+    for pair in text[q + 1..query_end].split('&') {
+        if let Some((name, value)) = pair.split_once('=')
+            && is_secret_param(name)
+            && !value.is_empty()
+        {
+            let value_start = offset + start + name.len() + 1;
+            ranges.push(value_start..value_start + value.len());
+        }
+        start += pair.len() + 1;
+    }
+    ranges
+}
+
+fn is_secret_param(name: &str) -> bool {
+    let name: String = name
+        .chars()
+        .filter(|c| !matches!(c, '-' | '_'))
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    SECRET_PARAMS.contains(&name.as_str())
+        || ["password", "secret", "token"]
+            .iter()
+            .any(|suffix| name.ends_with(suffix))
+}
+
+fn percent_decode(s: &str) -> String {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'%' && i + 2 < bytes.len() {
+            let hex = |c: u8| (c as char).to_digit(16);
+            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
+                out.push((h * 16 + l) as u8);
+                i += 3;
+                continue;
+            }
+        }
+        out.push(b);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
+
     use super::*;
 
     #[test]
@@ -84,11 +247,124 @@ mod tests {
             let shown = redact_url(url);
             assert!(!shown.contains(secret), "{shown}");
         }
+        // An `@` after the host makes the text ambiguous (`p@h/db?x=a` may be the password):
+        // everything up to the last `@` that a host follows is masked.
         assert_eq!(
             redact_url("postgres://u:p@h/db?x=a@b"),
-            "postgres://u:***@h/db?x=a@b"
+            "postgres://u:***@b"
         );
         assert_eq!(redact_url("not a url"), "not a url");
         assert_eq!(redact_url("user:pw@host"), REDACTED);
+    }
+
+    #[test]
+    fn a_password_may_hold_any_delimiter() {
+        assert_eq!(
+            redact_url("postgres://app:p/a?s#s@w:rd@db.example:5432/x?sslmode=require"),
+            "postgres://app:***@db.example:5432/x?sslmode=require"
+        );
+        assert_eq!(redact_url("mysql://root:a@b@h/db"), "mysql://root:***@h/db");
+        assert_eq!(
+            redact_url("postgres://u:pa/ss@h/db?password=zz"),
+            "postgres://u:***@h/db?password=***"
+        );
+        assert_eq!(
+            redact_url("redis://u:1234/abc@h:6379"),
+            "redis://u:***@h:6379"
+        );
+    }
+
+    #[test]
+    fn empty_and_missing_passwords() {
+        assert_eq!(redact_url("postgres://u:@h/db"), "postgres://u:***@h/db");
+        assert_eq!(redact_url("postgres://u@h/db"), "postgres://u@h/db");
+        assert_eq!(redact_url("postgres://h/db"), "postgres://h/db");
+        assert_eq!(redact_url("redis://:pw@h"), "redis://:***@h");
+        // A Unix socket: the host list is empty.
+        assert_eq!(
+            redact_url("postgres://u:pw@/db?host=/run/postgresql"),
+            "postgres://u:***@/db?host=/run/postgresql"
+        );
+    }
+
+    #[test]
+    fn ipv6_and_cluster_hosts() {
+        assert_eq!(
+            redact_url("postgres://u:pw@[::1]:5432/db"),
+            "postgres://u:***@[::1]:5432/db"
+        );
+        assert_eq!(redact_url("redis://[::1]:6379"), "redis://[::1]:6379");
+        assert_eq!(
+            redact_url("redis+cluster://u:p@ss@h1:7000,h2:7001,[fe80::1%25eth0]:7002"),
+            "redis+cluster://u:***@h1:7000,h2:7001,[fe80::1%25eth0]:7002"
+        );
+        assert_eq!(redact_url("redis+cluster://h1,h2"), "redis+cluster://h1,h2");
+    }
+
+    #[test]
+    fn secret_query_parameters() {
+        assert_eq!(
+            redact_url("https://h/v1?api_key=k1&x=1&Access-Token=t&sslmode=require#frag"),
+            "https://h/v1?api_key=***&x=1&Access-Token=***&sslmode=require#frag"
+        );
+        assert_eq!(
+            redact_url("sqlite:data.db?mode=rwc&password=zz"),
+            "sqlite:data.db?mode=rwc&password=***"
+        );
+        assert_eq!(redact_url("https://h/?password="), "https://h/?password=");
+        assert_eq!(
+            redact_url("https://h/?client_secret=s&sslkey=/path"),
+            "https://h/?client_secret=***&sslkey=/path"
+        );
+    }
+
+    #[test]
+    fn secrets_are_listed_for_scrubbing() {
+        assert_eq!(
+            url_secrets("postgres://u:pa/ss@h/db?password=zz"),
+            ["pa/ss", "zz"]
+        );
+        assert_eq!(url_secrets("user:pw@host"), ["user:pw@host"]);
+        assert!(url_secrets("postgres://u@h/db").is_empty());
+        assert_eq!(url_secrets("postgres://u:%zz@h"), ["%zz"]);
+    }
+
+    fn shown_without(password: &str, url: &str) -> std::result::Result<(), TestCaseError> {
+        let shown = redact_url(url);
+        prop_assert!(!shown.contains(password), "{url} shown as {shown}");
+        prop_assert!(
+            url_secrets(url).iter().any(|s| s == password),
+            "{url}: {:?}",
+            url_secrets(url)
+        );
+        Ok(())
+    }
+
+    proptest! {
+        #[test]
+        fn no_password_is_ever_shown(
+            password in "[ -~]{4,40}",
+            user in "[a-z]{0,8}",
+            hosts in prop::sample::select(vec![
+                "db.example:5432", "[::1]:6379", "h1:7000,h2:7001", "", "127.0.0.1",
+            ]),
+            path in prop::sample::select(vec!["", "/db", "/db?sslmode=require", "/0#f"]),
+            scheme in prop::sample::select(vec![
+                "postgres", "mysql", "redis", "redis+cluster", "https",
+            ]),
+        ) {
+            let fixed = format!("{scheme}://{user}:@{hosts}{path}");
+            // A password that the rest of the URL spells out by chance cannot be hidden.
+            prop_assume!(!fixed.contains(&password));
+            prop_assume!(password != REDACTED);
+            shown_without(&password, &format!("{scheme}://{user}:{password}@{hosts}{path}"))?;
+        }
+
+        #[test]
+        fn no_secret_parameter_is_shown(value in "[!-~&&[^&#]]{4,40}") {
+            let url = format!("https://h/x?a=1&token={value}&b=2");
+            prop_assume!(!"https://h/x?a=1&token=&b=2".contains(&value));
+            prop_assert!(!redact_url(&url).contains(&value));
+        }
     }
 }

@@ -5,12 +5,11 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, ErrorKind, Result};
+use memory_core::{Error, ErrorKind, Result, redact_url};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{Client, ClientBuilder, IntoUrl, Method, Url};
 
 use crate::error::Failure;
-use crate::redact::redact_url;
 use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
 
 /// A `reqwest` client builder with rustls and the ring crypto provider, the platform's root
@@ -95,7 +94,7 @@ impl fmt::Debug for ApiClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ApiClient")
             .field("service", &self.service)
-            .field("base_url", &redact_url(&self.base_url))
+            .field("base_url", &redact_url(self.base_url.as_str()))
             .field("timeout", &self.timeout)
             .field("max_retries", &self.retry.max_retries)
             .finish_non_exhaustive()
@@ -154,7 +153,7 @@ mod tests {
     use wiremock::{Mock, MockServer, ResponseTemplate};
 
     use super::*;
-    use crate::retry::Retry;
+    use crate::error::Retry;
 
     #[test]
     fn the_builder_builds_a_client() {

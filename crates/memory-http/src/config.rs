@@ -1,9 +1,7 @@
 //! Checks of the settings every client has: its base URL and the text it sends in headers.
 
-use memory_core::{Error, Result};
+use memory_core::{Error, Result, redact_url};
 use reqwest::Url;
-
-use crate::redact::{redact_url, redact_url_text};
 
 /// Parses `text` as the base URL of `service` ("OpenAI", "Mem0": messages name it): trimmed,
 /// without a trailing slash, `http` or `https`, without a query or fragment.
@@ -25,19 +23,19 @@ pub fn parse_base_url(text: &str, service: &str) -> Result<Url> {
     let url = Url::parse(trimmed).map_err(|err| {
         Error::invalid_input(format!(
             "the {service} base URL {:?} is not a valid URL: {err}",
-            redact_url_text(trimmed)
+            redact_url(trimmed)
         ))
     })?;
     if !matches!(url.scheme(), "http" | "https") || url.cannot_be_a_base() {
         return Err(Error::invalid_input(format!(
             "the {service} base URL {:?} must be an http or https URL",
-            redact_url(&url)
+            redact_url(url.as_str())
         )));
     }
     if url.query().is_some() || url.fragment().is_some() {
         return Err(Error::invalid_input(format!(
             "the {service} base URL {:?} must not have a query or fragment",
-            redact_url(&url)
+            redact_url(url.as_str())
         )));
     }
     Ok(url)

@@ -1,12 +1,28 @@
-//! What went wrong in one attempt ([`Failure`]), and the mapping of transport errors to
-//! [`ErrorKind`]s.
+//! What went wrong in one attempt ([`Failure`]) and whether to retry it ([`Retry`]), and the
+//! mapping of transport errors to [`ErrorKind`]s.
 
 use std::time::Duration;
 
 use memory_core::{Error, ErrorKind};
 use reqwest::StatusCode;
 
-use crate::retry::{RequestInfo, Retry};
+/// Whether and when to retry a failed attempt.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Retry {
+    /// Never: the same request fails the same way.
+    No,
+    /// After the exponential backoff of the [`RetryPolicy`](crate::RetryPolicy).
+    Backoff,
+    /// After the wait the server asked for.
+    After(Duration),
+}
+
+impl Retry {
+    /// [`Retry::After`] the wait the server asked for, if it asked, else [`Retry::Backoff`].
+    pub fn from_hint(hint: Option<Duration>) -> Self {
+        hint.map_or(Retry::Backoff, Retry::After)
+    }
+}
 
 /// The longest piece of a non-JSON error body [`quote_body`] keeps.
 pub const MAX_QUOTED_BODY: usize = 300;
@@ -47,21 +63,26 @@ impl Failure {
         }
     }
 
-    /// The error the request fails with after `attempts` attempts:
-    /// `"{service} {what} request failed: {message} (after {attempts} attempts)"`.
-    pub(crate) fn into_error(self, info: &RequestInfo<'_>, attempts: u32) -> Error {
+    /// The error the request of `service` (`"OpenAI"`) doing `what` (`"chat completion"`)
+    /// fails with after `attempts` attempts:
+    /// `"{service} {what} request failed: {message} (after {attempts} attempts)"`. It names
+    /// the service in lower case as its backend and `what` as its operation, and is temporary
+    /// when the failure was one to retry (a rate limit, an overloaded server, a dropped
+    /// connection: whatever its kind) or its kind is.
+    pub(crate) fn into_error(self, service: &str, what: &str, attempts: u32) -> Error {
         let tries = if attempts > 1 {
             format!(" (after {attempts} attempts)")
         } else {
             String::new()
         };
+        let temporary = self.kind.is_temporary() || self.retry != Retry::No;
         let error = Error::new(
             self.kind,
-            format!(
-                "{} {} request failed: {}{tries}",
-                info.service, info.what, self.message
-            ),
-        );
+            format!("{service} {what} request failed: {}{tries}", self.message),
+        )
+        .with_backend(service.to_ascii_lowercase())
+        .with_operation(what.to_owned())
+        .with_temporary(temporary);
         match self.source {
             Some(source) => error.with_source(source),
             None => error,
@@ -159,15 +180,6 @@ mod tests {
         assert_eq!(quote_body(b"  "), None);
     }
 
-    fn info() -> RequestInfo<'static> {
-        RequestInfo {
-            service: "Test",
-            what: "lookup",
-            host: "127.0.0.1",
-            timeout: Duration::from_millis(200),
-        }
-    }
-
     #[test]
     fn errors_name_the_service_request_and_attempts() {
         let failure = Failure::from_status(
@@ -176,20 +188,46 @@ mod tests {
             "not found",
             Retry::No,
         );
-        let err = failure.into_error(&info(), 1);
+        let err = failure.into_error("Test", "lookup", 1);
         assert_eq!(err.kind(), ErrorKind::NotFound);
         assert_eq!(err.message(), "Test lookup request failed: not found");
+        assert_eq!(err.backend(), Some("test"));
+        assert_eq!(err.operation(), Some("lookup"));
+        assert!(!err.is_temporary());
+        assert_eq!(
+            err.to_string(),
+            "not_found (test lookup): Test lookup request failed: not found"
+        );
         let failure = Failure::from_status(
             StatusCode::BAD_GATEWAY,
             ErrorKind::Unavailable,
             "down",
             Retry::Backoff,
         );
-        let err = failure.into_error(&info(), 3);
+        let err = failure.into_error("Test", "lookup", 3);
         assert!(
             err.to_string().ends_with("down (after 3 attempts)"),
             "{err}"
         );
+        assert!(err.is_temporary());
+    }
+
+    #[test]
+    fn a_failure_to_retry_is_temporary_whatever_its_kind() {
+        let rate_limited = Failure::from_status(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::LimitExceeded,
+            "rate limited",
+            Retry::from_hint(Some(Duration::from_secs(1))),
+        );
+        assert!(rate_limited.into_error("Test", "lookup", 1).is_temporary());
+        let quota = Failure::from_status(
+            StatusCode::TOO_MANY_REQUESTS,
+            ErrorKind::LimitExceeded,
+            "quota exceeded",
+            Retry::No,
+        );
+        assert!(!quota.into_error("Test", "lookup", 1).is_temporary());
     }
 
     #[tokio::test]

@@ -13,12 +13,12 @@ pub mod testing;
 
 pub use client::{ApiClient, build_client, http_client_builder};
 pub use config::{is_header_text, parse_base_url};
-pub use error::{Failure, MAX_QUOTED_BODY, quote_body, status_text, transport_failure};
-pub use redact::{redact_url, redact_url_text, scrub};
+pub use error::{Failure, MAX_QUOTED_BODY, Retry, quote_body, status_text, transport_failure};
+pub use redact::scrub;
 pub use retry::{
-    ErrorResponse, RequestInfo, Retry, RetryPolicy, retry_after, retry_after_ms, send_with_retries,
+    ErrorResponse, RequestInfo, RetryPolicy, retry_after, retry_after_ms, send_with_retries,
 };
-pub use secret::{ApiKey, REDACTED};
+pub use secret::ApiKey;
 
 /// The `reqwest` crate this crate is built on, to build a [`reqwest::Client`] of the same
 /// version (start from [`http_client_builder`]).

@@ -1,25 +1,10 @@
-//! Keeping secrets out of text: URL passwords, API keys and words that look like keys are
-//! replaced by [`REDACTED`].
+//! Keeping API keys out of text a server wrote: the key and words that look like keys are
+//! replaced by memory-core's [`REDACTED`] (URLs are masked with memory-core's
+//! [`redact_url`](memory_core::redact_url)).
 
-use reqwest::Url;
+use memory_core::REDACTED;
 
-use crate::secret::{ApiKey, REDACTED};
-
-/// The URL with a password it may carry replaced by `***` (memory-core's [`redact_url`](memory_core::redact_url)).
-///
-/// ```
-/// let url = memory_http::reqwest::Url::parse("https://user:hunter2@proxy.example/v1").unwrap();
-/// assert_eq!(memory_http::redact_url(&url), "https://user:***@proxy.example/v1");
-/// ```
-pub fn redact_url(url: &Url) -> String {
-    memory_core::redact_url(url.as_str())
-}
-
-/// As [`redact_url`], for text that may not parse as a URL: text with an `@` that does not
-/// parse is redacted whole.
-pub fn redact_url_text(text: &str) -> String {
-    memory_core::redact_url(text)
-}
+use crate::secret::ApiKey;
 
 /// Removes `key`, and every space-separated word that starts (after leading punctuation) with
 /// `key_prefix`, the way the service's keys start (`"sk-"`, `"m0-"`), from text a server wrote.
@@ -31,7 +16,7 @@ pub fn redact_url_text(text: &str) -> String {
 /// let key = ApiKey::new("sk-abc123");
 /// assert_eq!(
 ///     scrub("bad key sk-abc123, try 'sk-other'", Some(&key), "sk-"),
-///     "bad key <redacted>, try <redacted>"
+///     "bad key ***, try ***"
 /// );
 /// ```
 pub fn scrub(text: &str, key: Option<&ApiKey>, key_prefix: &str) -> String {
@@ -79,15 +64,6 @@ mod tests {
     fn scrub_without_a_key_or_prefix() {
         assert_eq!(scrub("sk-1 m0-2", None, ""), "sk-1 m0-2");
         assert_eq!(scrub("x", Some(&ApiKey::new("")), "sk-"), "x");
-        assert_eq!(scrub("a sk-1 b", None, "sk-"), "a <redacted> b");
-    }
-
-    #[test]
-    fn url_passwords_are_redacted() {
-        let redacted = redact_url_text("https://u:pw@h.example/x");
-        assert!(!redacted.contains("pw"), "{redacted}");
-        assert!(redacted.contains(memory_core::REDACTED), "{redacted}");
-        assert_eq!(redact_url_text("not a url@"), memory_core::REDACTED);
-        assert_eq!(redact_url_text("plain"), "plain");
+        assert_eq!(scrub("a sk-1 b", None, "sk-"), "a *** b");
     }
 }

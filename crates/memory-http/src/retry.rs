@@ -8,7 +8,7 @@ use memory_core::Result;
 use reqwest::header::{self, HeaderMap};
 use reqwest::{RequestBuilder, StatusCode};
 
-use crate::error::{Failure, transport_failure};
+use crate::error::{Failure, Retry, transport_failure};
 
 /// How many times, and how patiently, a failed request is retried.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -45,24 +45,6 @@ impl RetryPolicy {
             .saturating_mul(factor)
             .min(self.max_backoff);
         full.mul_f64(0.5 + fastrand::f64() / 2.0)
-    }
-}
-
-/// Whether and when to retry a failed attempt.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Retry {
-    /// Never: the same request fails the same way.
-    No,
-    /// After the exponential backoff of the [`RetryPolicy`].
-    Backoff,
-    /// After the wait the server asked for.
-    After(Duration),
-}
-
-impl Retry {
-    /// [`Retry::After`] the wait the server asked for, if it asked, else [`Retry::Backoff`].
-    pub fn from_hint(hint: Option<Duration>) -> Self {
-        hint.map_or(Retry::Backoff, Retry::After)
     }
 }
 
@@ -153,9 +135,9 @@ where
             Err(failure) => failure,
         };
         let delay = match failure.retry {
-            Retry::No => return Err(failure.into_error(info, attempt)),
+            Retry::No => return Err(failure.into_error(info.service, info.what, attempt)),
             _ if attempt > policy.max_retries => {
-                return Err(failure.into_error(info, attempt));
+                return Err(failure.into_error(info.service, info.what, attempt));
             }
             Retry::After(wait) if wait > policy.max_backoff => {
                 let mut failure = failure;
@@ -165,7 +147,7 @@ where
                     wait.as_secs_f64(),
                     policy.max_backoff.as_secs_f64()
                 ));
-                return Err(failure.into_error(info, attempt));
+                return Err(failure.into_error(info.service, info.what, attempt));
             }
             Retry::After(wait) => wait,
             Retry::Backoff => policy.backoff(attempt - 1),

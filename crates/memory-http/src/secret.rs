@@ -2,22 +2,21 @@
 
 use std::fmt;
 
-/// The text every `Debug` and `Display` of a secret, and every scrubbed message, prints instead
-/// of the secret.
-pub const REDACTED: &str = "<redacted>";
+use memory_core::REDACTED;
 
 /// An API key.
 ///
-/// Its `Debug` and `Display` print `<redacted>`, and it implements neither `Serialize` nor
-/// `PartialEq`: the clients read it only to build their auth header (which they mark sensitive)
-/// and to scrub it from server messages. Call [`ApiKey::expose`] to read it yourself.
+/// Its `Debug` and `Display` print memory-core's [`REDACTED`] (`***`), and it implements
+/// neither `Serialize` nor `PartialEq`: the clients read it only to build their auth header
+/// (which they mark sensitive) and to scrub it from server messages. Call [`ApiKey::expose`]
+/// to read it yourself.
 ///
 /// ```
 /// use memory_http::ApiKey;
 ///
 /// let key = ApiKey::new("sk-test-123");
-/// assert_eq!(format!("{key:?}"), "\"<redacted>\"");
-/// assert_eq!(key.to_string(), "<redacted>");
+/// assert_eq!(format!("{key:?}"), "\"***\"");
+/// assert_eq!(key.to_string(), "***");
 /// assert_eq!(key.expose(), "sk-test-123");
 /// ```
 #[derive(Clone)]

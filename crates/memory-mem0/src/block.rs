@@ -32,7 +32,7 @@ pub const BATCH_KEY: &str = "agent_memory_batch";
 ///   once, under the **storage scope**, with the batch's sequence range as metadata
 ///   ([`FIRST_SEQ_KEY`], [`LAST_SEQ_KEY`], [`BATCH_KEY`]).
 /// - [`get`](MemoryBlock::get) searches Mem0 once with the text of the last
-///   [`retrieval_context_window`](Self::retrieval_context_window) messages, within the
+///   [`with_retrieval_context_window`](Self::with_retrieval_context_window) messages, within the
 ///   **search scope** (none set: nothing is searched), and renders the memories as
 ///   `- <memory>` lines, best first. Truncation drops the last lines first.
 ///
@@ -66,7 +66,7 @@ pub struct Mem0MemoryBlock {
 
 impl Mem0MemoryBlock {
     /// A block named `mem0_memory`, priority 2, that stores under `storage_scope`, searches
-    /// nothing until [`search_scope`](Self::search_scope) is set, and recalls at most 10
+    /// nothing until [`with_search_scope`](Self::with_search_scope) is set, and recalls at most 10
     /// memories for the last 5 messages.
     pub fn new(client: Mem0Client, storage_scope: Mem0Scope) -> Self {
         Self {
@@ -81,7 +81,7 @@ impl Mem0MemoryBlock {
     }
 
     /// Limits searches to `scope` (without it, nothing is searched).
-    pub fn search_scope(mut self, scope: Mem0Scope) -> Self {
+    pub fn with_search_scope(mut self, scope: Mem0Scope) -> Self {
         self.defaults.search_scope = Some(scope);
         self
     }
@@ -105,19 +105,19 @@ impl Mem0MemoryBlock {
     }
 
     /// Sets how many memories a search recalls at most (at least 1).
-    pub fn top_k(mut self, top_k: u32) -> Self {
+    pub fn with_top_k(mut self, top_k: u32) -> Self {
         self.top_k = top_k.max(1);
         self
     }
 
     /// Sets what a Mem0 failure does (default [`OnError::Degrade`]).
-    pub fn on_error(mut self, on_error: OnError) -> Self {
+    pub fn with_on_error(mut self, on_error: OnError) -> Self {
         self.on_error = on_error;
         self
     }
 
     /// Sets how many recent messages form the search query (at least 1; default 5).
-    pub fn retrieval_context_window(mut self, messages: usize) -> Self {
+    pub fn with_retrieval_context_window(mut self, messages: usize) -> Self {
         self.retrieval_context_window = messages.max(1);
         self
     }

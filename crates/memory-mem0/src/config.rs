@@ -4,8 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use memory_core::{Error, Result};
-use memory_http::{ApiKey, REDACTED, is_header_text, redact_url_text};
+use memory_core::{Error, REDACTED, Result, redact_url};
+use memory_http::{ApiKey, is_header_text};
 use reqwest::Url;
 
 /// The hosted platform's base URL, used when none is given.
@@ -40,7 +40,7 @@ pub enum KeyHeader {
 /// Which Mem0 the client talks to.
 ///
 /// The two flavours speak different REST APIs; [`Mem0Client`](crate::Mem0Client) picks the
-/// paths and bodies from this. Its `Debug` prints keys as `"<redacted>"`.
+/// paths and bodies from this. Its `Debug` prints keys as `"***"`.
 #[derive(Clone)]
 #[non_exhaustive]
 pub enum Mem0Flavor {
@@ -106,7 +106,7 @@ impl fmt::Debug for Mem0Flavor {
             } => f
                 .debug_struct("Platform")
                 .field("api_key", &REDACTED)
-                .field("base_url", &redact_url_text(base_url))
+                .field("base_url", &redact_url(base_url))
                 .field("org_id", org_id)
                 .field("project_id", project_id)
                 .finish(),
@@ -116,7 +116,7 @@ impl fmt::Debug for Mem0Flavor {
                 key_header,
             } => f
                 .debug_struct("SelfHosted")
-                .field("base_url", &redact_url_text(base_url))
+                .field("base_url", &redact_url(base_url))
                 .field("api_key", &api_key.as_ref().map(|_| REDACTED))
                 .field("key_header", key_header)
                 .finish(),
@@ -127,7 +127,7 @@ impl fmt::Debug for Mem0Flavor {
 /// The settings of a [`Mem0Client`](crate::Mem0Client): plain data, with constructors per
 /// flavour and builder-style `with_*` methods.
 ///
-/// Its `Debug` is written by hand: keys print as `"<redacted>"`.
+/// Its `Debug` is written by hand: keys print as `"***"`.
 ///
 /// ```
 /// use std::time::Duration;

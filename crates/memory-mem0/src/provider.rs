@@ -41,7 +41,9 @@ pub const DEFAULT_TOP_K: u32 = 10;
 /// # fn run() -> memory_core::Result<()> {
 /// let client = Mem0Client::new(Mem0Config::platform("m0-..."))?;
 /// let alice = Mem0Scope::user("alice")?;
-/// let provider = Mem0Provider::new(client, alice.clone()).search_scope(alice).top_k(5);
+/// let provider = Mem0Provider::new(client, alice.clone())
+///     .with_search_scope(alice)
+///     .with_top_k(5);
 /// # let _ = Arc::new(provider);
 /// # Ok(())
 /// # }
@@ -58,7 +60,7 @@ pub struct Mem0Provider {
 
 impl Mem0Provider {
     /// A provider that stores new memories under `storage_scope` and searches nothing until
-    /// [`search_scope`](Self::search_scope) is set.
+    /// [`with_search_scope`](Self::with_search_scope) is set.
     pub fn new(client: Mem0Client, storage_scope: Mem0Scope) -> Self {
         Self {
             client,
@@ -71,19 +73,19 @@ impl Mem0Provider {
     }
 
     /// Limits searches to `scope` (without it, nothing is searched).
-    pub fn search_scope(mut self, scope: Mem0Scope) -> Self {
+    pub fn with_search_scope(mut self, scope: Mem0Scope) -> Self {
         self.defaults.search_scope = Some(scope);
         self
     }
 
     /// Sets how many memories a search recalls at most (at least 1; default 10).
-    pub fn top_k(mut self, top_k: u32) -> Self {
+    pub fn with_top_k(mut self, top_k: u32) -> Self {
         self.top_k = top_k.max(1);
         self
     }
 
     /// Sets what a Mem0 failure does to the run (default [`OnError::Degrade`]).
-    pub fn on_error(mut self, on_error: OnError) -> Self {
+    pub fn with_on_error(mut self, on_error: OnError) -> Self {
         self.on_error = on_error;
         self
     }
@@ -92,13 +94,13 @@ impl Mem0Provider {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an invalid id.
-    pub fn source_id(mut self, source: impl Into<String>) -> Result<Self> {
+    pub fn with_source_id(mut self, source: impl Into<String>) -> Result<Self> {
         self.source = SourceId::new(source)?;
         Ok(self)
     }
 
     /// Replaces the heading of the memories instruction.
-    pub fn context_prompt(mut self, prompt: impl Into<String>) -> Self {
+    pub fn with_context_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.context_prompt = prompt.into();
         self
     }

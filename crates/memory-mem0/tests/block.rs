@@ -124,8 +124,8 @@ async fn recalled_memories_fill_the_block_section() {
         .mount(&server)
         .await;
     let block = Mem0MemoryBlock::new(platform(&server), alice())
-        .search_scope(alice())
-        .top_k(4);
+        .with_search_scope(alice())
+        .with_top_k(4);
     let messages = memory(block)
         .get(&[ChatMessage::user("What should I drink?")])
         .await
@@ -151,8 +151,8 @@ async fn the_query_is_the_recent_messages_within_the_window() {
         .mount(&server)
         .await;
     let block = Mem0MemoryBlock::new(platform(&server), alice())
-        .search_scope(alice())
-        .retrieval_context_window(2);
+        .with_search_scope(alice())
+        .with_retrieval_context_window(2);
     let memory = memory(block);
     memory.put_messages(&conversation()[..4]).await.unwrap();
     let messages = memory
@@ -182,7 +182,7 @@ async fn an_outage_degrades_with_a_warning() {
         .expect(6) // a search and an add, three attempts each
         .mount(&server)
         .await;
-    let block = Mem0MemoryBlock::new(platform(&server), alice()).search_scope(alice());
+    let block = Mem0MemoryBlock::new(platform(&server), alice()).with_search_scope(alice());
     let memory = memory(block);
     let captured = Captured::default();
     {
@@ -214,8 +214,8 @@ async fn on_error_fail_fails_get_and_the_flush() {
         .mount(&server)
         .await;
     let block = Mem0MemoryBlock::new(platform(&server), alice())
-        .search_scope(alice())
-        .on_error(OnError::Fail);
+        .with_search_scope(alice())
+        .with_on_error(OnError::Fail);
     let memory = memory(block);
     let err = memory
         .get(&[ChatMessage::user("What should I drink?")])

@@ -391,6 +391,15 @@ async fn a_rate_limit_is_retried_then_limit_exceeded() {
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("rate limit"), "{err}");
     assert!(err.to_string().contains("after 3 attempts"), "{err}");
+    // A rate limit passes: the error says so whatever its kind, and names where it happened.
+    assert!(err.is_temporary(), "{err}");
+    assert_eq!(err.backend(), Some("mem0"));
+    assert_eq!(err.operation(), Some("search"));
+    assert!(
+        err.to_string()
+            .starts_with("limit_exceeded (mem0 search): "),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -410,6 +419,7 @@ async fn a_used_up_quota_is_limit_exceeded_and_not_retried() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("quota"), "{err}");
+    assert!(!err.is_temporary(), "{err}");
 }
 
 #[tokio::test]
@@ -450,6 +460,7 @@ async fn a_retry_after_longer_than_the_longest_backoff_fails_at_once() {
     let err = platform(&server).get("m1").await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("asked to wait 3600.0 s"), "{err}");
+    assert!(err.is_temporary(), "{err}");
 }
 
 #[tokio::test]

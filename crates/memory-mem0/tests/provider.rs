@@ -122,8 +122,8 @@ async fn with_a_search_scope_memories_become_one_instruction() {
     .await;
     let model = Arc::new(ScriptedChatModel::new().reply_text("Green tea."));
     let provider = Mem0Provider::new(platform(&server), alice())
-        .search_scope(alice())
-        .top_k(3);
+        .with_search_scope(alice())
+        .with_top_k(3);
     agent(provider, model.clone())
         .run("What should I drink?", &mut session())
         .await
@@ -168,7 +168,7 @@ async fn storage_and_search_scopes_are_used_separately() {
         .with_run_id("chat-1")
         .unwrap();
     let search = alice().with_app_id("shop").unwrap();
-    let provider = Mem0Provider::new(platform(&server), storage).search_scope(search);
+    let provider = Mem0Provider::new(platform(&server), storage).with_search_scope(search);
     agent(provider, model.clone())
         .run("hi", &mut session())
         .await
@@ -231,7 +231,7 @@ async fn an_outage_degrades_the_run_with_a_warning() {
         .mount(&server)
         .await;
     let model = Arc::new(ScriptedChatModel::new().reply_text("Hello!"));
-    let provider = Mem0Provider::new(platform(&server), alice()).search_scope(alice());
+    let provider = Mem0Provider::new(platform(&server), alice()).with_search_scope(alice());
     let agent = agent(provider, model.clone());
     let captured = Captured::default();
     let run = {
@@ -267,8 +267,8 @@ async fn on_error_fail_fails_the_run_before_the_model() {
         .await;
     let model = Arc::new(ScriptedChatModel::new().reply_text("never"));
     let provider = Mem0Provider::new(platform(&server), alice())
-        .search_scope(alice())
-        .on_error(OnError::Fail);
+        .with_search_scope(alice())
+        .with_on_error(OnError::Fail);
     let err = agent(provider, model.clone())
         .run("hi", &mut session())
         .await
@@ -288,7 +288,7 @@ async fn on_error_fail_fails_the_run_when_the_add_fails() {
         .mount(&server)
         .await;
     let model = Arc::new(ScriptedChatModel::new().reply_text("ok"));
-    let provider = Mem0Provider::new(platform(&server), alice()).on_error(OnError::Fail);
+    let provider = Mem0Provider::new(platform(&server), alice()).with_on_error(OnError::Fail);
     let err = agent(provider, model)
         .run("hi", &mut session())
         .await
@@ -320,7 +320,7 @@ async fn the_session_state_holds_the_scoping_ids_and_never_the_key() {
         platform(&server),
         alice().with_agent_id("assistant").unwrap(),
     )
-    .search_scope(alice());
+    .with_search_scope(alice());
     assert!(!format!("{provider:?}").contains(KEY));
     let mut session = session();
     agent(provider, model)
@@ -379,7 +379,7 @@ async fn a_restored_session_keeps_its_own_ids() {
     );
     let mut session = AgentSession::deserialize(&session.serialize().unwrap()).unwrap();
     let model = Arc::new(ScriptedChatModel::new().reply_text("hey"));
-    let provider = Mem0Provider::new(platform(&server), alice()).search_scope(alice());
+    let provider = Mem0Provider::new(platform(&server), alice()).with_search_scope(alice());
     agent(provider, model)
         .run("hi", &mut session)
         .await
@@ -396,7 +396,7 @@ async fn a_malformed_session_state_is_a_serialization_error() {
     );
     let model = Arc::new(ScriptedChatModel::new().reply_text("x"));
     let provider = Mem0Provider::new(platform(&server), alice())
-        .source_id("memories")
+        .with_source_id("memories")
         .unwrap();
     let err = agent(provider, model)
         .run("hi", &mut session)
@@ -433,7 +433,7 @@ async fn the_self_hosted_flavour_searches_and_adds_with_top_level_ids() {
         .await;
     let scope = alice().with_agent_id("assistant").unwrap();
     let model = Arc::new(ScriptedChatModel::new().reply_text("Hi Alice"));
-    let provider = Mem0Provider::new(self_hosted(&server), scope.clone()).search_scope(scope);
+    let provider = Mem0Provider::new(self_hosted(&server), scope.clone()).with_search_scope(scope);
     agent(provider, model.clone())
         .run("hi", &mut session())
         .await
@@ -459,8 +459,8 @@ async fn the_context_prompt_can_be_replaced() {
     let model = Arc::new(ScriptedChatModel::new().reply_text("ok"));
     let client: Mem0Client = platform(&server);
     let provider = Mem0Provider::new(client, alice())
-        .search_scope(alice())
-        .context_prompt("Known facts:");
+        .with_search_scope(alice())
+        .with_context_prompt("Known facts:");
     agent(provider, model.clone())
         .run("hi", &mut session())
         .await

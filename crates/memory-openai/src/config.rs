@@ -4,8 +4,8 @@
 use std::fmt;
 use std::time::Duration;
 
-use memory_core::{Error, Result};
-use memory_http::{ApiKey, REDACTED, is_header_text, redact_url_text};
+use memory_core::{Error, REDACTED, Result, redact_url};
+use memory_http::{ApiKey, is_header_text};
 use reqwest::Url;
 
 /// The OpenAI API's base URL, used when none is given.
@@ -33,7 +33,7 @@ pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// endpoint, vLLM, Ollama, LM Studio, llama.cpp's server, LiteLLM...): point
 /// [`base_url`](OpenAiConfig::base_url) at it.
 ///
-/// Its `Debug` is written by hand: the API key prints as `"<redacted>"`.
+/// Its `Debug` is written by hand: the API key prints as `"***"`.
 ///
 /// ```
 /// use std::time::Duration;
@@ -253,7 +253,7 @@ impl OpenAiConfig {
 impl fmt::Debug for OpenAiConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("OpenAiConfig")
-            .field("base_url", &redact_url_text(&self.base_url))
+            .field("base_url", &redact_url(&self.base_url))
             .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("organization", &self.organization)
             .field("project", &self.project)
@@ -333,7 +333,7 @@ mod tests {
         let debug = format!("{config:?}");
         assert!(!debug.contains("sk-very-secret"), "{debug}");
         assert!(!debug.contains("hunter2"), "{debug}");
-        assert!(debug.contains("<redacted>"), "{debug}");
+        assert!(debug.contains(REDACTED), "{debug}");
         assert!(!format!("{config:#?}").contains("sk-very-secret"));
     }
 

@@ -355,7 +355,7 @@ mod tests {
         assert!(!text.contains("abcdef123456"), "{text}");
         assert!(!text.contains("sk-proj-abc"), "{text}");
         assert!(
-            text.starts_with("Incorrect API key provided: <redacted>"),
+            text.starts_with("Incorrect API key provided: ***"),
             "{text}"
         );
         assert!(!format!("{client:?}").contains("sk-proj"));

@@ -311,6 +311,14 @@ mod tests {
         // A lone user part is the user name for redis (`redis://name@h`), not a secret.
         assert_eq!(redacted("redis://hunter2@h"), "redis://hunter2@h");
         assert_eq!(redacted("redis://h:1"), "redis://h:1");
+        assert_eq!(
+            redacted("redis://u:p/a?s#s@w:rd@h:6379/0"),
+            "redis://u:***@h:6379/0"
+        );
+        assert_eq!(
+            redacted("redis+cluster://u:p/w@a:1,b:2"),
+            "cluster[redis://u:***@a:1, redis://u:***@b:2]"
+        );
         let cluster = Endpoint::parse("redis+cluster://:hunter2@a:1,b:2").unwrap();
         assert!(!format!("{cluster:?}").contains("hunter2"));
         assert_eq!(

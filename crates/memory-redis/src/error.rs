@@ -9,12 +9,32 @@
 //! | anything else (authentication, permissions, out of memory, a script error) | `Backend` |
 //!
 //! The redis error is kept as the [`source`](std::error::Error::source); messages name what
-//! was being done, never the URL's password.
+//! was being done, never the URL's password. Every error names the backend `redis`; the
+//! trait methods add their operation ([`During`]). An error is temporary when what happened
+//! may pass: a timeout, a connection refused, reset or dropped, a cluster or server that is
+//! restarting or failing over (`TRYAGAIN`, `CLUSTERDOWN`, `MASTERDOWN`, `LOADING`,
+//! `READONLY`), a server out of memory (`OOM`) or busy with a script (`BUSY`).
 
 use std::time::Duration;
 
-use memory_core::{Error, ErrorKind};
+use memory_core::{Error, ErrorKind, Result};
 use redis::{RedisError, ServerErrorKind};
+
+/// The backend name every error of this crate carries.
+pub(crate) const BACKEND: &str = "redis";
+
+/// Names the operation of a trait method (`"append"`, `"load"`) and the backend on the
+/// errors of a call.
+pub(crate) trait During<T> {
+    /// The result, its error naming `operation` and this backend.
+    fn during(self, operation: &'static str) -> Result<T>;
+}
+
+impl<T> During<T> for Result<T> {
+    fn during(self, operation: &'static str) -> Result<T> {
+        self.map_err(|err| err.with_backend(BACKEND).with_operation(operation))
+    }
+}
 
 /// The code of the error a script raises for stored data it cannot use (`corrupt` in
 /// `prelude.lua`).
@@ -35,7 +55,34 @@ pub(crate) fn redis_error(what: &str, err: RedisError) -> Error {
         ErrorKind::Serialization => format!("{what}: unexpected reply from redis"),
         _ => format!("{what}: redis {}", err.category()),
     };
-    Error::new(kind, message).with_source(err)
+    let temporary = is_temporary(&err, kind);
+    Error::new(kind, message)
+        .with_backend(BACKEND)
+        .with_temporary(temporary)
+        .with_source(err)
+}
+
+/// Whether the call may succeed later, from what happened (see the module docs).
+fn is_temporary(err: &RedisError, kind: ErrorKind) -> bool {
+    if err.is_timeout() {
+        return true;
+    }
+    if err.is_io_error() {
+        // The client's own reading of the I/O error: a permission or an unsupported
+        // operation is permanent; a refused, reset or dropped connection is not.
+        return !matches!(err.retry_method(), redis::RetryMethod::NoRetry);
+    }
+    match err.kind() {
+        redis::ErrorKind::Server(
+            ServerErrorKind::TryAgain
+            | ServerErrorKind::MasterDown
+            | ServerErrorKind::ClusterDown
+            | ServerErrorKind::BusyLoading
+            | ServerErrorKind::ReadOnly,
+        ) => true,
+        redis::ErrorKind::Extension if matches!(err.code(), Some("OOM" | "BUSY")) => true,
+        _ => kind.is_temporary(),
+    }
 }
 
 fn classify(err: &RedisError) -> ErrorKind {
@@ -70,11 +117,13 @@ pub(crate) fn timed_out(what: &str, budget: Duration) -> Error {
         ErrorKind::Timeout,
         format!("{what}: redis did not answer within {budget:?}"),
     )
+    .with_backend(BACKEND)
 }
 
 /// The error for a reply that does not have the shape a script returns.
 pub(crate) fn bad_reply(what: &str, detail: impl std::fmt::Display) -> Error {
     Error::serialization(format!("{what}: unexpected reply from redis: {detail}"))
+        .with_backend(BACKEND)
 }
 
 #[cfg(test)]
@@ -99,9 +148,44 @@ mod tests {
         );
         let err = redis_error("read", corrupt);
         assert_eq!(err.kind(), ErrorKind::Serialization);
+        assert!(!err.is_temporary());
+        assert_eq!(err.backend(), Some(BACKEND));
         assert_eq!(
             err.message(),
             "read: the stored data is corrupt: message 3 is missing"
+        );
+    }
+
+    #[test]
+    fn temporariness_follows_the_cause() {
+        let io = |kind| redis_error("x", RedisError::from(std::io::Error::from(kind)));
+        assert!(io(std::io::ErrorKind::ConnectionRefused).is_temporary());
+        assert!(io(std::io::ErrorKind::ConnectionReset).is_temporary());
+        assert!(io(std::io::ErrorKind::TimedOut).is_temporary());
+        let denied = io(std::io::ErrorKind::PermissionDenied);
+        assert_eq!(denied.kind(), ErrorKind::Unavailable);
+        assert!(!denied.is_temporary());
+        let server = |code: &str| {
+            redis_error(
+                "x",
+                redis::make_extension_error(code.to_owned(), Some("detail".to_owned())),
+            )
+        };
+        let oom = server("OOM");
+        assert_eq!(oom.kind(), ErrorKind::Backend);
+        assert!(oom.is_temporary());
+        assert!(server("BUSY").is_temporary());
+        assert!(!server("WRONGTYPE").is_temporary());
+        let auth = RedisError::from((redis::ErrorKind::AuthenticationFailed, "no"));
+        assert!(!redis_error("x", auth).is_temporary());
+        let timeout = timed_out("read", Duration::from_millis(5));
+        assert!(timeout.is_temporary());
+        assert_eq!(
+            Err::<(), _>(timeout)
+                .during("read")
+                .unwrap_err()
+                .to_string(),
+            "timeout (redis read): read: redis did not answer within 5ms"
         );
     }
 }

@@ -10,7 +10,7 @@ use memory_core::{
 };
 use redis::Value;
 
-use crate::error::bad_reply;
+use crate::error::{During, bad_reply};
 use crate::keys::{Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, expiry_args, integer, request_nonce, unsigned};
@@ -55,7 +55,8 @@ impl HistoryStore for RedisStore {
         let what = format!("append to thread {scope}");
         let reply = self
             .eval(&what, &SCRIPTS.append, &keys.all(), &args)
-            .await?;
+            .await
+            .during("append")?;
         let Value::Array(items) = reply else {
             return Err(bad_reply(
                 &what,
@@ -108,8 +109,9 @@ impl HistoryStore for RedisStore {
                 &[&keys.meta, &keys.msg, &keys.tok, &keys.active],
                 &[mode.as_bytes(), arg.as_bytes()],
             )
-            .await?;
-        let messages = decode_messages(&what, reply)?;
+            .await
+            .during("read")?;
+        let messages = decode_messages(&what, reply).during("read")?;
         tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
         Ok(messages)
     }
@@ -120,7 +122,7 @@ impl HistoryStore for RedisStore {
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(&keys.meta)
             .arg(&["last_seq", "active", "tokens", "deleted"]);
-        let reply = self.query(&what, &cmd).await?;
+        let reply = self.query(&what, &cmd).await.during("count")?;
         let Value::Array(fields) = reply else {
             return Err(bad_reply(&what, "HMGET did not return an array"));
         };
@@ -144,16 +146,21 @@ impl HistoryStore for RedisStore {
     }
 
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.archive_once(scope, seqs, &request_nonce()).await
+        self.archive_once(scope, seqs, &request_nonce())
+            .await
+            .during("archive")
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.clear_once(scope, &request_nonce()).await
+        self.clear_once(scope, &request_nonce())
+            .await
+            .during("clear")
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         self.list_scopes("list threads", filter, &page, Listed::Threads)
             .await
+            .during("list_threads")
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
@@ -167,7 +174,8 @@ impl HistoryStore for RedisStore {
                 &keys.all(),
                 &[ttl_arg.as_bytes(), grace.as_bytes()],
             )
-            .await?;
+            .await
+            .during("set_ttl")?;
         match unsigned(&reply) {
             Some(1) => {
                 tracing::debug!(scope = %scope, ?ttl, "history.set_ttl");
@@ -184,7 +192,8 @@ impl HistoryStore for RedisStore {
             .purge_records("purge expired threads", Listed::ThreadExpiries, |scope| {
                 ThreadKeys::new(&prefix, scope).meta
             })
-            .await?;
+            .await
+            .during("purge_expired")?;
         tracing::debug!(purged, "history.purge_expired");
         Ok(purged)
     }

@@ -10,7 +10,7 @@ use memory_core::{
 use redis::Value;
 use serde_json::Value as Json;
 
-use crate::error::bad_reply;
+use crate::error::{During, bad_reply};
 use crate::keys::{Listed, SessionKeys};
 use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, expiry_args, request_nonce, unsigned};
@@ -26,7 +26,7 @@ impl SessionStore for RedisStore {
         let what = format!("load session {scope}");
         let mut cmd = redis::cmd("HMGET");
         cmd.arg(&keys.session).arg(&["version", "state"]);
-        let reply = self.query(&what, &cmd).await?;
+        let reply = self.query(&what, &cmd).await.during("load")?;
         let Value::Array(fields) = reply else {
             return Err(bad_reply(&what, "HMGET did not return an array"));
         };
@@ -51,15 +51,19 @@ impl SessionStore for RedisStore {
     ) -> Result<u64> {
         self.save_once(scope, state, expected_version, &request_nonce())
             .await
+            .during("save")
     }
 
     async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.delete_once(scope, &request_nonce()).await
+        self.delete_once(scope, &request_nonce())
+            .await
+            .during("delete")
     }
 
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         self.list_scopes("list sessions", filter, &page, Listed::Sessions)
             .await
+            .during("list")
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
@@ -73,7 +77,8 @@ impl SessionStore for RedisStore {
                 &[&keys.session, &keys.expiry],
                 &[ttl_arg.as_bytes(), grace.as_bytes()],
             )
-            .await?;
+            .await
+            .during("set_ttl")?;
         match unsigned(&reply) {
             Some(1) => Ok(()),
             Some(0) => Err(Error::not_found(format!("no session at {scope}"))),
@@ -87,6 +92,7 @@ impl SessionStore for RedisStore {
             SessionKeys::new(&prefix, scope).session
         })
         .await
+        .during("purge_expired")
     }
 }
 

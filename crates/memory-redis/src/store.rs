@@ -17,7 +17,7 @@ use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr
 use redis::{Cmd, Pipeline, RedisResult, Value};
 
 use crate::config::{Endpoint, Overflow, RedisConfig};
-use crate::error::{bad_reply, redis_error, timed_out};
+use crate::error::{During, bad_reply, redis_error, timed_out};
 use crate::keys::{self, Listed};
 use crate::scripts::LuaScript;
 
@@ -224,7 +224,10 @@ impl RedisStore {
     /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
     /// [`Timeout`](memory_core::ErrorKind::Timeout) when it does not.
     pub async fn ping(&self) -> Result<()> {
-        self.query("ping", &redis::cmd("PING")).await.map(|_| ())
+        self.query("ping", &redis::cmd("PING"))
+            .await
+            .map(|_| ())
+            .during("ping")
     }
 
     pub(crate) fn prefix(&self) -> &str {
@@ -675,6 +678,10 @@ impl RedisStoreBuilder {
     /// use; [`Unavailable`](memory_core::ErrorKind::Unavailable) or
     /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached.
     pub async fn connect(self) -> Result<RedisStore> {
+        self.open().await.during("connect")
+    }
+
+    async fn open(self) -> Result<RedisStore> {
         let endpoint = self.endpoint?;
         let config = self.config;
         config.validate()?;

@@ -146,6 +146,11 @@ async fn calls_fail_fast_while_down_and_reconnect_after_restart() {
         let err = result.expect_err("a call to a dead server fails");
         assert_eq!(err.kind(), ErrorKind::Unavailable, "call {i}: {err}");
         assert!(elapsed < FAIL_FAST, "call {i} took {elapsed:?}");
+        // A server that went away may come back; the error names the store and the call.
+        assert!(err.is_temporary(), "call {i}: {err}");
+        let operation = if i % 2 == 0 { "append" } else { "load" };
+        assert_eq!(err.backend(), Some("redis"), "call {i}: {err}");
+        assert_eq!(err.operation(), Some(operation), "call {i}: {err}");
     }
 
     let mut server = tokio::task::spawn_blocking(move || {
@@ -198,4 +203,10 @@ async fn passwords_never_show() {
         source = s.source();
     }
     assert!(!text.contains("hunter3"), "{text}");
+    // A refused password does not pass by retrying.
+    assert!(!err.is_temporary(), "{err}");
+    assert_eq!(
+        (err.backend(), err.operation()),
+        (Some("redis"), Some("connect"))
+    );
 }

@@ -5,52 +5,14 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, REDACTED, Result, TokenCounter, default_token_counter, redact_url};
+use memory_core::{
+    Error, REDACTED, Result, TokenCounter, default_token_counter, redact_url, url_secrets,
+};
 
 use crate::dialect::Backend;
 
 /// The table prefix used when none is given.
 pub const DEFAULT_TABLE_PREFIX: &str = "agent_memory_";
-/// The longest table prefix, in characters.
-pub const MAX_TABLE_PREFIX_LEN: usize = 32;
-
-/// A validated table prefix: 1 to 32 characters of `[a-z0-9_]`, starting with a letter. It is
-/// the only text of a statement that does not come from this crate's constants, and it cannot
-/// carry a quote, a space or a semicolon, so nothing can be injected through it.
-#[derive(Clone, PartialEq, Eq, Hash)]
-pub(crate) struct TablePrefix(String);
-
-impl TablePrefix {
-    pub(crate) fn new(prefix: &str) -> Result<Self> {
-        let ok_len = !prefix.is_empty() && prefix.len() <= MAX_TABLE_PREFIX_LEN;
-        let starts_with_letter = prefix
-            .chars()
-            .next()
-            .is_some_and(|c| c.is_ascii_lowercase());
-        let ok_chars = prefix
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_');
-        if ok_len && starts_with_letter && ok_chars {
-            Ok(Self(prefix.to_owned()))
-        } else {
-            Err(Error::invalid_input(format!(
-                "table prefix {prefix:?} is invalid: it must be 1 to {MAX_TABLE_PREFIX_LEN} \
-                 characters of a-z, 0-9 and _, starting with a letter"
-            )))
-        }
-    }
-
-    pub(crate) fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for TablePrefix {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Debug::fmt(&self.0, f)
-    }
-}
-
 /// How a [`SqlStore`](crate::SqlStore) uses its database: plain data, shared by every
 /// constructor.
 ///
@@ -202,32 +164,9 @@ pub(crate) struct DbUrl {
 
 impl DbUrl {
     pub(crate) fn parse(url: &str) -> Result<Self> {
-        let mut redacted = redact_url(url);
-        let mut secrets = secrets(url, &redacted);
-        // `redact_url` ends the user info at the first `/`: a password holding an unescaped
-        // `/` (not valid in a URL, but easily typed) would slip past it. Mask all of such a
-        // URL's user info.
-        // (A SQLite URL is a path, which may hold both.)
-        let (main, _) = url_query(url);
-        if !url.to_ascii_lowercase().starts_with("sqlite:")
-            && let (Some(scheme_end), Some(at)) = (main.find("://").map(|i| i + 3), main.rfind('@'))
-            && scheme_end <= at
-            && main[scheme_end..at].contains('/')
-        {
-            if let Some((_, password)) = main[scheme_end..at].split_once(':') {
-                secrets.push(password.to_owned());
-            }
-            redacted = format!("{}{REDACTED}{}", &url[..scheme_end], &main[at..]);
-            if let (_, Some(query)) = url_query(&redact_url(url)) {
-                redacted = format!("{redacted}?{query}");
-            }
-        }
-        let decoded: Vec<String> = secrets.iter().map(|s| percent_decode(s)).collect();
-        secrets.extend(decoded);
-        secrets.retain(|s| !s.is_empty() && s != REDACTED);
-        // Longest first, so that a secret holding another is masked whole.
-        secrets.sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
-        secrets.dedup();
+        let redacted = redact_url(url);
+        let mut secrets = url_secrets(url);
+        secrets.retain(|s| s != REDACTED);
         let scheme = url
             .split(':')
             .next()
@@ -282,97 +221,10 @@ impl fmt::Debug for DbUrl {
     }
 }
 
-/// The secrets [`redact_url`] masks in `url` (the password of the user info, the values of
-/// secret query parameters), found by comparing the URL with its masked form.
-fn secrets(url: &str, redacted: &str) -> Vec<String> {
-    let (raw_main, raw_query) = url_query(url);
-    let (red_main, red_query) = url_query(redacted);
-    let mut found = Vec::new();
-    if raw_main != red_main {
-        // One masked span: the password, between the parts both forms share.
-        let prefix = raw_main
-            .bytes()
-            .zip(red_main.bytes())
-            .take_while(|(a, b)| a == b)
-            .count();
-        let max_suffix = raw_main.len().min(red_main.len()) - prefix;
-        let suffix = raw_main
-            .bytes()
-            .rev()
-            .zip(red_main.bytes().rev())
-            .take(max_suffix)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if let Some(secret) = raw_main.get(prefix..raw_main.len() - suffix) {
-            found.push(secret.to_owned());
-        }
-    }
-    if let (Some(raw_query), Some(red_query)) = (raw_query, red_query) {
-        for (raw, red) in raw_query.split('&').zip(red_query.split('&')) {
-            if raw != red
-                && let Some((_, value)) = raw.split_once('=')
-            {
-                found.push(value.to_owned());
-            }
-        }
-    }
-    found
-}
-
-/// `url` split at its first `?`.
-fn url_query(url: &str) -> (&str, Option<&str>) {
-    url.split_once('?')
-        .map_or((url, None), |(main, query)| (main, Some(query)))
-}
-
-fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'%' && i + 2 < bytes.len() {
-            let hex = |c: u8| (c as char).to_digit(16);
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use memory_core::ErrorKind;
-
-    #[test]
-    fn prefixes() {
-        for ok in ["a", "agent_memory_", "t1_", "abc_def_2", &"a".repeat(32)] {
-            assert!(TablePrefix::new(ok).is_ok(), "{ok}");
-        }
-        for bad in [
-            "",
-            "a'b",
-            "a;drop table x",
-            "A",
-            "Ab",
-            "1a",
-            "_a",
-            "a-b",
-            "a b",
-            "a\"b",
-            "é",
-            &"a".repeat(33),
-        ] {
-            let err = TablePrefix::new(bad).unwrap_err();
-            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}");
-        }
-    }
 
     #[test]
     fn backends_from_urls() {
@@ -420,7 +272,7 @@ mod tests {
         let url = DbUrl::parse("mysql://root@h/db").unwrap();
         assert_eq!(url.redacted, "mysql://root@h/db");
         let url = DbUrl::parse("postgres://u:pa/ss@h/db?password=zz").unwrap();
-        assert_eq!(url.redacted, "postgres://***@h/db?password=***");
+        assert_eq!(url.redacted, "postgres://u:***@h/db?password=***");
         assert!(url.leaks("pa/ss") && url.leaks("zz"));
         assert_eq!(url.scrub("a pa/ss b zz"), "a *** b ***");
     }

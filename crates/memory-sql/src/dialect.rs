@@ -5,7 +5,7 @@
 
 use std::fmt;
 
-use crate::config::TablePrefix;
+use crate::prefix::TablePrefix;
 
 /// Which database a store talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

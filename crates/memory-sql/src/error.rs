@@ -25,7 +25,7 @@ pub(crate) type Context<'a> = &'a str;
 /// How many times an operation that lost a race is retried before it reports `Conflict`.
 pub(crate) const MAX_RETRIES: u32 = 8;
 
-/// Converts a sqlx error, saying what was being done.
+/// Converts a sqlx error, saying what was being done; temporary as [`is_temporary`] says.
 pub(crate) fn sql_error(ctx: Context<'_>, err: sqlx::Error) -> Error {
     let kind = classify(&err);
     let message = match kind {
@@ -34,7 +34,39 @@ pub(crate) fn sql_error(ctx: Context<'_>, err: sqlx::Error) -> Error {
         ErrorKind::Conflict => format!("{ctx}: lost a race with a concurrent writer: {err}"),
         _ => format!("{ctx}: {err}"),
     };
-    Error::new(kind, message).with_source(err)
+    let temporary = is_temporary(&err, kind);
+    Error::new(kind, message)
+        .with_temporary(temporary)
+        .with_source(err)
+}
+
+/// Whether the call may succeed later, from what happened: a connection refused, reset or
+/// cut, a pool that timed out, a server restarting or out of connections, a lost race. Not a
+/// file that cannot be opened, a TLS handshake refused (a certificate, a protocol), a pool
+/// the application closed or a crashed SQLite worker: retrying those fails the same way.
+fn is_temporary(err: &sqlx::Error, kind: ErrorKind) -> bool {
+    use std::io::ErrorKind as Io;
+    match err {
+        sqlx::Error::Io(io) => matches!(
+            io.kind(),
+            Io::ConnectionRefused
+                | Io::ConnectionReset
+                | Io::ConnectionAborted
+                | Io::NotConnected
+                | Io::BrokenPipe
+                | Io::TimedOut
+                | Io::UnexpectedEof
+                | Io::Interrupted
+                | Io::WouldBlock
+                | Io::HostUnreachable
+                | Io::NetworkUnreachable
+                | Io::NetworkDown
+                | Io::AddrNotAvailable
+        ),
+        sqlx::Error::Tls(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => false,
+        sqlx::Error::PoolTimedOut => true,
+        _ => kind.is_temporary(),
+    }
 }
 
 fn classify(err: &sqlx::Error) -> ErrorKind {
@@ -156,6 +188,22 @@ mod tests {
             ErrorKind::Unavailable
         );
         assert!(!is_retryable(&sql_error("x", sqlx::Error::PoolClosed)));
+    }
+
+    #[test]
+    fn temporariness_follows_the_cause() {
+        let io = |kind| sql_error("open", sqlx::Error::Io(std::io::Error::from(kind)));
+        assert!(io(std::io::ErrorKind::ConnectionRefused).is_temporary());
+        assert!(io(std::io::ErrorKind::ConnectionReset).is_temporary());
+        let missing = io(std::io::ErrorKind::NotFound);
+        assert_eq!(missing.kind(), ErrorKind::Unavailable);
+        assert!(!missing.is_temporary());
+        assert!(!io(std::io::ErrorKind::PermissionDenied).is_temporary());
+        assert!(sql_error("x", sqlx::Error::PoolTimedOut).is_temporary());
+        let closed = sql_error("x", sqlx::Error::PoolClosed);
+        assert_eq!(closed.kind(), ErrorKind::Unavailable);
+        assert!(!closed.is_temporary());
+        assert!(!sql_error("x", sqlx::Error::RowNotFound).is_temporary());
     }
 
     #[test]

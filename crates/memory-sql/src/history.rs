@@ -8,7 +8,6 @@
 
 use std::collections::HashMap;
 use std::ops::RangeInclusive;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -17,11 +16,12 @@ use memory_core::{
     PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
 };
 
-use crate::config::TablePrefix;
-use crate::dialect::{Backend, Dialect, MAX_PARAMS, MAX_STATEMENT_BYTES};
+use crate::dialect::{Backend, MAX_PARAMS, MAX_STATEMENT_BYTES};
 use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
-use crate::store::{SqlStore, expiry, list_page, now_ms, scope_args, to_i64, ttl_ms};
+use crate::rows::{expiry, now_ms, scope_args, to_i64, ttl_ms};
+use crate::sql::PURGE_BATCH;
+use crate::store::{SqlStore, list_page};
 
 /// Columns of a message row as reads select them.
 const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
@@ -37,150 +37,6 @@ const BUDGET_MAX_PAGE: i64 = 1 << 16;
 /// connection (a turn appends one or two, so those shapes repeat); larger ones are not cached.
 /// MySQL caches every batch statement (see [`batch_chunk`]).
 const CACHED_BATCH: usize = 8;
-/// Expired threads removed per purge transaction.
-const PURGE_BATCH: usize = 256;
-
-/// The fixed statements of the history store, rendered for one dialect and prefix at open.
-pub(crate) struct HistorySql {
-    dialect: Dialect,
-    prefix: TablePrefix,
-    upsert_thread: Arc<str>,
-    lock_thread: Arc<str>,
-    insert_thread: Arc<str>,
-    update_thread: Arc<str>,
-    delete_messages: Arc<str>,
-    delete_thread: Arc<str>,
-    read_last: Arc<str>,
-    read_all: Arc<str>,
-    read_after: Arc<str>,
-    read_everything: Arc<str>,
-    read_budget: Arc<str>,
-    /// PostgreSQL: the known ids of a batch, given as one array.
-    known_ids_pg: Arc<str>,
-    /// PostgreSQL: a batch inserted from one array per column.
-    insert_messages_pg: Arc<str>,
-    count: Arc<str>,
-    lock_live: Arc<str>,
-    archive_counters: Arc<str>,
-    archive_messages: Arc<str>,
-    set_ttl: Arc<str>,
-    purge_select: Arc<str>,
-}
-
-/// `EXISTS` clause: the thread (`?` = key) is live at `?` = now.
-const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key = ? \
-                    AND (t.expires_at IS NULL OR t.expires_at > ?))";
-
-/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live at
-/// `?` = now, else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
-/// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
-/// from the first active message on, past the archived prefix and the index entries archiving
-/// left behind.
-const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
-                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > ?))";
-
-impl HistorySql {
-    pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
-        let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
-        let for_update = dialect.for_update();
-        let select_msgs = "SELECT seq, tokens, archived, body FROM {prefix}messages";
-        Self {
-            dialect,
-            prefix: prefix.clone(),
-            upsert_thread: r("INSERT INTO {prefix}threads \
-                 (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?) \
-                 ON CONFLICT (thread_key) DO UPDATE SET thread_key = excluded.thread_key \
-                 RETURNING last_seq, active_count, active_tokens, ttl_ms, expires_at"),
-            lock_thread: r(&format!(
-                "SELECT last_seq, active_count, active_tokens, ttl_ms, expires_at \
-                 FROM {{prefix}}threads WHERE thread_key = ?{for_update}"
-            )),
-            insert_thread: r("INSERT INTO {prefix}threads \
-                 (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
-                 VALUES (?, ?, ?, ?, ?, ?, ?)"),
-            update_thread: r(
-                "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
-                 active_tokens = ?, ttl_ms = ?, expires_at = ?, \
-                 first_active = COALESCE(?, first_active) WHERE thread_key = ?",
-            ),
-            delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
-            delete_thread: r("DELETE FROM {prefix}threads WHERE thread_key = ?"),
-            read_last: r(&format!(
-                "SELECT seq, tokens, archived, body FROM (\
-                   {select_msgs} WHERE thread_key = ? AND archived = 0 \
-                   AND seq >= {ACTIVE_FROM} \
-                   ORDER BY seq DESC LIMIT ?\
-                 ) newest ORDER BY seq"
-            )),
-            read_all: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND archived = 0 \
-                 AND seq >= {ACTIVE_FROM} ORDER BY seq"
-            )),
-            read_after: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND archived = 0 AND seq > ? \
-                 AND seq >= {ACTIVE_FROM} \
-                 ORDER BY seq"
-            )),
-            read_everything: r(&format!(
-                "{select_msgs} WHERE thread_key = ? AND {LIVE} ORDER BY seq"
-            )),
-            // One page of a budgeted read: the newest `LIMIT` active messages before the
-            // cursor, of which only the run whose token total stays within the budget is sent.
-            // The page is summed from sequence numbers and token counts alone; bodies are read
-            // for the messages sent only.
-            read_budget: r(&format!(
-                "SELECT m.seq, m.tokens, m.archived, m.body FROM (\
-                   SELECT seq, SUM(tokens) OVER (ORDER BY seq DESC \
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
-                   FROM (SELECT seq, tokens FROM {{prefix}}messages \
-                     WHERE thread_key = ? AND archived = 0 AND seq < ? \
-                     AND seq >= {ACTIVE_FROM} ORDER BY seq DESC LIMIT ?) newest\
-                 ) w JOIN {{prefix}}messages m ON m.thread_key = ? AND m.seq = w.seq \
-                 WHERE w.running <= ? ORDER BY m.seq DESC"
-            )),
-            known_ids_pg: r("SELECT message_id, seq FROM {prefix}messages \
-                 WHERE thread_key = ? AND message_id = ANY(?)"),
-            insert_messages_pg: r("INSERT INTO {prefix}messages \
-                 (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
-                 SELECT ?, s, i, r, t, 0, c, b FROM UNNEST(?::bigint[], ?::text[], \
-                   ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u(s, i, r, t, c, b)"),
-            count: r(
-                "SELECT last_seq, active_count, active_tokens FROM {prefix}threads \
-                 WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > ?)",
-            ),
-            lock_live: r(&format!(
-                "SELECT last_seq FROM {{prefix}}threads WHERE thread_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?){for_update}"
-            )),
-            archive_counters: r("UPDATE {prefix}threads SET \
-                 active_count = active_count - (SELECT COUNT(*) FROM {prefix}messages \
-                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?), \
-                 active_tokens = active_tokens - (SELECT COALESCE(SUM(tokens), 0) \
-                   FROM {prefix}messages \
-                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?), \
-                 first_active = CASE WHEN first_active BETWEEN ? AND ? \
-                   THEN COALESCE((SELECT MIN(seq) FROM {prefix}messages \
-                     WHERE thread_key = ? AND archived = 0 AND seq > ?), last_seq + 1) \
-                   ELSE first_active END \
-                 WHERE thread_key = ?"),
-            archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
-                 WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),
-            set_ttl: r("UPDATE {prefix}threads SET ttl_ms = ?, expires_at = ? \
-                 WHERE thread_key = ? AND last_seq > 0 \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
-            purge_select: r(&format!(
-                "SELECT thread_key FROM {{prefix}}threads \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ? \
-                 ORDER BY expires_at LIMIT {PURGE_BATCH}{for_update}"
-            )),
-        }
-    }
-
-    fn render(&self, template: &str) -> String {
-        self.dialect.render(&self.prefix, template)
-    }
-}
 
 /// A thread row as a writer sees it under its lock.
 #[derive(Debug, Clone, Copy)]
@@ -715,6 +571,7 @@ impl HistoryStore for SqlStore {
         let (unique_seqs, inserted) = self
             .bounded(
                 "append",
+                "append",
                 with_retries("append", || self.append_once(scope, &key, &batch)),
             )
             .await?;
@@ -743,7 +600,9 @@ impl HistoryStore for SqlStore {
                 .args(live)
                 .int(to_i64(n)),
             Window::TokenBudget(budget) => {
-                return self.bounded("read", self.read_budget(&key, budget)).await;
+                return self
+                    .bounded("read", "read", self.read_budget(&key, budget))
+                    .await;
             }
             _ => {
                 return Err(Error::unsupported(format!(
@@ -752,7 +611,11 @@ impl HistoryStore for SqlStore {
             }
         };
         let rows = self
-            .bounded("read", self.inner.db.fetch("read", query, MESSAGE_COLS))
+            .bounded(
+                "read",
+                "read",
+                self.inner.db.fetch("read", query, MESSAGE_COLS),
+            )
             .await?;
         decode_messages(rows)
     }
@@ -764,6 +627,7 @@ impl HistoryStore for SqlStore {
             .int(now_ms());
         let rows = self
             .bounded(
+                "count",
                 "count",
                 self.inner
                     .db
@@ -793,6 +657,7 @@ impl HistoryStore for SqlStore {
         let moved = self
             .bounded(
                 "archive",
+                "archive",
                 with_retries("archive", || self.archive_once(&key, first, last)),
             )
             .await?;
@@ -803,7 +668,11 @@ impl HistoryStore for SqlStore {
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = scope.key();
         let removed = self
-            .bounded("clear", with_retries("clear", || self.clear_once(&key)))
+            .bounded(
+                "clear",
+                "clear",
+                with_retries("clear", || self.clear_once(&key)),
+            )
             .await?;
         tracing::debug!(scope = %scope, removed, "history.clear");
         Ok(removed)
@@ -819,7 +688,7 @@ impl HistoryStore for SqlStore {
             filter,
             page,
         );
-        self.bounded("list threads", list).await
+        self.bounded("list_threads", "list threads", list).await
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
@@ -832,7 +701,9 @@ impl HistoryStore for SqlStore {
             .text(&key)
             .int(now);
         const CTX: &str = "set a thread's TTL";
-        let changed = self.bounded(CTX, self.inner.db.execute(CTX, q)).await?;
+        let changed = self
+            .bounded("set_ttl", CTX, self.inner.db.execute(CTX, q))
+            .await?;
         if changed == 0 {
             return Err(Error::not_found(format!("no thread at {scope}")));
         }
@@ -845,7 +716,11 @@ impl HistoryStore for SqlStore {
         loop {
             // Each batch is an operation of its own: a long purge is no sign of a dead server.
             let n = self
-                .bounded(CTX, with_retries(CTX, || self.purge_threads_once()))
+                .bounded(
+                    "purge_expired",
+                    CTX,
+                    with_retries(CTX, || self.purge_threads_once()),
+                )
                 .await?;
             total = total.saturating_add(n as u64);
             if n < PURGE_BATCH {

@@ -21,14 +21,18 @@ mod error;
 mod history;
 #[cfg(feature = "llamaindex")]
 mod llamaindex;
+mod prefix;
+mod rows;
 mod schema;
 mod session;
+mod sql;
 mod store;
 
-pub use config::{DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LEN, SqlConfig};
+pub use config::{DEFAULT_TABLE_PREFIX, SqlConfig};
 pub use dialect::Backend;
 #[cfg(feature = "llamaindex")]
 pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
+pub use prefix::MAX_TABLE_PREFIX_LEN;
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};
 

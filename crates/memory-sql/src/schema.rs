@@ -11,10 +11,11 @@
 
 use memory_core::{Error, Result};
 
-use crate::config::TablePrefix;
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Col, Db, Query, Tx};
 use crate::error::Context;
+use crate::prefix::TablePrefix;
+use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
 pub const SCHEMA_VERSION: u32 = 3;
@@ -233,7 +234,7 @@ async fn apply(
         )
         .int(i64::from(migration.version))
         .text(migration.name)
-        .int(crate::store::now_ms());
+        .int(now_ms());
         tx.execute(CTX, record).await?;
         tracing::info!(
             version = migration.version,

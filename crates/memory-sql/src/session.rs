@@ -2,72 +2,18 @@
 //! `version` column for optimistic concurrency. A save with an expected version is a single
 //! conditional `UPDATE`, so a stale writer changes nothing.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Error, ErrorKind, MAX_TTL, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
+    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
     SessionStore, StoredSession,
 };
 use serde_json::Value;
 
-use crate::config::TablePrefix;
-use crate::dialect::Dialect;
 use crate::driver::{Arg, Col, Query};
-use crate::store::{SqlStore, expiry, list_page, now_ms, scope_args, to_i64, ttl_ms};
-
-/// The fixed statements of the session store, rendered for one dialect and prefix at open.
-pub(crate) struct SessionSql {
-    load: Arc<str>,
-    version: Arc<str>,
-    delete_expired: Arc<str>,
-    insert: Arc<str>,
-    update: Arc<str>,
-    delete_live: Arc<str>,
-    delete_any: Arc<str>,
-    set_ttl: Arc<str>,
-    purge: Arc<str>,
-}
-
-impl SessionSql {
-    pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
-        let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
-        Self {
-            load: r(
-                "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
-            ),
-            version: r("SELECT version FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
-            delete_expired: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND expires_at IS NOT NULL AND expires_at <= ?"),
-            insert: r(
-                "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
-                 source, session_id, version, state, ttl_ms, expires_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL)",
-            ),
-            // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
-            // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
-            // cannot overflow.
-            update: r(&format!(
-                "UPDATE {{prefix}}sessions SET state = ?, version = version + 1, \
-                 expires_at = CASE WHEN ttl_ms IS NULL THEN NULL \
-                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END \
-                 WHERE scope_key = ? AND version = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
-                max_ttl = to_i64(MAX_TTL.as_millis()),
-            )),
-            delete_live: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
-            delete_any: r("DELETE FROM {prefix}sessions WHERE scope_key = ?"),
-            set_ttl: r("UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = ? \
-                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
-            purge: r("DELETE FROM {prefix}sessions \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ?"),
-        }
-    }
-}
+use crate::rows::{expiry, now_ms, scope_args, ttl_ms};
+use crate::store::{SqlStore, list_page};
 
 impl SqlStore {
     /// The stored version of a live session, for conflict messages.
@@ -187,7 +133,7 @@ impl SessionStore for SqlStore {
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.bounded("load a session", self.load_session(scope))
+        self.bounded("load", "load a session", self.load_session(scope))
             .await
     }
 
@@ -199,6 +145,7 @@ impl SessionStore for SqlStore {
     ) -> Result<u64> {
         let json = serde_json::to_string(state)?;
         self.bounded(
+            "save",
             "save a session",
             self.save_session(scope, &json, expected_version),
         )
@@ -207,7 +154,7 @@ impl SessionStore for SqlStore {
 
     async fn delete(&self, scope: &Scope) -> Result<bool> {
         let key = scope.key();
-        self.bounded("delete a session", self.delete_session(&key))
+        self.bounded("delete", "delete a session", self.delete_session(&key))
             .await
     }
 
@@ -221,7 +168,7 @@ impl SessionStore for SqlStore {
             filter,
             page,
         );
-        self.bounded("list sessions", list).await
+        self.bounded("list", "list sessions", list).await
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
@@ -234,7 +181,11 @@ impl SessionStore for SqlStore {
             .arg(Arg::OptInt(expiry(now, ttl_ms)))
             .text(&key)
             .int(now);
-        if self.bounded(CTX, self.inner.db.execute(CTX, q)).await? == 0 {
+        if self
+            .bounded("set_ttl", CTX, self.inner.db.execute(CTX, q))
+            .await?
+            == 0
+        {
             return Err(Error::not_found(format!("no session at {scope}")));
         }
         Ok(())
@@ -243,7 +194,9 @@ impl SessionStore for SqlStore {
     async fn purge_expired(&self) -> Result<u64> {
         const CTX: &str = "purge expired sessions";
         let q = Query::shared(&self.inner.session.purge).int(now_ms());
-        let removed = self.bounded(CTX, self.inner.db.execute(CTX, q)).await?;
+        let removed = self
+            .bounded("purge_expired", CTX, self.inner.db.execute(CTX, q))
+            .await?;
         tracing::debug!(removed, "session.purge_expired");
         Ok(removed)
     }

@@ -3,19 +3,17 @@
 
 use std::fmt;
 use std::sync::Arc;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
-use memory_core::{
-    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionId, TenantId,
-    TokenCounter, ttl_millis,
-};
+use memory_core::{Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
 
-use crate::config::{DbUrl, SqlConfig, TablePrefix};
+use crate::config::{DbUrl, SqlConfig};
 use crate::dialect::{Backend, Dialect};
-use crate::driver::{Arg, Col, Db, Pool, Query, Row};
-use crate::history::HistorySql;
+use crate::driver::{Arg, Col, Db, Pool, Query};
+use crate::prefix::TablePrefix;
+use crate::rows::{now_ms, scope_from_row, to_i64, ttl_ms};
 use crate::schema::{self, SCHEMA_VERSION};
-use crate::session::SessionSql;
+use crate::sql::{HistorySql, SessionSql};
 
 /// A [`HistoryStore`](memory_core::HistoryStore) and [`SessionStore`](memory_core::SessionStore)
 /// on SQLite, PostgreSQL or MySQL/MariaDB.
@@ -182,6 +180,7 @@ impl SqlStore {
     /// As any query.
     pub async fn schema_version(&self) -> Result<u32> {
         self.bounded(
+            "schema_version",
             "read the schema version",
             schema::current_version(&self.inner.db, &self.inner.prefix),
         )
@@ -286,7 +285,11 @@ impl SqlStoreBuilder {
             Backend::Postgres => open_postgres(&url, self.config).await,
             Backend::MySql => open_mysql(&url, self.config).await,
         };
-        opened.map_err(|err| redact_error(&url, err))
+        opened.map_err(|err| {
+            redact_error(&url, err)
+                .with_backend(url.backend.as_str())
+                .with_operation("open")
+        })
     }
 }
 
@@ -312,7 +315,7 @@ fn redact_error(url: &DbUrl, err: Error) -> Error {
         return err;
     }
     let details: Vec<String> = chain.iter().map(|s| s.to_string()).collect();
-    Error::new(err.kind(), url.scrub(err.message()))
+    Error::new_like(&err, url.scrub(err.message()))
         .with_source(Redacted(url.scrub(&details.join(": "))))
 }
 
@@ -502,61 +505,34 @@ async fn open_mysql(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
 }
 
 impl SqlStore {
-    /// Runs one operation of the store within the operation timeout.
+    /// Runs `operation` of the store (`"append"`, `"load"`: the API's word) within the
+    /// operation timeout; its errors name the operation and the backend. `ctx` says what was
+    /// being done in the timeout's message.
     pub(crate) async fn bounded<T>(
         &self,
+        operation: &'static str,
         ctx: &str,
         op: impl Future<Output = Result<T>>,
     ) -> Result<T> {
         let limit = self.inner.operation_timeout;
-        tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!("{ctx}: the database did not finish within {limit:?}"),
-            ))
-        })
+        tokio::time::timeout(limit, op)
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::new(
+                    ErrorKind::Timeout,
+                    format!("{ctx}: the database did not finish within {limit:?}"),
+                ))
+            })
+            .map_err(|err| {
+                err.with_backend(self.backend().as_str())
+                    .with_operation(operation)
+            })
     }
 
     /// Whether this is a private in-memory SQLite database (one process only).
     pub(crate) fn is_private_memory(&self) -> bool {
         self.inner.memory
     }
-}
-
-/// The scope's columns, in table order: tenant, user_id, agent_id, source, session_id.
-pub(crate) fn scope_args(scope: &Scope) -> [Arg<'_>; 5] {
-    [
-        Arg::Text(scope.tenant().as_str()),
-        Arg::OptText(scope.user().map(|u| u.as_str())),
-        Arg::OptText(scope.agent().map(|a| a.as_str())),
-        Arg::Text(scope.source().as_str()),
-        Arg::Text(scope.session_id().as_str()),
-    ]
-}
-
-/// Rebuilds a scope from the columns tenant, user_id, agent_id, source, session_id at
-/// `first..first + 5` of `row`; ids are validated again, so a corrupt row is a
-/// `Serialization` error.
-pub(crate) fn scope_from_row(row: &mut Row, first: usize) -> Result<Scope> {
-    let corrupt = |err: Error| {
-        Error::serialization(format!("a stored scope is invalid: {}", err.message()))
-            .with_source(err)
-    };
-    let tenant = TenantId::new(row.take_text(first)?).map_err(corrupt)?;
-    let user = row.take_opt_text(first + 1)?;
-    let agent = row.take_opt_text(first + 2)?;
-    let source = row.take_text(first + 3)?;
-    let session = SessionId::new(row.take_text(first + 4)?).map_err(corrupt)?;
-    let mut scope = Scope::new(tenant, session)
-        .with_source(source)
-        .map_err(corrupt)?;
-    if let Some(user) = user {
-        scope = scope.with_user(user).map_err(corrupt)?;
-    }
-    if let Some(agent) = agent {
-        scope = scope.with_agent(agent).map_err(corrupt)?;
-    }
-    Ok(scope)
 }
 
 /// One page of scopes from `table`, keyed by `key_col`, matching `filter`, live, and meeting
@@ -618,31 +594,8 @@ pub(crate) async fn list_page(
     })
 }
 
-/// The application's clock, in Unix milliseconds: the time base of every expiry.
-pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| to_i64(d.as_millis()))
-        .unwrap_or_default()
-}
-
-/// An unsigned count or bound as an SQL integer, saturating at `i64::MAX`.
-pub(crate) fn to_i64(v: impl TryInto<i64>) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
-}
-
 /// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").
 #[cfg(feature = "postgres")]
 fn millis(d: Duration) -> u128 {
     d.as_millis().max(1)
-}
-
-/// A time to live, checked ([`ttl_millis`]: 1 ms to 100 years), in milliseconds.
-pub(crate) fn ttl_ms(ttl: Duration) -> Result<i64> {
-    ttl_millis(ttl).map(to_i64)
-}
-
-/// `now + ttl`. Checked TTLs keep it far from overflowing; a corrupt stored one saturates.
-pub(crate) fn expiry(now: i64, ttl_ms: Option<i64>) -> Option<i64> {
-    ttl_ms.map(|t| now.saturating_add(t))
 }

@@ -1,5 +1,5 @@
 //! `LlamaIndexHistoryStore` on SQLite files and the PostgreSQL server: LlamaIndex's exact table,
-//! the rows LlamaIndex wrote (docs/interop/vectors, shared/interop/README.md §2) read back,
+//! the rows LlamaIndex wrote (docs/interop/vectors, and a demo session's six rows) read back,
 //! Python's bytes written, our `Memory` reading and flushing a Python session, idempotent
 //! appends, scope mapping and a subset of the conformance suite.
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
@@ -33,7 +33,7 @@ const VECTOR: &str = concat!(
 
 const SESSION: &str = "demo-session";
 
-/// The rows of shared/interop/README.md §2, as LlamaIndex 0.14.25 wrote them:
+/// The six rows of a demo session, as LlamaIndex 0.14.25 wrote them:
 /// `(id, timestamp, role, status, data)`.
 const README_ROWS: [(i64, i64, &str, &str, &str); 6] = [
     (

@@ -529,6 +529,16 @@ async fn passwords_never_appear_in_errors() {
         let chain = error_chain(&err);
         assert!(!chain.contains("hunter2"), "{chain}");
         assert!(chain.contains("***"), "the URL is shown masked: {chain}");
+        // A refused connection may pass; the error names the database and the operation.
+        assert!(err.is_temporary(), "{url}: {err}");
+        assert_eq!(err.operation(), Some("open"), "{err}");
+        let backend = url.split(':').next().unwrap();
+        assert_eq!(err.backend(), Some(backend), "{err}");
+        assert!(
+            err.to_string()
+                .starts_with(&format!("unavailable ({backend} open): ")),
+            "{err}"
+        );
     }
     // A server that refuses the password.
     let url = common::mysql_url().replacen("root@", "root:hunter2@", 1);
@@ -569,6 +579,17 @@ async fn a_pool_that_cannot_connect_or_is_closed_is_unavailable() {
     let scope = Scope::session("closed").unwrap();
     let err = store.read(&scope, Window::All).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
+    // The application closed it: retrying cannot help.
+    assert!(!err.is_temporary(), "{err}");
+    assert_eq!(
+        (err.backend(), err.operation()),
+        (Some("sqlite"), Some("read"))
+    );
+    assert!(
+        err.to_string()
+            .starts_with("unavailable (sqlite read): read: "),
+        "{err}"
+    );
     let err = store
         .append(&scope, &[ChatMessage::user("x")])
         .await

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use memory_core::{Error, Result};
+use memory_core::{Error, REDACTED, Result, redact_url};
 
 /// The collection a store uses unless told otherwise.
 pub const DEFAULT_COLLECTION: &str = "agent_memory";
@@ -49,12 +49,14 @@ impl QdrantStoreConfig {
         let url = url.into();
         let Some((scheme, rest)) = url.split_once("://") else {
             return Err(Error::invalid_input(format!(
-                "a Qdrant URL starts with http:// or https://, got {url:?}"
+                "a Qdrant URL starts with http:// or https://, got {:?}",
+                redact_url(&url)
             )));
         };
         if !matches!(scheme, "http" | "https") || rest.is_empty() {
             return Err(Error::invalid_input(format!(
-                "a Qdrant URL starts with http:// or https:// and names a host, got {url:?}"
+                "a Qdrant URL starts with http:// or https:// and names a host, got {:?}",
+                redact_url(&url)
             )));
         }
         Ok(Self {
@@ -122,8 +124,8 @@ impl QdrantStoreConfig {
 impl fmt::Debug for QdrantStoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QdrantStoreConfig")
-            .field("url", &self.url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("url", &redact_url(&self.url))
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("collection", &self.collection)
             .field("dimensions", &self.dimensions)
             .field("upsert_batch_size", &self.upsert_batch_size)
@@ -155,7 +157,20 @@ mod tests {
             .with_upsert_batch_size(0);
         let printed = format!("{c:?}");
         assert!(!printed.contains("top-secret-key"), "{printed}");
-        assert!(printed.contains("<redacted>"));
+        assert!(printed.contains(REDACTED));
         assert_eq!(c.upsert_batch_size, 1);
+    }
+
+    #[test]
+    fn urls_are_shown_without_their_password() {
+        let c = QdrantStoreConfig::from_url("https://u:pa/ss@cloud.example:6334").unwrap();
+        let printed = format!("{c:?}");
+        assert!(!printed.contains("pa/ss"), "{printed}");
+        assert!(
+            printed.contains("https://u:***@cloud.example:6334"),
+            "{printed}"
+        );
+        let err = QdrantStoreConfig::from_url("grpc://u:hunter2@h:6334").unwrap_err();
+        assert!(!err.to_string().contains("hunter2"), "{err}");
     }
 }

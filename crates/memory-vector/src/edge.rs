@@ -26,6 +26,9 @@ use crate::schema::{
     qdrant_point_id, scoped, stored_payload,
 };
 
+/// The backend name the errors of this store carry.
+const BACKEND: &str = "qdrant-edge";
+
 /// The file `qdrant-edge` keeps its configuration in, inside the shard directory.
 const EDGE_CONFIG_FILE: &str = "edge_config.json";
 
@@ -102,15 +105,16 @@ impl QdrantEdgeStore {
         let shard = tokio::task::spawn_blocking(move || -> Result<Option<EdgeShard>> {
             std::fs::create_dir_all(&dir).map_err(|e| {
                 backend(
+                    BACKEND,
                     ErrorKind::Backend,
-                    &format!("creating the directory {}", dir.display()),
+                    format!("creating the directory {}", dir.display()),
                     e,
                 )
             })?;
             if dir.join(EDGE_CONFIG_FILE).exists() {
-                return EdgeShard::load(&dir, None)
-                    .map(Some)
-                    .map_err(|e| backend(ErrorKind::Backend, "loading the edge shard", e));
+                return EdgeShard::load(&dir, None).map(Some).map_err(|e| {
+                    backend(BACKEND, ErrorKind::Backend, "loading the edge shard", e)
+                });
             }
             dimensions.map(|d| create_shard(&dir, d)).transpose()
         })
@@ -185,7 +189,7 @@ fn create_shard(dir: &Path, dimensions: usize) -> Result<EdgeShard> {
         )
         .build();
     let shard = EdgeShard::new(dir, config)
-        .map_err(|e| backend(ErrorKind::Backend, "creating the edge shard", e))?;
+        .map_err(|e| backend(BACKEND, ErrorKind::Backend, "creating the edge shard", e))?;
     for field in INDEXED_FIELDS {
         let field_name = field
             .parse()
@@ -197,7 +201,7 @@ fn create_shard(dir: &Path, dimensions: usize) -> Result<EdgeShard> {
                     field_schema: Some(PayloadFieldSchema::FieldType(PayloadSchemaType::Keyword)),
                 }),
             ))
-            .map_err(|e| backend(ErrorKind::Backend, "creating a payload index", e))?;
+            .map_err(|e| backend(BACKEND, ErrorKind::Backend, "creating a payload index", e))?;
     }
     Ok(shard)
 }
@@ -259,7 +263,7 @@ fn retrieve(shard: &EdgeShard, scope_key: &str, ids: &[Uuid]) -> Result<Vec<Vect
             Some(WithPayloadInterface::Bool(true)),
             Some(WithVector::Bool(false)),
         )
-        .map_err(|e| backend(ErrorKind::Backend, "retrieve", e))?;
+        .map_err(|e| backend(BACKEND, ErrorKind::Backend, "retrieve", e))?;
     let mut found: Vec<VectorPoint> = records
         .into_iter()
         .filter_map(|r| decode_payload(json_map(r.payload)))
@@ -279,7 +283,7 @@ fn count(shard: &EdgeShard, scope_key: &str) -> Result<u64> {
             exact: true,
         })
         .map(|n| n as u64)
-        .map_err(|e| backend(ErrorKind::Backend, "count", e))
+        .map_err(|e| backend(BACKEND, ErrorKind::Backend, "count", e))
 }
 
 fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
@@ -300,7 +304,7 @@ fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec
                 with_vector: Some(WithVector::Bool(false)),
                 score_threshold: query.min_score,
             })
-            .map_err(|e| backend(ErrorKind::Backend, "search", e))?;
+            .map_err(|e| backend(BACKEND, ErrorKind::Backend, "search", e))?;
         let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
         if needs_more(&scores, limit, query.top_k) {
             limit = limit.saturating_mul(2);
@@ -327,6 +331,46 @@ fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec
 #[async_trait]
 impl VectorStore for QdrantEdgeStore {
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        self.upsert_op(scope, points)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("upsert"))
+    }
+
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        self.search_op(scope, query)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("search"))
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        self.get_op(scope, ids)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("get"))
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        self.delete_op(scope, ids)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("delete"))
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        self.count_op(scope)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("count"))
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.clear_op(scope)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("clear"))
+    }
+}
+
+// The operations of `VectorStore`: the trait impl above names the backend and the
+// operation on their errors.
+impl QdrantEdgeStore {
+    async fn upsert_op(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
         let dims = self.dimensions()?;
         let Some(batch_dims) = check_vectors(points.iter().map(|p| p.vector.as_slice()), dims)?
         else {
@@ -368,13 +412,13 @@ impl VectorStore for QdrantEdgeStore {
                 .update(UpdateOperation::PointOperation(
                     PointOperations::UpsertPoints(PointInsertOperations::PointsList(persisted)),
                 ))
-                .map_err(|e| backend(ErrorKind::Backend, "upsert", e))
+                .map_err(|e| backend(BACKEND, ErrorKind::Backend, "upsert", e))
         })
         .await
         .map_err(|e| join("upsert", e))?
     }
 
-    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+    async fn search_op(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         check_vectors([query.vector.as_slice()], self.dimensions()?)?;
         if query.top_k == 0 {
             return Ok(Vec::new());
@@ -387,7 +431,7 @@ impl VectorStore for QdrantEdgeStore {
             .unwrap_or_default())
     }
 
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+    async fn get_op(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
@@ -399,7 +443,7 @@ impl VectorStore for QdrantEdgeStore {
             .unwrap_or_default())
     }
 
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+    async fn delete_op(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
         if ids.is_empty() {
             return Ok(0);
         }
@@ -419,14 +463,14 @@ impl VectorStore for QdrantEdgeStore {
                     .update(UpdateOperation::PointOperation(
                         PointOperations::DeletePoints { ids: qids },
                     ))
-                    .map_err(|e| backend(ErrorKind::Backend, "delete", e))?;
+                    .map_err(|e| backend(BACKEND, ErrorKind::Backend, "delete", e))?;
                 Ok(existing.len() as u64)
             })
             .await?
             .unwrap_or_default())
     }
 
-    async fn count(&self, scope: &Scope) -> Result<u64> {
+    async fn count_op(&self, scope: &Scope) -> Result<u64> {
         let key = scope.key();
         Ok(self
             .with_shard("count", move |shard| count(shard, &key))
@@ -434,7 +478,7 @@ impl VectorStore for QdrantEdgeStore {
             .unwrap_or_default())
     }
 
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
+    async fn clear_op(&self, scope: &Scope) -> Result<u64> {
         let key = scope.key();
         Ok(self
             .with_shard("clear", move |shard| {
@@ -444,7 +488,7 @@ impl VectorStore for QdrantEdgeStore {
                         .update(UpdateOperation::PointOperation(
                             PointOperations::DeletePointsByFilter(to_filter(&Cond::scope(&key))?),
                         ))
-                        .map_err(|e| backend(ErrorKind::Backend, "clear", e))?;
+                        .map_err(|e| backend(BACKEND, ErrorKind::Backend, "clear", e))?;
                 }
                 Ok(n)
             })

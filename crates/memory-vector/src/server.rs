@@ -26,6 +26,9 @@ use crate::schema::{
     qdrant_point_id, scoped, stored_payload,
 };
 
+/// The backend name the errors of this store carry.
+const BACKEND: &str = "qdrant";
+
 /// A [`VectorStore`] on a Qdrant server, over gRPC.
 ///
 /// Every scope shares one collection, created at first use with the configured dimension (or
@@ -78,7 +81,7 @@ impl QdrantStore {
         }
         let client = client_config
             .build()
-            .map_err(|e| backend(ErrorKind::InvalidInput, "building the client", e))?;
+            .map_err(|e| backend(BACKEND, ErrorKind::InvalidInput, "building the client", e))?;
         Ok(Self::from_client(client, config))
     }
 
@@ -251,8 +254,10 @@ impl QdrantStore {
     }
 }
 
-/// Maps a client error into the library's error.
-fn map_error(action: &str, err: QdrantError) -> Error {
+/// Maps a client error into the library's error: temporary when the server is unreachable,
+/// slow, overloaded or rate limiting (`UNAVAILABLE`, `DEADLINE_EXCEEDED`,
+/// `RESOURCE_EXHAUSTED`, `ABORTED`, a refused connection), whatever the kind.
+fn map_error(action: &'static str, err: QdrantError) -> Error {
     let kind = match &err {
         QdrantError::ResponseError { status } => match status.code() {
             tonic::Code::Unavailable => ErrorKind::Unavailable,
@@ -272,7 +277,19 @@ fn map_error(action: &str, err: QdrantError) -> Error {
         QdrantError::Io(_) => ErrorKind::Unavailable,
         _ => ErrorKind::Backend,
     };
-    backend(kind, action, err)
+    let temporary = kind.is_temporary()
+        || match &err {
+            QdrantError::ResponseError { status } => matches!(
+                status.code(),
+                tonic::Code::Unavailable
+                    | tonic::Code::DeadlineExceeded
+                    | tonic::Code::ResourceExhausted
+                    | tonic::Code::Aborted
+            ),
+            QdrantError::ResourceExhaustedError { .. } => true,
+            _ => false,
+        };
+    backend(BACKEND, kind, action, err).with_temporary(temporary)
 }
 
 fn json_payload(payload: std::collections::HashMap<String, qdrant::Value>) -> Map<String, Value> {
@@ -316,6 +333,46 @@ fn uuid_of(id: Option<PointId>) -> Option<Uuid> {
 #[async_trait]
 impl VectorStore for QdrantStore {
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        self.upsert_op(scope, points)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("upsert"))
+    }
+
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        self.search_op(scope, query)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("search"))
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        self.get_op(scope, ids)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("get"))
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        self.delete_op(scope, ids)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("delete"))
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        self.count_op(scope)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("count"))
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.clear_op(scope)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("clear"))
+    }
+}
+
+// The operations of `VectorStore`: the trait impl above names the backend and the
+// operation on their errors.
+impl QdrantStore {
+    async fn upsert_op(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
         let known = match self.known_dimensions().await? {
             Some(d) => Some(d),
             None => self.state()?.dimensions,
@@ -353,7 +410,7 @@ impl VectorStore for QdrantStore {
         Ok(())
     }
 
-    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+    async fn search_op(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         let known = self.known_dimensions().await?;
         check_vectors([query.vector.as_slice()], known)?;
         if query.top_k == 0 || known.is_none() {
@@ -400,14 +457,14 @@ impl VectorStore for QdrantStore {
         }
     }
 
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+    async fn get_op(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
         if ids.is_empty() || self.known_dimensions().await?.is_none() {
             return Ok(Vec::new());
         }
         self.retrieve(&scope.key(), ids).await
     }
 
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+    async fn delete_op(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
         if ids.is_empty() || self.known_dimensions().await?.is_none() {
             return Ok(0);
         }
@@ -431,14 +488,14 @@ impl VectorStore for QdrantStore {
         Ok(existing.len() as u64)
     }
 
-    async fn count(&self, scope: &Scope) -> Result<u64> {
+    async fn count_op(&self, scope: &Scope) -> Result<u64> {
         if self.known_dimensions().await?.is_none() {
             return Ok(0);
         }
         self.count_key(&scope.key()).await
     }
 
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
+    async fn clear_op(&self, scope: &Scope) -> Result<u64> {
         if self.known_dimensions().await?.is_none() {
             return Ok(0);
         }

@@ -843,6 +843,9 @@ async fn an_unreachable_server_is_unavailable() {
     let scope = memory_core::Scope::session("s").unwrap();
     let err = store.count(&scope).await.unwrap_err();
     assert!(err.is_temporary(), "{err:?}");
+    assert_eq!(err.backend(), Some("qdrant"), "{err}");
+    assert_eq!(err.operation(), Some("count"), "{err}");
+    assert!(err.to_string().contains("(qdrant count)"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

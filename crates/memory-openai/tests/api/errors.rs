@@ -139,6 +139,15 @@ async fn a_rate_limit_that_persists_is_limit_exceeded() {
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("rate_limit_exceeded"), "{err}");
     assert_eq!(request_count(&server).await, 2);
+    // A rate limit passes: the error says so whatever its kind, and names where it happened.
+    assert!(err.is_temporary(), "{err}");
+    assert_eq!(err.backend(), Some("openai"));
+    assert_eq!(err.operation(), Some("chat completion"));
+    assert!(
+        err.to_string()
+            .starts_with("limit_exceeded (openai chat completion): OpenAI chat completion"),
+        "{err}"
+    );
 }
 
 #[tokio::test]
@@ -154,6 +163,7 @@ async fn a_retry_after_longer_than_the_cap_fails_at_once() {
     assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     assert!(err.to_string().contains("120.0 s"), "{err}");
     assert_eq!(request_count(&server).await, 1);
+    assert!(err.is_temporary(), "{err}");
 }
 
 #[tokio::test]
@@ -179,6 +189,8 @@ async fn insufficient_quota_is_not_retried() {
         "{err}"
     );
     assert_eq!(request_count(&server).await, 1);
+    // A used-up quota does not pass by waiting.
+    assert!(!err.is_temporary(), "{err}");
 }
 
 #[tokio::test]
