@@ -468,7 +468,7 @@ mod tests {
              sqlite://agent-memory.db)"
         );
         assert!(
-            lines[1].starts_with("caused by: unavailable: "),
+            lines[1].starts_with("caused by: unavailable (postgres open): "),
             "{lines:?}"
         );
         assert!(!format!("{lines:?} {err:?}").contains("secretpw"));
