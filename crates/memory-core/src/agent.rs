@@ -409,8 +409,8 @@ impl Agent {
             };
             if let Some(u) = response.usage {
                 let total = usage.get_or_insert_with(Usage::default);
-                total.input_tokens += u.input_tokens;
-                total.output_tokens += u.output_tokens;
+                total.input_tokens = total.input_tokens.saturating_add(u.input_tokens);
+                total.output_tokens = total.output_tokens.saturating_add(u.output_tokens);
             }
             if let Some(id) = response.conversation_id {
                 response_conversation_id = Some(id);
