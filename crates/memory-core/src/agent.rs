@@ -12,9 +12,14 @@ use crate::message::{ChatMessage, Role};
 use crate::model::{ChatModel, ChatRequest, Usage};
 use crate::reducer::{ChatReducer, ReducerTrigger, Reduction, is_summary};
 use crate::session::{AgentSession, Conversation};
+use crate::tokens::{TokenCounter, default_token_counter};
+use crate::tool::{Tool, ToolCallRecord, ToolCallStatus, Tools, tool_calls};
 
 /// The default history window an agent reads: the newest messages within 30,000 tokens.
 pub const DEFAULT_WINDOW: Window = Window::TokenBudget(30_000);
+
+/// The default limit of model calls in one run.
+pub const DEFAULT_MAX_ITERATIONS: usize = 8;
 
 /// What one run gives as input.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,38 +49,75 @@ impl From<Vec<ChatMessage>> for AgentInput {
     }
 }
 
+/// Why a run stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StopReason {
+    /// The model answered without calling a tool.
+    Answered,
+    /// The model still called tools when the run reached the agent's
+    /// [`max_iterations`](AgentBuilder::max_iterations). Those last calls were not run; each is
+    /// answered (and stored) with a tool message saying so, so the stored thread holds no call
+    /// without its result and the model learns why on the next turn.
+    MaxIterations,
+}
+
 /// What one run did.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AgentRun {
-    /// The model's response messages.
+    /// Every message the run produced, in order, as stored after the input: each assistant
+    /// message (tool calls and the final answer) and each tool result.
     pub messages: Vec<ChatMessage>,
-    /// Exactly what the model was sent.
+    /// Exactly what the model was sent in the last model call.
     pub request: ChatRequest,
+    /// Every tool call the model made, in order, with what it was answered.
+    pub tool_calls: Vec<ToolCallRecord>,
+    /// How many times the model was called.
+    pub iterations: usize,
+    /// Why the run stopped.
+    pub stop_reason: StopReason,
     /// How many history messages the window read.
     pub window_len: usize,
-    /// How many of them the reducer left out of the view.
+    /// How many messages the reducer left out of the view (`BeforeMessagesRetrieval`: of the
+    /// window before the first model call; any trigger: of the request between model calls).
     pub reduced: usize,
     /// How many stored messages the reducer archived (trigger `AfterMessageAdded`).
     pub archived: u64,
-    /// Token usage, if the model reported it.
+    /// Token usage summed over the model calls, if the model reported it.
     pub usage: Option<Usage>,
 }
 
 impl AgentRun {
-    /// The text of the response.
+    /// The text of the final answer: the messages of the last model response, when it called
+    /// no tool (empty after [`StopReason::MaxIterations`]).
     pub fn text(&self) -> String {
-        let texts: Vec<String> = self.messages.iter().map(ChatMessage::text).collect();
+        let start = self
+            .messages
+            .iter()
+            .rposition(|m| m.role == Role::Tool)
+            .map_or(0, |i| i + 1);
+        let texts: Vec<String> = self.messages[start..]
+            .iter()
+            .map(ChatMessage::text)
+            .collect();
         texts.join("\n")
     }
 }
 
-/// A chat agent: a model, instructions, a history store, an optional reducer and context
-/// providers.
+/// A chat agent: a model, instructions, a history store, an optional reducer, context
+/// providers and tools.
 ///
 /// [`run`](Agent::run) loads the session's window from the history store, lets the reducer
-/// shape the view, asks the context providers for more context, calls the model, stores the
-/// input and the response as one atomic batch, lets the reducer archive on
-/// `AfterMessageAdded`, and tells the providers what happened. Each step is a `tracing` span.
+/// shape the view, asks the context providers for more context, then calls the model until it
+/// answers: after each response that calls tools, the calls run concurrently and their results
+/// go back to the model (at most [`max_iterations`](AgentBuilder::max_iterations) model calls).
+/// It then stores the input, every tool call, every result and the answer as one atomic batch,
+/// lets the reducer archive on `AfterMessageAdded`, and tells the providers what happened.
+/// Each step is a `tracing` span.
+///
+/// The model is offered the agent's [`Tool`]s and the tools the providers add; a call the
+/// agent has no tool for, arguments that are not JSON and a tool's error are answered to the
+/// model as the call's result (an error sentence), never failing the run.
 ///
 /// ```
 /// use std::sync::Arc;
@@ -113,6 +155,8 @@ pub struct Agent {
     window: Window,
     reducer: Option<(Arc<dyn ChatReducer>, ReducerTrigger)>,
     providers: ContextProviders,
+    tools: Tools,
+    max_iterations: usize,
 }
 
 /// Builds an [`Agent`].
@@ -125,6 +169,8 @@ pub struct AgentBuilder {
     window: Window,
     reducer: Option<(Arc<dyn ChatReducer>, ReducerTrigger)>,
     providers: Vec<Arc<dyn ContextProvider>>,
+    tools: Vec<Arc<dyn Tool>>,
+    max_iterations: usize,
 }
 
 impl AgentBuilder {
@@ -153,13 +199,36 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a tool the model may call; tools are offered in the order added, before the
+    /// providers' tools.
+    pub fn tool(mut self, tool: Arc<dyn Tool>) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Sets how many times one run may call the model (default [`DEFAULT_MAX_ITERATIONS`]):
+    /// the first call, and one more after each response that calls tools. A run whose last
+    /// allowed call still asks for tools stops with [`StopReason::MaxIterations`].
+    pub fn max_iterations(mut self, max_iterations: usize) -> Self {
+        self.max_iterations = max_iterations;
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name or two
-    /// providers sharing a source id.
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name, two
+    /// providers sharing a source id, an invalid tool name, two tools sharing a name, or a
+    /// `max_iterations` of 0.
     pub fn build(self) -> Result<Agent> {
+        if self.max_iterations == 0 {
+            return Err(Error::invalid_input(
+                "an agent's max_iterations must be at least 1 (one model call per run)",
+            ));
+        }
         Ok(Agent {
+            tools: Tools::new(self.tools)?,
+            max_iterations: self.max_iterations,
             name: AgentId::new(self.name)?,
             instructions: self.instructions,
             model: self.model,
@@ -186,6 +255,8 @@ impl Agent {
             window: DEFAULT_WINDOW,
             reducer: None,
             providers: Vec::new(),
+            tools: Vec::new(),
+            max_iterations: DEFAULT_MAX_ITERATIONS,
         }
     }
 
@@ -199,11 +270,24 @@ impl Agent {
         &self.history
     }
 
-    /// Runs one turn of `session` with `input`.
+    /// The agent's own tools.
+    pub fn tools(&self) -> &Tools {
+        &self.tools
+    }
+
+    /// Runs one turn of `session` with `input`: model calls and tool calls until the model
+    /// answers or the run reaches [`max_iterations`](AgentBuilder::max_iterations) (see
+    /// [`AgentRun::stop_reason`]).
+    ///
+    /// Between model calls, when a reducer is set (whatever its trigger), it is applied to the
+    /// request's history and input and the tool messages so far (view only; the store is
+    /// untouched), so a run with many tool calls stays within the reducer's limit; it cuts
+    /// along [`Segmentation`](crate::Segmentation), so a tool call keeps its results.
     ///
     /// # Errors
-    /// Whatever the store, a provider or the model returns. When the model fails, nothing is
-    /// stored, the providers are told of the error, and the session's turn count is unchanged.
+    /// Whatever the store, a provider, the model or (between model calls) the reducer returns.
+    /// When the model fails, even after tools ran, nothing of the run is stored, the providers
+    /// are told of the error, and the session's turn count is unchanged.
     pub async fn run(
         &self,
         input: impl Into<AgentInput>,
@@ -273,60 +357,150 @@ impl Agent {
             .instrument(tracing::debug_span!("providers.invoking"))
             .await?;
 
-        // 4. The request.
-        let mut messages = Vec::with_capacity(view.len() + input.len() + 2);
+        // 4. The request: the agent's tools, then the providers' (a provider's tool that
+        //    shadows one of the agent's is not offered twice).
+        let mut prefix = Vec::with_capacity(context.messages.len() + 1);
         let mut instructions: Vec<&str> = self.instructions.iter().map(String::as_str).collect();
         instructions.extend(context.instructions.iter().map(String::as_str));
         if !instructions.is_empty() {
-            messages.push(ChatMessage::system(instructions.join("\n\n")));
+            prefix.push(ChatMessage::system(instructions.join("\n\n")));
         }
-        messages.extend(context.messages);
-        messages.extend(view);
-        messages.extend(input.iter().cloned());
-        let request = ChatRequest {
-            messages,
-            tools: context.tools,
+        prefix.extend(context.messages);
+        let mut tools = self.tools.definitions();
+        for tool in context.tools {
+            if tools.iter().any(|t| t.name == tool.name) {
+                tracing::warn!(tool = %tool.name, "a provider's tool shadows one of the agent's; the agent's runs");
+            } else {
+                tools.push(tool);
+            }
+        }
+        let mut conversation = view;
+        conversation.extend(input.iter().cloned());
+        let mut request = ChatRequest {
+            messages: [prefix.as_slice(), conversation.as_slice()].concat(),
+            tools,
             conversation_id: service_id.clone(),
         };
 
-        // 5. The model.
-        let response = match self
-            .model
-            .complete(&request)
-            .instrument(tracing::debug_span!(
-                "model.complete",
-                messages = request.messages.len()
-            ))
-            .await
-        {
-            Ok(response) => response,
-            Err(error) => {
-                tracing::warn!(%error, "the model failed; nothing is stored");
-                if let Err(provider_error) = self
-                    .providers
-                    .invoked(session, &input, None, Some(&error))
-                    .await
-                {
-                    tracing::warn!(%provider_error, "a provider failed while being told of the model's failure");
+        // 5. The model, and the tools it calls, until it answers.
+        let mut produced: Vec<ChatMessage> = Vec::new();
+        let mut records: Vec<ToolCallRecord> = Vec::new();
+        let mut usage: Option<Usage> = None;
+        let mut response_conversation_id: Option<String> = None;
+        let mut iterations = 0;
+        let mut counter: Option<Arc<dyn TokenCounter>> = None;
+        let stop_reason = loop {
+            iterations += 1;
+            let response = match self
+                .model
+                .complete(&request)
+                .instrument(tracing::debug_span!(
+                    "model.complete",
+                    iteration = iterations,
+                    messages = request.messages.len()
+                ))
+                .await
+            {
+                Ok(response) => response,
+                Err(error) => {
+                    tracing::warn!(%error, "the model failed; nothing is stored");
+                    return Err(self.fail(session, &input, error).await);
                 }
-                return Err(error);
+            };
+            if let Some(u) = response.usage {
+                let total = usage.get_or_insert_with(Usage::default);
+                total.input_tokens = total.input_tokens.saturating_add(u.input_tokens);
+                total.output_tokens = total.output_tokens.saturating_add(u.output_tokens);
+            }
+            if let Some(id) = response.conversation_id {
+                response_conversation_id = Some(id);
+            }
+            let mut answer = response.messages;
+            for m in &mut answer {
+                if m.role == Role::Assistant && m.author_name.is_none() {
+                    m.author_name = Some(self.name.to_string());
+                }
+            }
+            produced.extend(answer.iter().cloned());
+            if !answer.iter().any(ChatMessage::has_tool_calls) {
+                break StopReason::Answered;
+            }
+
+            // The calls of this response run concurrently.
+            let last = iterations >= self.max_iterations;
+            let calls: Vec<ToolCallRecord> = if last {
+                let limit = self.max_iterations;
+                answer
+                    .iter()
+                    .flat_map(tool_calls)
+                    .map(|(id, name, arguments)| ToolCallRecord {
+                        id: id.to_owned(),
+                        name: name.to_owned(),
+                        arguments: arguments.to_owned(),
+                        result: format!(
+                            "Error: the call was not run: the agent reached its limit of {limit} model calls in one run."
+                        ),
+                        status: ToolCallStatus::NotRun,
+                        iteration: iterations,
+                    })
+                    .collect()
+            } else {
+                let runs = answer.iter().map(|m| self.tools.call_all(m, iterations));
+                futures::future::join_all(runs)
+                    .instrument(tracing::debug_span!("tools.call", iteration = iterations))
+                    .await
+                    .into_iter()
+                    .flatten()
+                    .collect()
+            };
+            let results: Vec<ChatMessage> = calls.iter().map(ToolCallRecord::to_message).collect();
+            produced.extend(results.iter().cloned());
+            records.extend(calls);
+            if last {
+                tracing::warn!(
+                    max_iterations = self.max_iterations,
+                    "the run reached its iteration limit with tool calls pending"
+                );
+                break StopReason::MaxIterations;
+            }
+
+            // The next request.
+            let service = response_conversation_id
+                .clone()
+                .or_else(|| service_id.clone());
+            if service.is_some() {
+                // The service holds what it was sent and answered; send only the results.
+                request.messages = [prefix.as_slice(), results.as_slice()].concat();
+                request.conversation_id = service;
+            } else {
+                conversation.extend(answer);
+                conversation.extend(results);
+                if let Some((reducer, _)) = &self.reducer {
+                    let counter = counter.get_or_insert_with(default_token_counter);
+                    match self
+                        .reduce_in_flight(reducer.as_ref(), counter.as_ref(), &mut conversation)
+                        .await
+                    {
+                        Ok(dropped) => reduced += dropped,
+                        Err(error) => {
+                            tracing::warn!(%error, "the reducer failed between model calls; nothing is stored");
+                            return Err(self.fail(session, &input, error).await);
+                        }
+                    }
+                }
+                request.messages = [prefix.as_slice(), conversation.as_slice()].concat();
             }
         };
-        let mut answer = response.messages;
-        for m in &mut answer {
-            if m.role == Role::Assistant && m.author_name.is_none() {
-                m.author_name = Some(self.name.to_string());
-            }
-        }
 
-        // 6. Store input and response as one batch, or follow the service's conversation.
+        // 6. Store the input and everything the run produced as one batch, or follow the
+        //    service's conversation.
         let mut archived = 0;
-        match (response.conversation_id, session.conversation()) {
+        match (response_conversation_id, session.conversation()) {
             (Some(id), _) => session.set_service_conversation_id(id),
             (None, Conversation::Service(_)) => {}
             (None, Conversation::Local) => {
                 let mut batch = input.clone();
-                batch.extend(answer.iter().cloned());
+                batch.extend(produced.iter().cloned());
                 self.history
                     .append(&scope, &batch)
                     .instrument(tracing::debug_span!(
@@ -340,21 +514,81 @@ impl Agent {
             }
         }
 
-        // 7. Providers learn from the run.
+        // 7. Providers learn from the run: the input, and every call, result and answer.
         self.providers
-            .invoked(session, &input, Some(&answer), None)
+            .invoked(session, &input, Some(&produced), None)
             .instrument(tracing::debug_span!("providers.invoked"))
             .await?;
         session.record_turn();
 
         Ok(AgentRun {
-            messages: answer,
+            messages: produced,
             request,
+            tool_calls: records,
+            iterations,
+            stop_reason,
             window_len,
             reduced,
             archived,
-            usage: response.usage,
+            usage,
         })
+    }
+
+    /// Tells the providers that the run failed with `error` (their own failures are logged)
+    /// and gives the error back.
+    async fn fail(&self, session: &mut AgentSession, input: &[ChatMessage], error: Error) -> Error {
+        if let Err(provider_error) = self
+            .providers
+            .invoked(session, input, None, Some(&error))
+            .await
+        {
+            tracing::warn!(%provider_error, "a provider failed while being told of the run's failure");
+        }
+        error
+    }
+
+    /// Applies the reducer to the conversation of a run between two model calls (view only:
+    /// nothing is stored or archived), when it no longer fits. The reducer cuts along
+    /// [`Segmentation`](crate::Segmentation), so no tool call loses its results, and the
+    /// run's own input and tool groups (the last user turn) stay. Returns how many messages
+    /// left the view.
+    async fn reduce_in_flight(
+        &self,
+        reducer: &dyn ChatReducer,
+        counter: &dyn TokenCounter,
+        conversation: &mut Vec<ChatMessage>,
+    ) -> Result<usize> {
+        let stored: Vec<StoredMessage> = conversation
+            .drain(..)
+            .zip(1..)
+            .map(|(message, seq)| StoredMessage {
+                seq,
+                tokens: counter.count_message(&message),
+                archived: false,
+                message,
+            })
+            .collect();
+        let reduction = reducer
+            .reduce(&stored)
+            .instrument(tracing::debug_span!(
+                "reducer.reduce_in_flight",
+                messages = stored.len()
+            ))
+            .await?;
+        let dropped = reduction.dropped_count();
+        if dropped > 0 {
+            tracing::info!(
+                dropped,
+                kept = stored.len() - dropped,
+                "the reducer shrank the request between tool iterations"
+            );
+        }
+        *conversation = if reduction.is_noop() {
+            stored.into_iter().map(|m| m.message).collect()
+        } else {
+            reduction.view(&stored)
+        };
+        Ok(dropped)
     }
 
     /// Applies the reducer to the stored window: archives what it drops (and every active

@@ -16,10 +16,13 @@ pub mod reducer;
 pub mod scope;
 pub mod session;
 pub mod tokens;
+pub mod tool;
 pub mod ttl;
 pub mod vector;
 
-pub use agent::{Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_WINDOW};
+pub use agent::{
+    Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_MAX_ITERATIONS, DEFAULT_WINDOW, StopReason,
+};
 pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext};
 pub use error::{Error, ErrorKind, Result};
 pub use history::{
@@ -44,6 +47,7 @@ pub use session::{
 pub use tokens::{
     Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter, default_token_counter,
 };
+pub use tool::{FnTool, MAX_TOOL_NAME_LEN, Tool, ToolCallRecord, ToolCallStatus, Tools};
 pub use ttl::{MAX_TTL, ttl_millis};
 pub use vector::{
     InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorPoint, VectorQuery, VectorStore,

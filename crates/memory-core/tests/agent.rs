@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 
 use memory_core::{
-    Agent, AgentSession, AiContext, ChatMessage, ContextProvider, ErrorKind, HistoryStore,
+    Agent, AgentSession, AiContext, ChatMessage, ContextProvider, ErrorKind, FnTool, HistoryStore,
     InMemoryHistoryStore, InvokedContext, InvokingContext, MessageCountReducer, ReducerTrigger,
     Result, Role, Scope, SourceId, ToolDefinition, Window, async_trait,
 };
@@ -273,19 +273,20 @@ async fn a_reducer_never_separates_a_tool_call_from_its_result() {
             .reply_text("Bye."),
     );
     // A naive "last 4 messages" would start the view with the orphaned tool result.
+    let weather = FnTool::new("weather", "Today's weather.", json!({}), |_| async {
+        Ok(json!("sunny"))
+    });
     let agent = Agent::builder("helper", model.clone(), store.clone())
         .reducer(
             Arc::new(MessageCountReducer::new(4)),
             ReducerTrigger::BeforeMessagesRetrieval,
         )
+        .tool(Arc::new(weather))
         .build()
         .unwrap();
     let mut session = AgentSession::new(random_scope());
+    // The agent runs the tool: the call and its result are stored with the turn.
     agent.run("weather?", &mut session).await.unwrap();
-    agent
-        .run(ChatMessage::tool_result("call-1", "sunny"), &mut session)
-        .await
-        .unwrap();
     agent.run("thanks", &mut session).await.unwrap();
     let run = agent.run("bye", &mut session).await.unwrap();
     // Stored: weather?, call, result, Sunny., thanks, You're welcome.
