@@ -9,6 +9,7 @@
 
 mod ddl;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -24,13 +25,14 @@ use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
     AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, MessageId, Page, PageRequest, Result,
-    Scope, ScopeFilter, StoredMessage, ThreadCount, TokenCounter, Window, default_token_counter,
-    redact_url,
+    Scope, ScopeFilter, StoredMessage, ThreadCount, TokenCounter, Window,
 };
 use serde_json::Value;
 
+use crate::config::{DbUrl, SqlConfig};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query, Row, Tx};
+use crate::store::{connect_pool, redact_error, to_i64, within};
 
 const ACTIVE: &str = "active";
 /// Rows a lookup or an insert statement carries at most.
@@ -61,18 +63,15 @@ pub enum KeyMapping {
     SessionIdOnly,
 }
 
-/// The settings of a [`LlamaIndexHistoryStore`].
+/// The settings of a [`LlamaIndexHistoryStore`]: LlamaIndex's table and how messages map to
+/// it, and a [`SqlConfig`] for the pool, the timeouts and the token counter.
 #[derive(Debug, Clone)]
 pub struct LlamaIndexConfig {
     table_name: String,
     schema: Option<String>,
     key_mapping: KeyMapping,
-    token_counter: Arc<dyn TokenCounter>,
     message_options: LiOptions,
-    max_connections: Option<u32>,
-    acquire_timeout: Duration,
-    busy_timeout: Duration,
-    operation_timeout: Duration,
+    sql: SqlConfig,
 }
 
 impl Default for LlamaIndexConfig {
@@ -83,20 +82,15 @@ impl Default for LlamaIndexConfig {
 
 impl LlamaIndexConfig {
     /// The defaults: table [`LlamaIndexHistoryStore::DEFAULT_TABLE`], no schema,
-    /// [`KeyMapping::Strict`], the default token counter (tiktoken `o200k_base`),
-    /// [`LiOptions::minimal`] with ids, pools of 10 connections (4 for a SQLite file, 1 in
-    /// memory), 5 s to connect, 10 s to wait for a lock and 30 s per operation.
+    /// [`KeyMapping::Strict`], [`LiOptions::minimal`] with ids, and [`SqlConfig::new`]'s pool,
+    /// timeouts and token counter (tiktoken `o200k_base`).
     pub fn new() -> Self {
         Self {
             table_name: LlamaIndexHistoryStore::DEFAULT_TABLE.to_owned(),
             schema: None,
             key_mapping: KeyMapping::Strict,
-            token_counter: default_token_counter(),
             message_options: LiOptions::minimal().with_id(true),
-            max_connections: None,
-            acquire_timeout: Duration::from_secs(5),
-            busy_timeout: Duration::from_secs(10),
-            operation_timeout: Duration::from_secs(30),
+            sql: SqlConfig::new(),
         }
     }
 
@@ -122,12 +116,6 @@ impl LlamaIndexConfig {
         self
     }
 
-    /// Counts tokens with `counter` (on every read: the table stores no counts).
-    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.token_counter = counter;
-        self
-    }
-
     /// Sets what appends record under `additional_kwargs.agent_memory` besides the message.
     /// The id is always recorded (appends are idempotent by id), whatever `options` say;
     /// [`LiOptions::default`] records creation times and metadata too, so our messages read
@@ -137,29 +125,14 @@ impl LlamaIndexConfig {
         self
     }
 
-    /// Caps the pool a URL opens.
-    pub fn max_connections(mut self, max: u32) -> Self {
-        self.max_connections = Some(max.max(1));
-        self
-    }
-
-    /// Bounds connecting and waiting for a pooled connection.
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.acquire_timeout = timeout;
-        self
-    }
-
-    /// How long a writer waits for another's lock: SQLite's busy timeout and PostgreSQL's
-    /// `lock_timeout`, for pools opened from a URL.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
-
-    /// Bounds every operation of the store; one that takes longer fails with
-    /// [`Timeout`](ErrorKind::Timeout).
-    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
-        self.operation_timeout = timeout;
+    /// Sets the pool, timeouts and token counter, as for a [`SqlStore`](crate::SqlStore): the
+    /// store opens its URL exactly as `SqlStore` does with `config` (pool size, acquire, busy
+    /// and operation timeouts) and counts tokens with its counter, on every read (the table
+    /// stores no counts). The table prefix does not apply (the table is
+    /// [`table_name`](Self::table_name)); a default TTL cannot be honoured (the table has no
+    /// expiry), and opening with one fails with [`Unsupported`](ErrorKind::Unsupported).
+    pub fn sql_config(mut self, config: SqlConfig) -> Self {
+        self.sql = config;
         self
     }
 }
@@ -234,7 +207,8 @@ impl LlamaIndexConfig {
 /// message (as LlamaIndex does after every `put`). LlamaIndex counts with its own tokenizer
 /// (tiktoken `cl100k_base` by default, `additional_kwargs` included), so the two sides may
 /// decide to flush at slightly different points; give the store
-/// [`TiktokenCounter::cl100k`](memory_core::TiktokenCounter::cl100k) to come closer.
+/// [`TiktokenCounter::cl100k`](memory_core::TiktokenCounter::cl100k) (through
+/// [`LlamaIndexConfig::sql_config`]) to come closer.
 ///
 /// # Writes
 /// - `append` runs in one transaction that first takes a lock on the key (PostgreSQL:
@@ -447,13 +421,16 @@ impl LlamaIndexHistoryStore {
     /// As [`connect`](Self::connect).
     pub async fn connect_with(url: &str, config: LlamaIndexConfig) -> Result<Self> {
         validate_config(&config)?;
-        let redacted = redact_url(url);
-        let (backend, url_for_sqlx) = parse_url(url, &redacted)?;
-        match backend {
-            Backend::Sqlite => open_sqlite(&url_for_sqlx, &redacted, config).await,
-            Backend::Postgres => open_postgres(&url_for_sqlx, &redacted, config).await,
-            Backend::MySql => Err(mysql_unsupported()),
+        let url = DbUrl::parse(&sqlx_url(url))?;
+        if url.backend == Backend::MySql {
+            return Err(mysql_unsupported());
         }
+        let opened = async {
+            let opened = connect_pool(&url, &config.sql).await?;
+            let redacted = Some(url.redacted.clone());
+            Self::open(opened.pool, url.backend, config, redacted, opened.memory).await
+        };
+        opened.await.map_err(|err| redact_error(&url, err))
     }
 
     /// Wraps the application's SQLite pool, creating the table if it is missing. Appends use
@@ -508,9 +485,9 @@ impl LlamaIndexHistoryStore {
                 table: config.table_name,
                 schema,
                 key_mapping: config.key_mapping,
-                counter: config.token_counter,
+                counter: config.sql.token_counter,
                 options: config.message_options,
-                operation_timeout: config.operation_timeout,
+                operation_timeout: config.sql.operation_timeout,
                 url,
                 private_memory,
                 tokens: Mutex::new(HashMap::new()),
@@ -571,15 +548,7 @@ impl LlamaIndexHistoryStore {
 
     /// Closes the pool; later calls fail with [`Unavailable`](ErrorKind::Unavailable).
     pub async fn close(&self) {
-        match &self.inner.db.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => p.close().await,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => p.close().await,
-            #[cfg(feature = "mysql")]
-            Pool::MySql(p) => p.close().await,
-            Pool::Disabled(never) => match *never {},
-        }
+        self.inner.db.close().await;
     }
 
     /// The row id that `id` names, if it is one of this table's row ids.
@@ -593,13 +562,7 @@ impl LlamaIndexHistoryStore {
     }
 
     async fn bounded<T>(&self, ctx: &str, op: impl Future<Output = Result<T>>) -> Result<T> {
-        let limit = self.inner.operation_timeout;
-        tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!("{ctx}: the database did not finish within {limit:?}"),
-            ))
-        })
+        within(self.inner.operation_timeout, ctx, op).await
     }
 
     fn query(&self, sql: &Arc<str>) -> Query<'static> {
@@ -1267,6 +1230,9 @@ fn placeholders(n: usize) -> String {
 }
 
 fn validate_config(config: &LlamaIndexConfig) -> Result<()> {
+    if config.sql.default_ttl.is_some() {
+        return Err(no_ttl());
+    }
     ddl::validate_name(
         "table name",
         &config.table_name,
@@ -1282,152 +1248,32 @@ fn validate_config(config: &LlamaIndexConfig) -> Result<()> {
     Ok(())
 }
 
-/// The backend of `url` and the URL in sqlx's form (SQLAlchemy's `+driver` URLs translated).
-fn parse_url(url: &str, redacted: &str) -> Result<(Backend, String)> {
-    let (scheme, rest) = url.split_once(':').ok_or_else(|| {
-        Error::invalid_input(format!(
-            "unsupported database URL {redacted}: use sqlite:, postgres:// or SQLAlchemy's \
-             sqlite+aiosqlite:/// and postgresql+asyncpg://"
-        ))
-    })?;
-    let scheme = scheme.to_ascii_lowercase();
-    let (base, driver) = match scheme.split_once('+') {
-        Some((base, driver)) => (base, Some(driver)),
-        None => (scheme.as_str(), None),
+/// `url` in sqlx's form: SQLAlchemy's `dialect+driver://` URLs (what LlamaIndex is given)
+/// translated, any other URL as it is. SQLAlchemy's `sqlite:///relative.db`,
+/// `sqlite:////abs.db` and `sqlite://` (memory) differ from sqlx's, so they are translated
+/// only with a `+driver`.
+fn sqlx_url(url: &str) -> Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return Cow::Borrowed(url);
     };
-    match base {
+    let Some((base, _driver)) = scheme.split_once('+') else {
+        return Cow::Borrowed(url);
+    };
+    match base.to_ascii_lowercase().as_str() {
         "sqlite" => {
-            let Some(_) = driver else {
-                return Ok((Backend::Sqlite, url.to_owned()));
-            };
-            // SQLAlchemy: `sqlite:///relative.db`, `sqlite:////abs.db`, `sqlite://` (memory).
             let path = rest.strip_prefix("//").unwrap_or(rest);
             let path = path.strip_prefix('/').unwrap_or(path);
             let (path, query) = path.split_once('?').unwrap_or((path, ""));
-            let sqlx_url = if path.is_empty() || path == ":memory:" {
-                "sqlite::memory:".to_owned()
-            } else if query.is_empty() {
-                format!("sqlite://{path}")
-            } else {
-                format!("sqlite://{path}?{query}")
-            };
-            Ok((Backend::Sqlite, sqlx_url))
+            Cow::Owned(match (path, query) {
+                ("" | ":memory:", _) => "sqlite::memory:".to_owned(),
+                (path, "") => format!("sqlite://{path}"),
+                (path, query) => format!("sqlite://{path}?{query}"),
+            })
         }
-        "postgres" | "postgresql" => Ok((Backend::Postgres, format!("postgres:{rest}"))),
-        "mysql" | "mariadb" => Ok((Backend::MySql, url.to_owned())),
-        _ => Err(Error::invalid_input(format!(
-            "unsupported database URL {redacted}: use sqlite:, postgres:// or SQLAlchemy's \
-             sqlite+aiosqlite:/// and postgresql+asyncpg://"
-        ))),
+        "postgres" | "postgresql" => Cow::Owned(format!("postgres:{rest}")),
+        "mysql" | "mariadb" => Cow::Owned(format!("mysql:{rest}")),
+        _ => Cow::Borrowed(url),
     }
-}
-
-#[cfg(feature = "sqlite")]
-fn is_sqlite_memory(url: &str) -> bool {
-    let rest = url.get("sqlite:".len()..).unwrap_or_default();
-    let rest = rest.trim_start_matches("//");
-    let (db, params) = rest.split_once('?').unwrap_or((rest, ""));
-    db == ":memory:" || params.split('&').any(|p| p == "mode=memory")
-}
-
-#[cfg(feature = "sqlite")]
-async fn open_sqlite(
-    url: &str,
-    redacted: &str,
-    config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    use sqlx::sqlite::{
-        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-    };
-    let ctx = format!("open {redacted}");
-    let options: SqliteConnectOptions =
-        url.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
-    let options = options.busy_timeout(config.busy_timeout);
-    let memory = is_sqlite_memory(url);
-    let pool = if memory {
-        // Every connection to `:memory:` is a new database: keep exactly one, forever.
-        SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(Duration::from_secs(60)))
-            .connect_with(options)
-            .await
-    } else {
-        let options = options
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal);
-        SqlitePoolOptions::new()
-            .max_connections(config.max_connections.unwrap_or(4))
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout))
-            .connect_with(options)
-            .await
-    }
-    .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    LlamaIndexHistoryStore::open(
-        Pool::Sqlite(pool),
-        Backend::Sqlite,
-        config,
-        Some(redacted.to_owned()),
-        memory,
-    )
-    .await
-}
-
-#[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(
-    _url: &str,
-    redacted: &str,
-    _config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    Err(Error::unsupported(format!(
-        "{redacted} needs memory-sql's `sqlite` feature, which is not enabled"
-    )))
-}
-
-#[cfg(feature = "postgres")]
-async fn open_postgres(
-    url: &str,
-    redacted: &str,
-    config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-    let ctx = format!("open {redacted}");
-    let options: PgConnectOptions = url.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
-    let options = options.options([(
-        "lock_timeout",
-        format!("{}ms", config.busy_timeout.as_millis().max(1)),
-    )]);
-    let pool = PgPoolOptions::new()
-        .max_connections(config.max_connections.unwrap_or(10))
-        .acquire_timeout(config.acquire_timeout)
-        .test_before_acquire(false)
-        .connect_with(options)
-        .await
-        .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    LlamaIndexHistoryStore::open(
-        Pool::Postgres(pool),
-        Backend::Postgres,
-        config,
-        Some(redacted.to_owned()),
-        false,
-    )
-    .await
-}
-
-#[cfg(not(feature = "postgres"))]
-async fn open_postgres(
-    _url: &str,
-    redacted: &str,
-    _config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    Err(Error::unsupported(format!(
-        "{redacted} needs memory-sql's `postgres` feature, which is not enabled"
-    )))
 }
 
 /// Nanoseconds since the Unix epoch (Python's `time.time_ns()`).
@@ -1438,53 +1284,42 @@ fn now_ns() -> i64 {
         .unwrap_or_default()
 }
 
-/// An unsigned count or bound as an SQL integer, saturating at `i64::MAX`.
-fn to_i64(v: impl TryInto<i64>) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn sqlalchemy_urls_translate() {
-        let p = |u: &str| parse_url(u, u).unwrap();
-        assert_eq!(
-            p("sqlite+aiosqlite:///chat.db"),
-            (Backend::Sqlite, "sqlite://chat.db".to_owned())
+        for (given, sqlx) in [
+            ("sqlite+aiosqlite:///chat.db", "sqlite://chat.db"),
+            ("sqlite+aiosqlite:////tmp/chat.db", "sqlite:///tmp/chat.db"),
+            (
+                "sqlite+aiosqlite:///chat.db?mode=ro",
+                "sqlite://chat.db?mode=ro",
+            ),
+            ("sqlite+aiosqlite:///:memory:", "sqlite::memory:"),
+            ("sqlite+aiosqlite://", "sqlite::memory:"),
+            ("sqlite://x.db", "sqlite://x.db"),
+            ("sqlite::memory:", "sqlite::memory:"),
+            (
+                "postgresql+asyncpg://u:p@h:5432/db",
+                "postgres://u:p@h:5432/db",
+            ),
+            ("postgres://u:p@h/db", "postgres://u:p@h/db"),
+            ("mysql+aiomysql://h/db", "mysql://h/db"),
+            ("redis://h", "redis://h"),
+            ("nothing", "nothing"),
+        ] {
+            assert_eq!(sqlx_url(given), sqlx, "{given}");
+        }
+        let url = DbUrl::parse(&sqlx_url("postgresql+asyncpg://u:hunter2@h/db")).unwrap();
+        assert_eq!(url.backend, Backend::Postgres);
+        assert!(!url.redacted.contains("hunter2"));
+        assert!(
+            DbUrl::parse(&sqlx_url("sqlite+aiosqlite://"))
+                .unwrap()
+                .is_sqlite_memory()
         );
-        assert_eq!(
-            p("sqlite+aiosqlite:////tmp/chat.db"),
-            (Backend::Sqlite, "sqlite:///tmp/chat.db".to_owned())
-        );
-        assert_eq!(
-            p("sqlite+aiosqlite:///:memory:"),
-            (Backend::Sqlite, "sqlite::memory:".to_owned())
-        );
-        assert_eq!(
-            p("sqlite+aiosqlite://"),
-            (Backend::Sqlite, "sqlite::memory:".to_owned())
-        );
-        assert_eq!(
-            p("sqlite://x.db"),
-            (Backend::Sqlite, "sqlite://x.db".to_owned())
-        );
-        assert_eq!(
-            p("postgresql+asyncpg://u:p@h:5432/db"),
-            (Backend::Postgres, "postgres://u:p@h:5432/db".to_owned())
-        );
-        assert_eq!(p("mysql://h/db").0, Backend::MySql);
-        assert!(parse_url("redis://h", "redis://h").is_err());
-        assert!(parse_url("nothing", "nothing").is_err());
-    }
-
-    #[cfg(feature = "sqlite")]
-    #[test]
-    fn sqlite_memory_urls_are_recognised() {
-        assert!(is_sqlite_memory("sqlite::memory:"));
-        assert!(is_sqlite_memory("sqlite://x.db?mode=memory"));
-        assert!(!is_sqlite_memory("sqlite://x.db"));
     }
 
     #[test]
