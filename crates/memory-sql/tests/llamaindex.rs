@@ -343,6 +343,17 @@ fn session() -> Scope {
     Scope::session(SESSION).unwrap()
 }
 
+const ROWS_VECTOR: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../docs/interop/vectors/llamaindex_rows.json"
+);
+
+/// docs/interop/vectors/llamaindex_rows.json: rows and index names written by
+/// llama-index-core 0.14.25 itself.
+fn rows_vector() -> Value {
+    serde_json::from_str(&std::fs::read_to_string(ROWS_VECTOR).unwrap()).unwrap()
+}
+
 fn vector() -> Value {
     let text = std::fs::read_to_string(VECTOR).unwrap();
     serde_json::from_str(&text).unwrap()
@@ -479,8 +490,13 @@ async fn table_is_llamaindexs(kind: Kind) {
             );
             env.drop_table().await;
 
-            // A 63-character name in a schema of its own: SQLAlchemy's MD5-cut index names.
-            let schema = unique_table();
+            // A 63-character name in a schema: SQLAlchemy's MD5-cut index names, which name
+            // the schema (captured from llama-index-core 0.14.25 with `db_schema="li_long"`).
+            let _lock = lock_fixed_schemas().await;
+            let schema = "li_long".to_owned();
+            env.raw
+                .exec(&format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE"))
+                .await;
             let long = "a".repeat(63);
             let pool = match &env.raw {
                 Raw::Postgres(p) => p.clone(),
@@ -500,14 +516,14 @@ async fn table_is_llamaindexs(kind: Kind) {
                      ORDER BY indexname"
                 ))
                 .await;
-            let a52 = "a".repeat(52);
+            let a44 = "a".repeat(44);
             assert_eq!(
                 names.concat(),
                 [
                     format!("{}_pkey", "a".repeat(58)),
-                    format!("ix_{a52}_11f6"),
-                    format!("ix_{a52}_5f22"),
-                    format!("ix_{a52}_8abb"),
+                    format!("ix_li_long_{a44}_8344"),
+                    format!("ix_li_long_{a44}_a6f6"),
+                    format!("ix_li_long_{a44}_a931"),
                 ]
             );
             store
@@ -520,6 +536,110 @@ async fn table_is_llamaindexs(kind: Kind) {
                 .await;
         }
     }
+}
+
+/// Serializes the tests that use fixed PostgreSQL schema names (the vectors'), also across
+/// processes: a session-level advisory lock, held by a connection of its own until it closes.
+async fn lock_fixed_schemas() -> sqlx::PgConnection {
+    use sqlx::Connection as _;
+    let mut conn = sqlx::PgConnection::connect(&common::postgres_url())
+        .await
+        .unwrap();
+    sqlx::query("SELECT pg_advisory_lock(hashtext('agent_memory.tests.llamaindex_schemas'))")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    conn
+}
+
+/// `(name, definition)` of every index in `schema`, by name.
+async fn pg_indexes(raw: &Raw, schema: &str) -> Vec<Vec<String>> {
+    raw.texts(&format!(
+        "SELECT indexname::text, indexdef FROM pg_indexes WHERE schemaname = '{schema}' \
+         ORDER BY indexname"
+    ))
+    .await
+}
+
+/// With `db_schema`, SQLAlchemy names the indexes `ix_<schema>_<table>_<column>` (MD5-cut past
+/// 63 characters). For the three schema/table pairs of the vectors (two of them cut): opening a
+/// table LlamaIndex created in a schema adds no index, and a table the store creates in a
+/// schema gets exactly LlamaIndex's indexes.
+/// (PostgreSQL only: LlamaIndex ignores `db_schema` on SQLite, and so does the store.)
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn postgres_schema_tables_keep_sqlalchemys_indexes() {
+    let env = Env::new(Kind::Postgres).await;
+    let pool = match &env.raw {
+        Raw::Postgres(p) => p.clone(),
+        Raw::Sqlite(_) => unreachable!(),
+    };
+    let _lock = lock_fixed_schemas().await;
+    let vectors = rows_vector();
+    for pair in vectors["postgres_schema_indexes"].as_array().unwrap() {
+        let schema = pair["schema"].as_str().unwrap();
+        let table = pair["table"].as_str().unwrap();
+        let written: Vec<Vec<String>> = pair["indexes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| {
+                vec![
+                    i["name"].as_str().unwrap().to_owned(),
+                    i["definition"].as_str().unwrap().to_owned(),
+                ]
+            })
+            .collect();
+        let drop = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
+        let config = || LlamaIndexConfig::new().table_name(table).schema(schema);
+
+        // The table as LlamaIndex created it: its DDL and the vectors' index definitions.
+        env.raw.exec(&drop).await;
+        env.raw.exec(&format!("CREATE SCHEMA {schema}")).await;
+        env.raw
+            .exec(&format!(
+                "CREATE TABLE {schema}.{table} (\n\tid SERIAL NOT NULL, \n\tkey VARCHAR NOT \
+                 NULL, \n\ttimestamp BIGINT NOT NULL, \n\trole VARCHAR NOT NULL, \n\tstatus \
+                 VARCHAR NOT NULL, \n\tdata JSON NOT NULL, \n\tPRIMARY KEY (id)\n)"
+            ))
+            .await;
+        for index in &written {
+            if index[0].starts_with("ix_") {
+                env.raw.exec(&index[1]).await;
+            }
+        }
+        let before = pg_indexes(&env.raw, schema).await;
+        assert_eq!(before, written, "{schema}.{table}");
+        let store = LlamaIndexHistoryStore::from_postgres_pool(pool.clone(), config())
+            .await
+            .unwrap();
+        store
+            .append(&session(), &[ChatMessage::user("in a schema")])
+            .await
+            .unwrap();
+        assert_eq!(
+            pg_indexes(&env.raw, schema).await,
+            before,
+            "opening {schema}.{table} added or changed an index"
+        );
+
+        // A table the store creates in a schema: LlamaIndex's indexes, name and definition.
+        env.raw.exec(&drop).await;
+        let store = LlamaIndexHistoryStore::from_postgres_pool(pool.clone(), config())
+            .await
+            .unwrap();
+        assert_eq!(
+            pg_indexes(&env.raw, schema).await,
+            written,
+            "{schema}.{table}"
+        );
+        store
+            .append(&session(), &[ChatMessage::user("in a schema")])
+            .await
+            .unwrap();
+        assert_eq!(store.count(&session()).await.unwrap().active, 1);
+        env.raw.exec(&drop).await;
+    }
+    env.drop_table().await;
 }
 
 /// A table LlamaIndex created (its exact DDL, with rows in it) is used as it is, and a table of
