@@ -188,6 +188,10 @@ impl LlamaIndexConfig {
 /// for a row Python wrote (no recorded id), `llamaindex:<table>:<row id>`: unique per row even
 /// when two messages are equal. Appending a message with such an id again is a retry of that
 /// row. Its creation time is the recorded one, or the row's `timestamp` (the insert time).
+/// Such a row id (of any table) is never recorded: a message read from a row and appended to
+/// another session or table (directly, or after a stay in another store) is written with the
+/// row's `data` byte for byte, blocks we have no part for included, and a retry there is
+/// recognised by equal `data` among the rows that record no id.
 ///
 /// # Sequence numbers and windows
 /// A message's sequence number is the position of its row among all rows of the key (active and
@@ -801,7 +805,12 @@ impl LlamaIndexHistoryStore {
                 positions.push(at);
                 continue;
             }
-            let value = to_llamaindex(message, &self.inner.options);
+            // A row's id is not recorded: the row's message is written with its bytes.
+            let value = if is_row_id(message.id.as_str()) {
+                to_llamaindex(message, &self.inner.options.clone().with_id(false))
+            } else {
+                to_llamaindex(message, &self.inner.options)
+            };
             let data = dumps(&value);
             if data.len() > MAX_MESSAGE_BYTES {
                 return Err(Error::new(
@@ -1204,6 +1213,24 @@ fn recorded_id(value: &Value) -> Option<&str> {
         .filter(|id| MessageId::new(*id).is_ok())
 }
 
+/// Whether `id` is one that a LlamaIndex store gives a row that records none:
+/// `llamaindex:<table>:<row id>`, whatever the table.
+fn is_row_id(id: &str) -> bool {
+    let Some((table, row)) = id
+        .strip_prefix("llamaindex:")
+        .and_then(|rest| rest.rsplit_once(':'))
+    else {
+        return false;
+    };
+    ddl::validate_name(
+        "table name",
+        table,
+        LlamaIndexHistoryStore::MAX_TABLE_NAME_LEN,
+    )
+    .is_ok()
+        && row.parse::<i64>().is_ok_and(|n| n.to_string() == row)
+}
+
 /// Substitutes the table for `{t}` and, on PostgreSQL, numbers the placeholders (`$1`, `$2`,
 /// …). Templates hold no `?` but placeholders, and the table name is validated.
 fn render(postgres: bool, table: &str, template: &str) -> String {
@@ -1320,6 +1347,27 @@ mod tests {
                 .unwrap()
                 .is_sqlite_memory()
         );
+    }
+
+    #[test]
+    fn row_ids_are_recognised() {
+        for id in [
+            "llamaindex:llama_index_memory:1",
+            "llamaindex:T_2:-3",
+            "llamaindex:x:0",
+        ] {
+            assert!(is_row_id(id), "{id}");
+        }
+        for id in [
+            "llamaindex:llama_index_memory:01",
+            "llamaindex:llama_index_memory:x",
+            "llamaindex::1",
+            "llamaindex:a-b:1",
+            "llamaindex:1",
+            "m-1",
+        ] {
+            assert!(!is_row_id(id), "{id}");
+        }
     }
 
     #[test]

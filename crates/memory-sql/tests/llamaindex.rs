@@ -15,8 +15,8 @@ use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex
 use memory_core::interop::python_json::dumps;
 use memory_core::memory::{Memory, blocks::StaticMemoryBlock};
 use memory_core::{
-    ChatMessage, ErrorKind, HistoryStore, InMemorySessionStore, MessageId, PageRequest, Scope,
-    ScopeFilter, TenantId, Window,
+    ChatMessage, ErrorKind, HistoryStore, InMemorySessionStore, Media, MessageId, PageRequest,
+    Part, Role, Scope, ScopeFilter, TenantId, Window,
 };
 use memory_sql::sqlx::{self, AssertSqlSafe, Row as _};
 use memory_sql::{Backend, KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
@@ -399,6 +399,8 @@ on_both!(
     table_is_llamaindexs,
     existing_llamaindex_table_is_used_as_it_is,
     rows_llamaindex_wrote_read_back,
+    rows_python_wrote_are_copied_byte_for_byte,
+    messages_write_the_bytes_llamaindex_writes,
     appends_write_pythons_bytes,
     memory_get_matches_llamaindex,
     memory_flush_archives_rows,
@@ -787,6 +789,186 @@ async fn rows_llamaindex_wrote_read_back(kind: Kind) {
             .is_empty()
     );
     assert_eq!(store.count(&unknown).await.unwrap().last_seq, 0);
+    env.drop_table().await;
+}
+
+/// The rows of docs/interop/vectors/llamaindex_rows.json (written by llama-index-core 0.14.25
+/// itself): `(name, role, data)`.
+fn vector_rows() -> Vec<(String, String, String)> {
+    rows_vector()["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            let text = |k: &str| r[k].as_str().unwrap().to_owned();
+            (text("name"), text("role"), text("data"))
+        })
+        .collect()
+}
+
+/// The `data` of the rows of `key`, in order.
+async fn datas(env: &Env, key: &str) -> Vec<String> {
+    env.rows(key).await.into_iter().map(|r| r.5).collect()
+}
+
+/// A message read from a row Python wrote keeps the row's bytes wherever it goes: appended to
+/// another LlamaIndex session and table, read back and appended again, or through a native
+/// `SqlStore` thread and back. Thinking and cache-point blocks stay, and a `tool_call` block
+/// stays a block.
+async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
+    let env = Env::new(kind).await;
+    let rows = vector_rows();
+    let names: Vec<&str> = rows.iter().map(|(n, _, _)| n.as_str()).collect();
+    assert!(names.contains(&"thinking_and_cache_point") && names.contains(&"tool_call_block"));
+    let written: Vec<String> = rows.iter().map(|(_, _, d)| d.clone()).collect();
+    for (i, (_, role, data)) in rows.iter().enumerate() {
+        let ts = 1_795_334_786_392_878_527 + i as i64;
+        env.raw
+            .insert(&env.table, None, "python", (ts, role, "active", data))
+            .await;
+    }
+    let store = &env.store;
+    let scope = |key: &str| Scope::session(key).unwrap();
+    let read = |key: &'static str| async move {
+        store
+            .read(&scope(key), Window::All)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|m| m.message)
+            .collect::<Vec<_>>()
+    };
+    let from_python = read("python").await;
+    assert_eq!(from_python.len(), rows.len());
+    assert!(from_python[0].id.as_str().starts_with("llamaindex:"));
+
+    // Appended to another session: the rows' bytes.
+    let out = store.append(&scope("copy"), &from_python).await.unwrap();
+    assert_eq!(out.inserted, rows.len());
+    assert_eq!(datas(&env, "copy").await, written);
+    // A retry inserts nothing.
+    let again = store.append(&scope("copy"), &from_python).await.unwrap();
+    assert_eq!((again.inserted, again.seqs), (0, out.seqs));
+    // Read back from there and appended once more.
+    let copied = read("copy").await;
+    store.append(&scope("copy-2"), &copied).await.unwrap();
+    assert_eq!(datas(&env, "copy-2").await, written);
+
+    // Through a native SqlStore thread and back.
+    let native = memory_sql::SqlStore::in_memory().await.unwrap();
+    let thread = Scope::session("native").unwrap();
+    native.append(&thread, &from_python).await.unwrap();
+    let through: Vec<ChatMessage> = native
+        .read(&thread, Window::All)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.message)
+        .collect();
+    assert_eq!(through, from_python);
+    store.append(&scope("from-native"), &through).await.unwrap();
+    assert_eq!(datas(&env, "from-native").await, written);
+
+    // Into another LlamaIndex table.
+    let other_table = unique_table();
+    let config = LlamaIndexConfig::new().table_name(&other_table);
+    let other = match &env.raw {
+        Raw::Sqlite(p) => LlamaIndexHistoryStore::from_sqlite_pool(p.clone(), config).await,
+        Raw::Postgres(p) => LlamaIndexHistoryStore::from_postgres_pool(p.clone(), config).await,
+    }
+    .unwrap();
+    other.append(&scope("python"), &from_python).await.unwrap();
+    let in_other: Vec<String> = env
+        .raw
+        .rows(&other_table, "python")
+        .await
+        .into_iter()
+        .map(|r| r.5)
+        .collect();
+    assert_eq!(in_other, written);
+    if kind == Kind::Postgres {
+        env.raw.exec(&format!("DROP TABLE \"{other_table}\"")).await;
+    }
+    env.drop_table().await;
+}
+
+/// Our store writes LlamaIndex's own bytes: for the message read from each row LlamaIndex
+/// wrote, and for messages built in Rust with the same media (LlamaIndex fills in media types,
+/// audio formats and document titles; so do we).
+async fn messages_write_the_bytes_llamaindex_writes(kind: Kind) {
+    let env = Env::new(kind).await;
+    let store = &env.store;
+    for (name, _, data) in vector_rows() {
+        let message = from_llamaindex(&serde_json::from_str(&data).unwrap()).unwrap();
+        store
+            .append(&Scope::session(format!("conv-{name}")).unwrap(), &[message])
+            .await
+            .unwrap();
+        assert_eq!(datas(&env, &format!("conv-{name}")).await, [data], "{name}");
+    }
+
+    const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+    let native: Vec<(&str, Vec<Part>)> = vec![
+        (
+            "image_url",
+            vec![
+                Part::text("What is in this picture?"),
+                Part::Image(Media::url("https://example.com/cat.png")),
+            ],
+        ),
+        (
+            "image_data_url",
+            vec![Part::Image(Media::url(format!(
+                "data:image/png;base64,{PNG}"
+            )))],
+        ),
+        (
+            "video_mp4",
+            vec![Part::Video(Media::url("https://example.com/clip.mp4"))],
+        ),
+        (
+            "audio_url",
+            vec![Part::Audio(Media::url("https://example.com/voice.wav"))],
+        ),
+        (
+            "document_url",
+            vec![Part::Document(Media::url("https://example.com/report.pdf"))],
+        ),
+    ];
+    let rows = vector_rows();
+    for (name, parts) in native {
+        let python = &rows.iter().find(|(n, _, _)| n == name).unwrap().2;
+        // With a fresh id: LlamaIndex's bytes, plus our id.
+        let fresh = ChatMessage::new(Role::User, parts.clone());
+        let key = format!("native-{name}");
+        store
+            .append(&Scope::session(key.as_str()).unwrap(), &[fresh.clone()])
+            .await
+            .unwrap();
+        let with_id = python.replacen(
+            r#""additional_kwargs": {}"#,
+            &format!(
+                r#""additional_kwargs": {{"agent_memory": {{"id": "{}"}}}}"#,
+                fresh.id
+            ),
+            1,
+        );
+        assert_eq!(datas(&env, &key).await, [with_id], "{name}");
+        // With the id LlamaIndex's content gets (what a message read from it has): exactly
+        // LlamaIndex's bytes.
+        let content_id = from_llamaindex(&serde_json::from_str(python).unwrap())
+            .unwrap()
+            .id;
+        let key = format!("native-bare-{name}");
+        store
+            .append(
+                &Scope::session(key.as_str()).unwrap(),
+                &[fresh.with_id(content_id)],
+            )
+            .await
+            .unwrap();
+        assert_eq!(datas(&env, &key).await, [python.clone()], "{name}");
+    }
     env.drop_table().await;
 }
 
