@@ -23,9 +23,9 @@ use memory_core::interop::python_json::dumps;
 use memory_core::interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, MessageId, Page, PageRequest, Result,
-    Scope, ScopeFilter, StoredMessage, ThreadCount, TokenCounter, Window,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MessageId, Page,
+    PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, StoredMessage, ThreadCount,
+    TokenCounter, Window,
 };
 use serde_json::Value;
 
@@ -53,7 +53,7 @@ const BUDGET_PAGE: (i64, i64) = (32, 1024);
 pub enum KeyMapping {
     /// Only scopes made by [`Scope::session`]: the default tenant and source, no user and no
     /// agent. The key is the session id. Other scopes are refused with
-    /// [`InvalidInput`](ErrorKind::InvalidInput), so nothing is ever shared by accident;
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput), so nothing is ever shared by accident;
     /// listings return such scopes.
     #[default]
     Strict,
@@ -97,7 +97,7 @@ impl LlamaIndexConfig {
     /// Sets the table name (LlamaIndex's `table_name`): 1 to
     /// [`LlamaIndexHistoryStore::MAX_TABLE_NAME_LEN`] characters of `[A-Za-z0-9_]`, not
     /// starting with a digit. Anything else fails when the store opens, with
-    /// [`InvalidInput`](ErrorKind::InvalidInput).
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
     pub fn table_name(mut self, name: impl Into<String>) -> Self {
         self.table_name = name.into();
         self
@@ -130,7 +130,7 @@ impl LlamaIndexConfig {
     /// and operation timeouts) and counts tokens with its counter, on every read (the table
     /// stores no counts). The table prefix does not apply (the table is
     /// [`table_name`](Self::table_name)); a default TTL cannot be honoured (the table has no
-    /// expiry), and opening with one fails with [`Unsupported`](ErrorKind::Unsupported).
+    /// expiry), and opening with one fails with [`Unsupported`](memory_core::ErrorKind::Unsupported).
     pub fn sql_config(mut self, config: SqlConfig) -> Self {
         self.sql = config;
         self
@@ -410,10 +410,10 @@ impl LlamaIndexHistoryStore {
     /// `sqlite+aiosqlite:///:memory:`, `postgresql+asyncpg://…` (any `+driver`).
     ///
     /// # Errors
-    /// [`InvalidInput`](ErrorKind::InvalidInput) for a malformed URL, an invalid table or
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a malformed URL, an invalid table or
     /// schema name, or an existing table that lacks LlamaIndex's columns;
-    /// [`Unsupported`](ErrorKind::Unsupported) for MySQL/MariaDB or a database whose feature
-    /// is not enabled; [`Unavailable`](ErrorKind::Unavailable) when the server cannot be
+    /// [`Unsupported`](memory_core::ErrorKind::Unsupported) for MySQL/MariaDB or a database whose feature
+    /// is not enabled; [`Unavailable`](memory_core::ErrorKind::Unavailable) when the server cannot be
     /// reached.
     pub async fn connect(url: &str) -> Result<Self> {
         Self::connect_with(url, LlamaIndexConfig::new()).await
@@ -521,7 +521,7 @@ impl LlamaIndexHistoryStore {
     /// The value of the `key` column for `scope`: its session id.
     ///
     /// # Errors
-    /// [`InvalidInput`](ErrorKind::InvalidInput) when the [`KeyMapping`] refuses the scope.
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when the [`KeyMapping`] refuses the scope.
     pub fn key_for<'s>(&self, scope: &'s Scope) -> Result<&'s str> {
         if self.inner.key_mapping == KeyMapping::Strict {
             let plain = scope.tenant().as_str() == DEFAULT_TENANT
@@ -550,7 +550,7 @@ impl LlamaIndexHistoryStore {
         self.inner.db.round_trips()
     }
 
-    /// Closes the pool; later calls fail with [`Unavailable`](ErrorKind::Unavailable).
+    /// Closes the pool; later calls fail with [`Unavailable`](memory_core::ErrorKind::Unavailable).
     pub async fn close(&self) {
         self.inner.db.close().await;
     }
@@ -784,68 +784,40 @@ impl LlamaIndexHistoryStore {
         Ok(out)
     }
 
-    /// Encodes and checks a batch: the distinct messages (first of each id) and, per given
-    /// message, the index of its distinct one.
+    /// Encodes and checks a batch ([`PreparedBatch`]'s checks on LlamaIndex's `data`): the
+    /// distinct messages (first of each id) and, per given message, the index of its distinct
+    /// one.
     fn prepare<'a>(&self, messages: &'a [ChatMessage]) -> Result<(Vec<Prepared<'a>>, Vec<usize>)> {
-        if messages.len() > MAX_BATCH_MESSAGES {
-            return Err(Error::new(
-                ErrorKind::LimitExceeded,
-                format!(
-                    "a batch of {} messages is over the limit of {MAX_BATCH_MESSAGES}",
-                    messages.len()
-                ),
-            ));
-        }
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(messages.len());
-        let mut unique: Vec<Prepared<'a>> = Vec::with_capacity(messages.len());
-        let mut positions = Vec::with_capacity(messages.len());
-        let mut bytes = 0usize;
-        for message in messages {
-            if let Some(&at) = seen.get(message.id.as_str()) {
-                positions.push(at);
-                continue;
-            }
+        // Per message to store, in order: its role column and whether its data records its id.
+        let mut columns: Vec<(String, bool)> = Vec::with_capacity(messages.len());
+        let batch = PreparedBatch::with_encoder(messages, None, Repeats::Collapse, |message| {
             // A row's id is not recorded: the row's message is written with its bytes.
             let value = if is_row_id(message.id.as_str()) {
                 to_llamaindex(message, &self.inner.options.clone().with_id(false))
             } else {
                 to_llamaindex(message, &self.inner.options)
             };
-            let data = dumps(&value);
-            if data.len() > MAX_MESSAGE_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!(
-                        "message {} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-                        message.id,
-                        data.len()
-                    ),
-                ));
-            }
-            bytes += data.len();
-            if bytes > MAX_BATCH_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
-                ));
-            }
             let role = value
                 .get("role")
                 .and_then(Value::as_str)
                 .unwrap_or(message.role.as_str())
                 .to_owned();
-            let recorded = recorded_id(&value) == Some(message.id.as_str());
-            seen.insert(message.id.as_str(), unique.len());
-            positions.push(unique.len());
-            unique.push(Prepared {
-                message,
+            columns.push((role, recorded_id(&value) == Some(message.id.as_str())));
+            Ok(dumps(&value))
+        })?;
+        let unique = batch
+            .unique
+            .into_iter()
+            .zip(columns)
+            .map(|(p, (role, recorded))| Prepared {
+                message: p.message,
                 role,
-                data,
+                data: p.json,
                 recorded,
-                row: self.row_of(message.id.as_str()),
-            });
-        }
-        Ok((unique, positions))
+                row: self.row_of(p.message.id.as_str()),
+            })
+            .collect();
+        Ok((unique, batch.positions))
     }
 
     /// The positions of the rows of `key` that already hold messages of `batch`, by index
