@@ -1221,7 +1221,9 @@ fn placeholders(n: usize) -> String {
 
 fn validate_config(config: &LlamaIndexConfig) -> Result<()> {
     if config.sql.default_ttl.is_some() {
-        return Err(no_ttl());
+        return Err(Error::unsupported(
+            "LlamaIndex's table has no expiry: the LlamaIndex store takes no default TTL",
+        ));
     }
     ddl::validate_name(
         "table name",
