@@ -61,6 +61,12 @@ pub enum KeyMapping {
     /// its tenant, user, agent or source) reads and writes the same thread. Listings return
     /// the scopes of [`Scope::session`].
     SessionIdOnly,
+    /// Every scope, kept apart: the key is the scope's canonical key ([`Scope::key`],
+    /// `tenant|user|agent|source|session` with `~` for an absent part), which a Python
+    /// `Memory` opens as its `session_id`. Listings return the scopes whose keys parse back
+    /// (other keys are skipped), matched against the filter; a listing reads every key of
+    /// the table that starts with the filter's tenant.
+    ScopeKey,
 }
 
 /// The settings of a [`LlamaIndexHistoryStore`]: LlamaIndex's table and how messages map to
@@ -297,6 +303,8 @@ struct Statements {
     clear: Arc<str>,
     /// Distinct keys after a cursor.
     list: Arc<str>,
+    /// … that start with a prefix of `n` characters.
+    list_prefixed: Arc<str>,
     /// PostgreSQL's transaction-scoped advisory lock on two names.
     lock: Arc<str>,
 }
@@ -332,6 +340,8 @@ impl Statements {
             ),
             clear: r("DELETE FROM {t} WHERE \"key\" = ?"),
             list: r("SELECT DISTINCT \"key\" FROM {t} WHERE \"key\" > ? ORDER BY \"key\" LIMIT ?"),
+            list_prefixed: r("SELECT DISTINCT \"key\" FROM {t} WHERE \"key\" > ? \
+                 AND substr(\"key\", 1, CAST(? AS INTEGER)) = ? ORDER BY \"key\" LIMIT ?"),
             lock: r("SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))"),
             postgres,
             table,
@@ -519,11 +529,15 @@ impl LlamaIndexHistoryStore {
         self.inner.schema.as_deref()
     }
 
-    /// The value of the `key` column for `scope`: its session id.
+    /// The value of the `key` column for `scope`: its session id, or its canonical key with
+    /// [`KeyMapping::ScopeKey`].
     ///
     /// # Errors
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when the [`KeyMapping`] refuses the scope.
-    pub fn key_for<'s>(&self, scope: &'s Scope) -> Result<&'s str> {
+    pub fn key_for<'s>(&self, scope: &'s Scope) -> Result<Cow<'s, str>> {
+        if self.inner.key_mapping == KeyMapping::ScopeKey {
+            return Ok(Cow::Owned(scope.key()));
+        }
         if self.inner.key_mapping == KeyMapping::Strict {
             let plain = scope.tenant().as_str() == DEFAULT_TENANT
                 && scope.user().is_none()
@@ -533,12 +547,12 @@ impl LlamaIndexHistoryStore {
                 return Err(Error::invalid_input(format!(
                     "scope {scope} cannot be kept apart in LlamaIndex's table, which keys a thread \
                      by session id alone: use Scope::session(..) (default tenant and source, no \
-                     user or agent), or KeyMapping::SessionIdOnly to share the thread of the \
-                     session id"
+                     user or agent), KeyMapping::SessionIdOnly to share the thread of the \
+                     session id, or KeyMapping::ScopeKey to key threads by the whole scope"
                 )));
             }
         }
-        Ok(scope.session_id().as_str())
+        Ok(Cow::Borrowed(scope.session_id().as_str()))
     }
 
     /// The message id given to a row that records none: `llamaindex:<table>:<row id>`.
@@ -1035,7 +1049,14 @@ impl LlamaIndexHistoryStore {
         Ok(n)
     }
 
-    async fn list_keys(&self, page: PageRequest) -> Result<Page<Scope>> {
+    /// A page of the scopes that the keys of the table give: every key (or, with `prefix`,
+    /// those that start with it) for which `scope_of` gives a scope.
+    async fn list_keys(
+        &self,
+        page: PageRequest,
+        prefix: Option<&str>,
+        scope_of: impl Fn(&str) -> Option<Scope>,
+    ) -> Result<Page<Scope>> {
         let ctx = "list LlamaIndex sessions";
         let inner = &self.inner;
         let limit = page.limit.max(1);
@@ -1044,16 +1065,24 @@ impl LlamaIndexHistoryStore {
         let mut last_key: Option<String> = None;
         let batch = to_i64(limit).saturating_add(1).min(10_000);
         loop {
-            let q = self.query(&inner.sql.list).text(&cursor).int(batch);
+            let q = match prefix {
+                None => self.query(&inner.sql.list).text(&cursor).int(batch),
+                Some(prefix) => self
+                    .query(&inner.sql.list_prefixed)
+                    .text(&cursor)
+                    .int(to_i64(prefix.chars().count()))
+                    .text(prefix)
+                    .int(batch),
+            };
             let rows = inner.db.fetch(ctx, q, &[Col::Text]).await?;
             let exhausted = (rows.len() as i64) < batch;
             for mut row in rows {
                 let key = row.take_text(0)?;
                 cursor.clone_from(&key);
-                let Ok(scope) = Scope::session(key.as_str()) else {
+                let Some(scope) = scope_of(&key) else {
                     tracing::debug!(
                         key = %key.escape_debug(),
-                        "LlamaIndex session key skipped: not a valid session id"
+                        "LlamaIndex session key skipped: not one of a listed scope"
                     );
                     continue;
                 };
@@ -1096,7 +1125,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
         let (unique_seqs, inserted) = self
             .bounded(
                 "append to a LlamaIndex session",
-                self.append_tx(key, &batch),
+                self.append_tx(&key, &batch),
             )
             .await?;
         let seqs = positions
@@ -1108,13 +1137,13 @@ impl HistoryStore for LlamaIndexHistoryStore {
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let key = self.key_for(scope)?;
-        self.bounded("read a LlamaIndex session", self.read_rows(key, window))
+        self.bounded("read a LlamaIndex session", self.read_rows(&key, window))
             .await
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let key = self.key_for(scope)?;
-        self.bounded("count a LlamaIndex session", self.count_tx(key))
+        self.bounded("count a LlamaIndex session", self.count_tx(&key))
             .await
     }
 
@@ -1127,18 +1156,28 @@ impl HistoryStore for LlamaIndexHistoryStore {
         }
         self.bounded(
             "archive messages of a LlamaIndex session",
-            self.archive_tx(key, first, last),
+            self.archive_tx(&key, first, last),
         )
         .await
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = self.key_for(scope)?;
-        self.bounded("clear a LlamaIndex session", self.clear_tx(key))
+        self.bounded("clear a LlamaIndex session", self.clear_tx(&key))
             .await
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        if self.inner.key_mapping == KeyMapping::ScopeKey {
+            let prefix = format!("{}|", filter.tenant);
+            let scope_of = |key: &str| parse_scope_key(key).filter(|s| s.matches(filter));
+            return self
+                .bounded(
+                    "list LlamaIndex sessions",
+                    self.list_keys(page, Some(&prefix), scope_of),
+                )
+                .await;
+        }
         // Listed scopes are those of `Scope::session`: the default tenant and source.
         let listed = filter.tenant.as_str() == DEFAULT_TENANT
             && filter.user.is_none()
@@ -1153,8 +1192,12 @@ impl HistoryStore for LlamaIndexHistoryStore {
                 next_cursor: None,
             });
         }
-        self.bounded("list LlamaIndex sessions", self.list_keys(page))
-            .await
+        let scope_of = |key: &str| Scope::session(key).ok();
+        self.bounded(
+            "list LlamaIndex sessions",
+            self.list_keys(page, None, scope_of),
+        )
+        .await
     }
 }
 
@@ -1174,6 +1217,31 @@ fn recorded_id(value: &Value) -> Option<&str> {
         .get("id")?
         .as_str()
         .filter(|id| MessageId::new(*id).is_ok())
+}
+
+/// The scope whose canonical key ([`Scope::key`]) is `key`, if there is one.
+fn parse_scope_key(key: &str) -> Option<Scope> {
+    let mut parts = key.split('|');
+    let (tenant, user, agent, source, session) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    if parts.next().is_some() {
+        return None;
+    }
+    let tenant = memory_core::TenantId::new(tenant).ok()?;
+    let session = memory_core::SessionId::new(session).ok()?;
+    let mut scope = Scope::new(tenant, session).with_source(source).ok()?;
+    if user != "~" {
+        scope = scope.with_user(user).ok()?;
+    }
+    if agent != "~" {
+        scope = scope.with_agent(agent).ok()?;
+    }
+    (scope.key() == key).then_some(scope)
 }
 
 /// Whether `id` is one that a LlamaIndex store gives a row that records none:
@@ -1312,6 +1380,32 @@ mod tests {
                 .unwrap()
                 .is_sqlite_memory()
         );
+    }
+
+    #[test]
+    fn scope_keys_parse_back() {
+        let full = Scope::new(
+            memory_core::TenantId::new("t-1").unwrap(),
+            memory_core::SessionId::new("s:1").unwrap(),
+        )
+        .with_user("u@x")
+        .unwrap()
+        .with_agent("a/b")
+        .unwrap()
+        .with_source("src")
+        .unwrap();
+        for scope in [full, Scope::session("demo").unwrap()] {
+            assert_eq!(parse_scope_key(&scope.key()), Some(scope));
+        }
+        for bad in [
+            "demo",
+            "a|b|c|d",
+            "a|~|~|default|s|x",
+            "|~|~|default|s",
+            "a b|~|~|d|s",
+        ] {
+            assert_eq!(parse_scope_key(bad), None, "{bad}");
+        }
     }
 
     #[test]

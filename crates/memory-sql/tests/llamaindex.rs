@@ -1,7 +1,7 @@
 //! `LlamaIndexHistoryStore` on SQLite files and the PostgreSQL server: LlamaIndex's exact table,
 //! the rows LlamaIndex wrote (docs/interop/vectors, shared/interop/README.md §2) read back,
 //! Python's bytes written, our `Memory` reading and flushing a Python session, idempotent
-//! appends, scope mapping and a subset of the conformance suite.
+//! appends and scope mapping (the conformance suite is in conformance_llamaindex.rs).
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -409,7 +409,6 @@ on_both!(
     archive_and_clear_touch_one_key,
     scopes_map_to_session_ids,
     bad_table_names_are_refused,
-    conformance_subset,
 );
 
 // ---------------------------------------------------------------------------------------------
@@ -1343,6 +1342,38 @@ async fn scopes_map_to_session_ids(kind: Kind) {
     assert_eq!(seen.len(), 1);
     assert_eq!(shared.rows(SESSION).await.len(), 1);
 
+    // ScopeKey: the key is the whole scope's canonical key; scopes stay apart and are listed.
+    let keyed = Env::with(
+        kind,
+        LlamaIndexConfig::new().key_mapping(KeyMapping::ScopeKey),
+    )
+    .await;
+    keyed
+        .store
+        .append(&user_scope, &[ChatMessage::user("the user's")])
+        .await
+        .unwrap();
+    keyed
+        .store
+        .append(&plain, &[ChatMessage::user("the plain one's")])
+        .await
+        .unwrap();
+    assert_eq!(keyed.store.key_for(&user_scope).unwrap(), user_scope.key());
+    assert_eq!(keyed.rows(&user_scope.key()).await.len(), 1);
+    assert_eq!(keyed.rows(&plain.key()).await.len(), 1);
+    assert_eq!(keyed.rows(SESSION).await.len(), 0);
+    let listed = keyed
+        .store
+        .list_threads(
+            &ScopeFilter::tenant(plain.tenant().clone())
+                .with_user(memory_core::UserId::new("u-1").unwrap()),
+            PageRequest::first(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items, [user_scope.clone()]);
+    keyed.drop_table().await;
+
     // No TTL in this layout.
     assert!(!store.capabilities().ttl);
     assert!(store.capabilities().multi_process);
@@ -1427,42 +1458,4 @@ async fn bad_table_names_are_refused(kind: Kind) {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported);
-}
-
-/// The conformance checks that apply to this layout, with ids-and-times options so messages
-/// round-trip exactly, and scopes shared by session id (the checks use random session ids).
-async fn conformance_subset(kind: Kind) {
-    use memory_testkit::history as h;
-    let env = Env::with(
-        kind,
-        LlamaIndexConfig::new()
-            .key_mapping(KeyMapping::SessionIdOnly)
-            .message_options(LiOptions::default()),
-    )
-    .await;
-    let store = &env.store;
-    h::append_assigns_consecutive_seqs(store).await;
-    h::unknown_thread_reads_empty(store).await;
-    h::empty_batch_is_a_no_op(store).await;
-    h::window_all_returns_active_messages(store).await;
-    h::window_last_returns_newest_active(store).await;
-    h::window_after_returns_later_active(store).await;
-    h::window_token_budget_is_contiguous_from_newest(store).await;
-    h::window_everything_includes_archived(store).await;
-    h::count_reports_active_archived_tokens_and_last_seq(store).await;
-    h::archive_moves_a_range_out_of_the_window(store).await;
-    h::archive_edge_ranges(store).await;
-    h::archived_ids_still_dedupe(store).await;
-    h::clear_deletes_the_thread(store).await;
-    h::retried_append_is_idempotent(store).await;
-    h::overlapping_batches_insert_only_new_messages(store).await;
-    h::duplicate_ids_within_a_batch_are_stored_once(store).await;
-    h::large_message_round_trips(store).await;
-    h::non_ascii_messages_round_trip(store).await;
-    h::oversized_message_is_refused_atomically(store).await;
-    h::oversized_batch_is_refused(store).await;
-    h::token_counts_match_the_counter(store).await;
-    h::ttl_expires_a_thread(store).await;
-    h::concurrent_writers_to_one_thread(Arc::new(store.clone())).await;
-    env.drop_table().await;
 }
