@@ -1375,6 +1375,7 @@ mod tests {
         let url = DbUrl::parse(&sqlx_url("postgresql+asyncpg://u:hunter2@h/db")).unwrap();
         assert_eq!(url.backend, Backend::Postgres);
         assert!(!url.redacted.contains("hunter2"));
+        #[cfg(feature = "sqlite")]
         assert!(
             DbUrl::parse(&sqlx_url("sqlite+aiosqlite://"))
                 .unwrap()

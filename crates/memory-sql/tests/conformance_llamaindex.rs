@@ -9,6 +9,7 @@
 //! apart by design and are tested in llamaindex.rs). `LiOptions::default()` records creation
 //! times and metadata, so messages read back exactly as appended.
 #![cfg(any(feature = "sqlite", feature = "postgres"))]
+#![allow(clippy::panic)]
 
 mod common;
 

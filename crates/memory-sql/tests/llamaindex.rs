@@ -941,7 +941,10 @@ async fn messages_write_the_bytes_llamaindex_writes(kind: Kind) {
         let fresh = ChatMessage::new(Role::User, parts.clone());
         let key = format!("native-{name}");
         store
-            .append(&Scope::session(key.as_str()).unwrap(), &[fresh.clone()])
+            .append(
+                &Scope::session(key.as_str()).unwrap(),
+                std::slice::from_ref(&fresh),
+            )
             .await
             .unwrap();
         let with_id = python.replacen(
@@ -966,7 +969,11 @@ async fn messages_write_the_bytes_llamaindex_writes(kind: Kind) {
             )
             .await
             .unwrap();
-        assert_eq!(datas(&env, &key).await, [python.clone()], "{name}");
+        assert_eq!(
+            datas(&env, &key).await,
+            std::slice::from_ref(python),
+            "{name}"
+        );
     }
     env.drop_table().await;
 }
@@ -1371,7 +1378,7 @@ async fn scopes_map_to_session_ids(kind: Kind) {
         )
         .await
         .unwrap();
-    assert_eq!(listed.items, [user_scope.clone()]);
+    assert_eq!(listed.items, std::slice::from_ref(&user_scope));
     keyed.drop_table().await;
 
     // No TTL in this layout.
