@@ -22,7 +22,20 @@
 //! `json.dumps([role, blocks])`: two equal messages get equal ids, so a store that reads rows
 //! should take the id from the row (LlamaIndex's integer `id` column) instead. Block types we
 //! have no part for (thinking, citations, cache points) are not turned into parts; the message
-//! keeps them in its original, written back verbatim while the message is unchanged.
+//! keeps them in its original, written back verbatim while its content (role, author, parts)
+//! is unchanged: an id, a creation time or metadata given to it since (a store's row id and
+//! time) only change the `agent_memory` record, and only as far as the [`LiOptions`] record
+//! them.
+//!
+//! Media blocks get the defaults LlamaIndex's block validators fill in (llama-index-core
+//! 0.14.25): an image's or video's MIME type and an audio block's `format` from the URL's
+//! extension or a `data:` URL's type (`filetype`'s table), a document's MIME type from its
+//! extension and its title `input_document`. So our bytes are LlamaIndex's own for the same
+//! message, and ours → LlamaIndex → ours gives media with these fields filled in (what a
+//! Python `Memory` holds). Two differences remain: inline data without a media type is not
+//! sniffed (LlamaIndex guesses its type from its bytes), and URLs are written as given
+//! (LlamaIndex normalizes image, audio and video URLs with pydantic's `AnyUrl`, so
+//! `https://Example.com` becomes `https://example.com/`).
 //!
 //! What LlamaIndex wrote and we have no field for is kept in our metadata under
 //! [`METADATA_KEY`] (`"llamaindex"`): `role` (a role name that is not one of ours),
@@ -122,8 +135,12 @@ impl LiOptions {
 
 /// Converts our message to LlamaIndex's `ChatMessage.model_dump(mode="json")` form.
 ///
-/// A message read with [`from_llamaindex`] and not changed since is written back exactly as it
-/// was read.
+/// A message read with [`from_llamaindex`] whose content (role, author, parts) is unchanged
+/// since is written back as it was read: the original's bytes, with only the
+/// `additional_kwargs.agent_memory` record of its id, creation time and metadata updated as
+/// `options` say. So a message that a store gave an id and a time of its own (a row's), and
+/// that `options` do not record, is written back exactly as read, blocks we have no part for
+/// (thinking, cache points, citations, `tool_call` blocks) included.
 pub fn to_llamaindex(message: &ChatMessage, options: &LiOptions) -> Value {
     if let Some(original) =
         object_at(&message.metadata, METADATA_KEY).and_then(|m| m.get("original"))
@@ -134,8 +151,77 @@ pub fn to_llamaindex(message: &ChatMessage, options: &LiOptions) -> Value {
         if back == mine {
             return original.clone();
         }
+        if same_content(&back, &mine)
+            && let Some(value) = with_record(original, &mine, options)
+        {
+            return value;
+        }
     }
     project(message, options)
+}
+
+/// Whether two messages differ at most in id, creation time and our own metadata: what
+/// LlamaIndex keeps only in our `agent_memory` record.
+fn same_content(a: &ChatMessage, b: &ChatMessage) -> bool {
+    a.role == b.role
+        && a.author_name == b.author_name
+        && a.parts == b.parts
+        && a.metadata.get(METADATA_KEY) == b.metadata.get(METADATA_KEY)
+}
+
+/// `original` (a message as LlamaIndex wrote it) with the `agent_memory` record of `mine`'s
+/// id, creation time and metadata as `options` say, the rest of the record kept. `None` when
+/// a record is needed and `original` has no place for it.
+fn with_record(original: &Value, mine: &ChatMessage, options: &LiOptions) -> Option<Value> {
+    let mut out = original.clone();
+    let map = out.as_object_mut()?;
+    let role = map.get("role")?.as_str()?.to_owned();
+    let blocks = map.get("blocks")?.as_array()?.clone();
+    let empty = Map::new();
+    let old = match map.get("additional_kwargs") {
+        Some(Value::Object(kwargs)) => match kwargs.get(AGENT_MEMORY_KEY) {
+            Some(Value::Object(record)) => record,
+            Some(_) => return None,
+            None => &empty,
+        },
+        _ => &empty,
+    };
+    let mut record = Map::new();
+    if options.record_id && mine.id != content_id(&role, &blocks) {
+        record.insert("id".to_owned(), Value::String(mine.id.as_str().to_owned()));
+    }
+    if let Some(name) = old.get("author_name") {
+        record.insert("author_name".to_owned(), name.clone());
+    }
+    if options.record_created_at && mine.created_at != UNKNOWN_TIME {
+        record.insert(
+            "created_at".to_owned(),
+            Value::String(format_time(&mine.created_at)),
+        );
+    }
+    if options.record_metadata {
+        let metadata = without_key(&mine.metadata, METADATA_KEY);
+        if !metadata.is_empty() {
+            record.insert("metadata".to_owned(), Value::Object(metadata));
+        }
+    }
+    for (k, v) in old {
+        if !["id", "author_name", "created_at", "metadata"].contains(&k.as_str()) {
+            record.insert(k.clone(), v.clone());
+        }
+    }
+    if record == *old {
+        return Some(original.clone());
+    }
+    let Some(Value::Object(kwargs)) = map.get_mut("additional_kwargs") else {
+        return None;
+    };
+    if record.is_empty() {
+        kwargs.shift_remove(AGENT_MEMORY_KEY);
+    } else {
+        kwargs.insert(AGENT_MEMORY_KEY.to_owned(), Value::Object(record));
+    }
+    Some(out)
 }
 
 /// Reads LlamaIndex's `ChatMessage.model_dump(mode="json")` form into our message.
@@ -343,12 +429,14 @@ fn text_block(text: &str) -> Value {
     json!({"block_type": "text", "text": text})
 }
 
-/// LlamaIndex's content for our parts, and whether reading it back gives the same parts.
+/// LlamaIndex's content for our parts, and whether reading it back gives the same parts, up to
+/// the defaults LlamaIndex fills in (see [`with_defaults`]).
 fn project_parts(parts: &[Part]) -> (LiContent, bool) {
+    let parts: Vec<Part> = parts.iter().map(with_defaults).collect();
     let mut blocks = Vec::new();
     let mut calls = Vec::new();
     let mut tool_call_id = None;
-    for part in parts {
+    for part in &parts {
         match part {
             Part::Text { text } | Part::Refusal { text } => blocks.push(text_block(text)),
             Part::ToolCall {
@@ -384,6 +472,187 @@ fn project_parts(parts: &[Part]) -> (LiContent, bool) {
     };
     let faithful = read_parts(&content) == parts;
     (content, faithful)
+}
+
+/// `filetype` 1.2's file types, `(extension, MIME type)` in its lookup order: LlamaIndex's
+/// blocks fill a missing media type from them (`filetype.get_type`).
+const FILE_TYPES: &[(&str, &str)] = &[
+    ("dwg", "image/vnd.dwg"),
+    ("xcf", "image/x-xcf"),
+    ("jpg", "image/jpeg"),
+    ("jpx", "image/jpx"),
+    ("apng", "image/apng"),
+    ("png", "image/png"),
+    ("gif", "image/gif"),
+    ("webp", "image/webp"),
+    ("tif", "image/tiff"),
+    ("cr2", "image/x-canon-cr2"),
+    ("bmp", "image/bmp"),
+    ("jxr", "image/vnd.ms-photo"),
+    ("psd", "image/vnd.adobe.photoshop"),
+    ("ico", "image/x-icon"),
+    ("heic", "image/heic"),
+    ("dcm", "application/dicom"),
+    ("avif", "image/avif"),
+    ("aac", "audio/aac"),
+    ("midi", "audio/midi"),
+    ("mp3", "audio/mpeg"),
+    ("m4a", "audio/mp4"),
+    ("ogg", "audio/ogg"),
+    ("flac", "audio/x-flac"),
+    ("wav", "audio/x-wav"),
+    ("amr", "audio/amr"),
+    ("aiff", "audio/x-aiff"),
+    ("3gp", "video/3gpp"),
+    ("mp4", "video/mp4"),
+    ("m4v", "video/x-m4v"),
+    ("mkv", "video/x-matroska"),
+    ("mov", "video/quicktime"),
+    ("avi", "video/x-msvideo"),
+    ("wmv", "video/x-ms-wmv"),
+    ("mpg", "video/mpeg"),
+    ("webm", "video/webm"),
+    ("flv", "video/x-flv"),
+    ("woff", "application/font-woff"),
+    ("woff2", "application/font-woff"),
+    ("ttf", "application/font-sfnt"),
+    ("otf", "application/font-sfnt"),
+    ("doc", "application/msword"),
+    (
+        "docx",
+        "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+    ),
+    ("odt", "application/vnd.oasis.opendocument.text"),
+    ("xls", "application/vnd.ms-excel"),
+    (
+        "xlsx",
+        "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
+    ),
+    ("ods", "application/vnd.oasis.opendocument.spreadsheet"),
+    ("ppt", "application/vnd.ms-powerpoint"),
+    (
+        "pptx",
+        "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+    ),
+    ("odp", "application/vnd.oasis.opendocument.presentation"),
+    ("br", "application/x-brotli"),
+    ("rpm", "application/x-rpm"),
+    ("dcm", "application/dicom"),
+    ("epub", "application/epub+zip"),
+    ("zip", "application/zip"),
+    ("tar", "application/x-tar"),
+    ("rar", "application/x-rar-compressed"),
+    ("gz", "application/gzip"),
+    ("bz2", "application/x-bzip2"),
+    ("7z", "application/x-7z-compressed"),
+    ("pdf", "application/pdf"),
+    ("exe", "application/x-msdownload"),
+    ("swf", "application/x-shockwave-flash"),
+    ("rtf", "application/rtf"),
+    ("nes", "application/x-nintendo-nes-rom"),
+    ("crx", "application/x-google-chrome-extension"),
+    ("cab", "application/vnd.ms-cab-compressed"),
+    ("eot", "application/octet-stream"),
+    ("ps", "application/postscript"),
+    ("xz", "application/x-xz"),
+    ("sqlite", "application/x-sqlite3"),
+    ("deb", "application/x-deb"),
+    ("ar", "application/x-unix-archive"),
+    ("Z", "application/x-compress"),
+    ("lzo", "application/x-lzop"),
+    ("lz", "application/x-lzip"),
+    ("elf", "application/x-executable"),
+    ("lz4", "application/x-lz4"),
+    ("zst", "application/zstd"),
+    ("wasm", "application/wasm"),
+];
+
+/// The title LlamaIndex gives a document block that has none.
+const DEFAULT_DOCUMENT_TITLE: &str = "input_document";
+
+/// The file type of an extension (`filetype.get_type(ext=…)`).
+fn type_of_extension(ext: &str) -> Option<(&'static str, &'static str)> {
+    FILE_TYPES.iter().copied().find(|(e, _)| *e == ext)
+}
+
+/// Python's `Path(location).suffix.replace(".", "")`: the extension of the last path
+/// component (`/`-separated, empty and `.` components skipped), or `""`.
+fn path_extension(location: &str) -> &str {
+    let name = location
+        .split('/')
+        .rev()
+        .find(|c| !c.is_empty() && *c != ".")
+        .unwrap_or_default();
+    match name.rfind('.') {
+        Some(i) if i > 0 && i + 1 < name.len() => &name[i + 1..],
+        _ => "",
+    }
+}
+
+/// How an image, audio or video block of LlamaIndex guesses the type of media at `location`
+/// (its `path` or `url`): by the extension, else by the MIME type of a `data:` URL.
+fn type_of_location(location: &str) -> Option<(&'static str, &'static str)> {
+    let by_extension = match path_extension(location) {
+        "" => None,
+        ext => type_of_extension(ext),
+    };
+    by_extension.or_else(|| {
+        if !location.starts_with("data:") {
+            return None;
+        }
+        let mime = location.split(";base64,").next()?.split("data:").nth(1)?;
+        FILE_TYPES.iter().copied().find(|(_, m)| *m == mime)
+    })
+}
+
+/// `part` as LlamaIndex holds it once its block is built: the media type (audio: format) it
+/// fills from the URL of media that has no inline data, and a document's title and type
+/// (`ImageBlock`, `AudioBlock`, `VideoBlock` and `DocumentBlock`'s validators in
+/// llama-index-core 0.14.25). Inline data without a media type is not sniffed: LlamaIndex
+/// guesses its type from its bytes (`filetype.guess`), we leave it unset.
+fn with_defaults(part: &Part) -> Part {
+    let (Part::Image(m) | Part::Audio(m) | Part::Video(m) | Part::Document(m)) = part else {
+        return part.clone();
+    };
+    let has_data = m.data.as_deref().is_some_and(|d| !d.is_empty());
+    if m.url.is_none() && !has_data {
+        return part.clone(); // no block
+    }
+    let missing = |v: &Option<String>| v.as_deref().is_none_or(str::is_empty);
+    let url = m.url.as_deref().unwrap_or_default();
+    let mut m = m.clone();
+    if let Part::Document(_) = part {
+        // `document_mimetype or guess()`: by the extension (not by a `data:` URL), or by
+        // sniffing inline data, which we do not do.
+        if missing(&m.media_type) {
+            m.media_type = match path_extension(url) {
+                _ if has_data => None,
+                "" => None,
+                ext => type_of_extension(ext).map(|(_, mime)| mime.to_owned()),
+            };
+        }
+        if missing(&m.filename) {
+            m.filename = Some(DEFAULT_DOCUMENT_TITLE.to_owned());
+        }
+        return Part::Document(m);
+    }
+    if has_data || !missing(&m.media_type) {
+        return part.clone();
+    }
+    let guess = |kind: &str| type_of_location(url).filter(|(_, mime)| mime.starts_with(kind));
+    let (filled, rebuild): (_, fn(Media) -> Part) = match part {
+        Part::Image(_) => (guess("image/").map(|(_, mime)| mime), Part::Image),
+        // An audio block's `format` is the extension.
+        Part::Audio(_) => (guess("audio/").map(|(ext, _)| ext), Part::Audio),
+        _ => (guess("video/").map(|(_, mime)| mime), Part::Video),
+    };
+    match filled {
+        Some(value) => {
+            m.media_type = Some(value.to_owned());
+            rebuild(m)
+        }
+        None => part.clone(),
+    }
 }
 
 fn opt(value: &Option<String>) -> Value {
@@ -594,6 +863,177 @@ mod tests {
         }
         let msg = from_llamaindex(&serde_json::from_str(r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "tool_call", "tool_call_id": "c1", "tool_name": "f", "tool_kwargs": {"a": 1}}]}"#).unwrap()).unwrap();
         assert_eq!(msg.tool_call_ids().collect::<Vec<_>>(), ["c1"]);
+    }
+
+    /// What llama-index-core 0.14.25 writes for `ChatMessage(role="user", blocks=[…])` with
+    /// these blocks (`json.dumps(message.model_dump(mode="json"))`, captured with the real
+    /// library): the media types, audio formats and document titles and types it fills in.
+    #[test]
+    fn media_get_llamaindexs_defaults() {
+        const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+        let url = |u: &str| Media::url(u);
+        let cases: Vec<(Vec<Part>, &str)> = vec![
+            (
+                vec![
+                    Part::text("What is in this picture?"),
+                    Part::Image(url("https://example.com/cat.png")),
+                ],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "What is in this picture?"}, {"block_type": "image", "image": null, "path": null, "url": "https://example.com/cat.png", "image_mimetype": "image/png", "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Image(url(&format!("data:image/png;base64,{PNG}")))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "image_mimetype": "image/png", "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Image(
+                    url("https://example.com/a.jpg").with_detail("low"),
+                )],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "https://example.com/a.jpg", "image_mimetype": "image/jpeg", "detail": "low"}]}"#,
+            ),
+            (
+                vec![Part::Image(url("https://example.com/a.svg"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "https://example.com/a.svg", "image_mimetype": null, "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Image(url("https://example.com/a.mp3"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "https://example.com/a.mp3", "image_mimetype": null, "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Image(Media {
+                    media_type: Some("image/webp".into()),
+                    ..url("https://example.com/a.png")
+                })],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": null, "path": null, "url": "https://example.com/a.png", "image_mimetype": "image/webp", "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Image(Media::inline("image/png", PNG))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "image", "image": "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==", "path": null, "url": null, "image_mimetype": "image/png", "detail": null}]}"#,
+            ),
+            (
+                vec![Part::Video(url("https://example.com/clip.mp4"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "video", "video": null, "path": null, "url": "https://example.com/clip.mp4", "video_mimetype": "video/mp4", "detail": null, "fps": null}]}"#,
+            ),
+            (
+                vec![Part::Video(url("https://example.com/clip.mpeg"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "video", "video": null, "path": null, "url": "https://example.com/clip.mpeg", "video_mimetype": null, "detail": null, "fps": null}]}"#,
+            ),
+            (
+                vec![Part::Video(url("data:video/webm;base64,AAAA"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "video", "video": null, "path": null, "url": "data:video/webm;base64,AAAA", "video_mimetype": "video/webm", "detail": null, "fps": null}]}"#,
+            ),
+            (
+                vec![Part::Audio(url("https://example.com/voice.wav"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "audio", "audio": null, "path": null, "url": "https://example.com/voice.wav", "format": "wav"}]}"#,
+            ),
+            (
+                vec![Part::Audio(url("data:audio/mpeg;base64,AAAA"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "audio", "audio": null, "path": null, "url": "data:audio/mpeg;base64,AAAA", "format": "mp3"}]}"#,
+            ),
+            (
+                vec![Part::Audio(url("data:audio/wav;base64,AAAA"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "audio", "audio": null, "path": null, "url": "data:audio/wav;base64,AAAA", "format": null}]}"#,
+            ),
+            (
+                vec![Part::Document(url("https://example.com/report.pdf"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": null, "path": null, "url": "https://example.com/report.pdf", "title": "input_document", "document_mimetype": "application/pdf"}]}"#,
+            ),
+            (
+                vec![Part::Document(url("https://example.com/report.docx"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": null, "path": null, "url": "https://example.com/report.docx", "title": "input_document", "document_mimetype": "application/vnd.openxmlformats-officedocument.wordprocessingml.document"}]}"#,
+            ),
+            (
+                vec![Part::Document(url("https://example.com/notes.txt"))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": null, "path": null, "url": "https://example.com/notes.txt", "title": "input_document", "document_mimetype": null}]}"#,
+            ),
+            (
+                vec![Part::Document(Media::inline(
+                    "application/pdf",
+                    "JVBERi0xLjQgdGlueQ==",
+                ))],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": "JVBERi0xLjQgdGlueQ==", "path": null, "url": null, "title": "input_document", "document_mimetype": "application/pdf"}]}"#,
+            ),
+            (
+                vec![Part::Document(Media {
+                    filename: Some("Q3 report".into()),
+                    ..url("https://example.com/report.pdf")
+                })],
+                r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "document", "data": null, "path": null, "url": "https://example.com/report.pdf", "title": "Q3 report", "document_mimetype": "application/pdf"}]}"#,
+            ),
+        ];
+        for (parts, python) in cases {
+            let ours = ChatMessage::new(Role::User, parts);
+            let written = dumps(&to_llamaindex(&ours, &LiOptions::minimal()));
+            assert_eq!(written, python);
+            // Read back, the media carry what LlamaIndex filled in (what a Python `Memory`
+            // holds for them), and are written again byte for byte.
+            let back = from_llamaindex(&serde_json::from_str(python).unwrap()).unwrap();
+            assert_eq!(
+                back.parts,
+                ours.parts.iter().map(with_defaults).collect::<Vec<_>>()
+            );
+            assert_eq!(dumps(&to_llamaindex(&back, &LiOptions::default())), python);
+        }
+    }
+
+    #[test]
+    fn python_path_extensions() {
+        for (location, ext) in [
+            ("https://example.com/cat.png", "png"),
+            ("https://example.com/a.b/c", ""),
+            ("https://example.com/a.png/", "png"),
+            ("https://example.com/a.png?x=1", "png?x=1"),
+            ("https://example.com/.png", ""),
+            ("https://example.com/a.", ""),
+            ("https://example.com/", "com"),
+            ("data:image/png;base64,iVBOR+M9Q", ""),
+            ("", ""),
+        ] {
+            assert_eq!(path_extension(location), ext, "{location}");
+        }
+    }
+
+    /// A message read from a row Python wrote, to which a store gave the row's id and time,
+    /// is written back as the row was, blocks we have no part for included; what the options
+    /// record of its id and time goes into `agent_memory`, and reads back.
+    #[test]
+    fn messages_with_a_store_id_are_written_back_as_read() {
+        let row = r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "thinking", "content": "Check the calendar.", "num_tokens": null, "additional_information": {}}, {"block_type": "text", "text": "You are on call until Friday."}, {"block_type": "cache", "cache_control": {"type": "ephemeral", "ttl": "5m"}}, {"block_type": "tool_call", "tool_call_id": "call_1", "tool_name": "get_weather", "tool_kwargs": {"city": "Oslo"}}]}"#;
+        let mut msg = from_llamaindex(&serde_json::from_str(row).unwrap()).unwrap();
+        msg.id = MessageId::new("llamaindex:llama_index_memory:7").unwrap();
+        msg.created_at = DateTime::parse_from_rfc3339("2026-11-24T10:00:00.123456789Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(dumps(&to_llamaindex(&msg, &LiOptions::minimal())), row);
+        let with_id = dumps(&to_llamaindex(&msg, &LiOptions::minimal().with_id(true)));
+        assert_eq!(
+            with_id,
+            row.replace(
+                r#""additional_kwargs": {}"#,
+                r#""additional_kwargs": {"agent_memory": {"id": "llamaindex:llama_index_memory:7"}}"#
+            )
+        );
+        let everything = to_llamaindex(
+            &msg.clone().with_metadata("k", json!(1)),
+            &LiOptions::default(),
+        );
+        let back = from_llamaindex(&everything).unwrap();
+        assert_eq!(back.id, msg.id);
+        assert_eq!(back.created_at, msg.created_at);
+        assert_eq!(back.metadata.get("k"), Some(&json!(1)));
+        assert_eq!(back.parts, msg.parts);
+        assert_eq!(
+            dumps(&to_llamaindex(&back, &LiOptions::default())),
+            dumps(&everything)
+        );
+        // Read and unchanged, it is written back as read, whatever the options.
+        assert_eq!(
+            dumps(&to_llamaindex(&back, &LiOptions::minimal())),
+            dumps(&everything)
+        );
+        // A changed message is not the row any more.
+        let mut changed = msg.clone();
+        changed.parts.push(Part::text("and more"));
+        assert_ne!(dumps(&to_llamaindex(&changed, &LiOptions::minimal())), row);
     }
 
     #[test]

@@ -386,6 +386,19 @@ impl Db {
         self.round_trips.load(Ordering::Relaxed)
     }
 
+    /// Closes the pool: waits for checked-out connections to come back and closes them.
+    pub(crate) async fn close(&self) {
+        match &self.pool {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(p) => p.close().await,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(p) => p.close().await,
+            #[cfg(feature = "mysql")]
+            Pool::MySql(p) => p.close().await,
+            Pool::Disabled(never) => match *never {},
+        }
+    }
+
     /// Converts an error of this pool. A pool that timed out without a single open connection
     /// could not reach the server at all: that is `Unavailable`, not a busy pool's `Timeout`.
     fn error(&self, ctx: Context<'_>, err: sqlx::Error) -> Error {

@@ -9,6 +9,7 @@
 
 mod ddl;
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::hash::{Hash, Hasher};
@@ -19,18 +20,20 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use async_trait::async_trait;
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, MessageId, Page, PageRequest, Result,
-    Scope, ScopeFilter, StoredMessage, ThreadCount, TokenCounter, Window, default_token_counter,
-    redact_url,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MessageId, Page,
+    PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, StoredMessage, ThreadCount,
+    TokenCounter, Window,
 };
 use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
 use memory_interop::python_json::dumps;
 use memory_interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use serde_json::Value;
 
+use crate::config::{DbUrl, SqlConfig};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query, Row, Tx};
+use crate::rows::to_i64;
+use crate::store::{connect_pool, redact_error, within};
 
 const ACTIVE: &str = "active";
 /// Rows a lookup or an insert statement carries at most.
@@ -51,7 +54,7 @@ const BUDGET_PAGE: (i64, i64) = (32, 1024);
 pub enum KeyMapping {
     /// Only scopes made by [`Scope::session`]: the default tenant and source, no user and no
     /// agent. The key is the session id. Other scopes are refused with
-    /// [`InvalidInput`](ErrorKind::InvalidInput), so nothing is ever shared by accident;
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput), so nothing is ever shared by accident;
     /// listings return such scopes.
     #[default]
     Strict,
@@ -59,20 +62,23 @@ pub enum KeyMapping {
     /// its tenant, user, agent or source) reads and writes the same thread. Listings return
     /// the scopes of [`Scope::session`].
     SessionIdOnly,
+    /// Every scope, kept apart: the key is the scope's canonical key ([`Scope::key`],
+    /// `tenant|user|agent|source|session` with `~` for an absent part), which a Python
+    /// `Memory` opens as its `session_id`. Listings return the scopes whose keys parse back
+    /// (other keys are skipped), matched against the filter; a listing reads every key of
+    /// the table that starts with the filter's tenant.
+    ScopeKey,
 }
 
-/// The settings of a [`LlamaIndexHistoryStore`].
+/// The settings of a [`LlamaIndexHistoryStore`]: LlamaIndex's table and how messages map to
+/// it, and a [`SqlConfig`] for the pool, the timeouts and the token counter.
 #[derive(Debug, Clone)]
 pub struct LlamaIndexConfig {
     table_name: String,
     schema: Option<String>,
     key_mapping: KeyMapping,
-    token_counter: Arc<dyn TokenCounter>,
     message_options: LiOptions,
-    max_connections: Option<u32>,
-    acquire_timeout: Duration,
-    busy_timeout: Duration,
-    operation_timeout: Duration,
+    sql: SqlConfig,
 }
 
 impl Default for LlamaIndexConfig {
@@ -83,27 +89,22 @@ impl Default for LlamaIndexConfig {
 
 impl LlamaIndexConfig {
     /// The defaults: table [`LlamaIndexHistoryStore::DEFAULT_TABLE`], no schema,
-    /// [`KeyMapping::Strict`], the default token counter (tiktoken `o200k_base`),
-    /// [`LiOptions::minimal`] with ids, pools of 10 connections (4 for a SQLite file, 1 in
-    /// memory), 5 s to connect, 10 s to wait for a lock and 30 s per operation.
+    /// [`KeyMapping::Strict`], [`LiOptions::minimal`] with ids, and [`SqlConfig::new`]'s pool,
+    /// timeouts and token counter (tiktoken `o200k_base`).
     pub fn new() -> Self {
         Self {
             table_name: LlamaIndexHistoryStore::DEFAULT_TABLE.to_owned(),
             schema: None,
             key_mapping: KeyMapping::Strict,
-            token_counter: default_token_counter(),
             message_options: LiOptions::minimal().with_id(true),
-            max_connections: None,
-            acquire_timeout: Duration::from_secs(5),
-            busy_timeout: Duration::from_secs(10),
-            operation_timeout: Duration::from_secs(30),
+            sql: SqlConfig::new(),
         }
     }
 
     /// Sets the table name (LlamaIndex's `table_name`): 1 to
     /// [`LlamaIndexHistoryStore::MAX_TABLE_NAME_LEN`] characters of `[A-Za-z0-9_]`, not
     /// starting with a digit. Anything else fails when the store opens, with
-    /// [`InvalidInput`](ErrorKind::InvalidInput).
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
     pub fn table_name(mut self, name: impl Into<String>) -> Self {
         self.table_name = name.into();
         self
@@ -122,12 +123,6 @@ impl LlamaIndexConfig {
         self
     }
 
-    /// Counts tokens with `counter` (on every read: the table stores no counts).
-    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.token_counter = counter;
-        self
-    }
-
     /// Sets what appends record under `additional_kwargs.agent_memory` besides the message.
     /// The id is always recorded (appends are idempotent by id), whatever `options` say;
     /// [`LiOptions::default`] records creation times and metadata too, so our messages read
@@ -137,29 +132,14 @@ impl LlamaIndexConfig {
         self
     }
 
-    /// Caps the pool a URL opens.
-    pub fn max_connections(mut self, max: u32) -> Self {
-        self.max_connections = Some(max.max(1));
-        self
-    }
-
-    /// Bounds connecting and waiting for a pooled connection.
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.acquire_timeout = timeout;
-        self
-    }
-
-    /// How long a writer waits for another's lock: SQLite's busy timeout and PostgreSQL's
-    /// `lock_timeout`, for pools opened from a URL.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.busy_timeout = timeout;
-        self
-    }
-
-    /// Bounds every operation of the store; one that takes longer fails with
-    /// [`Timeout`](ErrorKind::Timeout).
-    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
-        self.operation_timeout = timeout;
+    /// Sets the pool, timeouts and token counter, as for a [`SqlStore`](crate::SqlStore): the
+    /// store opens its URL exactly as `SqlStore` does with `config` (pool size, acquire, busy
+    /// and operation timeouts) and counts tokens with its counter, on every read (the table
+    /// stores no counts). The table prefix does not apply (the table is
+    /// [`table_name`](Self::table_name)); a default TTL cannot be honoured (the table has no
+    /// expiry), and opening with one fails with [`Unsupported`](memory_core::ErrorKind::Unsupported).
+    pub fn sql_config(mut self, config: SqlConfig) -> Self {
+        self.sql = config;
         self
     }
 }
@@ -215,6 +195,10 @@ impl LlamaIndexConfig {
 /// for a row Python wrote (no recorded id), `llamaindex:<table>:<row id>`: unique per row even
 /// when two messages are equal. Appending a message with such an id again is a retry of that
 /// row. Its creation time is the recorded one, or the row's `timestamp` (the insert time).
+/// Such a row id (of any table) is never recorded: a message read from a row and appended to
+/// another session or table (directly, or after a stay in another store) is written with the
+/// row's `data` byte for byte, blocks we have no part for included, and a retry there is
+/// recognised by equal `data` among the rows that record no id.
 ///
 /// # Sequence numbers and windows
 /// A message's sequence number is the position of its row among all rows of the key (active and
@@ -234,7 +218,8 @@ impl LlamaIndexConfig {
 /// message (as LlamaIndex does after every `put`). LlamaIndex counts with its own tokenizer
 /// (tiktoken `cl100k_base` by default, `additional_kwargs` included), so the two sides may
 /// decide to flush at slightly different points; give the store
-/// [`TiktokenCounter::cl100k`](memory_core::TiktokenCounter::cl100k) to come closer.
+/// [`TiktokenCounter::cl100k`](memory_core::TiktokenCounter::cl100k) (through
+/// [`LlamaIndexConfig::sql_config`]) to come closer.
 ///
 /// # Writes
 /// - `append` runs in one transaction that first takes a lock on the key (PostgreSQL:
@@ -319,6 +304,8 @@ struct Statements {
     clear: Arc<str>,
     /// Distinct keys after a cursor.
     list: Arc<str>,
+    /// … that start with a prefix of `n` characters.
+    list_prefixed: Arc<str>,
     /// PostgreSQL's transaction-scoped advisory lock on two names.
     lock: Arc<str>,
 }
@@ -354,6 +341,8 @@ impl Statements {
             ),
             clear: r("DELETE FROM {t} WHERE \"key\" = ?"),
             list: r("SELECT DISTINCT \"key\" FROM {t} WHERE \"key\" > ? ORDER BY \"key\" LIMIT ?"),
+            list_prefixed: r("SELECT DISTINCT \"key\" FROM {t} WHERE \"key\" > ? \
+                 AND substr(\"key\", 1, CAST(? AS INTEGER)) = ? ORDER BY \"key\" LIMIT ?"),
             lock: r("SELECT pg_advisory_xact_lock(hashtext(?), hashtext(?))"),
             postgres,
             table,
@@ -433,10 +422,10 @@ impl LlamaIndexHistoryStore {
     /// `sqlite+aiosqlite:///:memory:`, `postgresql+asyncpg://…` (any `+driver`).
     ///
     /// # Errors
-    /// [`InvalidInput`](ErrorKind::InvalidInput) for a malformed URL, an invalid table or
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a malformed URL, an invalid table or
     /// schema name, or an existing table that lacks LlamaIndex's columns;
-    /// [`Unsupported`](ErrorKind::Unsupported) for MySQL/MariaDB or a database whose feature
-    /// is not enabled; [`Unavailable`](ErrorKind::Unavailable) when the server cannot be
+    /// [`Unsupported`](memory_core::ErrorKind::Unsupported) for MySQL/MariaDB or a database whose feature
+    /// is not enabled; [`Unavailable`](memory_core::ErrorKind::Unavailable) when the server cannot be
     /// reached.
     pub async fn connect(url: &str) -> Result<Self> {
         Self::connect_with(url, LlamaIndexConfig::new()).await
@@ -448,13 +437,16 @@ impl LlamaIndexHistoryStore {
     /// As [`connect`](Self::connect).
     pub async fn connect_with(url: &str, config: LlamaIndexConfig) -> Result<Self> {
         validate_config(&config)?;
-        let redacted = redact_url(url);
-        let (backend, url_for_sqlx) = parse_url(url, &redacted)?;
-        match backend {
-            Backend::Sqlite => open_sqlite(&url_for_sqlx, &redacted, config).await,
-            Backend::Postgres => open_postgres(&url_for_sqlx, &redacted, config).await,
-            Backend::MySql => Err(mysql_unsupported()),
+        let url = DbUrl::parse(&sqlx_url(url))?;
+        if url.backend == Backend::MySql {
+            return Err(mysql_unsupported());
         }
+        let opened = async {
+            let opened = connect_pool(&url, &config.sql).await?;
+            let redacted = Some(url.redacted.clone());
+            Self::open(opened.pool, url.backend, config, redacted, opened.memory).await
+        };
+        opened.await.map_err(|err| redact_error(&url, err))
     }
 
     /// Wraps the application's SQLite pool, creating the table if it is missing. Appends use
@@ -509,9 +501,9 @@ impl LlamaIndexHistoryStore {
                 table: config.table_name,
                 schema,
                 key_mapping: config.key_mapping,
-                counter: config.token_counter,
+                counter: config.sql.token_counter,
                 options: config.message_options,
-                operation_timeout: config.operation_timeout,
+                operation_timeout: config.sql.operation_timeout,
                 url,
                 private_memory,
                 tokens: Mutex::new(HashMap::new()),
@@ -538,11 +530,15 @@ impl LlamaIndexHistoryStore {
         self.inner.schema.as_deref()
     }
 
-    /// The value of the `key` column for `scope`: its session id.
+    /// The value of the `key` column for `scope`: its session id, or its canonical key with
+    /// [`KeyMapping::ScopeKey`].
     ///
     /// # Errors
-    /// [`InvalidInput`](ErrorKind::InvalidInput) when the [`KeyMapping`] refuses the scope.
-    pub fn key_for<'s>(&self, scope: &'s Scope) -> Result<&'s str> {
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when the [`KeyMapping`] refuses the scope.
+    pub fn key_for<'s>(&self, scope: &'s Scope) -> Result<Cow<'s, str>> {
+        if self.inner.key_mapping == KeyMapping::ScopeKey {
+            return Ok(Cow::Owned(scope.key()));
+        }
         if self.inner.key_mapping == KeyMapping::Strict {
             let plain = scope.tenant().as_str() == DEFAULT_TENANT
                 && scope.user().is_none()
@@ -552,12 +548,12 @@ impl LlamaIndexHistoryStore {
                 return Err(Error::invalid_input(format!(
                     "scope {scope} cannot be kept apart in LlamaIndex's table, which keys a thread \
                      by session id alone: use Scope::session(..) (default tenant and source, no \
-                     user or agent), or KeyMapping::SessionIdOnly to share the thread of the \
-                     session id"
+                     user or agent), KeyMapping::SessionIdOnly to share the thread of the \
+                     session id, or KeyMapping::ScopeKey to key threads by the whole scope"
                 )));
             }
         }
-        Ok(scope.session_id().as_str())
+        Ok(Cow::Borrowed(scope.session_id().as_str()))
     }
 
     /// The message id given to a row that records none: `llamaindex:<table>:<row id>`.
@@ -570,17 +566,9 @@ impl LlamaIndexHistoryStore {
         self.inner.db.round_trips()
     }
 
-    /// Closes the pool; later calls fail with [`Unavailable`](ErrorKind::Unavailable).
+    /// Closes the pool; later calls fail with [`Unavailable`](memory_core::ErrorKind::Unavailable).
     pub async fn close(&self) {
-        match &self.inner.db.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => p.close().await,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => p.close().await,
-            #[cfg(feature = "mysql")]
-            Pool::MySql(p) => p.close().await,
-            Pool::Disabled(never) => match *never {},
-        }
+        self.inner.db.close().await;
     }
 
     /// The row id that `id` names, if it is one of this table's row ids.
@@ -594,13 +582,7 @@ impl LlamaIndexHistoryStore {
     }
 
     async fn bounded<T>(&self, ctx: &str, op: impl Future<Output = Result<T>>) -> Result<T> {
-        let limit = self.inner.operation_timeout;
-        tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
-            Err(Error::new(
-                ErrorKind::Timeout,
-                format!("{ctx}: the database did not finish within {limit:?}"),
-            ))
-        })
+        within(self.inner.operation_timeout, ctx, op).await
     }
 
     fn query(&self, sql: &Arc<str>) -> Query<'static> {
@@ -818,63 +800,40 @@ impl LlamaIndexHistoryStore {
         Ok(out)
     }
 
-    /// Encodes and checks a batch: the distinct messages (first of each id) and, per given
-    /// message, the index of its distinct one.
+    /// Encodes and checks a batch ([`PreparedBatch`]'s checks on LlamaIndex's `data`): the
+    /// distinct messages (first of each id) and, per given message, the index of its distinct
+    /// one.
     fn prepare<'a>(&self, messages: &'a [ChatMessage]) -> Result<(Vec<Prepared<'a>>, Vec<usize>)> {
-        if messages.len() > MAX_BATCH_MESSAGES {
-            return Err(Error::new(
-                ErrorKind::LimitExceeded,
-                format!(
-                    "a batch of {} messages is over the limit of {MAX_BATCH_MESSAGES}",
-                    messages.len()
-                ),
-            ));
-        }
-        let mut seen: HashMap<&str, usize> = HashMap::with_capacity(messages.len());
-        let mut unique: Vec<Prepared<'a>> = Vec::with_capacity(messages.len());
-        let mut positions = Vec::with_capacity(messages.len());
-        let mut bytes = 0usize;
-        for message in messages {
-            if let Some(&at) = seen.get(message.id.as_str()) {
-                positions.push(at);
-                continue;
-            }
-            let value = to_llamaindex(message, &self.inner.options);
-            let data = dumps(&value);
-            if data.len() > MAX_MESSAGE_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!(
-                        "message {} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-                        message.id,
-                        data.len()
-                    ),
-                ));
-            }
-            bytes += data.len();
-            if bytes > MAX_BATCH_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
-                ));
-            }
+        // Per message to store, in order: its role column and whether its data records its id.
+        let mut columns: Vec<(String, bool)> = Vec::with_capacity(messages.len());
+        let batch = PreparedBatch::with_encoder(messages, None, Repeats::Collapse, |message| {
+            // A row's id is not recorded: the row's message is written with its bytes.
+            let value = if is_row_id(message.id.as_str()) {
+                to_llamaindex(message, &self.inner.options.clone().with_id(false))
+            } else {
+                to_llamaindex(message, &self.inner.options)
+            };
             let role = value
                 .get("role")
                 .and_then(Value::as_str)
                 .unwrap_or(message.role.as_str())
                 .to_owned();
-            let recorded = recorded_id(&value) == Some(message.id.as_str());
-            seen.insert(message.id.as_str(), unique.len());
-            positions.push(unique.len());
-            unique.push(Prepared {
-                message,
+            columns.push((role, recorded_id(&value) == Some(message.id.as_str())));
+            Ok(dumps(&value))
+        })?;
+        let unique = batch
+            .unique
+            .into_iter()
+            .zip(columns)
+            .map(|(p, (role, recorded))| Prepared {
+                message: p.message,
                 role,
-                data,
+                data: p.json,
                 recorded,
-                row: self.row_of(message.id.as_str()),
-            });
-        }
-        Ok((unique, positions))
+                row: self.row_of(p.message.id.as_str()),
+            })
+            .collect();
+        Ok((unique, batch.positions))
     }
 
     /// The positions of the rows of `key` that already hold messages of `batch`, by index
@@ -1091,7 +1050,14 @@ impl LlamaIndexHistoryStore {
         Ok(n)
     }
 
-    async fn list_keys(&self, page: PageRequest) -> Result<Page<Scope>> {
+    /// A page of the scopes that the keys of the table give: every key (or, with `prefix`,
+    /// those that start with it) for which `scope_of` gives a scope.
+    async fn list_keys(
+        &self,
+        page: PageRequest,
+        prefix: Option<&str>,
+        scope_of: impl Fn(&str) -> Option<Scope>,
+    ) -> Result<Page<Scope>> {
         let ctx = "list LlamaIndex sessions";
         let inner = &self.inner;
         let limit = page.limit.max(1);
@@ -1100,16 +1066,24 @@ impl LlamaIndexHistoryStore {
         let mut last_key: Option<String> = None;
         let batch = to_i64(limit).saturating_add(1).min(10_000);
         loop {
-            let q = self.query(&inner.sql.list).text(&cursor).int(batch);
+            let q = match prefix {
+                None => self.query(&inner.sql.list).text(&cursor).int(batch),
+                Some(prefix) => self
+                    .query(&inner.sql.list_prefixed)
+                    .text(&cursor)
+                    .int(to_i64(prefix.chars().count()))
+                    .text(prefix)
+                    .int(batch),
+            };
             let rows = inner.db.fetch(ctx, q, &[Col::Text]).await?;
             let exhausted = (rows.len() as i64) < batch;
             for mut row in rows {
                 let key = row.take_text(0)?;
                 cursor.clone_from(&key);
-                let Ok(scope) = Scope::session(key.as_str()) else {
+                let Some(scope) = scope_of(&key) else {
                     tracing::debug!(
                         key = %key.escape_debug(),
-                        "LlamaIndex session key skipped: not a valid session id"
+                        "LlamaIndex session key skipped: not one of a listed scope"
                     );
                     continue;
                 };
@@ -1152,7 +1126,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
         let (unique_seqs, inserted) = self
             .bounded(
                 "append to a LlamaIndex session",
-                self.append_tx(key, &batch),
+                self.append_tx(&key, &batch),
             )
             .await?;
         let seqs = positions
@@ -1164,13 +1138,13 @@ impl HistoryStore for LlamaIndexHistoryStore {
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let key = self.key_for(scope)?;
-        self.bounded("read a LlamaIndex session", self.read_rows(key, window))
+        self.bounded("read a LlamaIndex session", self.read_rows(&key, window))
             .await
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let key = self.key_for(scope)?;
-        self.bounded("count a LlamaIndex session", self.count_tx(key))
+        self.bounded("count a LlamaIndex session", self.count_tx(&key))
             .await
     }
 
@@ -1183,18 +1157,28 @@ impl HistoryStore for LlamaIndexHistoryStore {
         }
         self.bounded(
             "archive messages of a LlamaIndex session",
-            self.archive_tx(key, first, last),
+            self.archive_tx(&key, first, last),
         )
         .await
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = self.key_for(scope)?;
-        self.bounded("clear a LlamaIndex session", self.clear_tx(key))
+        self.bounded("clear a LlamaIndex session", self.clear_tx(&key))
             .await
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        if self.inner.key_mapping == KeyMapping::ScopeKey {
+            let prefix = format!("{}|", filter.tenant);
+            let scope_of = |key: &str| parse_scope_key(key).filter(|s| s.matches(filter));
+            return self
+                .bounded(
+                    "list LlamaIndex sessions",
+                    self.list_keys(page, Some(&prefix), scope_of),
+                )
+                .await;
+        }
         // Listed scopes are those of `Scope::session`: the default tenant and source.
         let listed = filter.tenant.as_str() == DEFAULT_TENANT
             && filter.user.is_none()
@@ -1209,8 +1193,12 @@ impl HistoryStore for LlamaIndexHistoryStore {
                 next_cursor: None,
             });
         }
-        self.bounded("list LlamaIndex sessions", self.list_keys(page))
-            .await
+        let scope_of = |key: &str| Scope::session(key).ok();
+        self.bounded(
+            "list LlamaIndex sessions",
+            self.list_keys(page, None, scope_of),
+        )
+        .await
     }
 }
 
@@ -1230,6 +1218,49 @@ fn recorded_id(value: &Value) -> Option<&str> {
         .get("id")?
         .as_str()
         .filter(|id| MessageId::new(*id).is_ok())
+}
+
+/// The scope whose canonical key ([`Scope::key`]) is `key`, if there is one.
+fn parse_scope_key(key: &str) -> Option<Scope> {
+    let mut parts = key.split('|');
+    let (tenant, user, agent, source, session) = (
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+        parts.next()?,
+    );
+    if parts.next().is_some() {
+        return None;
+    }
+    let tenant = memory_core::TenantId::new(tenant).ok()?;
+    let session = memory_core::SessionId::new(session).ok()?;
+    let mut scope = Scope::new(tenant, session).with_source(source).ok()?;
+    if user != "~" {
+        scope = scope.with_user(user).ok()?;
+    }
+    if agent != "~" {
+        scope = scope.with_agent(agent).ok()?;
+    }
+    (scope.key() == key).then_some(scope)
+}
+
+/// Whether `id` is one that a LlamaIndex store gives a row that records none:
+/// `llamaindex:<table>:<row id>`, whatever the table.
+fn is_row_id(id: &str) -> bool {
+    let Some((table, row)) = id
+        .strip_prefix("llamaindex:")
+        .and_then(|rest| rest.rsplit_once(':'))
+    else {
+        return false;
+    };
+    ddl::validate_name(
+        "table name",
+        table,
+        LlamaIndexHistoryStore::MAX_TABLE_NAME_LEN,
+    )
+    .is_ok()
+        && row.parse::<i64>().is_ok_and(|n| n.to_string() == row)
 }
 
 /// Substitutes the table for `{t}` and, on PostgreSQL, numbers the placeholders (`$1`, `$2`,
@@ -1258,6 +1289,11 @@ fn placeholders(n: usize) -> String {
 }
 
 fn validate_config(config: &LlamaIndexConfig) -> Result<()> {
+    if config.sql.default_ttl.is_some() {
+        return Err(Error::unsupported(
+            "LlamaIndex's table has no expiry: the LlamaIndex store takes no default TTL",
+        ));
+    }
     ddl::validate_name(
         "table name",
         &config.table_name,
@@ -1273,152 +1309,32 @@ fn validate_config(config: &LlamaIndexConfig) -> Result<()> {
     Ok(())
 }
 
-/// The backend of `url` and the URL in sqlx's form (SQLAlchemy's `+driver` URLs translated).
-fn parse_url(url: &str, redacted: &str) -> Result<(Backend, String)> {
-    let (scheme, rest) = url.split_once(':').ok_or_else(|| {
-        Error::invalid_input(format!(
-            "unsupported database URL {redacted}: use sqlite:, postgres:// or SQLAlchemy's \
-             sqlite+aiosqlite:/// and postgresql+asyncpg://"
-        ))
-    })?;
-    let scheme = scheme.to_ascii_lowercase();
-    let (base, driver) = match scheme.split_once('+') {
-        Some((base, driver)) => (base, Some(driver)),
-        None => (scheme.as_str(), None),
+/// `url` in sqlx's form: SQLAlchemy's `dialect+driver://` URLs (what LlamaIndex is given)
+/// translated, any other URL as it is. SQLAlchemy's `sqlite:///relative.db`,
+/// `sqlite:////abs.db` and `sqlite://` (memory) differ from sqlx's, so they are translated
+/// only with a `+driver`.
+fn sqlx_url(url: &str) -> Cow<'_, str> {
+    let Some((scheme, rest)) = url.split_once(':') else {
+        return Cow::Borrowed(url);
     };
-    match base {
+    let Some((base, _driver)) = scheme.split_once('+') else {
+        return Cow::Borrowed(url);
+    };
+    match base.to_ascii_lowercase().as_str() {
         "sqlite" => {
-            let Some(_) = driver else {
-                return Ok((Backend::Sqlite, url.to_owned()));
-            };
-            // SQLAlchemy: `sqlite:///relative.db`, `sqlite:////abs.db`, `sqlite://` (memory).
             let path = rest.strip_prefix("//").unwrap_or(rest);
             let path = path.strip_prefix('/').unwrap_or(path);
             let (path, query) = path.split_once('?').unwrap_or((path, ""));
-            let sqlx_url = if path.is_empty() || path == ":memory:" {
-                "sqlite::memory:".to_owned()
-            } else if query.is_empty() {
-                format!("sqlite://{path}")
-            } else {
-                format!("sqlite://{path}?{query}")
-            };
-            Ok((Backend::Sqlite, sqlx_url))
+            Cow::Owned(match (path, query) {
+                ("" | ":memory:", _) => "sqlite::memory:".to_owned(),
+                (path, "") => format!("sqlite://{path}"),
+                (path, query) => format!("sqlite://{path}?{query}"),
+            })
         }
-        "postgres" | "postgresql" => Ok((Backend::Postgres, format!("postgres:{rest}"))),
-        "mysql" | "mariadb" => Ok((Backend::MySql, url.to_owned())),
-        _ => Err(Error::invalid_input(format!(
-            "unsupported database URL {redacted}: use sqlite:, postgres:// or SQLAlchemy's \
-             sqlite+aiosqlite:/// and postgresql+asyncpg://"
-        ))),
+        "postgres" | "postgresql" => Cow::Owned(format!("postgres:{rest}")),
+        "mysql" | "mariadb" => Cow::Owned(format!("mysql:{rest}")),
+        _ => Cow::Borrowed(url),
     }
-}
-
-#[cfg(feature = "sqlite")]
-fn is_sqlite_memory(url: &str) -> bool {
-    let rest = url.get("sqlite:".len()..).unwrap_or_default();
-    let rest = rest.trim_start_matches("//");
-    let (db, params) = rest.split_once('?').unwrap_or((rest, ""));
-    db == ":memory:" || params.split('&').any(|p| p == "mode=memory")
-}
-
-#[cfg(feature = "sqlite")]
-async fn open_sqlite(
-    url: &str,
-    redacted: &str,
-    config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    use sqlx::sqlite::{
-        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-    };
-    let ctx = format!("open {redacted}");
-    let options: SqliteConnectOptions =
-        url.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
-    let options = options.busy_timeout(config.busy_timeout);
-    let memory = is_sqlite_memory(url);
-    let pool = if memory {
-        // Every connection to `:memory:` is a new database: keep exactly one, forever.
-        SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(Duration::from_secs(60)))
-            .connect_with(options)
-            .await
-    } else {
-        let options = options
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal);
-        SqlitePoolOptions::new()
-            .max_connections(config.max_connections.unwrap_or(4))
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout))
-            .connect_with(options)
-            .await
-    }
-    .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    LlamaIndexHistoryStore::open(
-        Pool::Sqlite(pool),
-        Backend::Sqlite,
-        config,
-        Some(redacted.to_owned()),
-        memory,
-    )
-    .await
-}
-
-#[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(
-    _url: &str,
-    redacted: &str,
-    _config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    Err(Error::unsupported(format!(
-        "{redacted} needs memory-sql's `sqlite` feature, which is not enabled"
-    )))
-}
-
-#[cfg(feature = "postgres")]
-async fn open_postgres(
-    url: &str,
-    redacted: &str,
-    config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-    let ctx = format!("open {redacted}");
-    let options: PgConnectOptions = url.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
-    let options = options.options([(
-        "lock_timeout",
-        format!("{}ms", config.busy_timeout.as_millis().max(1)),
-    )]);
-    let pool = PgPoolOptions::new()
-        .max_connections(config.max_connections.unwrap_or(10))
-        .acquire_timeout(config.acquire_timeout)
-        .test_before_acquire(false)
-        .connect_with(options)
-        .await
-        .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    LlamaIndexHistoryStore::open(
-        Pool::Postgres(pool),
-        Backend::Postgres,
-        config,
-        Some(redacted.to_owned()),
-        false,
-    )
-    .await
-}
-
-#[cfg(not(feature = "postgres"))]
-async fn open_postgres(
-    _url: &str,
-    redacted: &str,
-    _config: LlamaIndexConfig,
-) -> Result<LlamaIndexHistoryStore> {
-    Err(Error::unsupported(format!(
-        "{redacted} needs memory-sql's `postgres` feature, which is not enabled"
-    )))
 }
 
 /// Nanoseconds since the Unix epoch (Python's `time.time_ns()`).
@@ -1429,53 +1345,90 @@ fn now_ns() -> i64 {
         .unwrap_or_default()
 }
 
-/// An unsigned count or bound as an SQL integer, saturating at `i64::MAX`.
-fn to_i64(v: impl TryInto<i64>) -> i64 {
-    v.try_into().unwrap_or(i64::MAX)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn sqlalchemy_urls_translate() {
-        let p = |u: &str| parse_url(u, u).unwrap();
-        assert_eq!(
-            p("sqlite+aiosqlite:///chat.db"),
-            (Backend::Sqlite, "sqlite://chat.db".to_owned())
+        for (given, sqlx) in [
+            ("sqlite+aiosqlite:///chat.db", "sqlite://chat.db"),
+            ("sqlite+aiosqlite:////tmp/chat.db", "sqlite:///tmp/chat.db"),
+            (
+                "sqlite+aiosqlite:///chat.db?mode=ro",
+                "sqlite://chat.db?mode=ro",
+            ),
+            ("sqlite+aiosqlite:///:memory:", "sqlite::memory:"),
+            ("sqlite+aiosqlite://", "sqlite::memory:"),
+            ("sqlite://x.db", "sqlite://x.db"),
+            ("sqlite::memory:", "sqlite::memory:"),
+            (
+                "postgresql+asyncpg://u:p@h:5432/db",
+                "postgres://u:p@h:5432/db",
+            ),
+            ("postgres://u:p@h/db", "postgres://u:p@h/db"),
+            ("mysql+aiomysql://h/db", "mysql://h/db"),
+            ("redis://h", "redis://h"),
+            ("nothing", "nothing"),
+        ] {
+            assert_eq!(sqlx_url(given), sqlx, "{given}");
+        }
+        let url = DbUrl::parse(&sqlx_url("postgresql+asyncpg://u:hunter2@h/db")).unwrap();
+        assert_eq!(url.backend, Backend::Postgres);
+        assert!(!url.redacted.contains("hunter2"));
+        #[cfg(feature = "sqlite")]
+        assert!(
+            DbUrl::parse(&sqlx_url("sqlite+aiosqlite://"))
+                .unwrap()
+                .is_sqlite_memory()
         );
-        assert_eq!(
-            p("sqlite+aiosqlite:////tmp/chat.db"),
-            (Backend::Sqlite, "sqlite:///tmp/chat.db".to_owned())
-        );
-        assert_eq!(
-            p("sqlite+aiosqlite:///:memory:"),
-            (Backend::Sqlite, "sqlite::memory:".to_owned())
-        );
-        assert_eq!(
-            p("sqlite+aiosqlite://"),
-            (Backend::Sqlite, "sqlite::memory:".to_owned())
-        );
-        assert_eq!(
-            p("sqlite://x.db"),
-            (Backend::Sqlite, "sqlite://x.db".to_owned())
-        );
-        assert_eq!(
-            p("postgresql+asyncpg://u:p@h:5432/db"),
-            (Backend::Postgres, "postgres://u:p@h:5432/db".to_owned())
-        );
-        assert_eq!(p("mysql://h/db").0, Backend::MySql);
-        assert!(parse_url("redis://h", "redis://h").is_err());
-        assert!(parse_url("nothing", "nothing").is_err());
     }
 
-    #[cfg(feature = "sqlite")]
     #[test]
-    fn sqlite_memory_urls_are_recognised() {
-        assert!(is_sqlite_memory("sqlite::memory:"));
-        assert!(is_sqlite_memory("sqlite://x.db?mode=memory"));
-        assert!(!is_sqlite_memory("sqlite://x.db"));
+    fn scope_keys_parse_back() {
+        let full = Scope::new(
+            memory_core::TenantId::new("t-1").unwrap(),
+            memory_core::SessionId::new("s:1").unwrap(),
+        )
+        .with_user("u@x")
+        .unwrap()
+        .with_agent("a/b")
+        .unwrap()
+        .with_source("src")
+        .unwrap();
+        for scope in [full, Scope::session("demo").unwrap()] {
+            assert_eq!(parse_scope_key(&scope.key()), Some(scope));
+        }
+        for bad in [
+            "demo",
+            "a|b|c|d",
+            "a|~|~|default|s|x",
+            "|~|~|default|s",
+            "a b|~|~|d|s",
+        ] {
+            assert_eq!(parse_scope_key(bad), None, "{bad}");
+        }
+    }
+
+    #[test]
+    fn row_ids_are_recognised() {
+        for id in [
+            "llamaindex:llama_index_memory:1",
+            "llamaindex:T_2:-3",
+            "llamaindex:x:0",
+        ] {
+            assert!(is_row_id(id), "{id}");
+        }
+        for id in [
+            "llamaindex:llama_index_memory:01",
+            "llamaindex:llama_index_memory:x",
+            "llamaindex::1",
+            "llamaindex:a-b:1",
+            "llamaindex:1",
+            "m-1",
+        ] {
+            assert!(!is_row_id(id), "{id}");
+        }
     }
 
     #[test]

@@ -190,15 +190,7 @@ impl SqlStore {
     /// Closes the pool: waits for checked-out connections to come back and closes them. Later
     /// calls fail with [`Unavailable`](memory_core::ErrorKind::Unavailable).
     pub async fn close(&self) {
-        match &self.inner.db.pool {
-            #[cfg(feature = "sqlite")]
-            Pool::Sqlite(p) => p.close().await,
-            #[cfg(feature = "postgres")]
-            Pool::Postgres(p) => p.close().await,
-            #[cfg(feature = "mysql")]
-            Pool::MySql(p) => p.close().await,
-            Pool::Disabled(never) => match *never {},
-        }
+        self.inner.db.close().await;
     }
 }
 
@@ -280,12 +272,19 @@ impl SqlStoreBuilder {
     pub async fn connect(self) -> Result<SqlStore> {
         let url = DbUrl::parse(&self.url)?;
         TablePrefix::new(&self.config.table_prefix)?;
-        let opened = match url.backend {
-            Backend::Sqlite => open_sqlite(&url, self.config).await,
-            Backend::Postgres => open_postgres(&url, self.config).await,
-            Backend::MySql => open_mysql(&url, self.config).await,
+        let opened = async {
+            let opened = connect_pool(&url, &self.config).await?;
+            let redacted = Some(url.redacted.clone());
+            SqlStore::open(
+                opened.pool,
+                url.backend,
+                self.config,
+                redacted,
+                opened.memory,
+            )
+            .await
         };
-        opened.map_err(|err| {
+        opened.await.map_err(|err| {
             redact_error(&url, err)
                 .with_backend(url.backend.as_str())
                 .with_operation("open")
@@ -306,7 +305,7 @@ impl fmt::Debug for SqlStoreBuilder {
 
 /// Guarantees that nothing of the URL's password survives in `err`'s message or sources:
 /// when any of them shows a secret, the error is rebuilt from scrubbed texts.
-fn redact_error(url: &DbUrl, err: Error) -> Error {
+pub(crate) fn redact_error(url: &DbUrl, err: Error) -> Error {
     let chain: Vec<&(dyn std::error::Error + 'static)> =
         std::iter::successors(std::error::Error::source(&err), |s| s.source()).collect();
     let leaks = url.leaks(&format!("{err} {err:?}"))
@@ -362,8 +361,26 @@ where
     }
 }
 
+/// A pool opened from a URL with a [`SqlConfig`]'s settings.
+pub(crate) struct UrlPool {
+    pub(crate) pool: Pool,
+    /// Whether it is a private in-memory SQLite database (one connection, one process).
+    pub(crate) memory: bool,
+}
+
+/// Opens the pool `url` names with `config`'s pool size and timeouts: the one place where
+/// every store opened from a URL gets its connections. Errors may hold the URL's secrets: pass
+/// them through [`redact_error`].
+pub(crate) async fn connect_pool(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
+    match url.backend {
+        Backend::Sqlite => open_sqlite(url, config).await,
+        Backend::Postgres => open_postgres(url, config).await,
+        Backend::MySql => open_mysql(url, config).await,
+    }
+}
+
 #[cfg(feature = "sqlite")]
-async fn open_sqlite(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
     use sqlx::sqlite::{
         SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
     };
@@ -412,23 +429,19 @@ async fn open_sqlite(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
             other => break other.map_err(|e| crate::error::sql_error(&ctx, e))?,
         }
     };
-    SqlStore::open(
-        Pool::Sqlite(pool),
-        Backend::Sqlite,
-        config,
-        Some(url.redacted.clone()),
+    Ok(UrlPool {
+        pool: Pool::Sqlite(pool),
         memory,
-    )
-    .await
+    })
 }
 
 #[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+async fn open_sqlite(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
     Err(not_compiled(url, "sqlite"))
 }
 
 #[cfg(feature = "postgres")]
-async fn open_postgres(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+async fn open_postgres(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
     use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
     let ctx = format!("open {}", url.redacted);
     let options: PgConnectOptions = url
@@ -452,23 +465,19 @@ async fn open_postgres(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
         // checkout would double the round trips.
         .test_before_acquire(false)
         .connect_lazy_with(options);
-    SqlStore::open(
-        Pool::Postgres(pool),
-        Backend::Postgres,
-        config,
-        Some(url.redacted.clone()),
-        false,
-    )
-    .await
+    Ok(UrlPool {
+        pool: Pool::Postgres(pool),
+        memory: false,
+    })
 }
 
 #[cfg(not(feature = "postgres"))]
-async fn open_postgres(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+async fn open_postgres(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
     Err(not_compiled(url, "postgres"))
 }
 
 #[cfg(feature = "mysql")]
-async fn open_mysql(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
+async fn open_mysql(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
     use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
     let ctx = format!("open {}", url.redacted);
     let raw = url.raw.replacen("mariadb://", "mysql://", 1);
@@ -489,18 +498,14 @@ async fn open_mysql(url: &DbUrl, config: SqlConfig) -> Result<SqlStore> {
             })
         })
         .connect_lazy_with(options);
-    SqlStore::open(
-        Pool::MySql(pool),
-        Backend::MySql,
-        config,
-        Some(url.redacted.clone()),
-        false,
-    )
-    .await
+    Ok(UrlPool {
+        pool: Pool::MySql(pool),
+        memory: false,
+    })
 }
 
 #[cfg(not(feature = "mysql"))]
-async fn open_mysql(url: &DbUrl, _config: SqlConfig) -> Result<SqlStore> {
+async fn open_mysql(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
     Err(not_compiled(url, "mysql"))
 }
 
@@ -514,15 +519,8 @@ impl SqlStore {
         ctx: &str,
         op: impl Future<Output = Result<T>>,
     ) -> Result<T> {
-        let limit = self.inner.operation_timeout;
-        tokio::time::timeout(limit, op)
+        within(self.inner.operation_timeout, ctx, op)
             .await
-            .unwrap_or_else(|_| {
-                Err(Error::new(
-                    ErrorKind::Timeout,
-                    format!("{ctx}: the database did not finish within {limit:?}"),
-                ))
-            })
             .map_err(|err| {
                 err.with_backend(self.backend().as_str())
                     .with_operation(operation)
@@ -533,6 +531,21 @@ impl SqlStore {
     pub(crate) fn is_private_memory(&self) -> bool {
         self.inner.memory
     }
+}
+
+/// Runs `op` within `limit` ([`SqlConfig::operation_timeout`]); past it, `op` is dropped (its
+/// transaction rolls back) and the call fails with [`Timeout`](ErrorKind::Timeout).
+pub(crate) async fn within<T>(
+    limit: Duration,
+    ctx: &str,
+    op: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
+        Err(Error::new(
+            ErrorKind::Timeout,
+            format!("{ctx}: the database did not finish within {limit:?}"),
+        ))
+    })
 }
 
 /// One page of scopes from `table`, keyed by `key_col`, matching `filter`, live, and meeting

@@ -170,11 +170,20 @@ fn sqlalchemy_sqlite_name(name: &str) -> String {
     }
 }
 
-/// The name SQLAlchemy gives the index of `column` (`index=True`): `ix_<table>_<column>`, on
-/// PostgreSQL cut to 63 characters as SQLAlchemy cuts it (the first 55, `_`, and the last four
-/// hex digits of the MD5 of the whole name).
-pub(super) fn index_name(backend: Backend, table: &str, column: &str) -> String {
-    let name = format!("ix_{table}_{column}");
+/// The name SQLAlchemy gives the index of `column` (`index=True`): `ix_<table>_<column>`, or
+/// `ix_<schema>_<table>_<column>` for a table in a schema (SQLAlchemy's column label names the
+/// schema), on PostgreSQL cut to 63 characters as SQLAlchemy cuts it (the first 55, `_`, and
+/// the last four hex digits of the MD5 of the whole name).
+pub(super) fn index_name(
+    backend: Backend,
+    schema: Option<&str>,
+    table: &str,
+    column: &str,
+) -> String {
+    let name = match schema {
+        Some(schema) => format!("ix_{schema}_{table}_{column}"),
+        None => format!("ix_{table}_{column}"),
+    };
     if backend == Backend::Postgres && name.len() > PG_MAX_IDENTIFIER {
         let digest = Md5::digest(name.as_bytes());
         let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
@@ -220,7 +229,7 @@ pub(super) fn create_statements(
          NOT NULL, \n\tdata JSON NOT NULL, \n\tPRIMARY KEY (id)\n)"
     ));
     for (column, column_sql) in ["key", "status", "timestamp"].into_iter().zip(columns) {
-        let index = index_name(backend, table, column);
+        let index = index_name(backend, schema, table, column);
         let index_sql = match backend {
             Backend::Postgres => quoted(&index),
             _ => sqlalchemy_sqlite_name(&index),
@@ -258,27 +267,66 @@ mod tests {
     #[test]
     fn index_names_follow_sqlalchemy() {
         assert_eq!(
-            index_name(Backend::Postgres, "llama_index_memory", "timestamp"),
+            index_name(Backend::Postgres, None, "llama_index_memory", "timestamp"),
             "ix_llama_index_memory_timestamp"
         );
         // Computed by SQLAlchemy 2.1.9 for a 63-character table name.
         let long = "a".repeat(63);
         assert_eq!(
-            index_name(Backend::Postgres, &long, "key"),
+            index_name(Backend::Postgres, None, &long, "key"),
             format!("ix_{}_11f6", "a".repeat(52))
         );
         assert_eq!(
-            index_name(Backend::Postgres, &long, "status"),
+            index_name(Backend::Postgres, None, &long, "status"),
             format!("ix_{}_8abb", "a".repeat(52))
         );
         assert_eq!(
-            index_name(Backend::Postgres, &long, "timestamp"),
+            index_name(Backend::Postgres, None, &long, "timestamp"),
             format!("ix_{}_5f22", "a".repeat(52))
         );
         assert_eq!(
-            index_name(Backend::Sqlite, &long, "key"),
+            index_name(Backend::Sqlite, None, &long, "key"),
             format!("ix_{long}_key")
         );
+    }
+
+    /// The names SQLAlchemy 2.1.9 gave the indexes of llama-index-core 0.14.25's table in a
+    /// PostgreSQL schema (`db_schema`), two of them cut by its MD5 rule
+    /// (docs/interop/vectors/llamaindex_rows.json).
+    #[test]
+    fn schema_index_names_are_sqlalchemys() {
+        let vectors: serde_json::Value = serde_json::from_str(include_str!(
+            "../../../../docs/interop/vectors/llamaindex_rows.json"
+        ))
+        .unwrap();
+        let pairs = vectors["postgres_schema_indexes"].as_array().unwrap();
+        assert_eq!(pairs.len(), 3);
+        for pair in pairs {
+            let schema = pair["schema"].as_str().unwrap();
+            let table = pair["table"].as_str().unwrap();
+            let written: Vec<&str> = pair["indexes"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|i| i["name"].as_str().unwrap())
+                .filter(|n| n.starts_with("ix_"))
+                .collect();
+            let mut ours: Vec<String> = ["key", "status", "timestamp"]
+                .iter()
+                .map(|c| index_name(Backend::Postgres, Some(schema), table, c))
+                .collect();
+            ours.sort();
+            assert_eq!(ours, written, "{schema}.{table}");
+        }
+        // And a 63-character table in a schema (captured from llama-index-core 0.14.25).
+        let a63 = "a".repeat(63);
+        let a44 = "a".repeat(44);
+        for (column, suffix) in [("key", "a6f6"), ("status", "a931"), ("timestamp", "8344")] {
+            assert_eq!(
+                index_name(Backend::Postgres, Some("li_long"), &a63, column),
+                format!("ix_li_long_{a44}_{suffix}")
+            );
+        }
     }
 
     #[test]
