@@ -4,7 +4,7 @@
 //! 500), and every `tracing` event at TRACE level is captured. The canary must appear in none
 //! of: serialized sessions, the stored rows and keys (read back raw), error `Display` and
 //! `Debug` with their whole source chains, the `Debug` of the configured components, and the
-//! log output.
+//! log output (`tracing` events and spans, and the records of dependencies that use `log`).
 //!
 //! The servers of the other backend tests are used for real (PostgreSQL trusts every password,
 //! so the canary password connects; MariaDB and Redis get a user whose password is the
@@ -59,12 +59,30 @@ impl Logs {
     }
 }
 
+/// The records of dependencies that log through the `log` crate rather than `tracing`.
+struct LogRecords(Logs);
+
+impl log::Log for LogRecords {
+    fn enabled(&self, _: &log::Metadata<'_>) -> bool {
+        true
+    }
+
+    fn log(&self, record: &log::Record<'_>) {
+        let line = format!("{} {} {}\n", record.level(), record.target(), record.args());
+        let _ = self.0.clone().write_all(line.as_bytes());
+    }
+
+    fn flush(&self) {}
+}
+
 /// The process-wide capture, installed once: the stores' pools and the HTTP clients log from
 /// their own tasks, so a thread-local subscriber would miss them.
 fn logs() -> &'static Logs {
     static LOGS: OnceLock<Logs> = OnceLock::new();
     LOGS.get_or_init(|| {
         let logs = Logs::default();
+        log::set_boxed_logger(Box::new(LogRecords(logs.clone()))).expect("install the log capture");
+        log::set_max_level(log::LevelFilter::Trace);
         let writer = logs.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::TRACE)
