@@ -4,7 +4,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId, SourceId, TenantId, UserId};
 
 /// The tenant used when none is given.
@@ -146,6 +146,39 @@ impl Scope {
             self.source,
             self.session
         )
+    }
+
+    /// Parses a canonical [`key`](Self::key) back into its scope: the inverse of `key`, so
+    /// `Scope::from_key(&scope.key())` is `scope` for every scope.
+    ///
+    /// ```
+    /// use memory_core::Scope;
+    ///
+    /// let scope = Scope::session("chat-1")?.with_user("u-42")?;
+    /// assert_eq!(Scope::from_key("default|u-42|~|history|chat-1")?, scope);
+    /// # Ok::<(), memory_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when `key` does not have
+    /// exactly five `|`-separated parts or a part is not a valid id (`~`, an absent part, is
+    /// allowed for the user and the agent only).
+    pub fn from_key(key: &str) -> Result<Self> {
+        let parts: Vec<&str> = key.split('|').collect();
+        let [tenant, user, agent, source, session] = parts.as_slice() else {
+            return Err(Error::invalid_input(format!(
+                "a scope key has five parts, tenant|user|agent|source|session, with ~ for an absent user or agent; {key:?} has {}",
+                parts.len()
+            )));
+        };
+        let opt = |v: &str| (v != "~").then(|| v.to_owned());
+        Ok(Self {
+            tenant: TenantId::new(*tenant)?,
+            user: opt(user).map(UserId::new).transpose()?,
+            agent: opt(agent).map(AgentId::new).transpose()?,
+            session: SessionId::new(*session)?,
+            source: SourceId::new(*source)?,
+        })
     }
 
     /// Whether this scope matches `filter`.
@@ -320,6 +353,44 @@ mod tests {
         let a = Scope::session("s").unwrap().with_user("x").unwrap();
         let b = Scope::session("s").unwrap().with_agent("x").unwrap();
         assert_ne!(a.key(), b.key());
+    }
+
+    #[test]
+    fn from_key_inverts_key_and_refuses_malformed_keys() {
+        let base = Scope::session("s").unwrap();
+        for scope in [
+            base.clone(),
+            base.clone()
+                .with_tenant("t2")
+                .unwrap()
+                .with_user("u")
+                .unwrap(),
+            base.clone()
+                .with_agent("a")
+                .unwrap()
+                .with_source("src")
+                .unwrap(),
+            base.clone()
+                .with_user("u")
+                .unwrap()
+                .with_agent("a")
+                .unwrap(),
+        ] {
+            assert_eq!(Scope::from_key(&scope.key()).unwrap(), scope);
+        }
+        for bad in [
+            "",
+            "default|~|~|history",
+            "default|~|~|history|s|extra",
+            "~|~|~|history|s",
+            "default|~|~|~|s",
+            "default|~|~|history|~",
+            "default||~|history|s",
+            "default|~|~|history|no spaces",
+        ] {
+            let err = Scope::from_key(bad).unwrap_err();
+            assert_eq!(err.kind(), crate::ErrorKind::InvalidInput, "{bad:?}");
+        }
     }
 
     #[test]

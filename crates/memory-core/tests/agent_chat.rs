@@ -266,6 +266,38 @@ async fn the_chat_state_vector_reads() {
 }
 
 #[tokio::test]
+async fn a_version_1_session_in_the_chat_vector_continues_and_is_written_back_as_version_2() {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../docs/format/agent-chat-v1.json");
+    let bytes = std::fs::read(path).unwrap();
+    let serializer = ChatSerializer::deserialize(bytes.as_slice()).unwrap();
+    let mut team = Team::new();
+    let mut chat = AgentChat::new(Scope::session("team-1").unwrap());
+    chat.add_agent(team.agent("writer", &["Revised."])).unwrap();
+    chat.add_agent(team.agent("critic", &[])).unwrap();
+    serializer.restore(&mut chat).unwrap();
+    // Kept as it was until the writer's next turn...
+    let before: serde_json::Value = serde_json::from_slice(&state_of(&chat)).unwrap();
+    assert_eq!(
+        before["channels"][0]["channelstate"]["session"]["version"],
+        1
+    );
+    // ...which migrates the writer's session (one turn, at its scope) and writes it as version 2.
+    chat.invoke_agent("writer").await.unwrap();
+    let after: serde_json::Value = serde_json::from_slice(&state_of(&chat)).unwrap();
+    let session = &after["channels"][0]["channelstate"]["session"];
+    assert_eq!(
+        after["version"], 1,
+        "the chat state's own version does not change"
+    );
+    assert_eq!(session["version"], 2);
+    assert_eq!(session["scope"], "default|~|writer|history|team-1");
+    assert_eq!(session["turns"], 2);
+    let restored = AgentSession::deserialize(session).unwrap();
+    assert_eq!(restored.scope().agent().map(|a| a.as_str()), Some("writer"));
+}
+
+#[tokio::test]
 async fn team_session_keeps_sub_histories_windows_and_snapshot() {
     let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
     let scope: Scope = random_scope();

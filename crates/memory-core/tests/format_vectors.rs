@@ -6,6 +6,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use memory_core::session::SESSION_STATE_VERSION;
 use memory_core::{AgentSession, ChatMessage, ErrorKind, OpenAiMessage};
 use serde_json::Value;
 
@@ -45,13 +46,51 @@ fn message_vectors_round_trip() {
 }
 
 #[test]
-fn session_vector_round_trips_and_keeps_unknown_provider_state() {
+fn session_v1_vector_loads_and_keeps_unknown_provider_state() {
     let text = read(&vectors_dir().join("session-v1.json"));
     let session = AgentSession::from_json(&text).unwrap();
-    let expected: Value = serde_json::from_str(&text).unwrap();
-    assert_eq!(session.serialize().unwrap(), expected);
     assert_eq!(session.provider_sources().count(), 2);
     assert_eq!(session.history_messages("planner", 10).unwrap().len(), 1);
+    assert_eq!(session.scope().key(), "acme|dana|~|history|trip-2024-05");
+    let value: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(AgentSession::deserialize(&value).unwrap(), session);
+}
+
+#[test]
+fn session_v1_vector_migrates_to_the_v2_vector() {
+    let v1 = read(&vectors_dir().join("session-v1.json"));
+    let v2 = read(&vectors_dir().join("session-v2.json"));
+    let migrated = AgentSession::from_json(&v1).unwrap();
+    let expected: Value = serde_json::from_str(&v2).unwrap();
+    assert_eq!(migrated.serialize().unwrap(), expected);
+    assert_eq!(migrated, AgentSession::from_json(&v2).unwrap());
+}
+
+#[test]
+fn session_v2_vector_round_trips_byte_exact() {
+    let text = read(&vectors_dir().join("session-v2.json"));
+    let session = AgentSession::from_json(&text).unwrap();
+    let pretty = serde_json::to_string_pretty(&session.serialize().unwrap()).unwrap() + "\n";
+    assert_eq!(pretty, text);
+    let compact = session.to_json().unwrap();
+    let expected: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(compact, serde_json::to_string(&expected).unwrap());
+    assert_eq!(AgentSession::from_json(&compact).unwrap(), session);
+    assert_eq!(session.provider_sources().count(), 2);
+    assert!(AgentSession::deserialize_at(&expected, session.scope()).is_ok());
+}
+
+#[test]
+fn a_future_session_version_is_refused_naming_both_versions() {
+    let text = read(&vectors_dir().join("invalid/session-future-version.json"));
+    let err = AgentSession::from_json(&text).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Serialization);
+    let message = err.to_string();
+    assert!(message.contains("version 3"), "{message}");
+    assert!(
+        message.contains(&format!("versions 1 to {SESSION_STATE_VERSION}")),
+        "{message}"
+    );
 }
 
 #[test]

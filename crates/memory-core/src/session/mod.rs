@@ -234,12 +234,17 @@ impl AgentSession {
         state::encode_string(self)
     }
 
-    /// Restores a session from its JSON state, migrating older versions.
+    /// Restores a session from its JSON state, migrating older versions (a version 1 state
+    /// loads, and [`serialize`](Self::serialize) writes it back as version 2).
+    ///
+    /// A state read from a [`SessionStore`] is better restored with
+    /// [`deserialize_at`](Self::deserialize_at), which also checks its scope.
     ///
     /// # Errors
     /// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) for anything but a valid
     /// state of a supported version: garbage, a truncated document, wrong types, an unknown
-    /// version, an invalid id.
+    /// version (a newer one than [`SESSION_STATE_VERSION`]; the message names both), an
+    /// invalid id or scope key.
     pub fn deserialize(state: &Value) -> Result<Self> {
         state::decode(state)
     }
@@ -250,6 +255,33 @@ impl AgentSession {
     /// As [`deserialize`](Self::deserialize).
     pub fn from_json(json: &str) -> Result<Self> {
         state::decode_str(json)
+    }
+
+    /// Restores a session from the state a [`SessionStore`] returned for `scope`, and checks
+    /// that the state belongs there: a state saved for another scope (a row copied between
+    /// sessions or tenants, a mixed-up key) is refused instead of sending this conversation's
+    /// history to another thread.
+    ///
+    /// ```
+    /// use memory_core::{AgentSession, ErrorKind, Scope};
+    ///
+    /// let scope = Scope::session("trip-planning")?;
+    /// let state = AgentSession::new(scope.clone()).serialize()?;
+    /// assert_eq!(AgentSession::deserialize_at(&state, &scope)?.scope(), &scope);
+    /// let elsewhere = Scope::session("other")?;
+    /// let err = AgentSession::deserialize_at(&state, &elsewhere).unwrap_err();
+    /// assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    /// # Ok::<(), memory_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// The errors of [`deserialize`](Self::deserialize);
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when the state's scope is
+    /// not `scope` (the message names both).
+    pub fn deserialize_at(state: &Value, scope: &Scope) -> Result<Self> {
+        let session = state::decode(state)?;
+        state::check_scope(&session, scope)?;
+        Ok(session)
     }
 
     /// Restores `state` into this session, which must be new.

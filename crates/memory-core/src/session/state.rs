@@ -12,18 +12,22 @@ use crate::message::ChatMessage;
 use crate::scope::Scope;
 
 /// The version of the session state this library writes.
-pub const SESSION_STATE_VERSION: u64 = 1;
+///
+/// Version 2 writes the scope as its canonical key (see docs/format.md); version 1 states are
+/// read and migrated.
+pub const SESSION_STATE_VERSION: u64 = 2;
 const FORMAT: &str = "agent-memory/session";
 
-/// Version 1 as read.
+/// A state as read, generic over the form of its scope: an object ([`Scope`]) in version 1,
+/// the canonical key (a `String`) in version 2. The other fields are the same in both.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StateV1 {
+struct StateRead<S> {
     #[allow(dead_code)] // checked before the full decode
     format: String,
     #[allow(dead_code)] // checked before the full decode
     version: u64,
-    scope: Scope,
+    scope: S,
     #[serde(default)]
     service_conversation_id: Option<String>,
     #[serde(default)]
@@ -40,12 +44,15 @@ struct StateV1 {
     provider_states: BTreeMap<SourceId, Value>,
 }
 
-/// Version 1 as written, borrowing the session (no copy of the histories).
+type StateV1 = StateRead<Scope>;
+type StateV2 = StateRead<String>;
+
+/// Version 2 as written, borrowing the session (no copy of the histories).
 #[derive(Serialize)]
-struct StateV1Ref<'a> {
+struct StateV2Ref<'a> {
     format: &'static str,
     version: u64,
-    scope: &'a Scope,
+    scope: String,
     service_conversation_id: Option<&'a str>,
     turns: u64,
     history_window: Option<usize>,
@@ -74,11 +81,11 @@ pub(crate) struct SessionParts {
     pub(crate) provider_states: BTreeMap<SourceId, Value>,
 }
 
-fn state_ref(session: &AgentSession) -> StateV1Ref<'_> {
-    StateV1Ref {
+fn state_ref(session: &AgentSession) -> StateV2Ref<'_> {
+    StateV2Ref {
         format: FORMAT,
         version: SESSION_STATE_VERSION,
-        scope: &session.scope,
+        scope: session.scope.key(),
         service_conversation_id: session.service_conversation_id(),
         turns: session.turns,
         history_window: session.history_window,
@@ -97,7 +104,7 @@ pub(crate) fn encode_string(session: &AgentSession) -> Result<String> {
     Ok(serde_json::to_string(&state_ref(session))?)
 }
 
-/// Checks the format tag and returns the version.
+/// Checks the format tag and returns the version, one this library reads.
 fn check_header(header: &Header) -> Result<u64> {
     match header.format.as_ref().and_then(Value::as_str) {
         Some(FORMAT) => {}
@@ -117,10 +124,9 @@ fn check_header(header: &Header) -> Result<u64> {
         .as_ref()
         .and_then(Value::as_u64)
         .ok_or_else(|| Error::serialization("the session state has no integer \"version\""))?;
-    if version != SESSION_STATE_VERSION {
-        // Versions to come migrate here, oldest first, into the newest shape.
+    if version == 0 || version > SESSION_STATE_VERSION {
         return Err(Error::serialization(format!(
-            "session state version {version} is not supported; this library reads versions 1 to {SESSION_STATE_VERSION}"
+            "session state version {version} is not supported; this library reads versions 1 to {SESSION_STATE_VERSION} (a newer state needs a newer agent-memory)"
         )));
     }
     Ok(version)
@@ -130,14 +136,45 @@ fn invalid(e: serde_json::Error) -> Error {
     Error::serialization(format!("invalid session state: {e}"))
 }
 
+/// Decodes one supported version with `read` (from a value or from text) and migrates it to
+/// the newest shape: version 1 carries the scope as an object, version 2 as its key.
+fn decode_version<D>(version: u64, read: D) -> Result<AgentSession>
+where
+    D: FnOnce(u64) -> Result<Decoded>,
+{
+    Ok(match read(version)? {
+        Decoded::V1(state) => from_state(state.scope.clone(), state),
+        Decoded::V2(state) => {
+            let scope = Scope::from_key(&state.scope).map_err(|e| {
+                Error::serialization(format!(
+                    "invalid session state: the scope is not a canonical scope key: {}",
+                    e.message()
+                ))
+            })?;
+            from_state(scope, state)
+        }
+    })
+}
+
+enum Decoded {
+    V1(StateV1),
+    V2(StateV2),
+}
+
 pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
     if !value.is_object() {
         return Err(Error::serialization(
             "a session state must be a JSON object",
         ));
     }
-    check_header(&Header::deserialize(value).map_err(invalid)?)?;
-    Ok(from_state(StateV1::deserialize(value).map_err(invalid)?))
+    let version = check_header(&Header::deserialize(value).map_err(invalid)?)?;
+    decode_version(version, |version| {
+        Ok(if version == 1 {
+            Decoded::V1(StateV1::deserialize(value).map_err(invalid)?)
+        } else {
+            Decoded::V2(StateV2::deserialize(value).map_err(invalid)?)
+        })
+    })
 }
 
 pub(crate) fn decode_str(json: &str) -> Result<AgentSession> {
@@ -148,23 +185,41 @@ pub(crate) fn decode_str(json: &str) -> Result<AgentSession> {
             invalid(e)
         }
     })?;
-    check_header(&header)?;
-    Ok(from_state(serde_json::from_str(json).map_err(invalid)?))
+    let version = check_header(&header)?;
+    decode_version(version, |version| {
+        Ok(if version == 1 {
+            Decoded::V1(serde_json::from_str(json).map_err(invalid)?)
+        } else {
+            Decoded::V2(serde_json::from_str(json).map_err(invalid)?)
+        })
+    })
 }
 
-fn from_state(state: StateV1) -> AgentSession {
+/// Checks that a decoded session belongs at `expected`.
+pub(crate) fn check_scope(session: &AgentSession, expected: &Scope) -> Result<()> {
+    if session.scope == *expected {
+        Ok(())
+    } else {
+        Err(Error::invalid_input(format!(
+            "the session state belongs to scope {}, not to scope {expected}, where it was loaded; it was saved for another session",
+            session.scope
+        )))
+    }
+}
+
+fn from_state<S>(scope: Scope, body: StateRead<S>) -> AgentSession {
     AgentSession::from_parts(SessionParts {
-        scope: state.scope,
-        conversation: match state.service_conversation_id {
+        scope,
+        conversation: match body.service_conversation_id {
             Some(id) => Conversation::Service(id),
             None => Conversation::Local,
         },
-        turns: state.turns,
-        history_window: state.history_window,
-        agent_windows: state.agent_windows,
-        agent_histories: state.agent_histories,
-        snapshot: state.snapshot,
-        provider_states: state.provider_states,
+        turns: body.turns,
+        history_window: body.history_window,
+        agent_windows: body.agent_windows,
+        agent_histories: body.agent_histories,
+        snapshot: body.snapshot,
+        provider_states: body.provider_states,
     })
 }
 
@@ -206,11 +261,18 @@ mod tests {
     fn bad_states_are_typed_errors() {
         let good = sample().serialize().unwrap();
         let mut unknown_version = good.clone();
-        unknown_version["version"] = json!(2);
+        unknown_version["version"] = json!(SESSION_STATE_VERSION + 1);
+        let mut bad_key = good.clone();
+        bad_key["scope"] = json!("default|~|~|history");
+        let mut v1_with_key = good.clone();
+        v1_with_key["version"] = json!(1);
+        let mut v2_with_object = good.clone();
+        v2_with_object["scope"] =
+            json!({"tenant": "default", "session": "s-1", "source": "history"});
         let mut wrong_type = good.clone();
         wrong_type["turns"] = json!("three");
         let mut bad_id = good.clone();
-        bad_id["scope"]["session"] = json!("no spaces allowed");
+        bad_id["scope"] = json!("default|u|~|history|no spaces allowed");
         let mut extra = good.clone();
         extra["password"] = json!("x");
         for bad in [
@@ -220,7 +282,11 @@ mod tests {
             json!({}),
             json!({"format": "other", "version": 1}),
             json!({"format": FORMAT}),
+            json!({"format": FORMAT, "version": 0}),
             unknown_version,
+            bad_key,
+            v1_with_key,
+            v2_with_object,
             wrong_type,
             bad_id,
             extra,
@@ -233,6 +299,55 @@ mod tests {
             let err = AgentSession::from_json(&text[..cut]).unwrap_err();
             assert_eq!(err.kind(), ErrorKind::Serialization);
         }
+    }
+
+    #[test]
+    fn a_future_version_names_both_versions() {
+        let mut future = sample().serialize().unwrap();
+        future["version"] = json!(3);
+        for err in [
+            AgentSession::deserialize(&future).unwrap_err(),
+            AgentSession::from_json(&future.to_string()).unwrap_err(),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Serialization);
+            let message = err.to_string();
+            assert!(message.contains("version 3"), "{message}");
+            assert!(
+                message.contains(&format!("1 to {SESSION_STATE_VERSION}")),
+                "{message}"
+            );
+        }
+    }
+
+    #[test]
+    fn version_2_writes_the_scope_key_and_version_1_migrates() {
+        let s = sample();
+        let v2 = s.serialize().unwrap();
+        assert_eq!(v2["version"], json!(2));
+        assert_eq!(v2["scope"], json!(s.scope().key()));
+        let mut v1 = v2.clone();
+        v1["version"] = json!(1);
+        v1["scope"] = serde_json::to_value(s.scope()).unwrap();
+        let migrated = AgentSession::deserialize(&v1).unwrap();
+        assert_eq!(migrated, s);
+        assert_eq!(migrated.serialize().unwrap(), v2);
+        assert_eq!(AgentSession::from_json(&v1.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn deserialize_at_refuses_a_state_of_another_scope() {
+        let s = sample();
+        let state = s.serialize().unwrap();
+        assert_eq!(AgentSession::deserialize_at(&state, s.scope()).unwrap(), s);
+        let other_tenant = s.scope().clone().with_tenant("other").unwrap();
+        let err = AgentSession::deserialize_at(&state, &other_tenant).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains(&other_tenant.key()), "{err}");
+        assert!(err.to_string().contains(&s.scope().key()), "{err}");
+        let mut future = state.clone();
+        future["version"] = json!(3);
+        let err = AgentSession::deserialize_at(&future, s.scope()).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization);
     }
 
     #[test]
