@@ -253,8 +253,8 @@ fn mem0_provider(server: &MockServer, on_error: OnError) -> Arc<Mem0Provider> {
     let client = Mem0Client::new(config).unwrap();
     assert_clean("the Mem0 client's Debug", &format!("{client:?}"));
     let provider = Mem0Provider::new(client, Mem0Scope::user("alice").unwrap())
-        .search_scope(Mem0Scope::user("alice").unwrap())
-        .on_error(on_error);
+        .with_search_scope(Mem0Scope::user("alice").unwrap())
+        .with_on_error(on_error);
     assert_clean("the Mem0 provider's Debug", &format!("{provider:?}"));
     Arc::new(provider)
 }
@@ -720,7 +720,7 @@ async fn dead_servers_and_refusals_keep_the_password_out_of_errors_and_logs() {
 /// merged. (The sqlx configuration error in the source chain can echo the text after a `?` as
 /// an "unknown query parameter" too, so the source chain must be covered by that fix as well.)
 #[tokio::test]
-async fn passwords_with_url_delimiters_stay_secret_after_the_hygiene_merge() {
+async fn passwords_with_url_delimiters_stay_secret() {
     const PIECE: &str = "canary-delim-5e0b7d19c3a2";
     logs();
     let password = format!("{PIECE}/{PIECE}?{PIECE}#{PIECE}@{PIECE}");
