@@ -15,34 +15,72 @@ pub const MAX_BATCH_MESSAGES: usize = 10_000;
 /// store).
 pub const MAX_BATCH_BYTES: usize = 64 * 1024 * 1024;
 
-/// One distinct message of a batch, encoded and counted once.
+/// What a message id repeated inside one batch does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Repeats {
+    /// The first occurrence is stored and the later ones map to it: the contract of
+    /// [`HistoryStore::append`](crate::HistoryStore::append).
+    #[default]
+    Collapse,
+    /// Every occurrence is its own message: encoded, checked and stored again. For a foreign
+    /// layout whose own writer stores repeats (Agent Framework's Redis list).
+    Keep,
+}
+
+/// One message of a batch to store, encoded and counted once.
 #[derive(Debug, Clone)]
 pub struct PreparedMessage<'a> {
     /// The message.
     pub message: &'a ChatMessage,
-    /// Its versioned JSON form (docs/format.md).
+    /// The text the store writes for it: its versioned JSON form (docs/format.md), or what the
+    /// encoder of [`PreparedBatch::with_encoder`] returned.
     pub json: String,
-    /// Its token count.
+    /// Its token count (0 when the batch was prepared without a counter).
     pub tokens: u32,
 }
 
-/// A batch ready to write: the distinct messages (first occurrence of each id, in order) and,
-/// for every given message, the index of its distinct message.
+/// A batch ready to write: the messages to store (the first occurrence of each id, in order,
+/// or every message with [`Repeats::Keep`]) and, for every given message, the index of its
+/// message to store.
 #[derive(Debug, Clone)]
 pub struct PreparedBatch<'a> {
-    /// Distinct messages in the order given.
+    /// The messages to store, in the order given.
     pub unique: Vec<PreparedMessage<'a>>,
     /// For each given message, its index in `unique`.
     pub positions: Vec<usize>,
 }
 
 impl<'a> PreparedBatch<'a> {
-    /// Validates, encodes and counts `messages`.
+    /// Validates, encodes (in the versioned JSON form) and counts `messages`, collapsing
+    /// repeated ids.
+    ///
+    /// # Errors
+    /// As [`with_encoder`](Self::with_encoder).
+    pub fn new(counter: &dyn TokenCounter, messages: &'a [ChatMessage]) -> Result<Self> {
+        Self::with_encoder(
+            messages,
+            Some(counter),
+            Repeats::Collapse,
+            ChatMessage::to_json,
+        )
+    }
+
+    /// Validates, encodes and counts `messages` for a layout that stores its own form:
+    /// `encode` returns the text stored for one message and is called once per message to
+    /// store, in order (so it may record a by-product per message, such as a key). The limits
+    /// apply to what it returns. Without a `counter` every count is 0, for a layout that
+    /// stores none.
     ///
     /// # Errors
     /// [`ErrorKind::LimitExceeded`] for a batch over [`MAX_BATCH_MESSAGES`] or
-    /// [`MAX_BATCH_BYTES`], or a message over [`MAX_MESSAGE_BYTES`]; [`ErrorKind::Serialization`] if a message cannot be encoded.
-    pub fn new(counter: &dyn TokenCounter, messages: &'a [ChatMessage]) -> Result<Self> {
+    /// [`MAX_BATCH_BYTES`], or a message over [`MAX_MESSAGE_BYTES`]; `encode`'s error (for
+    /// [`new`](Self::new), [`ErrorKind::Serialization`]) if a message cannot be encoded.
+    pub fn with_encoder(
+        messages: &'a [ChatMessage],
+        counter: Option<&dyn TokenCounter>,
+        repeats: Repeats,
+        mut encode: impl FnMut(&ChatMessage) -> Result<String>,
+    ) -> Result<Self> {
         if messages.len() > MAX_BATCH_MESSAGES {
             return Err(Error::new(
                 ErrorKind::LimitExceeded,
@@ -57,11 +95,14 @@ impl<'a> PreparedBatch<'a> {
         let mut unique = Vec::with_capacity(messages.len());
         let mut positions = Vec::with_capacity(messages.len());
         for message in messages {
-            if let Some(&at) = seen.get(message.id.as_str()) {
-                positions.push(at);
-                continue;
+            if repeats == Repeats::Collapse {
+                if let Some(&at) = seen.get(message.id.as_str()) {
+                    positions.push(at);
+                    continue;
+                }
+                seen.insert(message.id.as_str(), unique.len());
             }
-            let json = message.to_json()?;
+            let json = encode(message)?;
             if json.len() > MAX_MESSAGE_BYTES {
                 return Err(Error::new(
                     ErrorKind::LimitExceeded,
@@ -79,8 +120,7 @@ impl<'a> PreparedBatch<'a> {
                     format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
                 ));
             }
-            let tokens = counter.count_message(message);
-            seen.insert(message.id.as_str(), unique.len());
+            let tokens = counter.map_or(0, |c| c.count_message(message));
             positions.push(unique.len());
             unique.push(PreparedMessage {
                 message,
@@ -97,5 +137,100 @@ impl<'a> PreparedBatch<'a> {
             .iter()
             .map(|&i| unique_seqs.get(i).copied().unwrap_or_default())
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::MessageId;
+    use crate::tokens::FnTokenCounter;
+
+    fn message(id: &str, text: &str) -> ChatMessage {
+        ChatMessage::user(text).with_id(MessageId::new(id).unwrap())
+    }
+
+    fn words() -> FnTokenCounter {
+        FnTokenCounter::new(|text| u32::try_from(text.split_whitespace().count()).unwrap())
+    }
+
+    #[test]
+    fn new_collapses_repeats_and_stores_the_versioned_json() {
+        let messages = [
+            message("a", "one two"),
+            message("b", "three"),
+            message("a", "x"),
+        ];
+        let batch = PreparedBatch::new(&words(), &messages).unwrap();
+        assert_eq!(batch.unique.len(), 2);
+        assert_eq!(batch.positions, [0, 1, 0]);
+        assert_eq!(batch.unique[0].json, messages[0].to_json().unwrap());
+        assert_eq!(batch.seqs_for_input(&[7, 8]), [7, 8, 7]);
+        assert!(batch.unique[0].tokens > 0);
+    }
+
+    #[test]
+    fn an_encoder_gives_the_stored_text_once_per_message_to_store() {
+        let messages = [
+            message("a", "one"),
+            message("b", "two"),
+            message("a", "one"),
+        ];
+        let mut calls = Vec::new();
+        let batch = PreparedBatch::with_encoder(&messages, None, Repeats::Keep, |m| {
+            calls.push(m.id.to_string());
+            Ok(format!("<{}>", m.id))
+        })
+        .unwrap();
+        assert_eq!(calls, ["a", "b", "a"]);
+        assert_eq!(batch.positions, [0, 1, 2]);
+        let stored: Vec<&str> = batch.unique.iter().map(|m| m.json.as_str()).collect();
+        assert_eq!(stored, ["<a>", "<b>", "<a>"]);
+        assert!(batch.unique.iter().all(|m| m.tokens == 0));
+
+        let collapsed =
+            PreparedBatch::with_encoder(&messages, Some(&words()), Repeats::Collapse, |m| {
+                Ok(m.id.to_string())
+            })
+            .unwrap();
+        assert_eq!(collapsed.positions, [0, 1, 0]);
+        assert_eq!(
+            collapsed.unique[1].tokens,
+            words().count_message(&messages[1])
+        );
+    }
+
+    #[test]
+    fn the_limits_apply_to_the_encoded_text() {
+        let messages = [message("a", "small")];
+        let err = PreparedBatch::with_encoder(&messages, None, Repeats::Keep, |_| {
+            Ok("x".repeat(MAX_MESSAGE_BYTES + 1))
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+
+        // Repeats kept count towards the batch's bytes each time.
+        let big = message("a", "small");
+        let messages = vec![big; MAX_BATCH_BYTES / MAX_MESSAGE_BYTES + 1];
+        let err = PreparedBatch::with_encoder(&messages, None, Repeats::Keep, |_| {
+            Ok("x".repeat(MAX_MESSAGE_BYTES))
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        let collapsed = PreparedBatch::with_encoder(&messages, None, Repeats::Collapse, |_| {
+            Ok("x".repeat(MAX_MESSAGE_BYTES))
+        })
+        .unwrap();
+        assert_eq!(collapsed.unique.len(), 1);
+    }
+
+    #[test]
+    fn an_encoder_error_is_returned() {
+        let messages = [message("a", "one")];
+        let err = PreparedBatch::with_encoder(&messages, None, Repeats::Keep, |_| {
+            Err(Error::serialization("cannot encode"))
+        })
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Serialization);
     }
 }

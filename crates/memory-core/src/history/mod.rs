@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use batch::{
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage,
+    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, Repeats,
 };
 pub use in_memory::InMemoryHistoryStore;
 
