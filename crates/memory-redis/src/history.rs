@@ -10,10 +10,11 @@ use memory_core::{
 };
 use redis::Value;
 
+use crate::conn::{integer, unsigned};
 use crate::error::bad_reply;
 use crate::keys::{Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
-use crate::store::{RedisStore, expiry_args, integer, request_nonce, unsigned};
+use crate::store::{RedisStore, expiry_args, request_nonce};
 
 #[async_trait]
 impl HistoryStore for RedisStore {

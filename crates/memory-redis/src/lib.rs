@@ -4,6 +4,7 @@
 
 mod agent_framework;
 mod config;
+mod conn;
 mod error;
 mod history;
 mod keys;

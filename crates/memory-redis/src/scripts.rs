@@ -1,5 +1,6 @@
-//! The Lua scripts: each multi-key step of the store runs as one script, so it is atomic and
-//! one round trip. Sources are in `src/lua/`; every script starts with `prelude.lua`.
+//! The Lua scripts: each multi-key step of the stores runs as one script, so it is atomic and
+//! one round trip. Sources are in `src/lua/` (those of [`AfRedisHistory`](crate::AfRedisHistory)
+//! start with `af_`); every script starts with `prelude.lua`.
 
 use std::sync::LazyLock;
 
@@ -33,7 +34,7 @@ macro_rules! lua {
     };
 }
 
-/// Every script of the store.
+/// Every script of the stores.
 pub(crate) struct Scripts {
     pub(crate) append: LuaScript,
     pub(crate) read: LuaScript,
@@ -43,6 +44,10 @@ pub(crate) struct Scripts {
     pub(crate) save_session: LuaScript,
     pub(crate) delete_session: LuaScript,
     pub(crate) purge: LuaScript,
+    pub(crate) af_append: LuaScript,
+    pub(crate) af_read: LuaScript,
+    pub(crate) af_clear: LuaScript,
+    pub(crate) af_set_ttl: LuaScript,
 }
 
 /// The scripts, hashed once per process.
@@ -55,4 +60,8 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     save_session: lua!("save_session"),
     delete_session: lua!("delete_session"),
     purge: lua!("purge"),
+    af_append: lua!("af_append"),
+    af_read: lua!("af_read"),
+    af_clear: lua!("af_clear"),
+    af_set_ttl: lua!("af_set_ttl"),
 });
