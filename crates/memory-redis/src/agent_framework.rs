@@ -252,10 +252,12 @@ impl AfRedisHistory {
                 _ => Err(bad_reply(what, "a list element is not a string")),
             })
             .collect::<Result<Vec<_>>>()?;
+        // Past the end (`Window::After(u64::MAX)`) the range is empty and starts at `len`, so
+        // the positions of what was read never overflow.
         let first = if start < 0 {
             (len + start).max(0)
         } else {
-            start
+            start.min(len)
         };
         Ok(ListRange {
             len,
