@@ -66,7 +66,28 @@ pub struct InvokedContext<'a> {
 ///
 /// Each provider has a [`SourceId`]; its state lives in the session under that id, so several
 /// providers never share state, and a state whose provider an agent no longer has is kept.
-/// A provider must not put secrets in its state: the state is serialized with the session.
+///
+/// # Behavior
+/// - [`source_id`](ContextProvider::source_id) is constant for a provider object. Two providers
+///   of one agent never share it: [`ContextProviders::new`] refuses that with
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput).
+/// - [`invoking`](ContextProvider::invoking) is called once per run, before the model, in the
+///   order the providers were given, with the session's scope, the run's new input and the
+///   provider's own state (`Value::Null` until the provider first leaves one). It returns what
+///   to add: instructions (appended to the agent's, in provider order), messages (placed before
+///   the history) and tools. What it leaves in `state` is saved with the session when it
+///   returns `Ok`; when it fails, its state change is dropped, the later providers and the
+///   model are not called, nothing is stored, and the run returns its error.
+/// - [`invoked`](ContextProvider::invoked) is called once per run after the model: with
+///   `response` set (and `error` `None`) after a successful run, once the history holds the
+///   run's messages (or the session follows the service's conversation); with `error` set (and `response` `None`) when the model failed. Every provider is
+///   told, in order, even when an earlier one fails; its state change is saved even when it
+///   returns an error. After a successful run the first error is the run's error (the messages
+///   stay stored); after a failed model call, provider errors are logged and the model's error
+///   is returned. The default does nothing.
+/// - One provider object serves every session: per-session data lives in `state` (or in a
+///   store keyed by the scope), never on the object. The state is serialized with the session,
+///   so it holds JSON only and never a secret.
 #[async_trait]
 pub trait ContextProvider: Send + Sync + fmt::Debug + 'static {
     /// The id under which this provider's state is kept.
@@ -81,6 +102,32 @@ pub trait ContextProvider: Send + Sync + fmt::Debug + 'static {
         Ok(())
     }
 }
+
+/// Forwards [`ContextProvider`] through smart pointers, so `Arc<dyn ContextProvider>` and
+/// `Box<dyn ContextProvider>` are providers too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): a method added to the trait must be forwarded here. Without the lint, a provider whose
+/// own `invoked` is reached through an `Arc` would silently run the default (doing nothing).
+macro_rules! forward_context_provider {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: ContextProvider + ?Sized> ContextProvider for $pointer<T> {
+            fn source_id(&self) -> &SourceId {
+                (**self).source_id()
+            }
+            async fn invoking(&self, context: InvokingContext<'_>) -> Result<AiContext> {
+                (**self).invoking(context).await
+            }
+            async fn invoked(&self, context: InvokedContext<'_>) -> Result<()> {
+                (**self).invoked(context).await
+            }
+        }
+    )*};
+}
+
+forward_context_provider!(Arc, Box);
 
 /// Several providers, run in order.
 #[derive(Debug, Clone, Default)]

@@ -62,6 +62,23 @@ pub const TOKENS_PER_REPLY: u32 = 3;
 /// [`count_message`](TokenCounter::count_message) adds OpenAI's per-message overhead (as the
 /// "How to count tokens with tiktoken" guide of the OpenAI cookbook documents it: 3 per message,
 /// the role, 1 more with a name) and the fixed costs of media parts.
+///
+/// # Behavior
+/// - Every method is a pure, synchronous function of its argument: the same text or message
+///   always counts the same, with no I/O and no error. A store counts each message once, when
+///   it is appended, and keeps that number; token budgets (windows, reducers, memory limits)
+///   add up the kept numbers, so a counter whose answers changed over time would make them
+///   disagree with what was stored.
+/// - [`count_text`](TokenCounter::count_text) counts `text` as the model's tokenizer would.
+/// - [`media_costs`](TokenCounter::media_costs) is constant for a counter object: the tokens
+///   of one image, audio clip, video clip or document part, which text tokenizers cannot
+///   measure. The default is [`MediaTokenCosts::default`].
+/// - [`count_message`](TokenCounter::count_message) is what a message costs in a chat request:
+///   [`TOKENS_PER_MESSAGE`], the role, [`TOKENS_PER_NAME`] and the name when there is an
+///   author, every text, refusal, tool call (name and arguments), tool result and data part
+///   counted with `count_text`, and each media part at its `media_costs` price. An override
+///   keeps it a function of the message alone.
+/// - One counter object is shared by every store and task at once.
 pub trait TokenCounter: Send + Sync + fmt::Debug {
     /// Tokens in `text`.
     fn count_text(&self, text: &str) -> u32;
@@ -94,17 +111,31 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
     }
 }
 
-impl<T: TokenCounter + ?Sized> TokenCounter for Arc<T> {
-    fn count_text(&self, text: &str) -> u32 {
-        (**self).count_text(text)
-    }
-    fn media_costs(&self) -> MediaTokenCosts {
-        (**self).media_costs()
-    }
-    fn count_message(&self, message: &ChatMessage) -> u32 {
-        (**self).count_message(message)
-    }
+/// Forwards [`TokenCounter`] through smart pointers, so `Arc<dyn TokenCounter>` and
+/// `Box<dyn TokenCounter>` are counters too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): every method, the provided ones included, must be forwarded here. Without the lint, a
+/// counter that overrides `media_costs` or `count_message` would silently lose its override
+/// behind an `Arc`, and stored counts would differ from the counter's own.
+macro_rules! forward_token_counter {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        impl<T: TokenCounter + ?Sized> TokenCounter for $pointer<T> {
+            fn count_text(&self, text: &str) -> u32 {
+                (**self).count_text(text)
+            }
+            fn media_costs(&self) -> MediaTokenCosts {
+                (**self).media_costs()
+            }
+            fn count_message(&self, message: &ChatMessage) -> u32 {
+                (**self).count_message(message)
+            }
+        }
+    )*};
 }
+
+forward_token_counter!(Arc, Box);
 
 /// A tiktoken encoding.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

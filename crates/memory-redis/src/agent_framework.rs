@@ -4,7 +4,6 @@
 mod key;
 
 use std::fmt;
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -366,9 +365,13 @@ struct ListRange {
 
 #[async_trait]
 impl HistoryStore for AfRedisHistory {
-    /// TTL: yes (the key's expiry); multi-process: yes (every write is one script).
+    /// Archive: no (the list has no place for archived messages: the trait's default
+    /// [`archive`](HistoryStore::archive) answers `Unsupported`); TTL: yes (the key's expiry);
+    /// multi-process: yes (every write is one script).
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(true, true)
+        HistoryCapabilities::none()
+            .with_ttl(true)
+            .with_multi_process(true)
     }
 
     /// Appends the messages that Agent Framework's deduplication finds new, atomically: one
@@ -505,15 +508,6 @@ impl HistoryStore for AfRedisHistory {
             active_tokens: tokens,
             last_seq: len,
         })
-    }
-
-    /// [`Unsupported`](memory_core::ErrorKind::Unsupported): Agent Framework's layout is one
-    /// list of the active messages and has no place for archived ones.
-    async fn archive(&self, scope: &Scope, _seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.key_for(scope)?;
-        Err(Error::unsupported(
-            "the Agent Framework history layout has no archive: bound threads with max_messages",
-        ))
     }
 
     /// `DEL` of the list (with its `LLEN`, atomically).

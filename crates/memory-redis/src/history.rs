@@ -19,7 +19,10 @@ use crate::store::{RedisStore, expiry_args, request_nonce};
 #[async_trait]
 impl HistoryStore for RedisStore {
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(true, true)
+        HistoryCapabilities::none()
+            .with_archive(true)
+            .with_ttl(true)
+            .with_multi_process(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -19,7 +19,7 @@ use crate::store::{RedisStore, expiry_args, request_nonce};
 #[async_trait]
 impl SessionStore for RedisStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::new(true)
+        SessionCapabilities::none().with_ttl(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

@@ -31,14 +31,23 @@ use memory_redis::{AfKeyFormat, AfRedisHistory, RedisStore};
 struct PerTemplate {
     store: RedisStore,
     histories: Mutex<BTreeMap<String, AfRedisHistory>>,
+    /// What every `AfRedisHistory` can do (the capabilities of one of them).
+    capabilities: HistoryCapabilities,
 }
 
 impl PerTemplate {
-    fn new(store: RedisStore) -> Self {
-        Self {
+    async fn new(store: RedisStore) -> Self {
+        let mut per_template = Self {
             store,
             histories: Mutex::new(BTreeMap::new()),
-        }
+            capabilities: HistoryCapabilities::none(),
+        };
+        let any = per_template
+            .history(&Scope::session("any").unwrap())
+            .await
+            .unwrap();
+        per_template.capabilities = any.capabilities();
+        per_template
     }
 
     /// The template of `scope` (all of it but the session), as a map key.
@@ -90,7 +99,7 @@ impl PerTemplate {
 #[async_trait]
 impl HistoryStore for PerTemplate {
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(true, true)
+        self.capabilities
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -162,8 +171,8 @@ impl HistoryStore for PerTemplate {
 }
 
 memory_testkit::history_store_tests!(mod af_redis_history_on_redis, async {
-    PerTemplate::new(support::standalone_store().await)
+    PerTemplate::new(support::standalone_store().await).await
 });
 memory_testkit::history_store_tests!(mod af_redis_history_on_redis_cluster, async {
-    PerTemplate::new(support::cluster_store().await)
+    PerTemplate::new(support::cluster_store().await).await
 });

@@ -7,8 +7,14 @@
 
 mod support;
 
-memory_testkit::history_store_tests!(async { support::cluster_store().await });
-memory_testkit::session_store_tests!(async { support::cluster_store().await });
+memory_testkit::history_store_tests!(
+    mod redis_store_on_redis_cluster_history,
+    async { support::cluster_store().await }
+);
+memory_testkit::session_store_tests!(
+    mod redis_store_on_redis_cluster_session,
+    async { support::cluster_store().await }
+);
 
 /// The threads of the suite's random scopes spread over the masters: listing must find them on
 /// every node, and every key of one thread must be in one slot.

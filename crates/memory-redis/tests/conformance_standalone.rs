@@ -7,5 +7,11 @@
 
 mod support;
 
-memory_testkit::history_store_tests!(async { support::standalone_store().await });
-memory_testkit::session_store_tests!(async { support::standalone_store().await });
+memory_testkit::history_store_tests!(
+    mod redis_store_on_standalone_redis_history,
+    async { support::standalone_store().await }
+);
+memory_testkit::session_store_tests!(
+    mod redis_store_on_standalone_redis_session,
+    async { support::standalone_store().await }
+);

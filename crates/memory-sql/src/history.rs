@@ -696,7 +696,10 @@ impl SqlStore {
 #[async_trait]
 impl HistoryStore for SqlStore {
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(true, !self.is_private_memory())
+        HistoryCapabilities::none()
+            .with_archive(true)
+            .with_ttl(true)
+            .with_multi_process(!self.is_private_memory())
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -246,7 +246,8 @@ impl LlamaIndexConfig {
 /// - `archive(range)` is LlamaIndex's flush: `UPDATE … SET status = 'archived'` for the active
 ///   rows at those positions. Rows are never deleted by it.
 /// - `clear` deletes the key's rows (LlamaIndex's `reset()`).
-/// - TTL is [`Unsupported`](memory_core::ErrorKind::Unsupported): the layout has no expiry.
+/// - TTL is [`Unsupported`](memory_core::ErrorKind::Unsupported) (the trait's default
+///   `set_ttl` and `purge_expired`; the capabilities say `ttl: false`): the layout has no expiry.
 ///
 /// Cloning is cheap and shares the pool.
 ///
@@ -1134,7 +1135,9 @@ impl LlamaIndexHistoryStore {
 #[async_trait]
 impl HistoryStore for LlamaIndexHistoryStore {
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(false, !self.inner.private_memory)
+        HistoryCapabilities::none()
+            .with_archive(true)
+            .with_multi_process(!self.inner.private_memory)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -1209,18 +1212,6 @@ impl HistoryStore for LlamaIndexHistoryStore {
         self.bounded("list LlamaIndex sessions", self.list_keys(page))
             .await
     }
-
-    async fn set_ttl(&self, _scope: &Scope, _ttl: Option<Duration>) -> Result<()> {
-        Err(no_ttl())
-    }
-
-    async fn purge_expired(&self) -> Result<u64> {
-        Err(no_ttl())
-    }
-}
-
-fn no_ttl() -> Error {
-    Error::unsupported("LlamaIndex's table has no expiry: the LlamaIndex store has no TTL")
 }
 
 fn mysql_unsupported() -> Error {

@@ -183,7 +183,7 @@ impl SqlStore {
 #[async_trait]
 impl SessionStore for SqlStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::new(true)
+        SessionCapabilities::none().with_ttl(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

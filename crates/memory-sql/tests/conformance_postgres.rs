@@ -3,5 +3,11 @@
 
 mod common;
 
-memory_testkit::history_store_tests!(async { common::postgres_store().await });
-memory_testkit::session_store_tests!(async { common::postgres_store().await });
+memory_testkit::history_store_tests!(
+    mod sql_store_on_postgres_history,
+    async { common::postgres_store().await }
+);
+memory_testkit::session_store_tests!(
+    mod sql_store_on_postgres_session,
+    async { common::postgres_store().await }
+);

@@ -3,5 +3,11 @@
 
 mod common;
 
-memory_testkit::history_store_tests!(async { common::sqlite_file_store().await });
-memory_testkit::session_store_tests!(async { common::sqlite_file_store().await });
+memory_testkit::history_store_tests!(
+    mod sql_store_on_sqlite_file_history,
+    async { common::sqlite_file_store().await }
+);
+memory_testkit::session_store_tests!(
+    mod sql_store_on_sqlite_file_session,
+    async { common::sqlite_file_store().await }
+);

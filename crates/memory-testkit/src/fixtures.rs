@@ -221,6 +221,14 @@ pub fn sorted_ids(n: usize) -> Vec<Uuid> {
 }
 
 /// Unwraps a result, failing the check with what was being done and the error.
+///
+/// # Behavior
+/// - [`expect_ok`](ExpectOk::expect_ok) returns the success value unchanged.
+/// - On an error it panics, reported at the caller's line (`#[track_caller]`), with the
+///   message `"{what}: expected success, got error {error} (kind {kind})"`: a failed check
+///   says what it was doing, the error and its [`ErrorKind`], so `#[should_panic(expected =
+///   …)]` tests can match any of them.
+/// - It has no other effect; it is implemented for [`memory_core::Result`].
 pub trait ExpectOk<T> {
     /// The value, or a panic naming `what` and the error.
     fn expect_ok(self, what: &str) -> T;

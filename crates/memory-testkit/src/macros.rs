@@ -11,18 +11,21 @@
 /// [`history`](crate::history) on a multi-thread Tokio runtime with 4 workers (what
 /// `#[tokio::test(flavor = "multi_thread", worker_threads = 4)]` sets up).
 ///
-/// The tests are placed in a module named `history_store`; name it yourself with
-/// `history_store_tests!(mod name, async { ... })` to run the suite twice in one file. The
-/// module imports `super::*`, so the expression may call helpers of the enclosing module.
+/// Name the module after the store and its engine with
+/// `history_store_tests!(mod name, async { ... })`, so that test output says what ran
+/// (`sql_store_on_postgres_history::append_assigns_consecutive_seqs ... ok`) and a file can run
+/// the suite on several stores; without a name the module is `history_store`. The module
+/// imports `super::*`, so the expression may call helpers of the enclosing module.
 ///
 /// ```
 /// memory_testkit::history_store_tests!(async { memory_core::InMemoryHistoryStore::new() });
 ///
-/// // The same suite again, with a store built by a helper of this file.
+/// // The same suite again, in a module named after the store, with a store built by a helper
+/// // of this file.
 /// fn build_store() -> memory_core::InMemoryHistoryStore {
 ///     memory_core::InMemoryHistoryStore::new()
 /// }
-/// memory_testkit::history_store_tests!(mod history_again, async { build_store() });
+/// memory_testkit::history_store_tests!(mod in_memory_history_store, async { build_store() });
 /// # fn main() {}
 /// ```
 #[macro_export]

@@ -5,13 +5,19 @@
 //! one store instance can run them all ([`run_all_session_checks`]). A check panics, with a
 //! message saying what was expected, when the store breaks the contract.
 //!
-//! The checks follow the `# Behavior` contract of [`SessionStore`] line by line, plus the state
-//! round trip of DESIGN.md §4 ([`AgentSession::serialize`] through the store and back).
+//! The checks follow the `# Behavior` contract of [`SessionStore`] line by line, plus the round
+//! trip of a whole [`AgentSession`] ([`AgentSession::serialize`] through the store and back,
+//! equal to the original).
+//!
+//! # Capabilities
+//! The checks select by [`capabilities`](SessionStore::capabilities), honestly: the TTL and
+//! purge checks run in full when the store declares `ttl`, and otherwise assert that `set_ttl`
+//! and `purge_expired` answer [`ErrorKind::Unsupported`] and leave the session as it was, so a
+//! store that lies about the capability, either way, fails.
 //!
 //! # Assumptions
 //! TTL checks sleep for a few hundred milliseconds, so the store's expiry must be precise to
-//! about 100 ms. Stores whose [`capabilities`](SessionStore::capabilities) say they have no TTL
-//! are checked to answer [`ErrorKind::Unsupported`] instead.
+//! about 100 ms.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -172,7 +178,7 @@ pub async fn create_then_load_is_exact(store: &dyn SessionStore) {
     );
 }
 
-/// Contract (DESIGN.md §4, state round trips): an [`AgentSession::serialize`] state saved and
+/// Contract (state round trips): an [`AgentSession::serialize`] state saved and
 /// loaded deserializes to a session equal to the original.
 pub async fn agent_session_state_round_trips(store: &dyn SessionStore) {
     let scope = random_scope().with_user("dana").expect("valid user");

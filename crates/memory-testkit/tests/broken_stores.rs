@@ -1,12 +1,19 @@
 //! The checks catch broken stores: each store here wraps an in-memory store and breaks one line
 //! of its contract, and the check for that line must fail (with the message that names it).
-//! Stores without TTL that answer `Unsupported` must pass the TTL checks.
+//!
+//! Capabilities are checked both ways: a store that honestly lacks an optional operation (and
+//! answers `Unsupported`, here through the trait's default body) passes the checks of that
+//! operation, and a store that lies about a capability (declares it and refuses the operation,
+//! or declares it absent and performs it) fails every check of that operation.
 
 // The broken stores are test doubles: unwrapping a poisoned lock or a cursor they wrote
 // themselves is the simplest correct thing for them to do.
 #![allow(clippy::unwrap_used)]
 
+use std::future::Future;
 use std::ops::RangeInclusive;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -35,6 +42,12 @@ enum Flaw {
     NoTtl,
     /// Says it has no TTL, yet accepts `set_ttl`.
     NoTtlButAccepts,
+    /// Says it has TTL, yet refuses `set_ttl` and `purge_expired` with `Unsupported`.
+    TtlButRefuses,
+    /// Says it can archive, yet refuses `archive` with `Unsupported`.
+    ArchiveButRefuses,
+    /// Says it cannot archive, yet archives.
+    NoArchiveButArchives,
 }
 
 #[derive(Debug)]
@@ -55,9 +68,11 @@ fn broken_history(flaw: Flaw) -> BrokenHistory {
 #[memory_core::async_trait]
 impl HistoryStore for BrokenHistory {
     fn capabilities(&self) -> HistoryCapabilities {
+        let honest = self.inner.capabilities();
         match self.flaw {
-            Flaw::NoTtl | Flaw::NoTtlButAccepts => HistoryCapabilities::new(false, false),
-            _ => self.inner.capabilities(),
+            Flaw::NoTtl | Flaw::NoTtlButAccepts => honest.with_ttl(false),
+            Flaw::NoArchiveButArchives => honest.with_archive(false),
+            _ => honest,
         }
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -114,7 +129,10 @@ impl HistoryStore for BrokenHistory {
         self.inner.count(scope).await
     }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
+        match self.flaw {
+            Flaw::ArchiveButRefuses => Err(Error::unsupported("no archive")),
+            _ => self.inner.archive(scope, seqs).await,
+        }
     }
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.inner.clear(scope).await
@@ -148,16 +166,146 @@ impl HistoryStore for BrokenHistory {
     }
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         match self.flaw {
-            Flaw::NoTtl => Err(Error::unsupported("no ttl")),
+            Flaw::NoTtl | Flaw::TtlButRefuses => Err(Error::unsupported("no ttl")),
             _ => self.inner.set_ttl(scope, ttl).await,
         }
     }
     async fn purge_expired(&self) -> Result<u64> {
         match self.flaw {
-            Flaw::NoTtl => Err(Error::unsupported("no ttl")),
+            Flaw::NoTtl | Flaw::TtlButRefuses => Err(Error::unsupported("no ttl")),
             _ => self.inner.purge_expired().await,
         }
     }
+}
+
+/// A history check, its future boxed.
+type Check = for<'a> fn(&'a dyn HistoryStore) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// The named history checks, each with its name.
+macro_rules! checks {
+    ($($check:ident),* $(,)?) => {{
+        $(
+            fn $check(store: &dyn HistoryStore) -> Pin<Box<dyn Future<Output = ()> + '_>> {
+                Box::pin(history::$check(store))
+            }
+        )*
+        vec![$((stringify!($check), $check as Check)),*]
+    }};
+}
+
+/// Whether `check` fails (panics) on `store`.
+fn fails(store: &dyn HistoryStore, check: Check) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| block_on(check(store)))).is_err()
+}
+
+/// Every history check that archives.
+fn every_archive_check() -> Vec<(&'static str, Check)> {
+    checks![
+        unknown_thread_reads_empty,
+        window_all_returns_active_messages,
+        window_last_returns_newest_active,
+        window_after_returns_later_active,
+        window_token_budget_is_contiguous_from_newest,
+        window_everything_includes_archived,
+        count_reports_active_archived_tokens_and_last_seq,
+        archive_moves_a_range_out_of_the_window,
+        archive_edge_ranges,
+        archived_ids_still_dedupe,
+        clear_deletes_the_thread,
+        scopes_are_isolated,
+        token_counts_match_the_counter,
+    ]
+}
+
+/// A history store without archive that says so, and answers `archive` with the trait's
+/// default body (`Unsupported`).
+#[derive(Debug, Default)]
+struct NoArchiveHistory(InMemoryHistoryStore);
+
+#[memory_core::async_trait]
+impl HistoryStore for NoArchiveHistory {
+    fn capabilities(&self) -> HistoryCapabilities {
+        HistoryCapabilities::none().with_ttl(true)
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.0.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.0.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.0.purge_expired().await
+    }
+}
+
+#[test]
+fn archive_checks_pass_on_a_store_without_archive() {
+    for (name, check) in every_archive_check() {
+        assert!(
+            !fails(&NoArchiveHistory::default(), check),
+            "{name} must pass on a store that honestly has no archive"
+        );
+    }
+}
+
+#[test]
+fn every_archive_check_catches_a_store_that_claims_archive_but_refuses() {
+    for (name, check) in every_archive_check() {
+        assert!(
+            fails(&broken_history(Flaw::ArchiveButRefuses), check),
+            "{name} must fail on a store that declares archive and refuses it"
+        );
+    }
+}
+
+#[test]
+fn every_archive_check_catches_a_store_that_archives_without_the_capability() {
+    for (name, check) in every_archive_check() {
+        assert!(
+            fails(&broken_history(Flaw::NoArchiveButArchives), check),
+            "{name} must fail on a store that declares no archive and archives"
+        );
+    }
+}
+
+#[test]
+#[should_panic(expected = "archive 2..=4: expected success, got error")]
+fn archive_check_names_a_refused_archive() {
+    block_on(history::archive_moves_a_range_out_of_the_window(
+        &broken_history(Flaw::ArchiveButRefuses),
+    ));
+}
+
+#[test]
+#[should_panic(
+    expected = "archive 2..=4 on a store without the archive capability: expected an error of \
+                kind unsupported"
+)]
+fn archive_check_names_an_undeclared_archive() {
+    block_on(history::archive_moves_a_range_out_of_the_window(
+        &broken_history(Flaw::NoArchiveButArchives),
+    ));
+}
+
+/// The whole suite, as a backend runs it, fails on a store that lies about archive.
+#[test]
+#[should_panic(expected = "on a store without the archive capability")]
+fn the_whole_suite_fails_on_a_store_that_lies_about_archive() {
+    block_on(memory_testkit::run_all_history_checks(Arc::new(
+        broken_history(Flaw::NoArchiveButArchives),
+    )));
 }
 
 #[test]
@@ -201,6 +349,34 @@ fn ttl_catches_a_store_that_lies_about_its_capability() {
 }
 
 #[test]
+#[should_panic(expected = "set_ttl: expected success, got error")]
+fn ttl_catches_a_store_that_claims_ttl_but_refuses() {
+    block_on(history::ttl_expires_a_thread(&broken_history(
+        Flaw::TtlButRefuses,
+    )));
+}
+
+#[test]
+fn every_ttl_check_catches_a_store_that_lies_about_ttl() {
+    let every_ttl_check = checks![
+        ttl_expires_a_thread,
+        ttl_none_removes_the_expiry,
+        ttl_is_refreshed_by_append,
+        ttl_on_unknown_thread_is_not_found,
+        ttl_out_of_range_is_refused,
+        purge_expired_removes_expired_threads,
+    ];
+    for (name, check) in every_ttl_check {
+        for flaw in [Flaw::TtlButRefuses, Flaw::NoTtlButAccepts] {
+            assert!(
+                fails(&broken_history(flaw), check),
+                "{name} must fail on a store with the flaw {flaw:?}"
+            );
+        }
+    }
+}
+
+#[test]
 fn ttl_checks_pass_on_a_store_without_ttl() {
     block_on(async {
         let store = broken_history(Flaw::NoTtl);
@@ -213,17 +389,39 @@ fn ttl_checks_pass_on_a_store_without_ttl() {
 }
 
 /// A session store whose saves ignore the expected version (last writer wins) or overwrite on
-/// create.
+/// create, or that lies about its TTL.
 #[derive(Debug)]
 struct BrokenSessions {
     inner: InMemorySessionStore,
     overwrite_on_create: bool,
+    ttl_lie: Option<TtlLie>,
+}
+
+/// How a store lies about its TTL.
+#[derive(Debug, Clone, Copy)]
+enum TtlLie {
+    /// Declares TTL, refuses `set_ttl` and `purge_expired` with `Unsupported`.
+    DeclaredButRefused,
+    /// Declares no TTL, performs `set_ttl` and `purge_expired`.
+    UndeclaredButPerformed,
+}
+
+fn lying_sessions(lie: TtlLie) -> BrokenSessions {
+    BrokenSessions {
+        inner: InMemorySessionStore::new(),
+        overwrite_on_create: false,
+        ttl_lie: Some(lie),
+    }
 }
 
 #[memory_core::async_trait]
 impl SessionStore for BrokenSessions {
     fn capabilities(&self) -> SessionCapabilities {
-        self.inner.capabilities()
+        let honest = self.inner.capabilities();
+        match self.ttl_lie {
+            Some(TtlLie::UndeclaredButPerformed) => honest.with_ttl(false),
+            _ => honest,
+        }
     }
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
         self.inner.load(scope).await
@@ -235,7 +433,7 @@ impl SessionStore for BrokenSessions {
                 self.inner.delete(scope).await?;
                 self.inner.save(scope, state, None).await
             }
-            (Some(_), Some(v)) if !self.overwrite_on_create => {
+            (Some(_), Some(v)) if !self.overwrite_on_create && self.ttl_lie.is_none() => {
                 self.inner.save(scope, state, Some(v)).await
             }
             _ => self.inner.save(scope, state, expected).await,
@@ -248,10 +446,91 @@ impl SessionStore for BrokenSessions {
         self.inner.list(filter, page).await
     }
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
+        match self.ttl_lie {
+            Some(TtlLie::DeclaredButRefused) => Err(Error::unsupported("no ttl")),
+            _ => self.inner.set_ttl(scope, ttl).await,
+        }
     }
     async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
+        match self.ttl_lie {
+            Some(TtlLie::DeclaredButRefused) => Err(Error::unsupported("no ttl")),
+            _ => self.inner.purge_expired().await,
+        }
+    }
+}
+
+/// A session store without TTL that says so, and answers `set_ttl` and `purge_expired` with
+/// the trait's default bodies (`Unsupported`).
+#[derive(Debug, Default)]
+struct NoTtlSessions(InMemorySessionStore);
+
+#[memory_core::async_trait]
+impl SessionStore for NoTtlSessions {
+    fn capabilities(&self) -> SessionCapabilities {
+        SessionCapabilities::none()
+    }
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        self.0.load(scope).await
+    }
+    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
+        self.0.save(scope, state, expected).await
+    }
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        self.0.delete(scope).await
+    }
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list(filter, page).await
+    }
+}
+
+/// A session check, its future boxed.
+type SessionCheck = for<'a> fn(&'a dyn SessionStore) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+
+/// Every session check of the TTL capability, each with its name.
+fn every_session_ttl_check() -> Vec<(&'static str, SessionCheck)> {
+    macro_rules! session_checks {
+        ($($check:ident),* $(,)?) => {{
+            $(
+                fn $check(store: &dyn SessionStore) -> Pin<Box<dyn Future<Output = ()> + '_>> {
+                    Box::pin(session::$check(store))
+                }
+            )*
+            vec![$((stringify!($check), $check as SessionCheck)),*]
+        }};
+    }
+    session_checks![
+        ttl_expires_a_session,
+        ttl_none_removes_the_expiry,
+        ttl_is_refreshed_by_save,
+        ttl_on_unknown_session_is_not_found,
+        ttl_out_of_range_is_refused,
+        purge_expired_removes_expired_sessions,
+    ]
+}
+
+fn session_check_fails(store: &dyn SessionStore, check: SessionCheck) -> bool {
+    std::panic::catch_unwind(AssertUnwindSafe(|| block_on(check(store)))).is_err()
+}
+
+#[test]
+fn session_ttl_checks_pass_on_a_store_without_ttl() {
+    for (name, check) in every_session_ttl_check() {
+        assert!(
+            !session_check_fails(&NoTtlSessions::default(), check),
+            "{name} must pass on a session store that honestly has no TTL"
+        );
+    }
+}
+
+#[test]
+fn every_session_ttl_check_catches_a_store_that_lies_about_ttl() {
+    for (name, check) in every_session_ttl_check() {
+        for lie in [TtlLie::DeclaredButRefused, TtlLie::UndeclaredButPerformed] {
+            assert!(
+                session_check_fails(&lying_sessions(lie), check),
+                "{name} must fail on a session store with the lie {lie:?}"
+            );
+        }
     }
 }
 
@@ -262,6 +541,7 @@ fn stale_save_catches_last_writer_wins() {
         &BrokenSessions {
             inner: InMemorySessionStore::new(),
             overwrite_on_create: false,
+            ttl_lie: None,
         },
     ));
 }
@@ -272,6 +552,7 @@ fn create_catches_an_overwrite() {
     block_on(session::create_existing_conflicts(&BrokenSessions {
         inner: InMemorySessionStore::new(),
         overwrite_on_create: true,
+        ttl_lie: None,
     }));
 }
 

@@ -1,8 +1,17 @@
 //! Every suite against memory-core's in-memory stores, the reference implementations.
 
-memory_testkit::history_store_tests!(async { memory_core::InMemoryHistoryStore::new() });
-memory_testkit::session_store_tests!(async { memory_core::InMemorySessionStore::new() });
-memory_testkit::vector_store_tests!(async { memory_core::InMemoryVectorStore::new() });
+memory_testkit::history_store_tests!(
+    mod in_memory_history_store,
+    async { memory_core::InMemoryHistoryStore::new() }
+);
+memory_testkit::session_store_tests!(
+    mod in_memory_session_store,
+    async { memory_core::InMemorySessionStore::new() }
+);
+memory_testkit::vector_store_tests!(
+    mod in_memory_vector_store,
+    async { memory_core::InMemoryVectorStore::new() }
+);
 
 /// The `run_all_*` entry points run every check, one after the other, on one shared store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]

@@ -17,7 +17,10 @@ async fn fresh_store() -> QdrantEdgeStore {
     QdrantEdgeStore::open(dir).await.unwrap()
 }
 
-memory_testkit::vector_store_tests!(async { fresh_store().await });
+memory_testkit::vector_store_tests!(
+    mod qdrant_edge_store_on_embedded_engine,
+    async { fresh_store().await }
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_checks_on_one_store() {

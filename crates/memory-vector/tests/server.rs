@@ -811,7 +811,10 @@ async fn fake_server_store() -> QdrantStore {
     QdrantStore::connect(config).unwrap()
 }
 
-memory_testkit::vector_store_tests!(async { fake_server_store().await });
+memory_testkit::vector_store_tests!(
+    mod qdrant_store_on_fake_grpc_server,
+    async { fake_server_store().await }
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_checks_on_one_fake_server_store() {

@@ -132,7 +132,9 @@ impl InMemoryHistoryStore {
 #[async_trait]
 impl HistoryStore for InMemoryHistoryStore {
     fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::new(true, false)
+        HistoryCapabilities::none()
+            .with_archive(true)
+            .with_ttl(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -15,7 +15,7 @@ pub use batch::{
 };
 pub use in_memory::InMemoryHistoryStore;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::message::ChatMessage;
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 
@@ -81,21 +81,76 @@ pub struct ThreadCount {
     pub last_seq: u64,
 }
 
-/// What a history store can do beyond the required behaviour.
+/// What a history store can do beyond the required behaviour: which optional operations it
+/// has, and how it may be shared.
+///
+/// Every field is `false` in [`none`](Self::none) (and [`Default`]); a store turns on what it
+/// has with the `with_*` methods:
+///
+/// ```
+/// use memory_core::HistoryCapabilities;
+///
+/// let caps = HistoryCapabilities::none().with_archive(true).with_ttl(true);
+/// assert!(caps.archive && caps.ttl && !caps.multi_process);
+/// ```
+///
+/// The struct is `#[non_exhaustive]`: a new optional operation adds a field that is `false`
+/// unless a store sets it, so a store written before it keeps declaring the truth.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct HistoryCapabilities {
-    /// Threads can expire ([`HistoryStore::set_ttl`]).
+    /// Messages can be archived out of the active window ([`HistoryStore::archive`]).
+    pub archive: bool,
+    /// Threads can expire ([`HistoryStore::set_ttl`], [`HistoryStore::purge_expired`]).
     pub ttl: bool,
     /// Several processes can write the same thread safely (a shared server or file).
     pub multi_process: bool,
 }
 
 impl HistoryCapabilities {
-    /// Capabilities with the given TTL support and multi-process safety.
-    pub fn new(ttl: bool, multi_process: bool) -> Self {
-        Self { ttl, multi_process }
+    /// No optional operation, one process only.
+    pub const fn none() -> Self {
+        Self {
+            archive: false,
+            ttl: false,
+            multi_process: false,
+        }
     }
+
+    /// Sets whether [`HistoryStore::archive`] is supported.
+    #[must_use]
+    pub const fn with_archive(mut self, archive: bool) -> Self {
+        self.archive = archive;
+        self
+    }
+
+    /// Sets whether [`HistoryStore::set_ttl`] and [`HistoryStore::purge_expired`] are
+    /// supported.
+    #[must_use]
+    pub const fn with_ttl(mut self, ttl: bool) -> Self {
+        self.ttl = ttl;
+        self
+    }
+
+    /// Sets whether several processes can write the same thread safely.
+    #[must_use]
+    pub const fn with_multi_process(mut self, multi_process: bool) -> Self {
+        self.multi_process = multi_process;
+        self
+    }
+}
+
+/// The error the default body of an optional operation returns: a sentence naming the store's
+/// type, the operation and the capability that is off.
+pub(crate) fn unsupported_operation<S: ?Sized>(
+    operation: &str,
+    capabilities: &str,
+    field: &str,
+) -> Error {
+    Error::unsupported(format!(
+        "{} does not support {operation}: its {capabilities}::{field} is false",
+        std::any::type_name::<S>()
+    ))
 }
 
 /// The durable chat history of threads, each addressed by a [`Scope`].
@@ -103,37 +158,61 @@ impl HistoryCapabilities {
 /// One store serves every thread; every call names its thread's scope, and data of one scope is
 /// never visible through another.
 ///
+/// Six methods are required. [`archive`](HistoryStore::archive),
+/// [`set_ttl`](HistoryStore::set_ttl) and [`purge_expired`](HistoryStore::purge_expired) are
+/// optional: their default bodies return [`Unsupported`](crate::ErrorKind::Unsupported), and a
+/// store that implements them says so in [`capabilities`](HistoryStore::capabilities). They are
+/// optional because a layout shared with another program may have no place for them (Agent
+/// Framework's Redis list has no archive; LlamaIndex's table has no expiry). Listing, counting
+/// and clearing are required: every layout can do them, and retention and administration need
+/// them.
+///
 /// # Behavior
+/// - [`capabilities`](HistoryStore::capabilities) is constant for a store object and tells the
+///   truth: each optional operation is present if and only if its capability says so. An
+///   operation that is not present returns [`Unsupported`](crate::ErrorKind::Unsupported) for
+///   every call, whatever the scope and arguments, and changes nothing.
 /// - [`append`](HistoryStore::append) writes a batch atomically: all of it or none of it. The
 ///   store assigns per-thread sequence numbers: 1 for a thread's first message, then consecutive,
 ///   in the order given, with no gap or repeat even under concurrent writers (each batch lands
 ///   contiguously). A message whose id the thread already holds (active or archived), or that
-///   repeats an earlier id of the same batch, is not stored again: a retried append never
-///   duplicates. Each message's token count is computed once, here, and stored. A message over
-///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is refused with
-///   [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written. An empty batch
-///   is a no-op.
-/// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order;
-///   an unknown thread reads as empty. Budgeted windows use the stored counts.
-/// - [`count`](HistoryStore::count) returns active, archived and token counts.
-/// - [`archive`](HistoryStore::archive) moves the active messages whose sequence numbers fall
-///   in the range out of the active window; they stay stored, readable with
-///   [`Window::Everything`], and their ids stay known. It returns how many it moved.
-/// - [`clear`](HistoryStore::clear) deletes the thread; a later append starts a new thread at
-///   sequence number 1. It returns how many messages it deleted.
+///   repeats an earlier id of the same batch, is not stored again and keeps the sequence number
+///   and content it was first stored with: a retried append never duplicates. The outcome
+///   gives each message's sequence number, in the order given, and how many were new. Each
+///   message's token count is computed once, here, and stored. A message over
+///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is
+///   refused with [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written (no
+///   message, no sequence number, no thread). An empty batch is a no-op.
+/// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order,
+///   exactly as appended; an unknown thread reads as empty. Budgeted windows use the stored
+///   counts. Readers concurrent with writers see a gap-free prefix of the thread.
+/// - [`count`](HistoryStore::count) returns the active and archived counts, the sum of the
+///   active messages' stored token counts and the highest sequence number assigned; an unknown
+///   thread counts zero.
+/// - [`clear`](HistoryStore::clear) deletes the thread, active and archived messages; a later
+///   append starts a new thread at sequence number 1, where the old ids are new. It returns how
+///   many messages it deleted (0 for an unknown thread, so clearing twice is harmless).
 /// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
-///   and match the filter, each once, in a stable order.
-/// - [`set_ttl`](HistoryStore::set_ttl) makes a thread expire `ttl` after the later of the
-///   `set_ttl` call and its last append (each append restarts the clock); `None` removes the
-///   expiry; a TTL under 1 ms or over [`MAX_TTL`](crate::MAX_TTL) is
-///   [`InvalidInput`](crate::ErrorKind::InvalidInput); a thread that holds no message (unknown or expired) is
-///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, is not listed,
-///   and is gone for appends (they start a new thread at sequence number 1).
-///   [`purge_expired`](HistoryStore::purge_expired) deletes expired threads' data now and
-///   returns how many expired threads it removed (a backend whose server expires data by
-///   itself, like Redis, reports the threads that expired since the last purge).
-///   Stores without TTL support (see [`capabilities`](HistoryStore::capabilities)) return
-///   [`Unsupported`](crate::ErrorKind::Unsupported).
+///   and match the filter, each once, in a stable order (the same for every page size; the
+///   last page has no cursor); it never lists another tenant's scope.
+/// - [`archive`](HistoryStore::archive) (optional: [`HistoryCapabilities::archive`]) moves the
+///   active messages whose sequence numbers fall in the range out of the active window; they
+///   stay stored, readable with [`Window::Everything`] (flagged
+///   [`archived`](StoredMessage::archived)), and their ids stay known (re-appending one returns
+///   its sequence number and leaves it archived). It returns how many it moved: empty ranges,
+///   ranges past the end, already archived messages and unknown threads move nothing, without
+///   error. Archiving never frees a sequence number.
+/// - [`set_ttl`](HistoryStore::set_ttl) (optional: [`HistoryCapabilities::ttl`]) makes a thread
+///   expire `ttl` after the later of the `set_ttl` call and its last append (each append
+///   restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
+///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
+///   nothing; a thread that holds no message (unknown or expired) is
+///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, counts zero, is
+///   not listed, and is gone for appends (they start a new thread at sequence number 1).
+/// - [`purge_expired`](HistoryStore::purge_expired) (optional: [`HistoryCapabilities::ttl`])
+///   deletes expired threads' data now and returns how many expired threads it removed (a
+///   backend whose server expires data by itself, like Redis, reports the threads that expired
+///   since the last purge); threads that did not expire keep their messages.
 #[async_trait]
 pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
@@ -148,26 +227,61 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// Counts the thread's messages and active tokens.
     async fn count(&self, scope: &Scope) -> Result<ThreadCount>;
 
-    /// Archives the active messages whose sequence numbers are in `seqs`.
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64>;
-
     /// Deletes the thread.
     async fn clear(&self, scope: &Scope) -> Result<u64>;
 
     /// Lists the threads matching `filter`, a page at a time.
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
 
+    /// Archives the active messages whose sequence numbers are in `seqs`.
+    ///
+    /// Optional ([`HistoryCapabilities::archive`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        let _ = (scope, seqs);
+        Err(unsupported_operation::<Self>(
+            "archive",
+            "HistoryCapabilities",
+            "archive",
+        ))
+    }
+
     /// Sets or removes the thread's time to live.
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()>;
+    ///
+    /// Optional ([`HistoryCapabilities::ttl`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let _ = (scope, ttl);
+        Err(unsupported_operation::<Self>(
+            "set_ttl",
+            "HistoryCapabilities",
+            "ttl",
+        ))
+    }
 
     /// Deletes the data of expired threads now; returns how many threads it removed.
-    async fn purge_expired(&self) -> Result<u64>;
+    ///
+    /// Optional ([`HistoryCapabilities::ttl`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn purge_expired(&self) -> Result<u64> {
+        Err(unsupported_operation::<Self>(
+            "purge_expired",
+            "HistoryCapabilities",
+            "ttl",
+        ))
+    }
 }
 
 /// Forwards the trait through smart pointers, so `Arc<dyn HistoryStore>` and `Box<dyn HistoryStore>`
 /// are stores too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (and clippy runs with `-D warnings`
+/// in CI): a method added to the trait must be forwarded here too. Without the lint, a method
+/// with a default body that is not forwarded would silently run the default (say,
+/// `Unsupported`) instead of the pointee's own implementation.
 macro_rules! forward_history_store {
     ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: HistoryStore + ?Sized> HistoryStore for $pointer<T> {
             fn capabilities(&self) -> HistoryCapabilities {
@@ -182,14 +296,14 @@ macro_rules! forward_history_store {
             async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
                 (**self).count(scope).await
             }
-            async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-                (**self).archive(scope, seqs).await
-            }
             async fn clear(&self, scope: &Scope) -> Result<u64> {
                 (**self).clear(scope).await
             }
             async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
                 (**self).list_threads(filter, page).await
+            }
+            async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+                (**self).archive(scope, seqs).await
             }
             async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
                 (**self).set_ttl(scope, ttl).await

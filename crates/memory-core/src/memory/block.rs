@@ -89,6 +89,31 @@ pub struct BlockPutContext<'a> {
 /// [`truncate`](MemoryBlock::truncate)d by [`priority`](MemoryBlock::priority), highest number
 /// first, never priority 0.
 ///
+/// # Behavior
+/// - [`name`](MemoryBlock::name) is constant for a block object: 1–64 characters of `a-z`,
+///   `0-9` and `_`, starting with a letter ([`validate_block_name`]), unique among a memory's
+///   blocks ([`MemoryBuilder::build`](super::MemoryBuilder::build) refuses an invalid or
+///   repeated name with [`InvalidInput`](crate::ErrorKind::InvalidInput)). It names the block's
+///   section in `<memory>` and keys its state.
+/// - [`priority`](MemoryBlock::priority) is constant: 0 is never truncated; among the others,
+///   higher numbers are truncated first.
+/// - [`get`](MemoryBlock::get) returns the block's content for the session from its `state`
+///   (`Value::Null` before its first `put`) and the retrieval context (the newest short-term
+///   messages, then the input of the call); it changes no state. Empty content (blank text, no
+///   parts) leaves the block out of `<memory>`. An error fails the memory's `get`.
+/// - [`put`](MemoryBlock::put) takes flushed messages, oldest first, and records what it keeps
+///   in `state`. It is handed each message once (see below); when it returns an error, the
+///   flush stops, its state change is dropped and the same messages come again at the next
+///   flush. Side effects outside `state` are idempotent, keyed by the messages' sequence
+///   numbers, because a `put` may be redone (see below).
+/// - [`truncate`](MemoryBlock::truncate) is called, for blocks of priority above 0 in priority
+///   order, while the rendered `<memory>` is over its token budget: it returns content shorter
+///   by at least `excess_tokens` (as `counter` counts), or `None` (or empty content) to leave
+///   the block out of this call's `<memory>`. It changes no state. The default leaves the block
+///   out.
+/// - One block object serves every session at once: per-session data lives in `state`, never on
+///   the object.
+///
 /// # State and exactly-once delivery
 /// A block keeps its per-session state in the `state` value it is handed, never on the block
 /// object (one block object serves every session). [`Memory`](super::Memory) saves that state
@@ -152,29 +177,43 @@ pub trait MemoryBlock: Send + Sync + fmt::Debug + 'static {
     }
 }
 
-#[async_trait]
-impl<T: MemoryBlock + ?Sized> MemoryBlock for Arc<T> {
-    fn name(&self) -> &str {
-        (**self).name()
-    }
-    fn priority(&self) -> u32 {
-        (**self).priority()
-    }
-    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
-        (**self).get(context).await
-    }
-    async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
-        (**self).put(context).await
-    }
-    async fn truncate(
-        &self,
-        content: BlockContent,
-        excess_tokens: u64,
-        counter: &dyn TokenCounter,
-    ) -> Result<Option<BlockContent>> {
-        (**self).truncate(content, excess_tokens, counter).await
-    }
+/// Forwards [`MemoryBlock`] through smart pointers, so `Arc<dyn MemoryBlock>` and
+/// `Box<dyn MemoryBlock>` are blocks too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): a method added to the trait must be forwarded here. Without the lint, a block's own
+/// `truncate` reached through an `Arc` would silently be replaced by the default (leaving the
+/// block out).
+macro_rules! forward_memory_block {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: MemoryBlock + ?Sized> MemoryBlock for $pointer<T> {
+            fn name(&self) -> &str {
+                (**self).name()
+            }
+            fn priority(&self) -> u32 {
+                (**self).priority()
+            }
+            async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+                (**self).get(context).await
+            }
+            async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
+                (**self).put(context).await
+            }
+            async fn truncate(
+                &self,
+                content: BlockContent,
+                excess_tokens: u64,
+                counter: &dyn TokenCounter,
+            ) -> Result<Option<BlockContent>> {
+                (**self).truncate(content, excess_tokens, counter).await
+            }
+        }
+    )*};
 }
+
+forward_memory_block!(Arc, Box);
 
 /// Checks a block name: 1–64 chars of `[a-z0-9_]`, starting with a letter.
 ///

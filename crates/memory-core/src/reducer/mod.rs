@@ -150,21 +150,47 @@ impl Reduction {
 /// Decides which messages of a history the model sees.
 ///
 /// # Behavior
-/// A reducer returns a [`Reduction`] that keeps the pinned leading system message and a suffix
-/// that starts on a group boundary of [`Segmentation`] at or before the last user turn. Given
-/// messages that already fit, it drops nothing.
+/// - [`reduce`](ChatReducer::reduce) is given the messages of a window, oldest first, with
+///   their stored token counts, and returns a [`Reduction`] of indexes into that slice; it
+///   reads and changes no store (the caller applies the reduction: the view shrinks, or, with
+///   [`ReducerTrigger::AfterMessageAdded`], the dropped messages are archived and the summary
+///   is stored).
+/// - The reduction cuts along [`Segmentation`]: it keeps the pinned leading system message and
+///   drops only whole groups: those before a kept suffix that starts on a group boundary at or
+///   before the last user turn, and earlier summaries that a new summary folds in. So a tool
+///   call keeps its results and the last user turn stays, even when it alone is over the
+///   reducer's limit. Dropped ranges are sorted, disjoint and within the slice; applying the
+///   reduction keeps the order of what is kept.
+/// - Given messages that already fit, it drops nothing and writes no summary.
+/// - A summary, when the reducer writes one, is a new message marked with
+///   [`SUMMARY_METADATA_KEY`] that stands for the dropped messages.
+/// - An error (a summarizing reducer's model failing, or answering with an empty summary) is
+///   returned to the caller, which then archives and stores nothing of the reduction.
 #[async_trait]
 pub trait ChatReducer: Send + Sync + fmt::Debug + 'static {
     /// Chooses what to keep of `messages` (oldest first, with their stored token counts).
     async fn reduce(&self, messages: &[StoredMessage]) -> Result<Reduction>;
 }
 
-#[async_trait]
-impl<T: ChatReducer + ?Sized> ChatReducer for Arc<T> {
-    async fn reduce(&self, messages: &[StoredMessage]) -> Result<Reduction> {
-        (**self).reduce(messages).await
-    }
+/// Forwards [`ChatReducer`] through smart pointers, so `Arc<dyn ChatReducer>` and
+/// `Box<dyn ChatReducer>` are reducers too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): a method added to the trait must be forwarded here, or a default body would silently
+/// replace the pointee's own implementation.
+macro_rules! forward_chat_reducer {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: ChatReducer + ?Sized> ChatReducer for $pointer<T> {
+            async fn reduce(&self, messages: &[StoredMessage]) -> Result<Reduction> {
+                (**self).reduce(messages).await
+            }
+        }
+    )*};
 }
+
+forward_chat_reducer!(Arc, Box);
 
 /// Keeps the longest suffix of whole groups whose `cost` fits in `limit`, never less than the
 /// protected last turn. `pinned_cost` is charged first.

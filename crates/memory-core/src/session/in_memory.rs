@@ -61,7 +61,7 @@ impl InMemorySessionStore {
 #[async_trait]
 impl SessionStore for InMemorySessionStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::new(true)
+        SessionCapabilities::none().with_ttl(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::error::Result;
+use crate::history::unsupported_operation;
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 
 /// A saved session state and its version.
@@ -19,18 +20,39 @@ pub struct StoredSession {
     pub version: u64,
 }
 
-/// What a session store can do beyond the required behaviour.
+/// What a session store can do beyond the required behaviour: which optional operations it
+/// has.
+///
+/// Every field is `false` in [`none`](Self::none) (and [`Default`]); a store turns on what it
+/// has with the `with_*` methods:
+///
+/// ```
+/// use memory_core::SessionCapabilities;
+///
+/// assert!(SessionCapabilities::none().with_ttl(true).ttl);
+/// ```
+///
+/// The struct is `#[non_exhaustive]`: a new optional operation adds a field that is `false`
+/// unless a store sets it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct SessionCapabilities {
-    /// Sessions can expire ([`SessionStore::set_ttl`]).
+    /// Sessions can expire ([`SessionStore::set_ttl`], [`SessionStore::purge_expired`]).
     pub ttl: bool,
 }
 
 impl SessionCapabilities {
-    /// Capabilities with the given TTL support.
-    pub fn new(ttl: bool) -> Self {
-        Self { ttl }
+    /// No optional operation.
+    pub const fn none() -> Self {
+        Self { ttl: false }
+    }
+
+    /// Sets whether [`SessionStore::set_ttl`] and [`SessionStore::purge_expired`] are
+    /// supported.
+    #[must_use]
+    pub const fn with_ttl(mut self, ttl: bool) -> Self {
+        self.ttl = ttl;
+        self
     }
 }
 
@@ -39,24 +61,40 @@ impl SessionCapabilities {
 ///
 /// [`AgentSession::serialize`]: crate::AgentSession::serialize
 ///
+/// Five methods are required. [`set_ttl`](SessionStore::set_ttl) and
+/// [`purge_expired`](SessionStore::purge_expired) are optional: their default bodies return
+/// [`Unsupported`](crate::ErrorKind::Unsupported), and a store that implements them says so in
+/// [`capabilities`](SessionStore::capabilities) (not every database can expire data).
+///
 /// # Behavior
+/// - [`capabilities`](SessionStore::capabilities) is constant for a store object and tells the
+///   truth: each optional operation is present if and only if its capability says so. An
+///   operation that is not present returns [`Unsupported`](crate::ErrorKind::Unsupported) for
+///   every call and changes nothing.
 /// - [`save`](SessionStore::save) with `expected_version: None` creates the session and fails
 ///   with [`Conflict`](crate::ErrorKind::Conflict) if it exists; with `Some(v)` it replaces the
 ///   state only if the stored version is `v`, else fails with `Conflict` and changes nothing (a
 ///   stale writer never overwrites silently; a missing session is a `Conflict` too). It returns
-///   the new version: 1 on creation, then `v + 1`.
-/// - [`load`](SessionStore::load) returns the state exactly as saved and its version, or `None`.
-/// - [`delete`](SessionStore::delete) removes it; returns whether it existed.
+///   the new version: 1 on creation, then `v + 1`. Of concurrent saves with the same expected
+///   version, exactly one succeeds, so a load-modify-save loop that retries on `Conflict` loses
+///   no update.
+/// - [`load`](SessionStore::load) returns the state exactly as saved (every JSON value,
+///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
+/// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
+///   can be created again at version 1.
 /// - [`list`](SessionStore::list) pages through the scopes holding a session that match the
-///   filter, each once, in a stable order.
-/// - [`set_ttl`](SessionStore::set_ttl) makes the session expire `ttl` after the later of the
-///   `set_ttl` call and its last save (each save restarts the clock);
-///   `None` removes the expiry; a TTL under 1 ms or over [`MAX_TTL`](crate::MAX_TTL) is
-///   [`InvalidInput`](crate::ErrorKind::InvalidInput); an unknown session is
-///   [`NotFound`](crate::ErrorKind::NotFound).
-///   An expired session loads as `None`, is not listed, and can be created again.
-///   [`purge_expired`](SessionStore::purge_expired) deletes expired sessions now. Stores without
-///   TTL support return [`Unsupported`](crate::ErrorKind::Unsupported).
+///   filter, each once, in a stable order (the same for every page size; the last page has no
+///   cursor); it never lists another tenant's scope.
+/// - Sessions of different scopes are independent: no call on one scope changes another.
+/// - [`set_ttl`](SessionStore::set_ttl) (optional: [`SessionCapabilities::ttl`]) makes the
+///   session expire `ttl` after the later of the `set_ttl` call and its last save (each save
+///   restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
+///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
+///   nothing; an unknown session is [`NotFound`](crate::ErrorKind::NotFound). An expired session
+///   loads as `None`, is not listed, and can be created again at version 1.
+/// - [`purge_expired`](SessionStore::purge_expired) (optional: [`SessionCapabilities::ttl`])
+///   deletes expired sessions now and returns how many it removed; sessions that did not expire
+///   stay.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
@@ -80,16 +118,40 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
 
     /// Sets or removes the session's time to live.
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()>;
+    ///
+    /// Optional ([`SessionCapabilities::ttl`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        let _ = (scope, ttl);
+        Err(unsupported_operation::<Self>(
+            "set_ttl",
+            "SessionCapabilities",
+            "ttl",
+        ))
+    }
 
     /// Deletes expired sessions now; returns how many it removed.
-    async fn purge_expired(&self) -> Result<u64>;
+    ///
+    /// Optional ([`SessionCapabilities::ttl`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn purge_expired(&self) -> Result<u64> {
+        Err(unsupported_operation::<Self>(
+            "purge_expired",
+            "SessionCapabilities",
+            "ttl",
+        ))
+    }
 }
 
 /// Forwards the trait through smart pointers, so `Arc<dyn SessionStore>` and `Box<dyn SessionStore>`
 /// are stores too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (and clippy runs with `-D warnings`
+/// in CI): a method added to the trait must be forwarded here too, or a method with a default
+/// body would silently run the default instead of the pointee's own implementation.
 macro_rules! forward_session_store {
     ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
         #[async_trait]
         impl<T: SessionStore + ?Sized> SessionStore for $pointer<T> {
             fn capabilities(&self) -> SessionCapabilities {

@@ -78,18 +78,27 @@ pub struct ScoredPoint {
 /// Scoped vector storage with cosine similarity search.
 ///
 /// # Behavior
-/// - [`upsert`](VectorStore::upsert) inserts or replaces points by id within the scope; a
-///   retried upsert of the same points changes nothing. All vectors of a store have one
-///   dimension, fixed by the first upsert; a vector of another dimension, an empty vector, or
-///   a non-finite value is [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of
-///   that batch is written.
-/// - [`search`](VectorStore::search) returns at most `top_k` points *of the scope* by
-///   decreasing cosine similarity, ties by id; the scope is enforced by the store whatever
-///   filter is passed.
-/// - [`get`](VectorStore::get) returns the points of the given ids that exist in the scope.
-/// - [`delete`](VectorStore::delete) removes points by id; returns how many existed.
+/// - Every call names a scope; a point belongs to one scope, and no call on one scope reads or
+///   changes another's points, whatever filter is passed. Point ids are unique within a scope:
+///   the same id in two scopes is two points. A scope never written is empty for every read.
+/// - [`upsert`](VectorStore::upsert) inserts or replaces points by id within the scope (a
+///   replaced point takes the new vector and payload); a retried upsert of the same points
+///   changes nothing; an empty batch is a no-op. All vectors of a store have one dimension,
+///   fixed by the first upsert (or the store's configuration); a vector of another dimension,
+///   an empty vector, or a non-finite value is [`InvalidInput`](crate::ErrorKind::InvalidInput),
+///   and nothing of that batch is written.
+/// - [`search`](VectorStore::search) returns at most `top_k` points *of the scope* (none for a
+///   `top_k` of 0) by decreasing cosine similarity, ties by ascending id, each with its score
+///   and payload; only points whose payload matches the query's [`PayloadFilter`] and that
+///   score at least its `min_score` are returned. A query vector of another dimension is
+///   `InvalidInput`; a filter the backend cannot express (an `Eq` on a float, say) is
+///   [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
+/// - [`get`](VectorStore::get) returns the points of the given ids that exist in the scope,
+///   with their exact vectors and payloads; unknown ids are skipped, and no ids give nothing.
+/// - [`delete`](VectorStore::delete) removes points by id; returns how many existed (unknown
+///   and already deleted ids count 0). Deleted points are not found by any read.
 /// - [`count`](VectorStore::count) counts a scope's points; [`clear`](VectorStore::clear)
-///   removes them all.
+///   removes them all and returns how many it removed.
 #[async_trait]
 pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     /// Inserts or replaces points.
@@ -111,27 +120,40 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     async fn clear(&self, scope: &Scope) -> Result<u64>;
 }
 
-#[async_trait]
-impl<T: VectorStore + ?Sized> VectorStore for Arc<T> {
-    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
-        (**self).upsert(scope, points).await
-    }
-    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
-        (**self).search(scope, query).await
-    }
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
-        (**self).get(scope, ids).await
-    }
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        (**self).delete(scope, ids).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        (**self).count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        (**self).clear(scope).await
-    }
+/// Forwards [`VectorStore`] through smart pointers, so `Arc<dyn VectorStore>` and
+/// `Box<dyn VectorStore>` are stores too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): a method added to the trait must be forwarded here, or a default body would silently
+/// replace the pointee's own implementation.
+macro_rules! forward_vector_store {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: VectorStore + ?Sized> VectorStore for $pointer<T> {
+            async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+                (**self).upsert(scope, points).await
+            }
+            async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+                (**self).search(scope, query).await
+            }
+            async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+                (**self).get(scope, ids).await
+            }
+            async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+                (**self).delete(scope, ids).await
+            }
+            async fn count(&self, scope: &Scope) -> Result<u64> {
+                (**self).count(scope).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<u64> {
+                (**self).clear(scope).await
+            }
+        }
+    )*};
 }
+
+forward_vector_store!(Arc, Box);
 
 /// Checks that every vector is non-empty, finite and of `dimensions` (when known); returns the
 /// dimension of the batch.

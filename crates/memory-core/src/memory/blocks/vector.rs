@@ -18,10 +18,39 @@ use crate::tokens::TokenCounter;
 use crate::vector::{ScoredPoint, VectorPoint, VectorQuery, VectorStore};
 
 /// Filters or reorders retrieved batches before they are shown.
+///
+/// # Behavior
+/// - [`process`](RetrievalPostprocessor::process) is given a search's results, best first, and
+///   returns the ones to show, best first. It only keeps, drops or reorders what it is given
+///   (it returns no point it was not given), synchronously and without error; the same input
+///   gives the same output.
+/// - A [`VectorMemoryBlock`] applies its post-processors in the order they were added, each to
+///   the previous one's output; the block shows the text of what the last one returns.
+/// - One post-processor object serves every session at once.
 pub trait RetrievalPostprocessor: Send + Sync + fmt::Debug + 'static {
     /// Returns the results to keep, best first.
     fn process(&self, results: Vec<ScoredPoint>) -> Vec<ScoredPoint>;
 }
+
+/// Forwards [`RetrievalPostprocessor`] through smart pointers, so
+/// `Arc<dyn RetrievalPostprocessor>` and `Box<dyn RetrievalPostprocessor>` are post-processors
+/// too.
+///
+/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
+/// CI): a method added to the trait must be forwarded here, or a default body would silently
+/// replace the pointee's own implementation.
+macro_rules! forward_retrieval_postprocessor {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        impl<T: RetrievalPostprocessor + ?Sized> RetrievalPostprocessor for $pointer<T> {
+            fn process(&self, results: Vec<ScoredPoint>) -> Vec<ScoredPoint> {
+                (**self).process(results)
+            }
+        }
+    )*};
+}
+
+forward_retrieval_postprocessor!(Arc, Box);
 
 /// Drops results scoring below a similarity.
 #[derive(Debug, Clone, Copy, PartialEq)]

@@ -1,0 +1,569 @@
+//! Every public trait works through `Arc<dyn _>` and `Box<dyn _>`: the forwarding impls reach
+//! the pointee's own methods, including its overrides of provided methods, and the defaults of
+//! optional store operations answer `Unsupported` with a sentence naming the store's type.
+//!
+//! Each check is a generic function over the trait, called with the pointer types, so the
+//! forwarding impl (not auto-deref to the pointee) is what runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use memory_core::memory::blocks::{RetrievalPostprocessor, SimilarityCutoff};
+use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext};
+use memory_core::{
+    AiContext, AppendOutcome, ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse,
+    ContextProvider, Embedder, ErrorKind, FnTokenCounter, HistoryCapabilities, HistoryStore,
+    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
+    InvokingContext, MediaTokenCosts, MemoryBlock, MessageCountReducer, Page, PageRequest, Result,
+    Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, SourceId, StoredMessage,
+    StoredSession, ThreadCount, TokenCounter, VectorPoint, VectorQuery, VectorStore, Window,
+    async_trait,
+};
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+fn scope(session: &str) -> Scope {
+    Scope::session(session).unwrap()
+}
+
+// ---------------------------------------------------------------------------------------------
+// HistoryStore
+
+/// Every method of a store with every optional operation, through `S`.
+async fn history_through<S: HistoryStore>(store: S) {
+    let s = scope("history");
+    assert_eq!(
+        store.capabilities(),
+        HistoryCapabilities::none()
+            .with_archive(true)
+            .with_ttl(true)
+    );
+    let out = store
+        .append(&s, &[ChatMessage::user("a"), ChatMessage::assistant("b")])
+        .await
+        .unwrap();
+    assert_eq!(out.seqs, vec![1, 2]);
+    assert_eq!(store.archive(&s, 1..=1).await.unwrap(), 1);
+    assert_eq!(store.read(&s, Window::All).await.unwrap().len(), 1);
+    assert_eq!(store.count(&s).await.unwrap().archived, 1);
+    let listed = store
+        .list_threads(
+            &ScopeFilter::tenant(s.tenant().clone()),
+            PageRequest::first(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items, vec![s.clone()]);
+    store
+        .set_ttl(&s, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert_eq!(store.clear(&s).await.unwrap(), 2);
+}
+
+#[tokio::test]
+async fn history_store_through_arc_and_box() {
+    history_through(Arc::new(InMemoryHistoryStore::new()) as Arc<dyn HistoryStore>).await;
+    history_through(Box::new(InMemoryHistoryStore::new()) as Box<dyn HistoryStore>).await;
+    history_through(Arc::new(InMemoryHistoryStore::new())).await;
+    history_through(Box::new(InMemoryHistoryStore::new())).await;
+}
+
+/// A history store with the required methods only: the optional ones are the trait's defaults.
+#[derive(Debug, Default)]
+struct RequiredOnlyHistory(InMemoryHistoryStore);
+
+#[async_trait]
+impl HistoryStore for RequiredOnlyHistory {
+    fn capabilities(&self) -> HistoryCapabilities {
+        HistoryCapabilities::none()
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.0.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+}
+
+async fn history_defaults_through<S: HistoryStore>(store: S) {
+    let s = scope("defaults");
+    store.append(&s, &[ChatMessage::user("a")]).await.unwrap();
+    let errors = [
+        ("archive", store.archive(&s, 1..=1).await.unwrap_err()),
+        (
+            "set_ttl",
+            store
+                .set_ttl(&s, Some(Duration::from_secs(60)))
+                .await
+                .unwrap_err(),
+        ),
+        ("purge_expired", store.purge_expired().await.unwrap_err()),
+    ];
+    for (operation, err) in errors {
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{operation}: {err}");
+        let text = err.message();
+        assert!(
+            text.contains("RequiredOnlyHistory") && text.contains(operation),
+            "the error names the store's type and the operation: {text}"
+        );
+    }
+    assert_eq!(store.count(&s).await.unwrap().active, 1, "nothing changed");
+}
+
+#[tokio::test]
+async fn optional_history_operations_default_to_unsupported() {
+    let arc: Arc<dyn HistoryStore> = Arc::new(RequiredOnlyHistory::default());
+    history_defaults_through(arc).await;
+    let boxed: Box<dyn HistoryStore> = Box::new(RequiredOnlyHistory::default());
+    history_defaults_through(boxed).await;
+    let err = RequiredOnlyHistory::default()
+        .archive(&scope("s"), 1..=2)
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.message(),
+        "forwarding::RequiredOnlyHistory does not support archive: its \
+         HistoryCapabilities::archive is false"
+    );
+}
+
+// ---------------------------------------------------------------------------------------------
+// SessionStore
+
+async fn sessions_through<S: SessionStore>(store: S) {
+    let s = scope("session");
+    assert_eq!(
+        store.capabilities(),
+        SessionCapabilities::none().with_ttl(true)
+    );
+    assert_eq!(store.save(&s, &json!({"n": 1}), None).await.unwrap(), 1);
+    assert_eq!(
+        store.load(&s).await.unwrap(),
+        Some(StoredSession {
+            state: json!({"n": 1}),
+            version: 1
+        })
+    );
+    let listed = store
+        .list(
+            &ScopeFilter::tenant(s.tenant().clone()),
+            PageRequest::first(10),
+        )
+        .await
+        .unwrap();
+    assert_eq!(listed.items, vec![s.clone()]);
+    store
+        .set_ttl(&s, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    assert_eq!(store.purge_expired().await.unwrap(), 0);
+    assert!(store.delete(&s).await.unwrap());
+}
+
+#[tokio::test]
+async fn session_store_through_arc_and_box() {
+    sessions_through(Arc::new(InMemorySessionStore::new()) as Arc<dyn SessionStore>).await;
+    sessions_through(Box::new(InMemorySessionStore::new()) as Box<dyn SessionStore>).await;
+}
+
+/// A session store with the required methods only.
+#[derive(Debug, Default)]
+struct RequiredOnlySessions(InMemorySessionStore);
+
+#[async_trait]
+impl SessionStore for RequiredOnlySessions {
+    fn capabilities(&self) -> SessionCapabilities {
+        SessionCapabilities::none()
+    }
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        self.0.load(scope).await
+    }
+    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
+        self.0.save(scope, state, expected).await
+    }
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        self.0.delete(scope).await
+    }
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list(filter, page).await
+    }
+}
+
+#[tokio::test]
+async fn optional_session_operations_default_to_unsupported() {
+    let stores: [Box<dyn SessionStore>; 2] = [
+        Box::new(RequiredOnlySessions::default()),
+        Box::new(Arc::new(RequiredOnlySessions::default()) as Arc<dyn SessionStore>),
+    ];
+    for store in stores {
+        let s = scope("session-defaults");
+        store.save(&s, &json!({}), None).await.unwrap();
+        for (operation, err) in [
+            ("set_ttl", store.set_ttl(&s, None).await.unwrap_err()),
+            ("purge_expired", store.purge_expired().await.unwrap_err()),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            let text = err.message();
+            assert!(
+                text.contains("RequiredOnlySessions") && text.contains(operation),
+                "{text}"
+            );
+        }
+        assert!(store.load(&s).await.unwrap().is_some(), "nothing changed");
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// ContextProvider
+
+/// A provider that overrides the provided `invoked` and records each call.
+#[derive(Debug)]
+struct Recording {
+    source: SourceId,
+    told: Mutex<Vec<String>>,
+}
+
+#[async_trait]
+impl ContextProvider for Recording {
+    fn source_id(&self) -> &SourceId {
+        &self.source
+    }
+    async fn invoking(&self, context: InvokingContext<'_>) -> Result<AiContext> {
+        *context.state = json!({"seen": context.input.len()});
+        Ok(AiContext {
+            instructions: vec!["from recording".to_owned()],
+            ..AiContext::default()
+        })
+    }
+    async fn invoked(&self, context: InvokedContext<'_>) -> Result<()> {
+        self.told
+            .lock()
+            .unwrap()
+            .push(format!("{}", context.response.map_or(0, <[_]>::len)));
+        Ok(())
+    }
+}
+
+async fn provider_through<P: ContextProvider>(provider: P, recording: &Recording) {
+    assert_eq!(provider.source_id().as_str(), "recording");
+    let s = scope("provider");
+    let input = [ChatMessage::user("hi")];
+    let mut state = Value::Null;
+    let added = provider
+        .invoking(InvokingContext {
+            scope: &s,
+            input: &input,
+            state: &mut state,
+        })
+        .await
+        .unwrap();
+    assert_eq!(added.instructions, ["from recording"]);
+    assert_eq!(state, json!({"seen": 1}));
+    let response = [ChatMessage::assistant("hello"), ChatMessage::assistant("!")];
+    provider
+        .invoked(InvokedContext {
+            scope: &s,
+            request: &input,
+            response: Some(&response),
+            error: None,
+            state: &mut state,
+        })
+        .await
+        .unwrap();
+    assert_eq!(
+        recording.told.lock().unwrap().pop().as_deref(),
+        Some("2"),
+        "the pointee's own invoked ran, not the default"
+    );
+}
+
+#[tokio::test]
+async fn context_provider_through_arc_and_box() {
+    let recording = Arc::new(Recording {
+        source: SourceId::new("recording").unwrap(),
+        told: Mutex::new(Vec::new()),
+    });
+    provider_through(recording.clone() as Arc<dyn ContextProvider>, &recording).await;
+    let boxed: Box<dyn ContextProvider> = Box::new(recording.clone());
+    provider_through(boxed, &recording).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChatModel and Embedder
+
+#[derive(Debug)]
+struct Echo;
+
+#[async_trait]
+impl ChatModel for Echo {
+    async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse> {
+        Ok(ChatResponse {
+            messages: vec![ChatMessage::assistant(format!(
+                "{} messages",
+                request.messages.len()
+            ))],
+            ..ChatResponse::default()
+        })
+    }
+}
+
+async fn model_through<M: ChatModel>(model: M) {
+    let request = ChatRequest {
+        messages: vec![ChatMessage::user("a"), ChatMessage::user("b")],
+        ..ChatRequest::default()
+    };
+    let response = model.complete(&request).await.unwrap();
+    assert_eq!(response.messages[0].text(), "2 messages");
+}
+
+#[tokio::test]
+async fn chat_model_through_arc_and_box() {
+    model_through(Arc::new(Echo) as Arc<dyn ChatModel>).await;
+    model_through(Box::new(Echo) as Box<dyn ChatModel>).await;
+}
+
+#[derive(Debug)]
+struct Lengths;
+
+#[async_trait]
+impl Embedder for Lengths {
+    fn dimensions(&self) -> usize {
+        2
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+    }
+}
+
+async fn embedder_through<E: Embedder>(embedder: E) {
+    assert_eq!(embedder.dimensions(), 2);
+    let vectors = embedder
+        .embed(&["ab".to_owned(), "abc".to_owned()])
+        .await
+        .unwrap();
+    assert_eq!(vectors, vec![vec![2.0, 1.0], vec![3.0, 1.0]]);
+}
+
+#[tokio::test]
+async fn embedder_through_arc_and_box() {
+    embedder_through(Arc::new(Lengths) as Arc<dyn Embedder>).await;
+    embedder_through(Box::new(Lengths) as Box<dyn Embedder>).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// VectorStore and RetrievalPostprocessor
+
+async fn vectors_through<V: VectorStore>(store: V) {
+    let s = scope("vectors");
+    let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
+    let points = [
+        VectorPoint {
+            id: a,
+            vector: vec![1.0, 0.0],
+            payload: serde_json::Map::new(),
+        },
+        VectorPoint {
+            id: b,
+            vector: vec![0.0, 1.0],
+            payload: serde_json::Map::new(),
+        },
+    ];
+    store.upsert(&s, &points).await.unwrap();
+    let hits = store
+        .search(&s, &VectorQuery::new(vec![1.0, 0.1], 1))
+        .await
+        .unwrap();
+    assert_eq!(hits.len(), 1);
+    assert_eq!(hits[0].id, a);
+    assert_eq!(store.get(&s, &[b]).await.unwrap(), vec![points[1].clone()]);
+    assert_eq!(store.count(&s).await.unwrap(), 2);
+    assert_eq!(store.delete(&s, &[a]).await.unwrap(), 1);
+    assert_eq!(store.clear(&s).await.unwrap(), 1);
+}
+
+#[tokio::test]
+async fn vector_store_through_arc_and_box() {
+    vectors_through(Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>).await;
+    vectors_through(Box::new(InMemoryVectorStore::new()) as Box<dyn VectorStore>).await;
+}
+
+fn postprocessor_through<P: RetrievalPostprocessor>(p: P) {
+    let point = |score| ScoredPoint {
+        id: Uuid::new_v4(),
+        score,
+        payload: serde_json::Map::new(),
+    };
+    let kept = p.process(vec![point(0.9), point(0.2)]);
+    assert_eq!(kept.len(), 1);
+    assert!((kept[0].score - 0.9).abs() < f32::EPSILON);
+}
+
+#[test]
+fn retrieval_postprocessor_through_arc_and_box() {
+    postprocessor_through(Arc::new(SimilarityCutoff(0.5)) as Arc<dyn RetrievalPostprocessor>);
+    postprocessor_through(Box::new(SimilarityCutoff(0.5)) as Box<dyn RetrievalPostprocessor>);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MemoryBlock
+
+/// A block that overrides the provided `truncate`.
+#[derive(Debug)]
+struct Shortening;
+
+#[async_trait]
+impl MemoryBlock for Shortening {
+    fn name(&self) -> &str {
+        "shortening"
+    }
+    fn priority(&self) -> u32 {
+        4
+    }
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+        Ok(BlockContent::Text(format!(
+            "{} messages",
+            context.messages.len()
+        )))
+    }
+    async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
+        *context.state = json!({"took": context.messages.len()});
+        Ok(())
+    }
+    async fn truncate(
+        &self,
+        content: BlockContent,
+        excess_tokens: u64,
+        _counter: &dyn TokenCounter,
+    ) -> Result<Option<BlockContent>> {
+        Ok(Some(BlockContent::Text(format!(
+            "{} minus {excess_tokens}",
+            content.text()
+        ))))
+    }
+}
+
+async fn block_through<B: MemoryBlock>(block: B) {
+    assert_eq!((block.name(), block.priority()), ("shortening", 4));
+    let s = scope("block");
+    let content = block
+        .get(BlockGetContext {
+            scope: &s,
+            messages: &[ChatMessage::user("x")],
+            state: &Value::Null,
+        })
+        .await
+        .unwrap();
+    assert_eq!(content.text(), "1 messages");
+    let stored = StoredMessage {
+        seq: 1,
+        tokens: 3,
+        archived: false,
+        message: ChatMessage::user("x"),
+    };
+    let mut state = Value::Null;
+    block
+        .put(BlockPutContext {
+            scope: &s,
+            messages: std::slice::from_ref(&stored),
+            state: &mut state,
+        })
+        .await
+        .unwrap();
+    assert_eq!(state, json!({"took": 1}));
+    let counter = FnTokenCounter::new(|t| t.len() as u32);
+    let shorter = block.truncate(content, 5, &counter).await.unwrap();
+    assert_eq!(
+        shorter.map(|c| c.text()).as_deref(),
+        Some("1 messages minus 5"),
+        "the pointee's own truncate ran, not the default (which leaves the block out)"
+    );
+}
+
+#[tokio::test]
+async fn memory_block_through_arc_and_box() {
+    block_through(Arc::new(Shortening) as Arc<dyn MemoryBlock>).await;
+    block_through(Box::new(Shortening) as Box<dyn MemoryBlock>).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// ChatReducer
+
+async fn reducer_through<R: ChatReducer>(reducer: R) {
+    let messages: Vec<StoredMessage> = (1..=4)
+        .map(|seq| StoredMessage {
+            seq,
+            tokens: 1,
+            archived: false,
+            message: if seq % 2 == 1 {
+                ChatMessage::user(format!("q{seq}"))
+            } else {
+                ChatMessage::assistant(format!("a{seq}"))
+            },
+        })
+        .collect();
+    let reduction = reducer.reduce(&messages).await.unwrap();
+    assert_eq!(reduction.dropped, vec![0..2]);
+}
+
+#[tokio::test]
+async fn chat_reducer_through_arc_and_box() {
+    reducer_through(Arc::new(MessageCountReducer::new(2)) as Arc<dyn ChatReducer>).await;
+    reducer_through(Box::new(MessageCountReducer::new(2)) as Box<dyn ChatReducer>).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// TokenCounter
+
+/// A counter that overrides both provided methods.
+#[derive(Debug)]
+struct Flat;
+
+impl TokenCounter for Flat {
+    fn count_text(&self, text: &str) -> u32 {
+        text.len() as u32
+    }
+    fn media_costs(&self) -> MediaTokenCosts {
+        MediaTokenCosts {
+            image: 1,
+            audio: 2,
+            video: 3,
+            document: 4,
+        }
+    }
+    fn count_message(&self, _message: &ChatMessage) -> u32 {
+        42
+    }
+}
+
+fn counter_through<C: TokenCounter>(counter: C) {
+    assert_eq!(counter.count_text("abcd"), 4);
+    assert_eq!(
+        counter.media_costs().document,
+        4,
+        "the override is forwarded"
+    );
+    assert_eq!(
+        counter.count_message(&ChatMessage::user("long enough")),
+        42,
+        "the override is forwarded"
+    );
+}
+
+#[test]
+fn token_counter_through_arc_and_box() {
+    counter_through(Arc::new(Flat) as Arc<dyn TokenCounter>);
+    counter_through(Box::new(Flat) as Box<dyn TokenCounter>);
+}
