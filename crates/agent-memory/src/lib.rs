@@ -6,11 +6,18 @@ mod open;
 
 pub use memory_core::*;
 
-/// SQLite, PostgreSQL and MySQL/MariaDB stores (features `sqlite`, `postgres`, `mysql`).
-#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+/// SQLite, PostgreSQL and MySQL/MariaDB stores (features `sqlite`, `postgres`, `mysql`), and
+/// LlamaIndex's table (feature `llamaindex`).
+#[cfg(any(
+    feature = "sqlite",
+    feature = "postgres",
+    feature = "mysql",
+    feature = "llamaindex"
+))]
 pub use memory_sql as sql;
 
-/// Redis and Redis Cluster stores (feature `redis`).
+/// Redis and Redis Cluster stores (feature `redis`), and Agent Framework's Redis layout
+/// (feature `agent-framework`).
 #[cfg(feature = "redis")]
 pub use memory_redis as redis;
 
@@ -26,4 +33,9 @@ pub use memory_vector as vector_stores;
 /// Mem0 as a context provider and a memory block (feature `mem0`).
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;
+
+/// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features
+/// `agent-framework`, `llamaindex`).
+#[cfg(any(feature = "agent-framework", feature = "llamaindex"))]
+pub use memory_interop as interop;
 pub use open::{DEFAULT_URL, Stores, URL_ENV, open, open_default};

@@ -8,7 +8,6 @@ pub mod context;
 pub mod error;
 pub mod history;
 pub mod id;
-pub mod interop;
 pub mod memory;
 pub mod message;
 pub mod model;

@@ -8,13 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use memory_core::interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
-use memory_core::interop::python_json::dumps;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
     PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage, ThreadCount,
     TokenCounter, Window, default_token_counter, ttl_millis,
 };
+use memory_interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
+use memory_interop::python_json::dumps;
 use redis::Value;
 use redis::aio::ConnectionManager;
 
@@ -57,7 +57,7 @@ const BUDGET_MAX_CHUNK: i64 = 1024;
 /// # Layout
 /// One Redis LIST per session and nothing else: no index, metadata or expiry-record keys. Each
 /// element is one message as `json.dumps(Message.to_dict())` (written with
-/// [`to_agent_framework`] and [`dumps`](memory_core::interop::python_json::dumps), byte for byte what Python writes; read
+/// [`to_agent_framework`] and [`dumps`](memory_interop::python_json::dumps), byte for byte what Python writes; read
 /// with [`from_agent_framework`]), oldest first. The key is named by [`AfKeyFormat`], which must
 /// match the Python provider's `key_format`, `key_prefix`, `tenant_id`, `application_id`,
 /// `agent_id` and `source_id`; the session id of a call is the session id of the [`Scope`].

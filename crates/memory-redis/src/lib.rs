@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+#[cfg(feature = "agent-framework")]
 mod agent_framework;
 mod config;
 mod conn;
@@ -15,6 +16,7 @@ mod store;
 #[cfg(test)]
 mod resend_tests;
 
+#[cfg(feature = "agent-framework")]
 pub use agent_framework::{AfKeyFormat, AfRedisHistory, AfRedisHistoryBuilder};
 pub use config::{
     DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, Overflow, RedisConfig,

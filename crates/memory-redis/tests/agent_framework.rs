@@ -12,14 +12,14 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use memory_core::interop::agent_framework::{
-    AfIdentity, AfOptions, from_agent_framework, to_agent_framework,
-};
-use memory_core::interop::python_json::dumps;
 use memory_core::{
     ChatMessage, ErrorKind, HistoryStore, MessageId, PageRequest, Part, Scope, ScopeFilter,
     TenantId, Window, default_token_counter,
 };
+use memory_interop::agent_framework::{
+    AfIdentity, AfOptions, from_agent_framework, to_agent_framework,
+};
+use memory_interop::python_json::dumps;
 use memory_redis::redis::AsyncCommands;
 use memory_redis::redis::aio::MultiplexedConnection;
 use memory_redis::{AfKeyFormat, AfRedisHistory, AfRedisHistoryBuilder};

@@ -19,6 +19,7 @@ mod dialect;
 mod driver;
 mod error;
 mod history;
+#[cfg(feature = "llamaindex")]
 mod llamaindex;
 mod schema;
 mod session;
@@ -26,6 +27,7 @@ mod store;
 
 pub use config::{DEFAULT_TABLE_PREFIX, MAX_TABLE_PREFIX_LEN, SqlConfig};
 pub use dialect::Backend;
+#[cfg(feature = "llamaindex")]
 pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};

@@ -17,9 +17,6 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
-use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
-use memory_core::interop::python_json::dumps;
-use memory_core::interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
     AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
@@ -27,6 +24,9 @@ use memory_core::{
     Scope, ScopeFilter, StoredMessage, ThreadCount, TokenCounter, Window, default_token_counter,
     redact_url,
 };
+use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
+use memory_interop::python_json::dumps;
+use memory_interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use serde_json::Value;
 
 use crate::dialect::{Backend, Dialect};

@@ -11,13 +11,13 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
-use memory_core::interop::python_json::dumps;
 use memory_core::memory::{Memory, blocks::StaticMemoryBlock};
 use memory_core::{
     ChatMessage, ErrorKind, HistoryStore, InMemorySessionStore, MessageId, PageRequest, Scope,
     ScopeFilter, TenantId, Window,
 };
+use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
+use memory_interop::python_json::dumps;
 use memory_sql::sqlx::{self, AssertSqlSafe, Row as _};
 use memory_sql::{Backend, KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 use serde_json::Value;

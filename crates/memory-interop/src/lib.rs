@@ -1,21 +1,6 @@
-//! Pure conversions between our types and the JSON that the Python peers write: Microsoft Agent
-//! Framework (`Message.to_dict()`, `AgentSession.to_dict()`, the Redis history provider's
-//! deduplication) and LlamaIndex (`ChatMessage.model_dump(mode="json")`). No I/O happens here;
-//! the store modes that share one Redis or one database with the peers build on these functions.
-//!
-//! Every conversion is lossless in both directions (docs/interop.md):
-//!
-//! - **peer → ours → peer** gives back the same bytes (compare with
-//!   [`python_json::dumps`]). What the peer writes and our types have no field for is kept in our
-//!   message metadata under the peer's key ([`agent_framework::METADATA_KEY`],
-//!   [`llamaindex::METADATA_KEY`]); when a message cannot be rebuilt exactly from our fields, the
-//!   whole original is kept there and written back verbatim as long as the message is unchanged.
-//! - **ours → peer → ours** gives back an equal [`ChatMessage`](crate::ChatMessage). What the
-//!   peer's shape has no place for (creation time, metadata, parts the peer cannot express) is
-//!   written into the peer's free-form dict under [`AGENT_MEMORY_KEY`], only when needed.
-//!
-//! The peers' messages carry no creation time: a message read from them without our record gets
-//! the Unix epoch as `created_at`, meaning "unknown", and such a time is not written back.
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
 
 pub mod agent_framework;
 pub mod llamaindex;
@@ -24,8 +9,8 @@ pub mod python_json;
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};
 
-use crate::id::MessageId;
-use crate::message::{Media, Part, Role};
+use memory_core::id::MessageId;
+use memory_core::message::{Media, Part, Role};
 
 /// The key under which we record, in a peer's free-form dict (Agent Framework's
 /// `additional_properties`, LlamaIndex's `additional_kwargs`), what the peer's shape has no place

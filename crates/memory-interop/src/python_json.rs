@@ -11,7 +11,7 @@
 //! serde_json's `preserve_order` feature, so a parsed document keeps the order it was written in.
 //!
 //! ```
-//! use memory_core::interop::python_json::dumps;
+//! use memory_interop::python_json::dumps;
 //! use serde_json::json;
 //!
 //! let value = json!({"text": "héllo 🎉", "n": 1.0, "tiny": 0.00001, "ok": true});
@@ -69,7 +69,7 @@ pub fn dumps(value: &Value) -> String {
 /// `json.dumps(value, ensure_ascii=…, sort_keys=…)`.
 ///
 /// ```
-/// use memory_core::interop::python_json::{DumpOptions, dumps_with};
+/// use memory_interop::python_json::{DumpOptions, dumps_with};
 /// use serde_json::json;
 ///
 /// let value = json!({"b": "é", "a": [1, 2]});
@@ -171,7 +171,7 @@ fn push_u_escape(out: &mut String, unit: u32) {
 /// exponent notation (`1e-05`, `1.5e+300`, at least two exponent digits) otherwise.
 ///
 /// ```
-/// use memory_core::interop::python_json::float_repr;
+/// use memory_interop::python_json::float_repr;
 ///
 /// assert_eq!(float_repr(1.0), "1.0");
 /// assert_eq!(float_repr(0.1), "0.1");
@@ -232,7 +232,7 @@ pub fn float_repr(value: f64) -> String {
 /// the order the type serializes them; use [`dumps_with`] to sort a [`Value`]).
 ///
 /// ```
-/// use memory_core::interop::python_json::PythonFormatter;
+/// use memory_interop::python_json::PythonFormatter;
 /// use serde::Serialize;
 ///
 /// let mut out = Vec::new();

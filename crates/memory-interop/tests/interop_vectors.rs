@@ -1,20 +1,20 @@
 //! The real samples written by Agent Framework 1.23 and LlamaIndex 0.14.25 (docs/interop/vectors/,
 //! copied byte for byte from the shared interop notes) pin the conversions of
-//! `memory_core::interop`: every sample reads into our types and writes back to the same bytes.
+//! `memory_interop`: every sample reads into our types and writes back to the same bytes.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use memory_core::interop::agent_framework::session::{export_session, import_session};
-use memory_core::interop::agent_framework::{
+use memory_core::{ChatMessage, Media, MessageId, Part, Role};
+use memory_interop::agent_framework::session::{export_session, import_session};
+use memory_interop::agent_framework::{
     AfIdentity, AfOptions, af_identity, filter_new_messages, from_agent_framework,
     to_agent_framework,
 };
-use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
-use memory_core::interop::python_json::dumps;
-use memory_core::{ChatMessage, Media, MessageId, Part, Role};
+use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
+use memory_interop::python_json::dumps;
 use serde_json::{Value, json};
 
 const VECTORS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/interop/vectors");

@@ -8,9 +8,9 @@
 //! | Agent Framework | ours |
 //! | --- | --- |
 //! | `session_id` | the session id of the scope ([`import_session_into`] takes tenant, user, agent and source from a template scope) |
-//! | `service_session_id`, a string | the service conversation id ([`Conversation::Service`](crate::Conversation::Service)) |
+//! | `service_session_id`, a string | the service conversation id ([`Conversation::Service`](memory_core::Conversation::Service)) |
 //! | `service_session_id`, any other value (a dict) | kept in the snapshot record (below); the conversation stays local |
-//! | `state.in_memory.messages` | [`ImportedSession::messages`], beside the session, in order: they are the conversation's history, which in our design lives in a [`HistoryStore`](crate::HistoryStore) thread at the session's scope, so the caller appends them there (the session's per-agent histories are for team members and are left empty) |
+//! | `state.in_memory.messages` | [`ImportedSession::messages`], beside the session, in order: they are the conversation's history, which in our design lives in a [`HistoryStore`](memory_core::HistoryStore) thread at the session's scope, so the caller appends them there (the session's per-agent histories are for team members and are left empty) |
 //! | `state.<source_id>` | the provider state of that source id, verbatim |
 //!
 //! [`export_session`] writes the same shape from a session and the messages of its history (for
@@ -38,12 +38,12 @@ use std::collections::BTreeSet;
 use serde_json::{Map, Value};
 
 use super::{AfOptions, from_agent_framework, to_agent_framework};
-use crate::error::{Error, Result};
-use crate::id::{SessionId, SourceId};
-use crate::interop::derived_uuid;
-use crate::message::ChatMessage;
-use crate::scope::Scope;
-use crate::session::AgentSession;
+use crate::derived_uuid;
+use memory_core::error::{Error, Result};
+use memory_core::id::{SessionId, SourceId};
+use memory_core::message::ChatMessage;
+use memory_core::scope::Scope;
+use memory_core::session::AgentSession;
 
 /// The source id of Agent Framework's `InMemoryHistoryProvider`, whose state holds the messages.
 pub const IN_MEMORY_SOURCE: &str = "in_memory";
@@ -69,8 +69,8 @@ pub struct ImportedSession {
 /// Reads `AgentSession.to_dict()` into a session in the default tenant with the default source.
 ///
 /// ```
-/// use memory_core::interop::agent_framework::session::{export_session, import_session};
-/// use memory_core::interop::python_json::dumps;
+/// use memory_interop::agent_framework::session::{export_session, import_session};
+/// use memory_interop::python_json::dumps;
 ///
 /// let text = r#"{"type": "session", "session_id": "session-1", "service_session_id": null, "state": {"redis_memory": {}}}"#;
 /// let imported = import_session(&serde_json::from_str(text)?)?;
@@ -81,7 +81,7 @@ pub struct ImportedSession {
 /// ```
 ///
 /// # Errors
-/// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) when `value` is not a session
+/// [`ErrorKind::Serialization`](memory_core::ErrorKind::Serialization) when `value` is not a session
 /// dict (not an object, a `type` other than `"session"`, no string `session_id`, a `state` that
 /// is not an object) or holds a message that is not an Agent Framework message.
 pub fn import_session(value: &Value) -> Result<ImportedSession> {
@@ -214,7 +214,7 @@ pub fn import_session_into(value: &Value, template: &Scope) -> Result<ImportedSe
 /// Writes `session` and the messages of its history as `AgentSession.to_dict()`.
 ///
 /// Exporting a session read with [`import_session`] with the messages it returned gives back the
-/// same bytes (compare with [`python_json::dumps`](crate::interop::python_json::dumps)).
+/// same bytes (compare with [`python_json::dumps`](crate::python_json::dumps)).
 pub fn export_session(session: &AgentSession, messages: &[ChatMessage]) -> Value {
     let empty = Map::new();
     let record = session
@@ -371,7 +371,7 @@ fn source_id_for(key: &str) -> Result<SourceId> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interop::python_json::dumps;
+    use crate::python_json::dumps;
     use serde_json::json;
 
     fn round_trip(text: &str) -> ImportedSession {
@@ -463,7 +463,7 @@ mod tests {
         let mut session = AgentSession::new(Scope::session("s-2").unwrap());
         session.set_provider_state(SourceId::new("redis_memory").unwrap(), json!({}));
         let messages =
-            vec![ChatMessage::user("hello").with_id(crate::MessageId::new("m1").unwrap())];
+            vec![ChatMessage::user("hello").with_id(memory_core::MessageId::new("m1").unwrap())];
         let value = export_session(&session, &messages);
         let text = dumps(&value);
         assert!(text.starts_with(r#"{"type": "session", "session_id": "s-2", "service_session_id": null, "state": {"in_memory": {"messages": [{"role": "user", "contents": [{"type": "text", "text": "hello", "additional_properties": {}}], "message_id": "m1", "additional_properties": {"agent_memory": {"created_at": "#), "{text}");
@@ -486,7 +486,7 @@ mod tests {
             json!({"type": "session", "session_id": "s", "state": {"in_memory": {"messages": [{"role": "user"}]}}}),
         ] {
             let err = import_session(&bad).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::Serialization, "{bad}");
+            assert_eq!(err.kind(), memory_core::ErrorKind::Serialization, "{bad}");
         }
     }
 }

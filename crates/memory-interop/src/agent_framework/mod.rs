@@ -38,8 +38,8 @@
 //! | `original` | the whole message as read, when it cannot be rebuilt byte for byte from our fields |
 //!
 //! ```
-//! use memory_core::interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
-//! use memory_core::interop::python_json::dumps;
+//! use memory_interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
+//! use memory_interop::python_json::dumps;
 //!
 //! let element = r#"{"type": "message", "role": "assistant", "contents": [{"type": "text", "text": "Hi", "additional_properties": {}}], "author_name": "planner", "message_id": "msg_0002", "additional_properties": {}}"#;
 //! let msg = from_agent_framework(&serde_json::from_str(element)?)?;
@@ -62,9 +62,9 @@ use super::{
     format_time, id_for_foreign_id, media_part, object_at, parse_time, parts_from_json,
     parts_to_json, remove_nested, without_key,
 };
-use crate::error::{Error, Result};
-use crate::id::MessageId;
-use crate::message::{ChatMessage, Media, Part};
+use memory_core::error::{Error, Result};
+use memory_core::id::MessageId;
+use memory_core::message::{ChatMessage, Media, Part};
 
 /// The metadata key under which a message read from Agent Framework keeps what our fields cannot
 /// hold (see the [module documentation](self)).
@@ -150,7 +150,7 @@ pub fn to_agent_framework(message: &ChatMessage, options: &AfOptions) -> Value {
 /// Reads Agent Framework's `Message.to_dict()` form (either layout) into our message.
 ///
 /// # Errors
-/// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) when `value` is not an object,
+/// [`ErrorKind::Serialization`](memory_core::ErrorKind::Serialization) when `value` is not an object,
 /// has no string `role` or no array `contents`, or has a non-string `message_id`,
 /// `author_name` or `type`.
 pub fn from_agent_framework(value: &Value) -> Result<ChatMessage> {
@@ -443,6 +443,9 @@ fn part_to_content(part: &Part) -> Option<Value> {
             return media_content(media);
         }
         Part::Data { .. } => return None,
+        // `Part` is non-exhaustive: a kind added to memory-core later has no content either, and
+        // the parts are then recorded under `agent_memory`, like opaque data.
+        _ => return None,
     })
 }
 
@@ -629,7 +632,7 @@ impl fmt::Display for AfIdentity {
 /// `content:<role>:<json.dumps(contents, sort_keys=True, ensure_ascii=False)>`.
 ///
 /// ```
-/// use memory_core::interop::agent_framework::af_identity;
+/// use memory_interop::agent_framework::af_identity;
 /// use serde_json::json;
 ///
 /// assert_eq!(af_identity(&json!({"role": "assistant", "message_id": "m1", "contents": []})), "id:m1");
@@ -679,7 +682,7 @@ pub fn duplicate_prefix_len(existing: &[AfIdentity], incoming: &[AfIdentity]) ->
 /// always a suffix of `incoming` (see [`duplicate_prefix_len`]).
 ///
 /// ```
-/// use memory_core::interop::agent_framework::filter_new_messages;
+/// use memory_interop::agent_framework::filter_new_messages;
 /// use serde_json::json;
 ///
 /// let hi = json!({"role": "user", "contents": [{"type": "text", "text": "hi", "additional_properties": {}}]});
@@ -702,7 +705,7 @@ pub fn filter_new_messages<'a>(existing: &[Value], incoming: &'a [Value]) -> &'a
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Role;
+    use memory_core::message::Role;
     use serde_json::json;
 
     #[test]
@@ -930,7 +933,7 @@ mod tests {
             json!({"role": "user", "contents": [], "author_name": []}),
         ] {
             let err = from_agent_framework(&bad).unwrap_err();
-            assert_eq!(err.kind(), crate::ErrorKind::Serialization, "{bad}");
+            assert_eq!(err.kind(), memory_core::ErrorKind::Serialization, "{bad}");
         }
     }
 

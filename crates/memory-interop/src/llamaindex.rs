@@ -36,8 +36,8 @@
 //! consider [`LiOptions::minimal`] and keep ids and times in the store's own columns.
 //!
 //! ```
-//! use memory_core::interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
-//! use memory_core::interop::python_json::dumps;
+//! use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
+//! use memory_interop::python_json::dumps;
 //!
 //! let data = r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "Noted, Dana."}]}"#;
 //! let msg = from_llamaindex(&serde_json::from_str(data)?)?;
@@ -54,9 +54,9 @@ use super::{
     AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, closest_role, derived_id, format_time,
     object_at, parse_time, parts_from_json, parts_to_json, remove_nested, without_key,
 };
-use crate::error::{Error, Result};
-use crate::id::MessageId;
-use crate::message::{ChatMessage, Media, Part};
+use memory_core::error::{Error, Result};
+use memory_core::id::MessageId;
+use memory_core::message::{ChatMessage, Media, Part};
 
 /// The metadata key under which a message read from LlamaIndex keeps what our fields cannot hold
 /// (see the [module documentation](self)).
@@ -141,7 +141,7 @@ pub fn to_llamaindex(message: &ChatMessage, options: &LiOptions) -> Value {
 /// Reads LlamaIndex's `ChatMessage.model_dump(mode="json")` form into our message.
 ///
 /// # Errors
-/// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) when `value` is not an object,
+/// [`ErrorKind::Serialization`](memory_core::ErrorKind::Serialization) when `value` is not an object,
 /// has no string `role` or no array `blocks`, or has an `additional_kwargs` that is not an
 /// object.
 pub fn from_llamaindex(value: &Value) -> Result<ChatMessage> {
@@ -372,6 +372,9 @@ fn project_parts(parts: &[Part]) -> (LiContent, bool) {
                 }
             }
             Part::Data { .. } => {}
+            // `Part` is non-exhaustive: a kind added to memory-core later has no block either,
+            // and the parts are then recorded under `agent_memory`, like opaque data.
+            _ => {}
         }
     }
     let content = LiContent {
@@ -503,7 +506,7 @@ fn block_to_part(block: &Value) -> Option<Part> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::message::Role;
+    use memory_core::message::Role;
 
     fn round_trip(msg: &ChatMessage) {
         let value = to_llamaindex(msg, &LiOptions::default());
@@ -603,7 +606,7 @@ mod tests {
         ] {
             assert_eq!(
                 from_llamaindex(&bad).unwrap_err().kind(),
-                crate::ErrorKind::Serialization,
+                memory_core::ErrorKind::Serialization,
                 "{bad}"
             );
         }
