@@ -138,6 +138,7 @@ impl Connection {
     }
 
     /// The same connection (and round-trip counter), each call bounded by `timeouts`.
+    #[cfg(feature = "agent-framework")]
     pub(crate) fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
         self.call_budget = timeouts.call_budget();
         self

@@ -206,6 +206,7 @@ impl RedisStore {
     }
 
     /// The connection, shared with the clones of this store.
+    #[cfg(feature = "agent-framework")]
     pub(crate) fn conn(&self) -> &Connection {
         &self.inner.conn
     }
