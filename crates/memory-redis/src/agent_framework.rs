@@ -367,7 +367,11 @@ struct ListRange {
 impl HistoryStore for AfRedisHistory {
     /// Archive: no (the list has no place for archived messages: the trait's default
     /// [`archive`](HistoryStore::archive) answers `Unsupported`); TTL: yes (the key's expiry);
-    /// multi-process: yes (every write is one script).
+    /// multi-process: yes (every write is one script). Deduplicates ids: no (Agent Framework's
+    /// rule deduplicates against the list's tail, see [`append`](#method.append)); counts
+    /// purged threads: no ([`purge_expired`](#method.purge_expired) returns 0); lists every
+    /// thread: no (sessions whose key segment became a digest, or that are not valid
+    /// [`SessionId`]s, are not listed).
     fn capabilities(&self) -> HistoryCapabilities {
         HistoryCapabilities::none()
             .with_ttl(true)

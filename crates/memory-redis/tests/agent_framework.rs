@@ -1217,6 +1217,11 @@ async fn other_scopes_and_operations_are_refused() {
     );
     let capabilities = store.capabilities();
     assert!(capabilities.ttl && capabilities.multi_process);
+    assert!(
+        !capabilities.dedupes_ids
+            && !capabilities.counts_purged
+            && !capabilities.lists_every_thread
+    );
     assert_eq!(store.append(&scope, &[]).await.unwrap().inserted, 0);
     store.ping().await.unwrap();
     cleanup(&prefix).await;
