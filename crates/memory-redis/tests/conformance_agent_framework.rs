@@ -9,13 +9,15 @@
 //! `RedisStore`'s connection (`RedisStore::agent_framework`). Each call goes to the store of its
 //! scope unchanged; only `list_threads` merges the listings of the stores its filter selects.
 //!
-//! Five checks fail on each deployment, by design of the layout and of Agent Framework's rules
-//! (each documented on `AfRedisHistory`): `duplicate_ids_within_a_batch_are_stored_once`,
-//! `overlapping_batches_insert_only_new_messages` and `retried_append_is_idempotent` (Agent
-//! Framework deduplicates against the list's tail only, and stores a repeated id again, as
-//! Python does); `purge_expired_removes_expired_threads` (the layout keeps no expiry record:
-//! `purge_expired` returns 0); `longest_ids_round_trip` (a session id whose key segment is over
-//! 180 characters becomes a digest and cannot be listed).
+//! The whole suite runs on each deployment, selected by `AfRedisHistory`'s capabilities: no
+//! `archive`, and three guarantees off by design of the layout and of Agent Framework's rules
+//! (each documented on `AfRedisHistory`), whose checks assert the weaker behaviour the trait
+//! promises instead: `dedupes_ids` (Agent Framework deduplicates against the list's tail only,
+//! and stores a repeated id again, as Python does: a retry of the tail stores nothing, and every
+//! append reports truly what it stored), `counts_purged` (the layout keeps no expiry record:
+//! `purge_expired` returns 0, and expired lists are gone all the same) and `lists_every_thread`
+//! (a session id whose key segment is over 180 characters becomes a digest and cannot be
+//! listed; no other scope is listed in its place).
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
