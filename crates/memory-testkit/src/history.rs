@@ -25,7 +25,7 @@
 //! so a store that declares a guarantee it does not keep fails.
 //! - `dedupes_ids`: the deduplication checks run in full when it is declared; otherwise a
 //!   retry of the thread's last batch must still store nothing, and every other append must
-//!   report truly what it stored (see [`append_checked`]), whatever it stored again.
+//!   report truly what it stored, whatever it stored again.
 //! - `counts_purged`: `purge_expired` must count the threads it removed when it is declared;
 //!   otherwise only the removal is checked.
 //! - `lists_every_thread`: a thread with max-length ids must be listed when it is declared;
