@@ -39,6 +39,9 @@ async fn history_through<S: HistoryStore>(store: S) {
         HistoryCapabilities::none()
             .with_archive(true)
             .with_ttl(true)
+            .with_dedupes_ids(true)
+            .with_counts_purged(true)
+            .with_lists_every_thread(true)
     );
     let out = store
         .append(&s, &[ChatMessage::user("a"), ChatMessage::assistant("b")])

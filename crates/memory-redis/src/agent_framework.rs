@@ -3,67 +3,42 @@
 
 mod key;
 
-use std::collections::BTreeMap;
 use std::fmt;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, Page, PageRequest, Result, Scope,
-    ScopeFilter, SessionId, StoredMessage, ThreadCount, TokenCounter, Window,
-    default_token_counter, redact_url, ttl_millis,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
+    PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage, ThreadCount,
+    TokenCounter, Window, default_token_counter, ttl_millis,
 };
 use memory_interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
 use memory_interop::python_json::dumps;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::{Cmd, FromRedisValue, Pipeline, Value};
+use redis::Value;
+use redis::aio::ConnectionManager;
 
 pub use key::AfKeyFormat;
 
-use crate::config::{DEFAULT_CONNECTION_TIMEOUT, DEFAULT_RESPONSE_TIMEOUT};
-use crate::error::{bad_reply, redis_error, timed_out};
+use crate::config::{Endpoint, Timeouts};
+use crate::conn::{Connection, integer, unsigned};
+use crate::error::bad_reply;
+use crate::scripts::SCRIPTS;
+use crate::store::{RedisStore, scope_page};
 
-/// How many keys one `SCAN` step asks the server to look at.
-const SCAN_COUNT: usize = 1000;
 /// The first and the largest chunk a token-budget read fetches, in elements.
 const BUDGET_FIRST_CHUNK: i64 = 32;
 const BUDGET_MAX_CHUNK: i64 = 1024;
-/// Reconnection: retries after the first attempt, and the waits between them.
-const RECONNECT_RETRIES: usize = 2;
-const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
-const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
-
-/// One Lua script and its SHA-1.
-struct Script {
-    name: &'static str,
-    source: &'static str,
-    sha1: String,
-}
-
-impl Script {
-    fn new(name: &'static str, source: &'static str) -> Self {
-        Self {
-            name,
-            source,
-            sha1: redis::Script::new(source).get_hash().to_owned(),
-        }
-    }
-}
-
-static APPEND: LazyLock<Script> =
-    LazyLock::new(|| Script::new("af_append", include_str!("lua/af_append.lua")));
-static READ: LazyLock<Script> =
-    LazyLock::new(|| Script::new("af_read", include_str!("lua/af_read.lua")));
 
 /// A [`HistoryStore`] that reads and writes exactly the layout of Microsoft Agent Framework's
 /// `RedisHistoryProvider`, so a Python agent and a Rust agent can share one conversation in one
 /// Redis.
 ///
 /// One store serves every session of one provider configuration ([`AfKeyFormat`]) and one
-/// scope template. Cloning it is cheap and shares the connection. Single Redis servers only
-/// (Agent Framework's provider takes a standalone client too).
+/// scope template. Cloning it is cheap and shares the connection. It runs on the connection
+/// plumbing of [`RedisStore`] (URLs, reconnection, timeouts, scripts), on one server or a Redis
+/// Cluster (`redis+cluster://…`): each list is one key, and every step touches that key alone.
+/// [`RedisStore::agent_framework`] opens one on a store's own connection.
 ///
 /// ```no_run
 /// # async fn run() -> memory_core::Result<()> {
@@ -125,26 +100,30 @@ static READ: LazyLock<Script> =
 ///   that is not a valid [`SessionId`] (Agent Framework's session ids are free strings).
 /// - **Ids.** A message Python wrote without `message_id` gets an id derived from its content,
 ///   so two identical id-less messages read back with the same id (their seqs differ).
+/// - **Re-sent requests** (a cluster client re-sends a script whose reply was lost, see
+///   [`RedisStore`]): a re-sent append finds its batch at the end of the list and stores
+///   nothing again, unless the batch is a single id-less `user` message, which Agent
+///   Framework's rules take for a new turn; a re-sent `clear` returns 0. The layout has no key
+///   to record a request in.
 #[derive(Clone)]
 pub struct AfRedisHistory {
     inner: Arc<Inner>,
 }
 
 struct Inner {
-    conn: ConnectionManager,
+    conn: Connection,
     format: AfKeyFormat,
     template: Option<Scope>,
     max_messages: Option<usize>,
     default_ttl: Option<Duration>,
     counter: Arc<dyn TokenCounter>,
-    call_budget: Duration,
-    endpoint: String,
 }
 
 impl fmt::Debug for AfRedisHistory {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("AfRedisHistory")
-            .field("endpoint", &self.inner.endpoint)
+            .field("endpoint", &self.inner.conn.endpoint())
+            .field("cluster", &self.inner.conn.is_cluster())
             .field("format", &self.inner.format)
             .field("template", &self.inner.template)
             .field("max_messages", &self.inner.max_messages)
@@ -154,8 +133,9 @@ impl fmt::Debug for AfRedisHistory {
 }
 
 impl AfRedisHistory {
-    /// Connects with the default options to `url` (`redis://[user:password@]host[:port][/db]`,
-    /// `rediss://…` with the `tls` feature, or `unix:///path`), naming lists by `format`.
+    /// Connects with the default options to `url` (any URL [`RedisStore::connect`] accepts:
+    /// `redis://[user:password@]host[:port][/db]`, `rediss://…` with the `tls` feature,
+    /// `unix:///path`, `redis+cluster://host1:port1,host2:port2`), naming lists by `format`.
     ///
     /// # Errors
     /// As [`AfRedisHistoryBuilder::connect`].
@@ -165,7 +145,7 @@ impl AfRedisHistory {
 
     /// A builder for a store at `url` that names lists by `format`.
     pub fn builder(url: &str, format: AfKeyFormat) -> AfRedisHistoryBuilder {
-        AfRedisHistoryBuilder::new(Target::Url(url.to_owned()), format)
+        AfRedisHistoryBuilder::new(Target::Endpoint(Endpoint::parse(url)), format)
     }
 
     /// A builder for a store on an application's existing connection manager (its own timeouts
@@ -214,9 +194,7 @@ impl AfRedisHistory {
     /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
     /// [`Timeout`](memory_core::ErrorKind::Timeout) when it does not.
     pub async fn ping(&self) -> Result<()> {
-        self.query::<Value>("ping", &redis::cmd("PING"))
-            .await
-            .map(|_| ())
+        self.inner.conn.ping().await
     }
 
     /// The scope of `session` under the scope template.
@@ -235,57 +213,16 @@ impl AfRedisHistory {
         Ok(scope)
     }
 
-    /// Sends one command within the call budget.
-    async fn query<T: FromRedisValue>(&self, what: &str, cmd: &Cmd) -> Result<T> {
-        let budget = self.inner.call_budget;
-        tokio::time::timeout(budget, cmd.query_async::<T>(&mut self.inner.conn.clone()))
-            .await
-            .map_err(|_| timed_out(what, budget))?
-            .map_err(|e| redis_error(what, e))
-    }
-
-    /// Sends a pipeline within the call budget.
-    async fn query_pipeline<T: FromRedisValue>(&self, what: &str, pipe: &Pipeline) -> Result<T> {
-        let budget = self.inner.call_budget;
-        tokio::time::timeout(budget, pipe.query_async::<T>(&mut self.inner.conn.clone()))
-            .await
-            .map_err(|_| timed_out(what, budget))?
-            .map_err(|e| redis_error(what, e))
-    }
-
-    /// Runs a script: `EVALSHA`, then `EVAL` when the server does not have it cached.
-    async fn eval(&self, what: &str, script: &Script, key: &str, args: &[&[u8]]) -> Result<Value> {
-        let budget = self.inner.call_budget;
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&script.sha1).arg(1).arg(key).arg(args);
-        let first = tokio::time::timeout(
-            budget,
-            cmd.query_async::<Value>(&mut self.inner.conn.clone()),
-        )
-        .await
-        .map_err(|_| timed_out(what, budget))?;
-        match first {
-            Ok(value) => Ok(value),
-            Err(err)
-                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-            {
-                tracing::debug!(script = script.name, "redis.script_not_cached");
-                let mut cmd = redis::cmd("EVAL");
-                cmd.arg(script.source).arg(1).arg(key).arg(args);
-                self.query(what, &cmd).await
-            }
-            Err(err) => Err(redis_error(what, err)),
-        }
-    }
-
     /// `LRANGE key start stop` with the list's length and newest element, atomically.
     async fn read_range(&self, what: &str, key: &str, start: i64, stop: i64) -> Result<ListRange> {
         let (start_arg, stop_arg) = (start.to_string(), stop.to_string());
         let reply = self
+            .inner
+            .conn
             .eval(
                 what,
-                &READ,
-                key,
+                &SCRIPTS.af_read,
+                &[key],
                 &[start_arg.as_bytes(), stop_arg.as_bytes()],
             )
             .await?;
@@ -314,10 +251,12 @@ impl AfRedisHistory {
                 _ => Err(bad_reply(what, "a list element is not a string")),
             })
             .collect::<Result<Vec<_>>>()?;
+        // Past the end (`Window::After(u64::MAX)`) the range is empty and starts at `len`, so
+        // the positions of what was read never overflow.
         let first = if start < 0 {
             (len + start).max(0)
         } else {
-            start
+            start.min(len)
         };
         Ok(ListRange {
             len,
@@ -428,7 +367,11 @@ struct ListRange {
 impl HistoryStore for AfRedisHistory {
     /// Archive: no (the list has no place for archived messages: the trait's default
     /// [`archive`](HistoryStore::archive) answers `Unsupported`); TTL: yes (the key's expiry);
-    /// multi-process: yes (every write is one script).
+    /// multi-process: yes (every write is one script). Deduplicates ids: no (Agent Framework's
+    /// rule deduplicates against the list's tail, see [`append`](#method.append)); counts
+    /// purged threads: no ([`purge_expired`](#method.purge_expired) returns 0); lists every
+    /// thread: no (sessions whose key segment became a digest, or that are not valid
+    /// [`SessionId`]s, are not listed).
     fn capabilities(&self) -> HistoryCapabilities {
         HistoryCapabilities::none()
             .with_ttl(true)
@@ -463,45 +406,19 @@ impl HistoryStore for AfRedisHistory {
     /// `max_messages` in this append) gets 0.
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         let key = self.key_for(scope)?;
-        if messages.is_empty() {
+        let options = AfOptions::default();
+        let mut identities = Vec::with_capacity(messages.len());
+        // Repeats are kept: Agent Framework stores an id repeated within a batch again.
+        let batch = PreparedBatch::with_encoder(messages, None, Repeats::Keep, |message| {
+            let value = to_agent_framework(message, &options);
+            identities.push(identity(&value));
+            Ok(dumps(&value))
+        })?;
+        if batch.unique.is_empty() {
             return Ok(AppendOutcome {
                 seqs: Vec::new(),
                 inserted: 0,
             });
-        }
-        if messages.len() > MAX_BATCH_MESSAGES {
-            return Err(Error::new(
-                ErrorKind::LimitExceeded,
-                format!(
-                    "a batch of {} messages is over the limit of {MAX_BATCH_MESSAGES}",
-                    messages.len()
-                ),
-            ));
-        }
-        let options = AfOptions::default();
-        let mut prepared = Vec::with_capacity(messages.len());
-        let mut batch_bytes = 0usize;
-        for message in messages {
-            let value = to_agent_framework(message, &options);
-            let element = dumps(&value);
-            if element.len() > MAX_MESSAGE_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!(
-                        "message {} is {} bytes; the limit is {MAX_MESSAGE_BYTES}",
-                        message.id,
-                        element.len()
-                    ),
-                ));
-            }
-            batch_bytes += element.len();
-            if batch_bytes > MAX_BATCH_BYTES {
-                return Err(Error::new(
-                    ErrorKind::LimitExceeded,
-                    format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
-                ));
-            }
-            prepared.push((identity(&value), element));
         }
         let max = self.inner.max_messages.unwrap_or(0).to_string();
         let ttl = match self.inner.default_ttl {
@@ -509,18 +426,22 @@ impl HistoryStore for AfRedisHistory {
             None => "0".to_owned(),
         };
         let count = messages.len().to_string();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + 4 * prepared.len());
+        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + 4 * batch.unique.len());
         args.extend([max.as_bytes(), ttl.as_bytes(), count.as_bytes()]);
-        for ((kind, first, second), element) in &prepared {
+        for ((kind, first, second), prepared) in identities.iter().zip(&batch.unique) {
             args.extend([
                 kind.as_bytes(),
                 first.as_bytes(),
                 second.as_bytes(),
-                element.as_bytes(),
+                prepared.json.as_bytes(),
             ]);
         }
         let what = format!("append to the Agent Framework list of {scope}");
-        let reply = self.eval(&what, &APPEND, &key, &args).await?;
+        let reply = self
+            .inner
+            .conn
+            .eval(&what, &SCRIPTS.af_append, &[&key], &args)
+            .await?;
         let numbers = match reply {
             Value::Array(items) => items.iter().map(integer).collect::<Option<Vec<i64>>>(),
             _ => None,
@@ -597,14 +518,12 @@ impl HistoryStore for AfRedisHistory {
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = self.key_for(scope)?;
         let what = format!("clear the Agent Framework list of {scope}");
-        let mut pipe = redis::pipe();
-        pipe.atomic()
-            .cmd("LLEN")
-            .arg(&key)
-            .cmd("DEL")
-            .arg(&key)
-            .ignore();
-        let (len,): (u64,) = self.query_pipeline(&what, &pipe).await?;
+        let reply = self
+            .inner
+            .conn
+            .eval(&what, &SCRIPTS.af_clear, &[&key], &[])
+            .await?;
+        let len = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
         tracing::debug!(scope = %scope, deleted = len, "history.clear");
         Ok(len)
     }
@@ -616,56 +535,18 @@ impl HistoryStore for AfRedisHistory {
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         let what = "list the Agent Framework lists";
         let pattern = self.inner.format.scan_pattern();
-        let limit = page.limit.max(1);
-        let after = page.cursor.as_deref();
-        let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
-        let mut cursor = 0u64;
-        loop {
-            let mut cmd = redis::cmd("SCAN");
-            cmd.arg(cursor)
-                .arg("MATCH")
-                .arg(&pattern)
-                .arg("COUNT")
-                .arg(SCAN_COUNT)
-                .arg("TYPE")
-                .arg("list");
-            let (next, keys): (u64, Vec<String>) = self.query(what, &cmd).await?;
-            for key in keys {
-                let Some(session) = self.inner.format.session_of(&key) else {
-                    continue;
-                };
-                let Ok(session) = SessionId::new(session) else {
-                    continue;
-                };
-                let scope = self.scope_of(session)?;
-                if !scope.matches(filter) {
-                    continue;
-                }
-                let scope_key = scope.key();
-                if after.is_some_and(|c| scope_key.as_str() <= c) {
-                    continue;
-                }
-                smallest.insert(scope_key, scope);
-                if smallest.len() > limit + 1 {
-                    smallest.pop_last();
-                }
-            }
-            if next == 0 {
-                break;
-            }
-            cursor = next;
+        let keys = self.inner.conn.scan(what, &pattern, Some("list")).await?;
+        let mut scopes = Vec::with_capacity(keys.len());
+        for key in keys {
+            let Some(session) = self.inner.format.session_of(&key) else {
+                continue;
+            };
+            let Ok(session) = SessionId::new(session) else {
+                continue;
+            };
+            scopes.push(self.scope_of(session)?);
         }
-        let more = smallest.len() > limit;
-        let items: Vec<(String, Scope)> = smallest.into_iter().take(limit).collect();
-        let next_cursor = if more {
-            items.last().map(|(k, _)| k.clone())
-        } else {
-            None
-        };
-        Ok(Page {
-            items: items.into_iter().map(|(_, s)| s).collect(),
-            next_cursor,
-        })
+        Ok(scope_page(scopes, filter, &page))
     }
 
     /// `PEXPIRE` (or `PERSIST` for `None`) on the list. The layout has nowhere to record the
@@ -673,21 +554,20 @@ impl HistoryStore for AfRedisHistory {
     /// default TTL, which each append re-applies.
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let key = self.key_for(scope)?;
-        let millis = ttl.map(ttl_millis).transpose()?;
+        let millis = ttl.map(ttl_millis).transpose()?.unwrap_or(0).to_string();
         let what = format!("set the TTL of the Agent Framework list of {scope}");
-        let mut pipe = redis::pipe();
-        pipe.atomic().cmd("EXISTS").arg(&key);
-        match millis {
-            Some(ms) => pipe.cmd("PEXPIRE").arg(&key).arg(ms).ignore(),
-            None => pipe.cmd("PERSIST").arg(&key).ignore(),
-        };
-        let (exists,): (i64,) = self.query_pipeline(&what, &pipe).await?;
-        if exists == 0 {
-            return Err(Error::not_found(format!(
+        let reply = self
+            .inner
+            .conn
+            .eval(&what, &SCRIPTS.af_set_ttl, &[&key], &[millis.as_bytes()])
+            .await?;
+        match unsigned(&reply) {
+            Some(1) => Ok(()),
+            Some(0) => Err(Error::not_found(format!(
                 "{scope} has no Agent Framework list (unknown or expired)"
-            )));
+            ))),
+            _ => Err(bad_reply(&what, "not a status")),
         }
-        Ok(())
     }
 
     /// 0: Redis deletes expired lists itself, and this layout keeps no record of them.
@@ -698,8 +578,9 @@ impl HistoryStore for AfRedisHistory {
 
 /// Where a builder connects.
 enum Target {
-    Url(String),
+    Endpoint(Result<Endpoint>),
     Manager(ConnectionManager),
+    Shared(Connection),
 }
 
 /// A builder of [`AfRedisHistory`].
@@ -729,15 +610,16 @@ pub struct AfRedisHistoryBuilder {
     max_messages: Option<usize>,
     default_ttl: Option<Duration>,
     counter: Arc<dyn TokenCounter>,
-    response_timeout: Duration,
-    connection_timeout: Duration,
+    timeouts: Timeouts,
 }
 
 impl fmt::Debug for AfRedisHistoryBuilder {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let target = match &self.target {
-            Target::Url(url) => redact_url(url),
+            Target::Endpoint(Ok(endpoint)) => endpoint.redacted(),
+            Target::Endpoint(Err(_)) => "<a URL it cannot use>".to_owned(),
             Target::Manager(_) => "<application connection manager>".to_owned(),
+            Target::Shared(conn) => conn.endpoint().to_owned(),
         };
         f.debug_struct("AfRedisHistoryBuilder")
             .field("target", &target)
@@ -745,8 +627,8 @@ impl fmt::Debug for AfRedisHistoryBuilder {
             .field("template", &self.template)
             .field("max_messages", &self.max_messages)
             .field("default_ttl", &self.default_ttl)
-            .field("response_timeout", &self.response_timeout)
-            .field("connection_timeout", &self.connection_timeout)
+            .field("response_timeout", &self.timeouts.response)
+            .field("connection_timeout", &self.timeouts.connection)
             .finish_non_exhaustive()
     }
 }
@@ -760,8 +642,7 @@ impl AfRedisHistoryBuilder {
             max_messages: None,
             default_ttl: None,
             counter: default_token_counter(),
-            response_timeout: DEFAULT_RESPONSE_TIMEOUT,
-            connection_timeout: DEFAULT_CONNECTION_TIMEOUT,
+            timeouts: Timeouts::default(),
         }
     }
 
@@ -797,13 +678,13 @@ impl AfRedisHistoryBuilder {
 
     /// How long a call waits for the server's answer (default 3 s).
     pub fn response_timeout(mut self, timeout: Duration) -> Self {
-        self.response_timeout = timeout;
+        self.timeouts.response = timeout;
         self
     }
 
     /// How long one connection attempt may take (default 2 s).
     pub fn connection_timeout(mut self, timeout: Duration) -> Self {
-        self.connection_timeout = timeout;
+        self.timeouts.connection = timeout;
         self
     }
 
@@ -825,37 +706,13 @@ impl AfRedisHistoryBuilder {
         if let Some(ttl) = self.default_ttl {
             ttl_millis(ttl)?;
         }
-        if self.response_timeout.is_zero() || self.connection_timeout.is_zero() {
-            return Err(Error::invalid_input("timeouts must be greater than zero"));
-        }
-        let resend = self.connection_timeout + self.response_timeout;
-        let call_budget = resend + Duration::from_millis(500);
-        let (conn, endpoint) = match self.target {
-            Target::Manager(conn) => (conn, "<application connection manager>".to_owned()),
-            Target::Url(url) => {
-                let redacted = redact_url(&url);
-                let what = format!("connect to {redacted}");
-                let client =
-                    redis::Client::open(url.as_str()).map_err(|e| redis_error(&what, e))?;
-                let config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(self.connection_timeout))
-                    .set_response_timeout(Some(self.response_timeout))
-                    .set_number_of_retries(RECONNECT_RETRIES)
-                    .set_min_delay(RECONNECT_MIN_DELAY)
-                    .set_max_delay(RECONNECT_MAX_DELAY);
-                let budget = resend * (RECONNECT_RETRIES as u32 + 1)
-                    + RECONNECT_MAX_DELAY * RECONNECT_RETRIES as u32;
-                let conn = tokio::time::timeout(
-                    budget,
-                    ConnectionManager::new_with_config(client, config),
-                )
-                .await
-                .map_err(|_| timed_out(&what, budget))?
-                .map_err(|e| redis_error(&what, e))?;
-                (conn, redacted)
-            }
+        self.timeouts.validate()?;
+        let conn = match self.target {
+            Target::Endpoint(endpoint) => Connection::open(&endpoint?, self.timeouts).await?,
+            Target::Manager(conn) => Connection::on_manager(conn, self.timeouts),
+            Target::Shared(conn) => conn.with_timeouts(self.timeouts),
         };
-        tracing::debug!(endpoint = %endpoint, format = ?self.format, "redis.agent_framework.connected");
+        tracing::debug!(endpoint = %conn.endpoint(), format = ?self.format, "redis.agent_framework.connected");
         Ok(AfRedisHistory {
             inner: Arc::new(Inner {
                 conn,
@@ -864,10 +721,34 @@ impl AfRedisHistoryBuilder {
                 max_messages: self.max_messages,
                 default_ttl: self.default_ttl,
                 counter: self.counter,
-                call_budget,
-                endpoint,
             }),
         })
+    }
+}
+
+impl RedisStore {
+    /// A builder of an [`AfRedisHistory`] on this store's connection (its server or cluster,
+    /// reconnection and [`round_trips`](RedisStore::round_trips) counter), with this store's
+    /// timeouts and token counter. The store's key prefix, `max_messages`, overflow and default
+    /// TTL do not apply: Agent Framework's layout has its own, set on the builder.
+    ///
+    /// ```no_run
+    /// # async fn run() -> memory_core::Result<()> {
+    /// use memory_redis::{AfKeyFormat, RedisStore};
+    ///
+    /// let store = RedisStore::connect("redis+cluster://127.0.0.1:7000,127.0.0.1:7001").await?;
+    /// let python_history = store
+    ///     .agent_framework(AfKeyFormat::scoped("demo-app"))
+    ///     .max_messages(200)
+    ///     .connect()
+    ///     .await?;
+    /// # Ok(()) }
+    /// ```
+    pub fn agent_framework(&self, format: AfKeyFormat) -> AfRedisHistoryBuilder {
+        let mut builder = AfRedisHistoryBuilder::new(Target::Shared(self.conn().clone()), format);
+        builder.counter = Arc::clone(&self.config().token_counter);
+        builder.timeouts = self.config().timeouts();
+        builder
     }
 }
 
@@ -890,15 +771,5 @@ fn identity(message: &serde_json::Value) -> (&'static str, String, String) {
             ("c", role, contents)
         }
         Some(other) => ("j", dumps(other), String::new()),
-    }
-}
-
-/// A reply as an integer.
-fn integer(value: &Value) -> Option<i64> {
-    match value {
-        Value::Int(n) => Some(*n),
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
     }
 }

@@ -125,7 +125,44 @@ impl RedisConfig {
         if let Some(ttl) = self.default_ttl {
             ttl_millis(ttl)?;
         }
-        if self.response_timeout.is_zero() || self.connection_timeout.is_zero() {
+        self.timeouts().validate()
+    }
+
+    /// The connection's timeouts.
+    pub(crate) fn timeouts(&self) -> Timeouts {
+        Timeouts {
+            connection: self.connection_timeout,
+            response: self.response_timeout,
+        }
+    }
+}
+
+/// The timeouts of a connection, and the budgets derived from them: every store of this crate
+/// (and [`RedisConfig`]) holds its timeouts as this.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Timeouts {
+    /// How long one connection attempt may take.
+    pub(crate) connection: Duration,
+    /// How long a call waits for the server's answer.
+    pub(crate) response: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connection: DEFAULT_CONNECTION_TIMEOUT,
+            response: DEFAULT_RESPONSE_TIMEOUT,
+        }
+    }
+}
+
+impl Timeouts {
+    /// Checks that both are above zero.
+    ///
+    /// # Errors
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when one is zero.
+    pub(crate) fn validate(self) -> Result<()> {
+        if self.response.is_zero() || self.connection.is_zero() {
             return Err(Error::invalid_input(
                 "the redis response and connection timeouts must be above zero",
             ));
@@ -135,15 +172,15 @@ impl RedisConfig {
 
     /// The longest a single call may take before it fails: the re-send deadline plus a little
     /// slack for the reconnect backoff.
-    pub(crate) fn call_budget(&self) -> Duration {
+    pub(crate) fn call_budget(self) -> Duration {
         self.resend_deadline() + Duration::from_millis(500)
     }
 
     /// How long the cluster client may keep re-sending one request (one connection attempt
     /// plus one answer): it passes before [`call_budget`](Self::call_budget), so no request is
     /// re-sent after its call has failed.
-    pub(crate) fn resend_deadline(&self) -> Duration {
-        self.connection_timeout + self.response_timeout
+    pub(crate) fn resend_deadline(self) -> Duration {
+        self.connection + self.response
     }
 }
 

@@ -10,10 +10,11 @@ use memory_core::{
 };
 use redis::Value;
 
+use crate::conn::{integer, unsigned};
 use crate::error::{During, bad_reply};
 use crate::keys::{Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
-use crate::store::{RedisStore, expiry_args, integer, request_nonce, unsigned};
+use crate::store::{RedisStore, expiry_args, request_nonce};
 
 #[async_trait]
 impl HistoryStore for RedisStore {
@@ -22,6 +23,9 @@ impl HistoryStore for RedisStore {
             .with_archive(true)
             .with_ttl(true)
             .with_multi_process(true)
+            .with_dedupes_ids(true)
+            .with_counts_purged(true)
+            .with_lists_every_thread(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

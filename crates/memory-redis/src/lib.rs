@@ -5,6 +5,7 @@
 #[cfg(feature = "agent-framework")]
 mod agent_framework;
 mod config;
+mod conn;
 mod error;
 mod history;
 mod keys;

@@ -1,5 +1,6 @@
-//! The Lua scripts: each multi-key step of the store runs as one script, so it is atomic and
-//! one round trip. Sources are in `src/lua/`; every script starts with `prelude.lua`.
+//! The Lua scripts: each multi-key step of the stores runs as one script, so it is atomic and
+//! one round trip. Sources are in `src/lua/` (those of `AfRedisHistory`,
+//! feature `agent-framework`, start with `af_`); every script starts with `prelude.lua`.
 
 use std::sync::LazyLock;
 
@@ -33,7 +34,7 @@ macro_rules! lua {
     };
 }
 
-/// Every script of the store.
+/// Every script of the stores.
 pub(crate) struct Scripts {
     pub(crate) append: LuaScript,
     pub(crate) read: LuaScript,
@@ -43,6 +44,14 @@ pub(crate) struct Scripts {
     pub(crate) save_session: LuaScript,
     pub(crate) delete_session: LuaScript,
     pub(crate) purge: LuaScript,
+    #[cfg(feature = "agent-framework")]
+    pub(crate) af_append: LuaScript,
+    #[cfg(feature = "agent-framework")]
+    pub(crate) af_read: LuaScript,
+    #[cfg(feature = "agent-framework")]
+    pub(crate) af_clear: LuaScript,
+    #[cfg(feature = "agent-framework")]
+    pub(crate) af_set_ttl: LuaScript,
 }
 
 /// The scripts, hashed once per process.
@@ -55,4 +64,12 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     save_session: lua!("save_session"),
     delete_session: lua!("delete_session"),
     purge: lua!("purge"),
+    #[cfg(feature = "agent-framework")]
+    af_append: lua!("af_append"),
+    #[cfg(feature = "agent-framework")]
+    af_read: lua!("af_read"),
+    #[cfg(feature = "agent-framework")]
+    af_clear: lua!("af_clear"),
+    #[cfg(feature = "agent-framework")]
+    af_set_ttl: lua!("af_set_ttl"),
 });

@@ -10,10 +10,11 @@ use memory_core::{
 use redis::Value;
 use serde_json::Value as Json;
 
+use crate::conn::unsigned;
 use crate::error::{During, bad_reply};
 use crate::keys::{Listed, SessionKeys};
 use crate::scripts::SCRIPTS;
-use crate::store::{RedisStore, expiry_args, request_nonce, unsigned};
+use crate::store::{RedisStore, expiry_args, request_nonce};
 
 #[async_trait]
 impl SessionStore for RedisStore {

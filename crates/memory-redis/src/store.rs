@@ -1,45 +1,30 @@
-//! [`RedisStore`]: the connection, its builder, and the plumbing every operation shares
-//! (timeouts, scripts, round-trip counting, SCAN over one server or every cluster master).
+//! [`RedisStore`]: its builder, and what its operations share (listing, purging expiry
+//! records); the connection itself is [`Connection`].
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use memory_core::{
-    Error, MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter, ttl_millis,
+    MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter, ttl_millis,
 };
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::cluster::ClusterClientBuilder;
+use redis::Cmd;
+use redis::Value;
+use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
-use redis::cluster_routing::{Route, RoutingInfo, SingleNodeRoutingInfo, SlotAddr};
-use redis::{Cmd, Pipeline, RedisResult, Value};
 
 use crate::config::{Endpoint, Overflow, RedisConfig};
-use crate::error::{During, bad_reply, redis_error, timed_out};
+use crate::conn::{Connection, pipeline_integer};
+use crate::error::{During, bad_reply};
 use crate::keys::{self, Listed};
 use crate::scripts::LuaScript;
 
-/// How many keys one `SCAN` step asks each server to look at.
-const SCAN_COUNT: usize = 1000;
 /// How many expiry records `purge_expired` checks in one pipelined request.
 const PURGE_BATCH: usize = 500;
-/// How many times a connection is retried (after the first attempt) before a call fails.
-const RECONNECT_RETRIES: usize = 2;
-/// The first and the longest wait between reconnection attempts.
-const RECONNECT_MIN_DELAY: Duration = Duration::from_millis(50);
-const RECONNECT_MAX_DELAY: Duration = Duration::from_millis(500);
 /// How long an expiry record outlives the thread or session it records (see
 /// [`RedisStore`]'s TTL section): 24 hours.
 pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
-
-/// The connection: one server through a [`ConnectionManager`], or a cluster.
-#[derive(Clone)]
-enum Conn {
-    Single(ConnectionManager),
-    Cluster(ClusterConnection),
-}
 
 /// Chat history ([`HistoryStore`](memory_core::HistoryStore)) and session state
 /// ([`SessionStore`](memory_core::SessionStore)) on Redis or Redis Cluster.
@@ -101,16 +86,14 @@ pub struct RedisStore {
 }
 
 struct Inner {
-    conn: Conn,
+    conn: Connection,
     config: RedisConfig,
-    endpoint: String,
-    round_trips: AtomicU64,
 }
 
 impl fmt::Debug for RedisStore {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RedisStore")
-            .field("endpoint", &self.inner.endpoint)
+            .field("endpoint", &self.inner.conn.endpoint())
             .field("cluster", &self.is_cluster())
             .field("config", &self.inner.config)
             .field("round_trips", &self.round_trips())
@@ -165,9 +148,8 @@ impl RedisStore {
     pub fn from_connection_manager(conn: ConnectionManager, config: RedisConfig) -> Result<Self> {
         config.validate()?;
         Ok(Self::new(
-            Conn::Single(conn),
+            Connection::on_manager(conn, config.timeouts()),
             config,
-            "<application connection manager>".to_owned(),
         ))
     }
 
@@ -181,20 +163,14 @@ impl RedisStore {
     pub fn from_cluster_connection(conn: ClusterConnection, config: RedisConfig) -> Result<Self> {
         config.validate()?;
         Ok(Self::new(
-            Conn::Cluster(conn),
+            Connection::on_cluster(conn, config.timeouts()),
             config,
-            "<application cluster connection>".to_owned(),
         ))
     }
 
-    fn new(conn: Conn, config: RedisConfig, endpoint: String) -> Self {
+    fn new(conn: Connection, config: RedisConfig) -> Self {
         Self {
-            inner: Arc::new(Inner {
-                conn,
-                config,
-                endpoint,
-                round_trips: AtomicU64::new(0),
-            }),
+            inner: Arc::new(Inner { conn, config }),
         }
     }
 
@@ -205,17 +181,19 @@ impl RedisStore {
 
     /// Whether the store is on a Redis Cluster.
     pub fn is_cluster(&self) -> bool {
-        matches!(self.inner.conn, Conn::Cluster(_))
+        self.inner.conn.is_cluster()
     }
 
-    /// How many requests (commands, script calls or pipelines) this store and its clones have
-    /// sent to the server since it was opened. Each is one network round trip; a script the
+    /// How many requests (commands, script calls or pipelines) this store, its clones and the
+    /// [`AfRedisHistory`](crate::AfRedisHistory)s on its connection
+    /// ([`agent_framework`](RedisStore::agent_framework)) have sent to the server since it was
+    /// opened. Each is one network round trip; a script the
     /// server does not have cached yet (a first call, or after a restart) is sent again in
     /// full, which counts as a second one. On a cluster, a listing sends one `SCAN` step per
     /// master per step plus one `CLUSTER SLOTS`. Re-sends by the cluster client (see "Re-sent
     /// requests") are not counted.
     pub fn round_trips(&self) -> u64 {
-        self.inner.round_trips.load(Ordering::Relaxed)
+        self.inner.conn.round_trips()
     }
 
     /// Checks that the server answers (`PING`).
@@ -224,10 +202,13 @@ impl RedisStore {
     /// [`Unavailable`](memory_core::ErrorKind::Unavailable) or
     /// [`Timeout`](memory_core::ErrorKind::Timeout) when it does not.
     pub async fn ping(&self) -> Result<()> {
-        self.query("ping", &redis::cmd("PING"))
-            .await
-            .map(|_| ())
-            .during("ping")
+        self.inner.conn.ping().await.during("ping")
+    }
+
+    /// The connection, shared with the clones of this store.
+    #[cfg(feature = "agent-framework")]
+    pub(crate) fn conn(&self) -> &Connection {
+        &self.inner.conn
     }
 
     pub(crate) fn prefix(&self) -> &str {
@@ -250,40 +231,12 @@ impl RedisStore {
         self.inner.config.default_ttl
     }
 
-    /// Sends `cmd` (routed by its first key on a cluster), within the call budget, counting
-    /// the round trip; the redis error is left unconverted.
-    async fn send(&self, what: &str, cmd: &Cmd, route: Option<u16>) -> Result<RedisResult<Value>> {
-        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
-        let budget = self.inner.config.call_budget();
-        let call = async {
-            match (&self.inner.conn, route) {
-                (Conn::Single(conn), _) => cmd.query_async::<Value>(&mut conn.clone()).await,
-                (Conn::Cluster(conn), None) => cmd.query_async::<Value>(&mut conn.clone()).await,
-                (Conn::Cluster(conn), Some(slot)) => {
-                    let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::SpecificNode(
-                        Route::new(slot, SlotAddr::Master),
-                    ));
-                    conn.clone()
-                        .route_command(cmd.clone(), routing)
-                        .await
-                        .and_then(Value::extract_error)
-                }
-            }
-        };
-        tokio::time::timeout(budget, call)
-            .await
-            .map_err(|_| timed_out(what, budget))
-    }
-
     /// Sends one command and returns its reply.
     pub(crate) async fn query(&self, what: &str, cmd: &Cmd) -> Result<Value> {
-        self.send(what, cmd, None)
-            .await?
-            .map_err(|e| redis_error(what, e))
+        self.inner.conn.query(what, cmd).await
     }
 
-    /// Runs a script: `EVALSHA`, and `EVAL` with the source when the server does not have it
-    /// cached (a first call, a restarted or flushed server).
+    /// Runs a script (see [`Connection::eval`]).
     pub(crate) async fn eval(
         &self,
         what: &str,
@@ -291,174 +244,7 @@ impl RedisStore {
         keys: &[&str],
         args: &[&[u8]],
     ) -> Result<Value> {
-        let mut cmd = redis::cmd("EVALSHA");
-        cmd.arg(&script.sha1).arg(keys.len()).arg(keys).arg(args);
-        match self.send(what, &cmd, None).await? {
-            Ok(value) => Ok(value),
-            Err(err)
-                if err.kind() == redis::ErrorKind::Server(redis::ServerErrorKind::NoScript) =>
-            {
-                tracing::debug!(script = script.name, "redis.script_not_cached");
-                let mut cmd = redis::cmd("EVAL");
-                cmd.arg(script.source).arg(keys.len()).arg(keys).arg(args);
-                self.send(what, &cmd, None)
-                    .await?
-                    .map_err(|e| redis_error(what, e))
-            }
-            Err(err) => Err(redis_error(what, err)),
-        }
-    }
-
-    /// Sends a pipeline to one node (`route`: a slot of that node on a cluster) as one round
-    /// trip, within the call budget; returns one reply per command, a failed command's as
-    /// [`Value::ServerError`].
-    async fn send_pipeline(
-        &self,
-        what: &str,
-        pipe: &Pipeline,
-        route: Option<u16>,
-    ) -> Result<Vec<Value>> {
-        use redis::aio::ConnectionLike;
-
-        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
-        let budget = self.inner.config.call_budget();
-        let call = async {
-            match (&self.inner.conn, route) {
-                (Conn::Single(conn), _) => {
-                    conn.clone().req_packed_commands(pipe, 0, pipe.len()).await
-                }
-                (Conn::Cluster(conn), route) => {
-                    let routing = match route {
-                        Some(slot) => {
-                            SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master))
-                        }
-                        None => SingleNodeRoutingInfo::Random,
-                    };
-                    conn.clone()
-                        .route_pipeline(pipe.clone(), 0, pipe.len(), routing)
-                        .await
-                }
-            }
-        };
-        let replies = tokio::time::timeout(budget, call)
-            .await
-            .map_err(|_| timed_out(what, budget))?
-            .map_err(|e| redis_error(what, e))?;
-        if replies.len() != pipe.len() {
-            return Err(bad_reply(
-                what,
-                format!("{} replies to {} commands", replies.len(), pipe.len()),
-            ));
-        }
-        Ok(replies)
-    }
-
-    /// The nodes a scan visits: the server (`None`), or one slot of each cluster master.
-    async fn nodes(&self, what: &str) -> Result<Vec<Option<u16>>> {
-        match &self.inner.conn {
-            Conn::Single(_) => Ok(vec![None]),
-            Conn::Cluster(_) => Ok(self
-                .master_slots(what)
-                .await?
-                .into_iter()
-                .map(Some)
-                .collect()),
-        }
-    }
-
-    /// Every key matching `pattern`, on the server or on every cluster master. A key may come
-    /// back more than once (SCAN's guarantee is "at least once"); callers deduplicate.
-    pub(crate) async fn scan(&self, what: &str, pattern: &str) -> Result<Vec<String>> {
-        let mut keys = Vec::new();
-        for node in self.nodes(what).await? {
-            keys.extend(self.scan_node(what, pattern, node).await?);
-        }
-        Ok(keys)
-    }
-
-    async fn scan_node(&self, what: &str, pattern: &str, slot: Option<u16>) -> Result<Vec<String>> {
-        let mut keys = Vec::new();
-        let mut cursor = "0".to_owned();
-        loop {
-            let mut cmd = redis::cmd("SCAN");
-            cmd.arg(&cursor)
-                .arg("MATCH")
-                .arg(pattern)
-                .arg("COUNT")
-                .arg(SCAN_COUNT);
-            let reply = self
-                .send(what, &cmd, slot)
-                .await?
-                .map_err(|e| redis_error(what, e))?;
-            let Value::Array(mut parts) = reply else {
-                return Err(bad_reply(what, "SCAN did not return an array"));
-            };
-            if parts.len() != 2 {
-                return Err(bad_reply(what, "SCAN did not return [cursor, keys]"));
-            }
-            let batch = parts.pop();
-            let next = parts.pop().and_then(|v| text(&v));
-            let Some(next) = next else {
-                return Err(bad_reply(what, "SCAN returned no cursor"));
-            };
-            if let Some(Value::Array(items)) = batch {
-                keys.extend(items.iter().filter_map(text));
-            }
-            if next == "0" {
-                return Ok(keys);
-            }
-            cursor = next;
-        }
-    }
-
-    /// One slot of each cluster master (from `CLUSTER SLOTS`), to route a `SCAN` to it.
-    async fn master_slots(&self, what: &str) -> Result<Vec<u16>> {
-        let Conn::Cluster(conn) = &self.inner.conn else {
-            return Ok(Vec::new());
-        };
-        self.inner.round_trips.fetch_add(1, Ordering::Relaxed);
-        let budget = self.inner.config.call_budget();
-        let mut cmd = redis::cmd("CLUSTER");
-        cmd.arg("SLOTS");
-        let reply = tokio::time::timeout(
-            budget,
-            conn.clone().route_command(
-                cmd,
-                RoutingInfo::SingleNode(SingleNodeRoutingInfo::RandomPrimary),
-            ),
-        )
-        .await
-        .map_err(|_| timed_out(what, budget))?
-        .and_then(Value::extract_error)
-        .map_err(|e| redis_error(what, e))?;
-        let Value::Array(ranges) = reply else {
-            return Err(bad_reply(what, "CLUSTER SLOTS did not return an array"));
-        };
-        // master address -> its lowest slot
-        let mut masters: BTreeMap<(String, i64), u16> = BTreeMap::new();
-        for range in &ranges {
-            let Value::Array(fields) = range else {
-                continue;
-            };
-            let (Some(start), Some(Value::Array(master))) = (fields.first(), fields.get(2)) else {
-                continue;
-            };
-            let Some(start) = integer(start).and_then(|s| u16::try_from(s).ok()) else {
-                continue;
-            };
-            let host = master.first().and_then(text).unwrap_or_default();
-            let port = master.get(1).and_then(integer).unwrap_or_default();
-            let slot = masters.entry((host, port)).or_insert(start);
-            *slot = (*slot).min(start);
-        }
-        if masters.is_empty() {
-            return Err(bad_reply(what, "CLUSTER SLOTS listed no master"));
-        }
-        Ok(masters
-            .into_values()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect())
+        self.inner.conn.eval(what, script, keys, args).await
     }
 
     /// A page of the scopes holding a key of `what` that match `filter`, in scope-key order,
@@ -471,39 +257,15 @@ impl RedisStore {
         what: Listed,
     ) -> Result<Page<Scope>> {
         let pattern = keys::scan_pattern(self.prefix(), filter, what);
-        let found = self.scan(what_for, &pattern).await?;
-        let limit = page.limit.max(1);
-        let after = page.cursor.as_deref();
-        // The `limit + 1` smallest scope keys after the cursor: one more than a page tells
-        // whether another page follows.
-        let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
-        for key in &found {
-            let Some(scope) = keys::scope_of(self.prefix(), key, what) else {
-                continue;
-            };
-            if !scope.matches(filter) {
-                continue;
-            }
-            let scope_key = scope.key();
-            if after.is_some_and(|c| scope_key.as_str() <= c) {
-                continue;
-            }
-            smallest.insert(scope_key, scope);
-            if smallest.len() > limit + 1 {
-                smallest.pop_last();
-            }
-        }
-        let more = smallest.len() > limit;
-        let items: Vec<(String, Scope)> = smallest.into_iter().take(limit).collect();
-        let next_cursor = if more {
-            items.last().map(|(k, _)| k.clone())
-        } else {
-            None
-        };
-        Ok(Page {
-            items: items.into_iter().map(|(_, s)| s).collect(),
-            next_cursor,
-        })
+        let found = self.inner.conn.scan(what_for, &pattern, None).await?;
+        let prefix = self.prefix();
+        Ok(scope_page(
+            found
+                .iter()
+                .filter_map(|key| keys::scope_of(prefix, key, what)),
+            filter,
+            page,
+        ))
     }
 
     /// Deletes the expiry records of `what` whose thread or session has expired and returns
@@ -520,9 +282,11 @@ impl RedisStore {
     ) -> Result<u64> {
         let pattern = keys::scan_all_pattern(self.prefix(), what);
         let mut purged = 0;
-        for node in self.nodes(what_for).await? {
+        for node in self.inner.conn.nodes(what_for).await? {
             let records: BTreeSet<String> = self
-                .scan_node(what_for, &pattern, node)
+                .inner
+                .conn
+                .scan_node(what_for, &pattern, None, node)
                 .await?
                 .into_iter()
                 .collect();
@@ -551,7 +315,7 @@ impl RedisStore {
         for (data, _) in batch {
             exists.cmd("EXISTS").arg(data);
         }
-        let found = self.send_pipeline(what, &exists, node).await?;
+        let found = self.inner.conn.send_pipeline(what, &exists, node).await?;
         let mut gone = Vec::new();
         for (pair, reply) in batch.iter().zip(found) {
             if pipeline_integer(what, reply)? == 0 {
@@ -575,6 +339,8 @@ impl RedisStore {
         }
         let mut purged = 0;
         for reply in self
+            .inner
+            .conn
             .send_pipeline(what, &purge, node)
             .await?
             .into_iter()
@@ -587,11 +353,42 @@ impl RedisStore {
     }
 }
 
-/// One integer reply of a pipeline, or the command's error.
-fn pipeline_integer(what: &str, reply: Value) -> Result<i64> {
-    match reply {
-        Value::ServerError(err) => Err(redis_error(what, err.into())),
-        reply => integer(&reply).ok_or_else(|| bad_reply(what, "not an integer")),
+/// The page of `scopes` that `page` asks for: those matching `filter` after its cursor (a scope
+/// key), in [`Scope::key`] order, at most `page.limit` of them (at least 1). `scopes` may
+/// repeat one scope (a scan's "at least once").
+pub(crate) fn scope_page(
+    scopes: impl IntoIterator<Item = Scope>,
+    filter: &ScopeFilter,
+    page: &PageRequest,
+) -> Page<Scope> {
+    let limit = page.limit.max(1);
+    let after = page.cursor.as_deref();
+    // The `limit + 1` smallest scope keys after the cursor: one more than a page tells whether
+    // another page follows.
+    let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
+    for scope in scopes {
+        if !scope.matches(filter) {
+            continue;
+        }
+        let scope_key = scope.key();
+        if after.is_some_and(|c| scope_key.as_str() <= c) {
+            continue;
+        }
+        smallest.insert(scope_key, scope);
+        if smallest.len() > limit + 1 {
+            smallest.pop_last();
+        }
+    }
+    let more = smallest.len() > limit;
+    let items: Vec<(String, Scope)> = smallest.into_iter().take(limit).collect();
+    let next_cursor = if more {
+        items.last().map(|(k, _)| k.clone())
+    } else {
+        None
+    };
+    Page {
+        items: items.into_iter().map(|(_, s)| s).collect(),
+        next_cursor,
     }
 }
 
@@ -685,95 +482,9 @@ impl RedisStoreBuilder {
         let endpoint = self.endpoint?;
         let config = self.config;
         config.validate()?;
-        let redacted = endpoint.redacted();
-        let what = format!("connect to {redacted}");
-        // Every attempt may take the connection timeout, plus the waits between them.
-        let budget = (config.connection_timeout + config.response_timeout)
-            * (RECONNECT_RETRIES as u32 + 1)
-            + RECONNECT_MAX_DELAY * RECONNECT_RETRIES as u32;
-        let conn = match &endpoint {
-            Endpoint::Standalone(url) => {
-                check_tls(url, &redacted)?;
-                let client =
-                    redis::Client::open(url.as_str()).map_err(|e| redis_error(&what, e))?;
-                let manager_config = ConnectionManagerConfig::new()
-                    .set_connection_timeout(Some(config.connection_timeout))
-                    .set_response_timeout(Some(config.response_timeout))
-                    .set_number_of_retries(RECONNECT_RETRIES)
-                    .set_min_delay(RECONNECT_MIN_DELAY)
-                    .set_max_delay(RECONNECT_MAX_DELAY);
-                let manager = tokio::time::timeout(
-                    budget,
-                    ConnectionManager::new_with_config(client, manager_config),
-                )
-                .await
-                .map_err(|_| timed_out(&what, budget))?
-                .map_err(|e| redis_error(&what, e))?;
-                Conn::Single(manager)
-            }
-            Endpoint::Cluster(seeds) => {
-                for seed in seeds {
-                    check_tls(seed, &redacted)?;
-                }
-                // Re-sends (see "Re-sent requests" on `RedisStore`) end at this deadline, before
-                // the store's own call budget: no re-send is issued after a call has failed.
-                let client = ClusterClientBuilder::new(seeds.iter().map(String::as_str))
-                    .connection_timeout(config.connection_timeout)
-                    .response_timeout(config.response_timeout)
-                    .overall_response_timeout(Some(config.resend_deadline()))
-                    .retries(RECONNECT_RETRIES as u32)
-                    .min_retry_wait(RECONNECT_MIN_DELAY.as_millis() as u64)
-                    .max_retry_wait(RECONNECT_MAX_DELAY.as_millis() as u64)
-                    .build()
-                    .map_err(|e| redis_error(&what, e))?;
-                let conn = tokio::time::timeout(budget, client.get_async_connection())
-                    .await
-                    .map_err(|_| timed_out(&what, budget))?
-                    .map_err(|e| redis_error(&what, e))?;
-                Conn::Cluster(conn)
-            }
-        };
-        tracing::debug!(endpoint = %redacted, "redis.connected");
-        Ok(RedisStore::new(conn, config, redacted))
+        let conn = Connection::open(&endpoint, config.timeouts()).await?;
+        Ok(RedisStore::new(conn, config))
     }
-}
-
-/// Refuses a TLS URL when the crate was built without TLS, naming the feature to enable.
-fn check_tls(url: &str, redacted: &str) -> Result<()> {
-    let tls = url
-        .split_once("://")
-        .is_some_and(|(scheme, _)| matches!(scheme, "rediss" | "valkeys"));
-    if tls && !cfg!(feature = "tls") {
-        return Err(Error::invalid_input(format!(
-            "{redacted} uses TLS: enable the `tls` feature of memory-redis"
-        )));
-    }
-    Ok(())
-}
-
-/// A reply as text (bulk or simple string, or an integer).
-pub(crate) fn text(value: &Value) -> Option<String> {
-    match value {
-        Value::BulkString(bytes) => String::from_utf8(bytes.clone()).ok(),
-        Value::SimpleString(s) => Some(s.clone()),
-        Value::Int(n) => Some(n.to_string()),
-        _ => None,
-    }
-}
-
-/// A reply as an integer (an integer, or a string of digits).
-pub(crate) fn integer(value: &Value) -> Option<i64> {
-    match value {
-        Value::Int(n) => Some(*n),
-        Value::BulkString(bytes) => std::str::from_utf8(bytes).ok()?.parse().ok(),
-        Value::SimpleString(s) => s.parse().ok(),
-        _ => None,
-    }
-}
-
-/// A reply as a non-negative integer.
-pub(crate) fn unsigned(value: &Value) -> Option<u64> {
-    integer(value).and_then(|n| u64::try_from(n).ok())
 }
 
 /// The TTL and grace arguments of the scripts that write an expiry record: the TTL in whole

@@ -698,6 +698,26 @@ async fn a_retried_append_is_a_no_op() {
 }
 
 #[tokio::test]
+async fn windows_past_the_end_are_empty() {
+    let prefix = unique_prefix();
+    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let scope = session("past-the-end");
+    store
+        .append(&scope, &[with_id("a", "A"), with_id("b", "B")])
+        .await
+        .unwrap();
+    for seq in [2, 3, i64::MAX as u64, u64::MAX] {
+        let read = store.read(&scope, Window::After(seq)).await.unwrap();
+        assert!(read.is_empty(), "After({seq})");
+    }
+    let after = store.read(&scope, Window::After(1)).await.unwrap();
+    assert_eq!(seqs(&after), vec![2]);
+    let last = store.read(&scope, Window::Last(usize::MAX)).await.unwrap();
+    assert_eq!(seqs(&last), vec![1, 2]);
+    cleanup(&prefix).await;
+}
+
+#[tokio::test]
 async fn a_replayed_transcript_appends_only_the_new_tail() {
     let prefix = unique_prefix();
     let mut conn = raw().await;
@@ -1197,6 +1217,11 @@ async fn other_scopes_and_operations_are_refused() {
     );
     let capabilities = store.capabilities();
     assert!(capabilities.ttl && capabilities.multi_process);
+    assert!(
+        !capabilities.dedupes_ids
+            && !capabilities.counts_purged
+            && !capabilities.lists_every_thread
+    );
     assert_eq!(store.append(&scope, &[]).await.unwrap().inserted, 0);
     store.ping().await.unwrap();
     cleanup(&prefix).await;

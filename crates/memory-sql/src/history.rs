@@ -556,6 +556,9 @@ impl HistoryStore for SqlStore {
             .with_archive(true)
             .with_ttl(true)
             .with_multi_process(!self.is_private_memory())
+            .with_dedupes_ids(true)
+            .with_counts_purged(true)
+            .with_lists_every_thread(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -1112,6 +1112,10 @@ impl HistoryStore for LlamaIndexHistoryStore {
         HistoryCapabilities::none()
             .with_archive(true)
             .with_multi_process(!self.inner.private_memory)
+            .with_dedupes_ids(true)
+            // Under `SessionIdOnly`, a thread written through a scope other than
+            // `Scope::session`'s is not listed under that scope's tenant.
+            .with_lists_every_thread(self.inner.key_mapping == KeyMapping::Strict)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -20,8 +20,9 @@ use std::time::Duration;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
     InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId, Page, PageRequest,
-    Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, StoredMessage,
-    StoredSession, TenantId, ThreadCount, VectorPoint, VectorQuery, VectorStore, Window,
+    Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionId, SessionStore,
+    StoredMessage, StoredSession, TenantId, ThreadCount, VectorPoint, VectorQuery, VectorStore,
+    Window,
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::{history, session, vector};
@@ -48,7 +49,27 @@ enum Flaw {
     ArchiveButRefuses,
     /// Says it cannot archive, yet archives.
     NoArchiveButArchives,
+    /// Gives every appended message a fresh id, and does not declare `dedupes_ids`: even a
+    /// retry of the thread's tail duplicates, and the outcome's seqs hold other ids.
+    DuplicatesWithoutDedupeClaim,
+    /// Purges, yet returns 0, and declares `counts_purged`.
+    PurgeReturnsZero,
+    /// Purges, returns 0, and does not declare `counts_purged`: honest.
+    PurgeReturnsZeroUndeclared,
+    /// Leaves scopes with session ids of 100 characters or more out of listings, and declares
+    /// `lists_every_thread`.
+    SkipsLongSessions,
+    /// Leaves scopes with session ids of 100 characters or more out of listings, and does not
+    /// declare `lists_every_thread`: honest.
+    SkipsLongSessionsUndeclared,
+    /// Lists another scope in place of one with a session id of 100 characters or more, and does not
+    /// declare `lists_every_thread`.
+    ListsLongSessionsAsAnother,
 }
+
+/// Session ids this long are what the listing flaws leave out or replace (like Agent Framework's
+/// layout, whose key segment of a long session id becomes a digest).
+const LONG_SESSION: usize = 100;
 
 #[derive(Debug)]
 struct BrokenHistory {
@@ -72,13 +93,18 @@ impl HistoryStore for BrokenHistory {
         match self.flaw {
             Flaw::NoTtl | Flaw::NoTtlButAccepts => honest.with_ttl(false),
             Flaw::NoArchiveButArchives => honest.with_archive(false),
+            Flaw::DuplicatesWithoutDedupeClaim => honest.with_dedupes_ids(false),
+            Flaw::PurgeReturnsZeroUndeclared => honest.with_counts_purged(false),
+            Flaw::SkipsLongSessionsUndeclared | Flaw::ListsLongSessionsAsAnother => {
+                honest.with_lists_every_thread(false)
+            }
             _ => honest,
         }
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         self.tenants.lock().unwrap().push(scope.tenant().clone());
         match self.flaw {
-            Flaw::DuplicatesOnRetry => {
+            Flaw::DuplicatesOnRetry | Flaw::DuplicatesWithoutDedupeClaim => {
                 let fresh: Vec<ChatMessage> = messages
                     .iter()
                     .map(|m| m.clone().with_id(MessageId::generate()))
@@ -138,8 +164,25 @@ impl HistoryStore for BrokenHistory {
         self.inner.clear(scope).await
     }
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        if self.flaw != Flaw::ListsEveryTenant {
-            return self.inner.list_threads(filter, page).await;
+        let long = |scope: &Scope| scope.session_id().as_str().len() >= LONG_SESSION;
+        match self.flaw {
+            Flaw::ListsEveryTenant => {}
+            Flaw::SkipsLongSessions | Flaw::SkipsLongSessionsUndeclared => {
+                let mut listed = self.inner.list_threads(filter, page).await?;
+                listed.items.retain(|scope| !long(scope));
+                return Ok(listed);
+            }
+            Flaw::ListsLongSessionsAsAnother => {
+                let mut listed = self.inner.list_threads(filter, page).await?;
+                for scope in &mut listed.items {
+                    if long(scope) {
+                        *scope =
+                            Scope::new(scope.tenant().clone(), SessionId::new("digest").unwrap());
+                    }
+                }
+                return Ok(listed);
+            }
+            _ => return self.inner.list_threads(filter, page).await,
         }
         let tenants = self.tenants.lock().unwrap().clone();
         let mut items = Vec::new();
@@ -173,6 +216,10 @@ impl HistoryStore for BrokenHistory {
     async fn purge_expired(&self) -> Result<u64> {
         match self.flaw {
             Flaw::NoTtl | Flaw::TtlButRefuses => Err(Error::unsupported("no ttl")),
+            Flaw::PurgeReturnsZero | Flaw::PurgeReturnsZeroUndeclared => {
+                self.inner.purge_expired().await?;
+                Ok(0)
+            }
             _ => self.inner.purge_expired().await,
         }
     }
@@ -386,6 +433,130 @@ fn ttl_checks_pass_on_a_store_without_ttl() {
         history::ttl_on_unknown_thread_is_not_found(&store).await;
         history::purge_expired_removes_expired_threads(&store).await;
     });
+}
+
+/// Every history check of id deduplication.
+fn every_dedupe_check() -> Vec<(&'static str, Check)> {
+    checks![
+        retried_append_is_idempotent,
+        overlapping_batches_insert_only_new_messages,
+        duplicate_ids_within_a_batch_are_stored_once,
+        archived_ids_still_dedupe,
+    ]
+}
+
+/// A store that keeps every guarantee but declares none of `dedupes_ids`, `counts_purged` and
+/// `lists_every_thread` (it promises less than it does).
+#[derive(Debug, Default)]
+struct PromisesLess(InMemoryHistoryStore);
+
+#[memory_core::async_trait]
+impl HistoryStore for PromisesLess {
+    fn capabilities(&self) -> HistoryCapabilities {
+        self.0
+            .capabilities()
+            .with_dedupes_ids(false)
+            .with_counts_purged(false)
+            .with_lists_every_thread(false)
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.0.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.0.archive(scope, seqs).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.0.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.0.purge_expired().await
+    }
+}
+
+/// The weaker checks of a guarantee that is not declared pass on a store that keeps it anyway.
+#[test]
+fn the_whole_suite_passes_on_a_store_that_promises_less() {
+    block_on(memory_testkit::run_all_history_checks(Arc::new(
+        PromisesLess::default(),
+    )));
+}
+
+#[test]
+fn every_dedupe_check_catches_a_store_that_claims_dedupe_and_duplicates() {
+    for (name, check) in every_dedupe_check() {
+        assert!(
+            fails(&broken_history(Flaw::DuplicatesOnRetry), check),
+            "{name} must fail on a store that declares dedupes_ids and duplicates"
+        );
+    }
+}
+
+#[test]
+fn every_dedupe_check_catches_a_false_outcome_without_the_claim() {
+    for (name, check) in every_dedupe_check() {
+        assert!(
+            fails(&broken_history(Flaw::DuplicatesWithoutDedupeClaim), check),
+            "{name} must fail on a store whose outcome names messages it did not store"
+        );
+    }
+}
+
+#[test]
+#[should_panic(expected = "append the same batch again: the thread holds a message with id")]
+fn retried_append_catches_a_duplicated_tail_without_the_claim() {
+    block_on(history::retried_append_is_idempotent(&broken_history(
+        Flaw::DuplicatesWithoutDedupeClaim,
+    )));
+}
+
+#[test]
+#[should_panic(expected = "purge_expired must count the 2 expired threads it removed")]
+fn purge_catches_a_store_that_claims_counts_purged_and_returns_zero() {
+    block_on(history::purge_expired_removes_expired_threads(
+        &broken_history(Flaw::PurgeReturnsZero),
+    ));
+}
+
+#[test]
+fn purge_check_passes_on_a_store_that_returns_zero_and_says_so() {
+    block_on(history::purge_expired_removes_expired_threads(
+        &broken_history(Flaw::PurgeReturnsZeroUndeclared),
+    ));
+}
+
+#[test]
+#[should_panic(expected = "a scope with max-length ids is listed exactly")]
+fn longest_ids_catch_a_store_that_claims_lists_every_thread_and_skips_one() {
+    block_on(history::longest_ids_round_trip(&broken_history(
+        Flaw::SkipsLongSessions,
+    )));
+}
+
+#[test]
+fn longest_ids_pass_on_a_store_that_skips_long_sessions_and_says_so() {
+    block_on(history::longest_ids_round_trip(&broken_history(
+        Flaw::SkipsLongSessionsUndeclared,
+    )));
+}
+
+#[test]
+#[should_panic(expected = "lists no other scope in its place")]
+fn longest_ids_catch_a_store_that_lists_another_scope_in_place_of_one() {
+    block_on(history::longest_ids_round_trip(&broken_history(
+        Flaw::ListsLongSessionsAsAnother,
+    )));
 }
 
 /// A session store whose saves ignore the expected version (last writer wins) or overwrite on

@@ -135,6 +135,9 @@ impl HistoryStore for InMemoryHistoryStore {
         HistoryCapabilities::none()
             .with_archive(true)
             .with_ttl(true)
+            .with_dedupes_ids(true)
+            .with_counts_purged(true)
+            .with_lists_every_thread(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

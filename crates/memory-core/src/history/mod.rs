@@ -61,8 +61,9 @@ pub enum Window {
 /// What an append did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AppendOutcome {
-    /// The sequence number of each given message, in the order given. A message whose id the
-    /// thread already held keeps the number it was first stored with.
+    /// The sequence number of each given message, in the order given. A message the store did
+    /// not store again (see [`HistoryCapabilities::dedupes_ids`]) keeps the number it was first
+    /// stored with.
     pub seqs: Vec<u64>,
     /// How many messages were new (the rest were already stored).
     pub inserted: usize,
@@ -82,7 +83,7 @@ pub struct ThreadCount {
 }
 
 /// What a history store can do beyond the required behaviour: which optional operations it
-/// has, and how it may be shared.
+/// has, which of the stronger guarantees it keeps, and how it may be shared.
 ///
 /// Every field is `false` in [`none`](Self::none) (and [`Default`]); a store turns on what it
 /// has with the `with_*` methods:
@@ -91,11 +92,18 @@ pub struct ThreadCount {
 /// use memory_core::HistoryCapabilities;
 ///
 /// let caps = HistoryCapabilities::none().with_archive(true).with_ttl(true);
-/// assert!(caps.archive && caps.ttl && !caps.multi_process);
+/// assert!(caps.archive && caps.ttl && !caps.multi_process && !caps.dedupes_ids);
 /// ```
 ///
-/// The struct is `#[non_exhaustive]`: a new optional operation adds a field that is `false`
-/// unless a store sets it, so a store written before it keeps declaring the truth.
+/// A field that is `false` promises less: the optional operation is absent, or only the
+/// weaker behaviour that [`HistoryStore`]'s `# Behavior` list gives for it holds. Stores whose
+/// layout is shared with another program turn guarantees off because that program's rules
+/// differ (Agent Framework's Redis list deduplicates against its tail only, keeps no expiry
+/// record, and turns long session ids into digests).
+///
+/// The struct is `#[non_exhaustive]`: a new capability adds a field that is `false` unless a
+/// store sets it, so a store written before it keeps declaring the truth (it promises less
+/// than it may do).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 #[non_exhaustive]
 pub struct HistoryCapabilities {
@@ -105,15 +113,28 @@ pub struct HistoryCapabilities {
     pub ttl: bool,
     /// Several processes can write the same thread safely (a shared server or file).
     pub multi_process: bool,
+    /// A message whose id the thread already holds, or that repeats an id of its batch, is
+    /// never stored again ([`HistoryStore::append`]). Without it, only a retry of the append
+    /// that wrote the thread's tail is sure to store nothing.
+    pub dedupes_ids: bool,
+    /// [`HistoryStore::purge_expired`] returns how many expired threads it removed. Without
+    /// it (or without [`ttl`](Self::ttl)), the number it returns is not that count.
+    pub counts_purged: bool,
+    /// [`HistoryStore::list_threads`] lists every thread that holds messages. Without it, the
+    /// threads the store documents it cannot map back from its keys are left out.
+    pub lists_every_thread: bool,
 }
 
 impl HistoryCapabilities {
-    /// No optional operation, one process only.
+    /// No optional operation or stronger guarantee, one process only.
     pub const fn none() -> Self {
         Self {
             archive: false,
             ttl: false,
             multi_process: false,
+            dedupes_ids: false,
+            counts_purged: false,
+            lists_every_thread: false,
         }
     }
 
@@ -136,6 +157,29 @@ impl HistoryCapabilities {
     #[must_use]
     pub const fn with_multi_process(mut self, multi_process: bool) -> Self {
         self.multi_process = multi_process;
+        self
+    }
+
+    /// Sets whether a message id the thread already holds (or its batch repeats) is never
+    /// stored again.
+    #[must_use]
+    pub const fn with_dedupes_ids(mut self, dedupes_ids: bool) -> Self {
+        self.dedupes_ids = dedupes_ids;
+        self
+    }
+
+    /// Sets whether [`HistoryStore::purge_expired`] returns how many expired threads it
+    /// removed.
+    #[must_use]
+    pub const fn with_counts_purged(mut self, counts_purged: bool) -> Self {
+        self.counts_purged = counts_purged;
+        self
+    }
+
+    /// Sets whether [`HistoryStore::list_threads`] lists every thread that holds messages.
+    #[must_use]
+    pub const fn with_lists_every_thread(mut self, lists_every_thread: bool) -> Self {
+        self.lists_every_thread = lists_every_thread;
         self
     }
 }
@@ -175,10 +219,16 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 /// - [`append`](HistoryStore::append) writes a batch atomically: all of it or none of it. The
 ///   store assigns per-thread sequence numbers: 1 for a thread's first message, then consecutive,
 ///   in the order given, with no gap or repeat even under concurrent writers (each batch lands
-///   contiguously). A message whose id the thread already holds (active or archived), or that
-///   repeats an earlier id of the same batch, is not stored again and keeps the sequence number
-///   and content it was first stored with: a retried append never duplicates. The outcome
-///   gives each message's sequence number, in the order given, and how many were new. Each
+///   contiguously). With [`HistoryCapabilities::dedupes_ids`], a message whose id the thread
+///   already holds (active or archived), or that repeats an earlier id of the same batch, is not
+///   stored again and keeps the sequence number and content it was first stored with: a retried
+///   append never duplicates. Without it, the store deduplicates by its own documented rule
+///   (Agent Framework's: against the thread's tail), which still makes a retry of the append
+///   that wrote the thread's last messages store nothing and return their sequence numbers; any
+///   other message may be stored again, as a new message. Either way the outcome is true: it
+///   gives each message's sequence number (where the thread holds it, or a message with its
+///   id), in the order given, and how many were new; the new ones are stored after the
+///   thread's earlier messages, which are left as they were, in the order given. Each
 ///   message's token count is computed once, here, and stored. A message over
 ///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is
 ///   refused with [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written (no
@@ -194,12 +244,16 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   many messages it deleted (0 for an unknown thread, so clearing twice is harmless).
 /// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
 ///   and match the filter, each once, in a stable order (the same for every page size; the
-///   last page has no cursor); it never lists another tenant's scope.
+///   last page has no cursor); it never lists another tenant's scope, nor a scope that holds no
+///   message. With [`HistoryCapabilities::lists_every_thread`] it lists every such scope;
+///   without it, the threads the store documents it cannot map back from its keys are left out
+///   (Agent Framework's sessions whose key segment became a digest) and the others are listed.
 /// - [`archive`](HistoryStore::archive) (optional: [`HistoryCapabilities::archive`]) moves the
 ///   active messages whose sequence numbers fall in the range out of the active window; they
 ///   stay stored, readable with [`Window::Everything`] (flagged
-///   [`archived`](StoredMessage::archived)), and their ids stay known (re-appending one returns
-///   its sequence number and leaves it archived). It returns how many it moved: empty ranges,
+///   [`archived`](StoredMessage::archived)), and their ids stay known (with
+///   [`HistoryCapabilities::dedupes_ids`], re-appending one returns its sequence number and
+///   leaves it archived). It returns how many it moved: empty ranges,
 ///   ranges past the end, already archived messages and unknown threads move nothing, without
 ///   error. Archiving never frees a sequence number.
 /// - [`set_ttl`](HistoryStore::set_ttl) (optional: [`HistoryCapabilities::ttl`]) makes a thread
@@ -210,9 +264,12 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, counts zero, is
 ///   not listed, and is gone for appends (they start a new thread at sequence number 1).
 /// - [`purge_expired`](HistoryStore::purge_expired) (optional: [`HistoryCapabilities::ttl`])
-///   deletes expired threads' data now and returns how many expired threads it removed (a
+///   deletes expired threads' data now (or finds that the server already has); afterwards no
+///   expired thread holds data, and threads that did not expire keep their messages. With
+///   [`HistoryCapabilities::counts_purged`] it returns how many expired threads it removed (a
 ///   backend whose server expires data by itself, like Redis, reports the threads that expired
-///   since the last purge); threads that did not expire keep their messages.
+///   since the last purge); without it the number is not that count (a layout that keeps no
+///   expiry record, like Agent Framework's, returns 0).
 #[async_trait]
 pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.

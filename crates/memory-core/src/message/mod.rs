@@ -68,7 +68,9 @@ impl Role {
 /// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct ChatMessage {
-    /// Unique id; a store ignores a message whose id it already holds in the thread.
+    /// Unique id; a store ignores a message whose id it already holds in the thread (one that
+    /// declares [`HistoryCapabilities::dedupes_ids`](crate::HistoryCapabilities::dedupes_ids);
+    /// others deduplicate by their own documented rule).
     pub id: MessageId,
     /// Who wrote it.
     pub role: Role,

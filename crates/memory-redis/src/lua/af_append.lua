@@ -27,10 +27,6 @@ local max = tonumber(ARGV[1])
 local ttl = tonumber(ARGV[2])
 local m = tonumber(ARGV[3])
 
-local function corrupt(detail)
-  error({ err = 'AMCORRUPT ' .. detail })
-end
-
 -- JSON scanning over a valid document: index just past the string opening at i.
 local function skip_string(s, i)
   local j = i + 1
@@ -184,12 +180,9 @@ end
 local pushed = m - skip
 local trimmed = 0
 if pushed > 0 then
-  local i = skip + 1
-  while i <= m do
-    local last = math.min(i + 999, m)
-    redis.call('RPUSH', key, unpack(elements, i, last))
-    i = last + 1
-  end
+  local new = {}
+  for i = skip + 1, m do new[#new + 1] = elements[i] end
+  chunked('RPUSH', key, new, false)
   local total = len + pushed
   if max > 0 and total > max then
     redis.call('LTRIM', key, -max, -1)
