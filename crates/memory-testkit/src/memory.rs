@@ -482,7 +482,7 @@ pub async fn memory_flushes_into_every_block(
     );
     assert_eq!(
         recorder.calls(),
-        [archived.clone()],
+        vec![archived.clone()],
         "one put of the flushed seqs"
     );
 
