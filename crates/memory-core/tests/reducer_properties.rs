@@ -5,8 +5,9 @@
 use std::collections::HashMap;
 
 use memory_core::{
-    ChatMessage, ChatReducer, MessageCountReducer, Reduction, Role, Segmentation, StoredMessage,
-    TokenBudgetReducer,
+    ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse, MessageCountReducer, Reduction,
+    Role, SUMMARY_METADATA_KEY, Segmentation, StoredMessage, SummarizingReducer,
+    TokenBudgetReducer, is_summary,
 };
 use proptest::prelude::*;
 
@@ -75,6 +76,206 @@ fn history() -> impl Strategy<Value = Vec<StoredMessage>> {
                 })
                 .collect()
         })
+}
+
+/// `history()` with some assistant answers turned into summaries of earlier reductions.
+///
+/// As in a stored thread, a summary is never directly followed by a tool result: an agent
+/// appends it at the end of the thread, and the next batch starts with the run's input. (A
+/// summary followed by an orphan tool result forms one group with it, and folding the summary
+/// into a new one would split that group: the reducer drops earlier summaries one message at a
+/// time.)
+fn history_with_summaries() -> impl Strategy<Value = Vec<StoredMessage>> {
+    (
+        history(),
+        prop::collection::vec(prop::bool::weighted(0.3), 64),
+    )
+        .prop_map(|(mut msgs, marks)| {
+            let followed_by_tool: Vec<bool> = (0..msgs.len())
+                .map(|i| {
+                    msgs.get(i + 1)
+                        .is_some_and(|m| m.message.role == Role::Tool)
+                })
+                .collect();
+            for (i, m) in msgs.iter_mut().enumerate() {
+                if m.message.role == Role::Assistant
+                    && !m.message.has_tool_calls()
+                    && !followed_by_tool[i]
+                    && marks[i % marks.len()]
+                {
+                    m.message = ChatMessage::assistant("Summary of the earlier conversation: old")
+                        .with_metadata(
+                            SUMMARY_METADATA_KEY,
+                            serde_json::json!({"first_seq": 0, "last_seq": 0}),
+                        );
+                }
+            }
+            msgs
+        })
+}
+
+/// A deterministic summarizer: answers with how many messages it was asked to summarize (the
+/// `<message` tags of the transcript it is sent).
+#[derive(Debug)]
+struct CountingSummarizer;
+
+#[memory_core::async_trait]
+impl ChatModel for CountingSummarizer {
+    async fn complete(&self, request: &ChatRequest) -> memory_core::Result<ChatResponse> {
+        let transcript = request
+            .messages
+            .last()
+            .map(ChatMessage::text)
+            .unwrap_or_default();
+        let n = transcript.matches("<message").count();
+        Ok(ChatResponse {
+            messages: vec![ChatMessage::assistant(format!("{n} messages summarized"))],
+            ..Default::default()
+        })
+    }
+}
+
+/// Every property a summarizing reduction must have (keep `target`, summarize past
+/// `target + threshold` live messages).
+fn check_summarizing(msgs: &[StoredMessage], r: &Reduction, target: usize, threshold: usize) {
+    let seg = Segmentation::of(msgs);
+    let live = |i: usize| Some(i) != seg.pinned && !is_summary(&msgs[i].message);
+    let live_count = (0..msgs.len()).filter(|&i| live(i)).count();
+    let kept: Vec<usize> = (0..msgs.len()).filter(|i| !r.is_dropped(*i)).collect();
+
+    if live_count <= target + threshold {
+        assert!(r.is_noop(), "within target + threshold but reduced");
+    }
+    if r.is_noop() {
+        return;
+    }
+
+    // The leading system message is pinned and kept.
+    if msgs
+        .first()
+        .is_some_and(|m| matches!(m.message.role, Role::System | Role::Developer))
+    {
+        assert_eq!(r.pinned, Some(0));
+        assert!(!r.is_dropped(0), "the pinned message is dropped");
+    } else {
+        assert_eq!(r.pinned, None);
+    }
+
+    // Dropped ranges: sorted, disjoint, in bounds, non-empty.
+    assert!(
+        r.dropped
+            .iter()
+            .all(|d| !d.is_empty() && d.end <= msgs.len())
+    );
+    assert!(r.dropped.windows(2).all(|w| w[0].end <= w[1].start));
+
+    // A summary is written exactly when something is dropped, marked, standing for exactly the
+    // dropped messages.
+    assert_eq!(r.summary.is_some(), r.dropped_count() > 0);
+    if let Some(summary) = &r.summary {
+        assert!(is_summary(summary), "the summary is not marked");
+        assert_eq!(summary.role, Role::Assistant);
+        let dropped: Vec<&StoredMessage> = (0..msgs.len())
+            .filter(|i| r.is_dropped(*i))
+            .map(|i| &msgs[i])
+            .collect();
+        assert_eq!(
+            summary.metadata[SUMMARY_METADATA_KEY],
+            serde_json::json!({
+                "first_seq": dropped[0].seq,
+                "last_seq": dropped[dropped.len() - 1].seq,
+            })
+        );
+        assert!(
+            summary
+                .text()
+                .ends_with(&format!("{} messages summarized", dropped.len())),
+            "the model was sent exactly the dropped messages: {}",
+            summary.text()
+        );
+        // Earlier summaries are folded into the new one: none is kept.
+        assert!(
+            kept.iter().all(|&i| !is_summary(&msgs[i].message)),
+            "an earlier summary survives a new one"
+        );
+    }
+
+    // Apart from earlier summaries, what goes is one run of whole groups after the pinned
+    // message, cut on a group boundary.
+    let start = r.pinned.map_or(0, |p| p + 1);
+    // Right after the last dropped live message and the dropped summaries that follow it.
+    let mut first_kept = (start..msgs.len())
+        .rfind(|&i| r.is_dropped(i) && live(i))
+        .map_or(start, |i| i + 1);
+    while first_kept < msgs.len() && r.is_dropped(first_kept) {
+        first_kept += 1;
+    }
+    assert!(
+        (start..first_kept).all(|i| r.is_dropped(i)),
+        "a message before the cut is kept"
+    );
+    assert!(
+        (first_kept..msgs.len()).all(|i| !r.is_dropped(i) || is_summary(&msgs[i].message)),
+        "a live message after the cut is dropped"
+    );
+    assert!(
+        first_kept == msgs.len()
+            || first_kept == start
+            || seg.groups.iter().any(|g| g.start == first_kept),
+        "cut at {first_kept} is not a group boundary: {:?}",
+        seg.groups
+    );
+
+    // A kept tool result keeps its call, and a kept call keeps its results.
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in msgs.iter().enumerate() {
+        for id in m.message.tool_call_ids() {
+            call_at.insert(id, i);
+        }
+        for id in m.message.tool_result_ids() {
+            if let Some(&c) = call_at.get(id) {
+                assert_eq!(
+                    kept.contains(&i),
+                    kept.contains(&c),
+                    "call {c} and its result {i} are split"
+                );
+            }
+        }
+    }
+
+    // The last user turn is kept.
+    if let Some(u) = msgs.iter().rposition(|m| m.message.role == Role::User)
+        && (u > 0 || r.pinned.is_none())
+    {
+        assert!(
+            (u..msgs.len()).all(|i| kept.contains(&i) || is_summary(&msgs[i].message)),
+            "last turn cut"
+        );
+    }
+
+    // At most `target` live messages are kept, unless the last turn alone is more.
+    let kept_live = kept.iter().filter(|&&i| live(i)).count();
+    let protected_start = seg.group_start(seg.protected_from, msgs.len());
+    if kept_live > target {
+        assert!(
+            first_kept >= protected_start || first_kept == start,
+            "kept {kept_live} live messages over the target {target} though it could drop more"
+        );
+    }
+
+    // The view: pinned first, then the summary, then the kept messages in order.
+    let view = r.view(msgs);
+    let mut at = 0;
+    if let Some(p) = r.pinned {
+        assert_eq!(view[0], msgs[p].message);
+        at = 1;
+    }
+    if let Some(summary) = &r.summary {
+        assert_eq!(
+            &view[at], summary,
+            "the summary comes right after the pinned message"
+        );
+    }
 }
 
 fn block_on<F: std::future::Future>(f: F) -> F::Output {
@@ -217,5 +418,16 @@ proptest! {
     fn token_budget_reducer_properties(msgs in history(), budget in 0u64..3000) {
         let r = block_on(TokenBudgetReducer::new(budget).reduce(&msgs)).unwrap();
         check(&msgs, &r, budget, |m| u64::from(m.tokens), true);
+    }
+
+    #[test]
+    fn summarizing_reducer_properties(
+        msgs in history_with_summaries(),
+        target in 0usize..20,
+        threshold in 0usize..10,
+    ) {
+        let reducer = SummarizingReducer::new(std::sync::Arc::new(CountingSummarizer), target, threshold);
+        let r = block_on(reducer.reduce(&msgs)).unwrap();
+        check_summarizing(&msgs, &r, target, threshold);
     }
 }

@@ -15,6 +15,11 @@ memory_testkit::session_store_tests!(
     mod redis_store_on_redis_cluster_session,
     async { support::cluster_store().await }
 );
+memory_testkit::memory_suite_tests!(mod redis_store_on_redis_cluster_memory, async {
+    // One store holds the messages and the session states, as an application would use it.
+    let store = std::sync::Arc::new(support::cluster_store().await);
+    (store.clone(), store)
+});
 
 /// The threads of the suite's random scopes spread over the masters: listing must find them on
 /// every node, and every key of one thread must be in one slot.

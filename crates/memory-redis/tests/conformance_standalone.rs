@@ -15,3 +15,8 @@ memory_testkit::session_store_tests!(
     mod redis_store_on_standalone_redis_session,
     async { support::standalone_store().await }
 );
+memory_testkit::memory_suite_tests!(mod redis_store_on_standalone_redis_memory, async {
+    // One store holds the messages and the session states, as an application would use it.
+    let store = std::sync::Arc::new(support::standalone_store().await);
+    (store.clone(), store)
+});

@@ -11,3 +11,8 @@ memory_testkit::session_store_tests!(
     mod sql_store_on_postgres_session,
     async { common::postgres_store().await }
 );
+memory_testkit::memory_suite_tests!(mod sql_store_on_postgres_memory, async {
+    // One store holds the messages and the session states, as an application would use it.
+    let store = std::sync::Arc::new(common::postgres_store().await);
+    (store.clone(), store)
+});

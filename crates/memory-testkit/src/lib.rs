@@ -9,11 +9,13 @@
 pub mod fixtures;
 pub mod history;
 mod macros;
+pub mod memory;
 pub mod scripted_model;
 pub mod session;
 pub mod vector;
 
 pub use history::run_all_history_checks;
+pub use memory::run_all_memory_checks;
 pub use scripted_model::{ScriptedChatModel, ScriptedReply};
 pub use session::run_all_session_checks;
 pub use vector::run_all_vector_checks;
@@ -47,6 +49,13 @@ pub mod __private {
     /// The store under test, shared.
     pub fn session_store<S: SessionStore>(store: S) -> Arc<dyn SessionStore> {
         Arc::new(store)
+    }
+
+    /// The pair of stores under test of the memory suite, shared.
+    pub fn memory_stores<H: HistoryStore, S: SessionStore>(
+        (history, sessions): (H, S),
+    ) -> (Arc<dyn HistoryStore>, Arc<dyn SessionStore>) {
+        (Arc::new(history), Arc::new(sessions))
     }
 
     /// The store under test, shared.

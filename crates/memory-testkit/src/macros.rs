@@ -89,6 +89,80 @@ macro_rules! vector_store_tests {
     };
 }
 
+/// Generates one test per check of the [`memory`](crate::memory) suite: [`Memory`](memory_core::Memory)
+/// and its blocks, the exactly-once flush watermark, the reducers, `TeamSession` and
+/// `AgentChat`, on a [`HistoryStore`](memory_core::HistoryStore) and a
+/// [`SessionStore`](memory_core::SessionStore).
+///
+/// The argument is an expression (usually an `async` block) that evaluates to a future of a
+/// pair `(history_store, session_store)`: any types implementing the two traits, including
+/// `Arc<dyn …>` and `Arc<S>` of one store implementing both. Every test awaits it for fresh
+/// stores, then runs one check on a multi-thread Tokio runtime with 4 workers. Name the module
+/// after the store and its engine (`sql_store_on_postgres_memory`); without a name it is
+/// `memory_suite`. The module imports `super::*`.
+///
+/// ```
+/// memory_testkit::memory_suite_tests!(mod in_memory_memory, async {
+///     (memory_core::InMemoryHistoryStore::new(), memory_core::InMemorySessionStore::new())
+/// });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! memory_suite_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__memory_checks!(tests($make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::memory_suite_tests!(mod memory_suite, $make);
+    };
+}
+
+/// The memory checks: each takes `(Arc<dyn HistoryStore>, Arc<dyn SessionStore>)`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __memory_checks {
+    ($($mode:tt)*) => {
+        $crate::__memory_suite! {
+            mode [$($mode)*]
+            checks [
+                memory_flushes_into_every_block,
+                memory_get_truncates_by_priority,
+                memory_crash_before_watermark_save_delivers_once,
+                memory_crash_before_archive_delivers_once,
+                memory_concurrent_flushes_deliver_once,
+                reducers_after_message_added_archive_on_the_store,
+                reducers_before_retrieval_leave_the_store_untouched,
+                team_session_resumes_like_an_uninterrupted_run,
+                agent_chat_resumes_like_an_uninterrupted_run,
+            ]
+        }
+    };
+}
+
+/// Expands the memory checks either into tests or into sequential calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __memory_suite {
+    (mode [tests($make:expr)] checks [$($check:ident),* $(,)?]) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::__private::block_on(async {
+                    let (history, sessions) = $crate::__private::memory_stores($make.await);
+                    $crate::memory::$check(history, sessions).await;
+                });
+            }
+        )*
+    };
+    (mode [run_all($history:ident, $sessions:ident)] checks [$($check:ident),* $(,)?]) => {
+        $( $crate::memory::$check($history.clone(), $sessions.clone()).await; )*
+    };
+}
+
 /// The history checks: `shared` take `&dyn HistoryStore`, `owned` take `Arc<dyn HistoryStore>`.
 #[doc(hidden)]
 #[macro_export]

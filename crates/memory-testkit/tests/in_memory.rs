@@ -12,6 +12,12 @@ memory_testkit::vector_store_tests!(
     mod in_memory_vector_store,
     async { memory_core::InMemoryVectorStore::new() }
 );
+memory_testkit::memory_suite_tests!(mod in_memory_memory, async {
+    (
+        memory_core::InMemoryHistoryStore::new(),
+        memory_core::InMemorySessionStore::new(),
+    )
+});
 
 /// The `run_all_*` entry points run every check, one after the other, on one shared store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -22,4 +28,9 @@ async fn run_all_checks_on_one_store_each() {
     memory_testkit::run_all_session_checks(Arc::new(memory_core::InMemorySessionStore::new()))
         .await;
     memory_testkit::run_all_vector_checks(Arc::new(memory_core::InMemoryVectorStore::new())).await;
+    memory_testkit::run_all_memory_checks(
+        Arc::new(memory_core::InMemoryHistoryStore::new()),
+        Arc::new(memory_core::InMemorySessionStore::new()),
+    )
+    .await;
 }

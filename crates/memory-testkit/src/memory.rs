@@ -1,0 +1,1228 @@
+//! The `memory` suite: the features built on the stores — [`Memory`] and its blocks, the
+//! exactly-once flush watermark, the reducers, [`TeamSession`] and [`AgentChat`] — run against
+//! a real [`HistoryStore`] and [`SessionStore`].
+//!
+//! Each check is an async function taking the two stores (often one store implementing both);
+//! it works under its own random tenant (see [`random_scope`]), so checks can run in parallel
+//! against one shared server, and one pair of stores can run them all
+//! ([`run_all_memory_checks`]). A check panics, with a message saying what was expected, when
+//! the feature breaks its contract on these stores.
+//!
+//! # What "exactly once" is measured by
+//! A [`MemoryBlock`] keeps what it was given in its durable state; a `put` whose state write is
+//! lost is redone (see [`MemoryBlock`]'s contract). So the checks record what each block got in
+//! its state (a [`RecordingBlock`]) and read it back through [`Memory::get`]: each archived
+//! message must be there once, whatever crashed in between.
+//!
+//! # Assumptions
+//! The history store supports `archive` (a [`Memory`] flush and an `AfterMessageAdded` reducer
+//! archive), and counts tokens so that a message of about 40 words costs between 20 and 200
+//! tokens.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::chat::{AgentChat, ChatParticipant, ChatSerializer, RestoreOutcome, TeamSession};
+use memory_core::memory::blocks::{
+    FactExtractionMemoryBlock, StaticMemoryBlock, VectorMemoryBlock,
+};
+use memory_core::memory::{
+    BlockContent, BlockGetContext, BlockPutContext, FlushReport, MemoryBlock, render_memory,
+};
+use memory_core::message::tagged_transcript;
+use memory_core::{
+    Agent, AgentId, AgentSession, AppendOutcome, ChatMessage, ChatReducer, ChatRequest, Embedder,
+    Error, ErrorKind, HistoryCapabilities, HistoryStore, InMemoryVectorStore, Memory,
+    MessageCountReducer, Page, PageRequest, ReducerTrigger, Result, Role, Scope, ScopeFilter,
+    SessionCapabilities, SessionStore, StoredMessage, StoredSession, SummarizingReducer,
+    ThreadCount, TokenBudgetReducer, Window, default_token_counter, is_summary,
+};
+use serde_json::{Value, json};
+use tokio::sync::Barrier;
+
+use crate::ScriptedChatModel;
+use crate::fixtures::{ExpectOk, expect_error_kind, random_scope};
+
+/// The static block's text.
+const CORE_INFO: &str = "The user is Dana, an SRE on the billing team.";
+/// The fact the scripted extraction model answers with first.
+const FIRST_FACT: &str = "Dana is on call this week.";
+/// Filler that gives each message about 40 words.
+const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
+deploys rollbacks pagers runbooks owners timelines graphs latency errors saturation traffic \
+capacity incidents reviews tickets";
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// `n` messages, alternating user and assistant from a user message, each of about 40 words
+/// and tagged `{prefix}{i}` (its first word), with topic words that differ by message.
+pub fn conversation(prefix: &str, n: usize) -> Vec<ChatMessage> {
+    const TOPICS: [&str; 7] = [
+        "billing outage postmortem",
+        "database index migration",
+        "kubernetes node upgrade",
+        "certificate renewal cron",
+        "payment gateway timeout",
+        "search cluster reindex",
+        "holiday oncall rotation",
+    ];
+    (0..n)
+        .map(|i| {
+            let role = if i % 2 == 0 {
+                Role::User
+            } else {
+                Role::Assistant
+            };
+            let text = format!("{prefix}{i} {} {FILLER}", TOPICS[i % TOPICS.len()]);
+            ChatMessage::text_message(role, text)
+        })
+        .collect()
+}
+
+/// A deterministic [`Embedder`] of 64 dimensions: each word of four letters or more is hashed
+/// (FNV-1a) into a bucket, and the vector is normalised. Texts that share words are similar.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct WordHashEmbedder;
+
+impl WordHashEmbedder {
+    /// The vector of `text`.
+    pub fn vector(text: &str) -> Vec<f32> {
+        let mut v = vec![0f32; 64];
+        for word in text.to_lowercase().split(|c: char| !c.is_alphanumeric()) {
+            if word.chars().count() >= 4 {
+                let hash = word.bytes().fold(0xcbf2_9ce4_8422_2325u64, |h, b| {
+                    (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+                });
+                v[(hash % 64) as usize] += 1.0;
+            }
+        }
+        let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+        if norm > 0.0 {
+            v.iter_mut().for_each(|x| *x /= norm);
+        } else {
+            v[0] = 1.0;
+        }
+        v
+    }
+}
+
+#[async_trait]
+impl Embedder for WordHashEmbedder {
+    fn dimensions(&self) -> usize {
+        64
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|t| Self::vector(t)).collect())
+    }
+}
+
+/// A [`MemoryBlock`] (priority 0) that keeps the sequence numbers it is given in its state and
+/// shows them as its content (`"1 2 3"`), and logs every `put` call on the object (a redone
+/// `put` shows there twice, never in the state).
+#[derive(Debug)]
+pub struct RecordingBlock {
+    name: String,
+    calls: Mutex<Vec<Vec<u64>>>,
+}
+
+impl RecordingBlock {
+    /// A block named `name` (a valid block name).
+    pub fn new(name: &str) -> Arc<Self> {
+        Arc::new(Self {
+            name: name.to_owned(),
+            calls: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// The sequence numbers of each `put` call on this object, in call order.
+    pub fn calls(&self) -> Vec<Vec<u64>> {
+        lock(&self.calls).clone()
+    }
+}
+
+fn recorded(state: &Value) -> Vec<u64> {
+    state["seqs"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl MemoryBlock for RecordingBlock {
+    fn name(&self) -> &str {
+        &self.name
+    }
+    fn priority(&self) -> u32 {
+        0
+    }
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+        let seqs: Vec<String> = recorded(context.state).iter().map(u64::to_string).collect();
+        Ok(BlockContent::Text(seqs.join(" ")))
+    }
+    async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
+        let given: Vec<u64> = context.messages.iter().map(|m| m.seq).collect();
+        lock(&self.calls).push(given.clone());
+        let mut seqs = recorded(context.state);
+        seqs.extend(given);
+        *context.state = json!({ "seqs": seqs });
+        Ok(())
+    }
+}
+
+/// A [`SessionStore`] that forwards to another and fails chosen calls: the `n`th `save` from
+/// its creation (with [`ErrorKind::Unavailable`], writing nothing), and optionally holds its
+/// first `load` at a barrier (so two processes load the same version before either saves). It
+/// counts the `Conflict` answers of the inner store's `save`.
+#[derive(Debug)]
+pub struct FaultySessionStore {
+    inner: Arc<dyn SessionStore>,
+    fail_save: Option<usize>,
+    saves: AtomicUsize,
+    gate: Option<Arc<Barrier>>,
+    gated: AtomicBool,
+    conflicts: AtomicUsize,
+}
+
+impl FaultySessionStore {
+    /// Forwards everything to `inner`.
+    pub fn new(inner: Arc<dyn SessionStore>) -> Self {
+        Self {
+            inner,
+            fail_save: None,
+            saves: AtomicUsize::new(0),
+            gate: None,
+            gated: AtomicBool::new(false),
+            conflicts: AtomicUsize::new(0),
+        }
+    }
+
+    /// Fails the `n`th `save` (1-based) with `Unavailable`, without writing.
+    pub fn failing_save(mut self, n: usize) -> Self {
+        self.fail_save = Some(n);
+        self
+    }
+
+    /// Waits at `barrier` after the first `load`.
+    pub fn gated_first_load(mut self, barrier: Arc<Barrier>) -> Self {
+        self.gate = Some(barrier);
+        self
+    }
+
+    /// How many `save`s the inner store answered with `Conflict`.
+    pub fn conflicts(&self) -> usize {
+        self.conflicts.load(Ordering::SeqCst)
+    }
+}
+
+#[async_trait]
+impl SessionStore for FaultySessionStore {
+    fn capabilities(&self) -> SessionCapabilities {
+        self.inner.capabilities()
+    }
+    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
+        let loaded = self.inner.load(scope).await;
+        if let Some(gate) = &self.gate
+            && !self.gated.swap(true, Ordering::SeqCst)
+        {
+            gate.wait().await;
+        }
+        loaded
+    }
+    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
+        let n = self.saves.fetch_add(1, Ordering::SeqCst) + 1;
+        if self.fail_save == Some(n) {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                format!("the test store failed save number {n} on purpose"),
+            ));
+        }
+        let saved = self.inner.save(scope, state, expected).await;
+        if saved
+            .as_ref()
+            .is_err_and(|e| e.kind() == ErrorKind::Conflict)
+        {
+            self.conflicts.fetch_add(1, Ordering::SeqCst);
+        }
+        saved
+    }
+    async fn delete(&self, scope: &Scope) -> Result<bool> {
+        self.inner.delete(scope).await
+    }
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.inner.list(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.inner.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.inner.purge_expired().await
+    }
+}
+
+/// A [`HistoryStore`] that forwards to another and fails its next `archive` calls (as many as
+/// set) with [`ErrorKind::Unavailable`], archiving nothing.
+#[derive(Debug)]
+pub struct FaultyHistoryStore {
+    inner: Arc<dyn HistoryStore>,
+    failing_archives: AtomicUsize,
+}
+
+impl FaultyHistoryStore {
+    /// Forwards to `inner`; fails the next `archives` archive calls.
+    pub fn failing_archive(inner: Arc<dyn HistoryStore>, archives: usize) -> Self {
+        Self {
+            inner,
+            failing_archives: AtomicUsize::new(archives),
+        }
+    }
+}
+
+#[async_trait]
+impl HistoryStore for FaultyHistoryStore {
+    fn capabilities(&self) -> HistoryCapabilities {
+        self.inner.capabilities()
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.inner.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.inner.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.inner.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.inner.list_threads(filter, page).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
+        if self
+            .failing_archives
+            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+            .is_ok()
+        {
+            return Err(Error::new(
+                ErrorKind::Unavailable,
+                "the test store failed an archive on purpose",
+            ));
+        }
+        self.inner.archive(scope, seqs).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.inner.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.inner.purge_expired().await
+    }
+}
+
+/// A memory over the stores with the suite's numbers (flush past 500 tokens, at least 100)
+/// and `blocks`.
+fn memory_over(
+    scope: &Scope,
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+    blocks: &[Arc<dyn MemoryBlock>],
+    token_limit: u64,
+) -> Memory {
+    let mut builder = Memory::builder(scope.clone(), history, sessions)
+        .token_limit(token_limit)
+        .chat_history_token_ratio(0.5)
+        .token_flush_size(100);
+    for block in blocks {
+        builder = builder.block(block.clone());
+    }
+    builder.build().expect_ok("build a memory")
+}
+
+/// The section `name` of the `<memory>` text, if there.
+fn section<'a>(memory_text: &'a str, name: &str) -> Option<&'a str> {
+    let open = format!("<{name}>\n");
+    let close = format!("\n</{name}>");
+    let start = memory_text.find(&open)? + open.len();
+    let end = start + memory_text[start..].find(&close)?;
+    Some(&memory_text[start..end])
+}
+
+/// The `<memory>` text of the memory's `get` (empty without one).
+async fn memory_text(memory: &Memory) -> String {
+    let out = memory.get(&[]).await.expect_ok("get the memory");
+    match out.first() {
+        Some(m) if m.role == Role::System && m.text().starts_with("<memory>") => m.text(),
+        _ => String::new(),
+    }
+}
+
+/// What the recording block `name` holds in its durable state, read through `get`.
+async fn delivered(memory: &Memory, name: &str) -> Vec<u64> {
+    let text = memory_text(memory).await;
+    section(&text, name)
+        .map(|s| {
+            s.split_whitespace()
+                .map(|n| n.parse().expect("a recorded seq"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn archived_seqs(history: &dyn HistoryStore, scope: &Scope) -> Vec<u64> {
+    history
+        .read(scope, Window::Everything)
+        .await
+        .expect_ok("read everything")
+        .iter()
+        .filter(|m| m.archived)
+        .map(|m| m.seq)
+        .collect()
+}
+
+async fn active(history: &dyn HistoryStore, scope: &Scope) -> Vec<StoredMessage> {
+    history
+        .read(scope, Window::All)
+        .await
+        .expect_ok("read the active window")
+}
+
+fn texts(messages: &[ChatMessage]) -> Vec<String> {
+    messages.iter().map(ChatMessage::text).collect()
+}
+
+fn stored_texts(messages: &[StoredMessage]) -> Vec<String> {
+    messages.iter().map(|m| m.message.text()).collect()
+}
+
+/// Asserts that a flush moved the oldest messages out and the rest starts with a user message.
+async fn assert_flushed(history: &dyn HistoryStore, scope: &Scope, report: &FlushReport, n: usize) {
+    let archived = archived_seqs(history, scope).await;
+    assert!(
+        report.messages > 0,
+        "{n} messages of about 40 words are past the flush threshold of 500 tokens, yet the flush \
+         moved nothing"
+    );
+    assert_eq!(
+        archived,
+        (1..=archived.len() as u64).collect::<Vec<_>>(),
+        "a flush archives the oldest messages, a prefix of the thread"
+    );
+    let count = history.count(scope).await.expect_ok("count");
+    assert_eq!(count.archived, archived.len() as u64, "count.archived");
+    assert_eq!(
+        count.active + count.archived,
+        n as u64,
+        "a flush archives, never deletes"
+    );
+    let window = active(history, scope).await;
+    assert_eq!(
+        window.first().map(|m| m.message.role),
+        Some(Role::User),
+        "after a flush the short-term window starts with a user message"
+    );
+}
+
+/// The full set of blocks: static, fact extraction (on `model`), vector (on `vectors`) and a
+/// recorder.
+fn full_blocks(
+    model: Arc<ScriptedChatModel>,
+    vectors: Arc<InMemoryVectorStore>,
+    recorder: Arc<RecordingBlock>,
+) -> Vec<Arc<dyn MemoryBlock>> {
+    vec![
+        Arc::new(StaticMemoryBlock::new("core_info", CORE_INFO).expect_ok("a static block")),
+        Arc::new(FactExtractionMemoryBlock::new(model)),
+        Arc::new(VectorMemoryBlock::new(Arc::new(WordHashEmbedder), vectors)),
+        recorder,
+    ]
+}
+
+/// `put_messages` past the threshold flushes the oldest messages once into every block (static,
+/// fact extraction, vector, recorder), archives them, and `get` shows every block and the rest;
+/// a second flush hands each block only the new messages.
+pub async fn memory_flushes_into_every_block(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    let model = Arc::new(
+        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
+    );
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let recorder = RecordingBlock::new("recorder");
+    let blocks = full_blocks(model.clone(), vectors, recorder.clone());
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+
+    let batch = conversation("m", 14);
+    let report = memory
+        .put_messages(&batch)
+        .await
+        .expect_ok("put 14 messages");
+    assert_flushed(history.as_ref(), &scope, &report, 14).await;
+    let archived = archived_seqs(history.as_ref(), &scope).await;
+    assert_eq!(
+        report.messages,
+        archived.len(),
+        "the report counts what was archived"
+    );
+    assert_eq!(
+        report.deliveries, 4,
+        "each of the 4 blocks took the batch once"
+    );
+    assert_eq!(model.remaining(), 0, "the fact block asked its model once");
+    let flushed = &batch[..report.messages];
+    let transcript = tagged_transcript(flushed.iter());
+    let prompt = model.requests()[0].messages[1].text();
+    assert!(
+        prompt.contains(&transcript),
+        "the extraction prompt holds the flushed messages as a transcript: {prompt}"
+    );
+    assert_eq!(
+        recorder.calls(),
+        vec![archived.clone()],
+        "one put of the flushed seqs"
+    );
+
+    // get: every block, then the short-term messages.
+    let query = vec![ChatMessage::user(batch[0].text())];
+    let out = memory.get(&query).await.expect_ok("get");
+    let seqs: Vec<String> = archived.iter().map(u64::to_string).collect();
+    let expected = render_memory([
+        ("core_info", CORE_INFO),
+        (
+            "fact_extraction_memory",
+            format!("<fact>{FIRST_FACT}</fact>").as_str(),
+        ),
+        ("retrieval_based_memory", transcript.as_str()),
+        ("recorder", seqs.join(" ").as_str()),
+    ]);
+    assert_eq!(
+        out[0].role,
+        Role::System,
+        "the memory goes in a system message"
+    );
+    assert_eq!(
+        out[0].text(),
+        expected,
+        "the <memory> text of the four blocks"
+    );
+    assert_eq!(
+        texts(&out[1..]),
+        stored_texts(&active(history.as_ref(), &scope).await),
+        "then the short-term messages"
+    );
+    assert_eq!(
+        memory.flush().await.expect_ok("flush again"),
+        FlushReport::default(),
+        "within the threshold a flush does nothing"
+    );
+
+    // A second flush: each block gets only the new messages.
+    model.push(crate::ScriptedReply::Response(memory_core::ChatResponse {
+        messages: vec![ChatMessage::assistant("<facts></facts>")],
+        ..Default::default()
+    }));
+    let more = conversation("n", 8);
+    let second = memory.put_messages(&more).await.expect_ok("put 8 more");
+    assert!(second.messages > 0, "22 messages pass the threshold again");
+    assert_eq!(second.deliveries, 4);
+    let archived = archived_seqs(history.as_ref(), &scope).await;
+    assert_eq!(archived, (1..=archived.len() as u64).collect::<Vec<_>>());
+    assert_eq!(
+        delivered(&memory, "recorder").await,
+        archived,
+        "the recorder holds every archived message once"
+    );
+    let calls = recorder.calls();
+    assert_eq!(calls.len(), 2);
+    assert_eq!(
+        calls[1].first().copied(),
+        Some(calls[0].last().copied().unwrap_or(0) + 1),
+        "the second put starts after the first one's last message"
+    );
+    let text = memory_text(&memory).await;
+    assert_eq!(
+        section(&text, "fact_extraction_memory"),
+        Some(format!("<fact>{FIRST_FACT}</fact>").as_str()),
+        "the fact survives a flush with nothing new"
+    );
+}
+
+/// `get` over the token limit truncates blocks by priority (the vector block, then the facts,
+/// never priority 0), then drops the oldest short-term messages, never the last user turn.
+pub async fn memory_get_truncates_by_priority(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    let model = Arc::new(
+        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
+    );
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let recorder = RecordingBlock::new("recorder");
+    let blocks = full_blocks(model, vectors, recorder);
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+    let batch = conversation("m", 14);
+    let report = memory
+        .put_messages(&batch)
+        .await
+        .expect_ok("put 14 messages");
+    assert_flushed(history.as_ref(), &scope, &report, 14).await;
+
+    let window = active(history.as_ref(), &scope).await;
+    let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+    let seqs: Vec<String> = archived_seqs(history.as_ref(), &scope)
+        .await
+        .iter()
+        .map(u64::to_string)
+        .collect();
+    let seqs = seqs.join(" ");
+    let fact = format!("<fact>{FIRST_FACT}</fact>");
+    let counter = default_token_counter();
+    let tokens = |text: &str| u64::from(counter.count_text(text));
+    let with_facts = render_memory([
+        ("core_info", CORE_INFO),
+        ("fact_extraction_memory", fact.as_str()),
+        ("recorder", seqs.as_str()),
+    ]);
+    let fixed_only = render_memory([("core_info", CORE_INFO), ("recorder", seqs.as_str())]);
+    let query = [ChatMessage::user(batch[0].text())];
+
+    // Room for everything but the vector block (priority 2, truncated first).
+    let limit = history_tokens + tokens(&with_facts);
+    let tight = memory_over(&scope, history.clone(), sessions.clone(), &blocks, limit);
+    let out = tight
+        .get(&query)
+        .await
+        .expect_ok("get within a tight limit");
+    assert_eq!(out[0].text(), with_facts, "the vector block goes first");
+    assert_eq!(
+        texts(&out[1..]),
+        stored_texts(&window),
+        "no message dropped"
+    );
+
+    // Room for the priority-0 blocks only.
+    let limit = history_tokens + tokens(&fixed_only);
+    let tighter = memory_over(&scope, history.clone(), sessions.clone(), &blocks, limit);
+    let out = tighter
+        .get(&query)
+        .await
+        .expect_ok("get within a tighter limit");
+    assert_eq!(
+        out[0].text(),
+        fixed_only,
+        "then the facts; priority 0 stays"
+    );
+    assert_eq!(
+        texts(&out[1..]),
+        stored_texts(&window),
+        "no message dropped"
+    );
+
+    // Room for the priority-0 blocks and the last user turn only.
+    let last_turn = &window[window.len() - 2..];
+    assert_eq!(last_turn[0].message.role, Role::User);
+    let limit = tokens(&fixed_only) + last_turn.iter().map(|m| u64::from(m.tokens)).sum::<u64>();
+    let tiny = memory_over(&scope, history.clone(), sessions, &blocks, limit);
+    let out = tiny.get(&query).await.expect_ok("get within a tiny limit");
+    assert_eq!(out[0].text(), fixed_only);
+    assert_eq!(
+        texts(&out[1..]),
+        stored_texts(last_turn),
+        "the oldest messages are dropped, the last user turn stays"
+    );
+    assert_eq!(
+        active(history.as_ref(), &scope).await.len(),
+        window.len(),
+        "get drops messages from the view only, never from the store"
+    );
+}
+
+fn recorders(names: &[&str]) -> (Vec<Arc<RecordingBlock>>, Vec<Arc<dyn MemoryBlock>>) {
+    let blocks: Vec<Arc<RecordingBlock>> = names.iter().map(|n| RecordingBlock::new(n)).collect();
+    let dyns = blocks
+        .iter()
+        .map(|b| b.clone() as Arc<dyn MemoryBlock>)
+        .collect();
+    (blocks, dyns)
+}
+
+const RECORDERS: [&str; 3] = ["first", "second", "third"];
+
+/// A crash between a block's `put` and the save of its watermark (the `n`th state save fails,
+/// for each block in turn) archives nothing; a fresh memory over the same stores finishes the
+/// flush, and every block holds each flushed message exactly once.
+pub async fn memory_crash_before_watermark_save_delivers_once(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    for failing in 1..=RECORDERS.len() {
+        let scope = random_scope();
+        let faulty: Arc<dyn SessionStore> =
+            Arc::new(FaultySessionStore::new(sessions.clone()).failing_save(failing));
+        let (crashed, blocks) = recorders(&RECORDERS);
+        let memory = memory_over(&scope, history.clone(), faulty, &blocks, 1000);
+        let batch = conversation("m", 14);
+        expect_error_kind(
+            memory.put_messages(&batch).await,
+            ErrorKind::Unavailable,
+            "put_messages while the state save of block {failing} fails",
+        );
+        assert_eq!(
+            archived_seqs(history.as_ref(), &scope).await,
+            Vec::<u64>::new(),
+            "a flush that failed archives nothing (block {failing})"
+        );
+        assert_eq!(
+            crashed[failing - 1].calls().len(),
+            1,
+            "block {failing} was given the batch before its save failed"
+        );
+
+        // A new process: fresh blocks and memory over the same stores.
+        let (_, blocks) = recorders(&RECORDERS);
+        let fresh = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+        let report = fresh.flush().await.expect_ok("flush in the new process");
+        assert_flushed(history.as_ref(), &scope, &report, 14).await;
+        assert_eq!(
+            report.deliveries,
+            RECORDERS.len() - (failing - 1),
+            "the retry delivers to the blocks whose watermark was not saved, only"
+        );
+        let archived = archived_seqs(history.as_ref(), &scope).await;
+        for name in RECORDERS {
+            assert_eq!(
+                delivered(&fresh, name).await,
+                archived,
+                "block {name} holds each flushed message once (save {failing} failed)"
+            );
+        }
+    }
+}
+
+/// A crash between the last block's watermark save and the archive leaves the messages short
+/// term; a fresh memory archives them without handing them to any block again.
+pub async fn memory_crash_before_archive_delivers_once(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    let faulty: Arc<dyn HistoryStore> =
+        Arc::new(FaultyHistoryStore::failing_archive(history.clone(), 1));
+    let (crashed, blocks) = recorders(&RECORDERS);
+    let memory = memory_over(&scope, faulty, sessions.clone(), &blocks, 1000);
+    let batch = conversation("m", 14);
+    expect_error_kind(
+        memory.put_messages(&batch).await,
+        ErrorKind::Unavailable,
+        "put_messages while the archive fails",
+    );
+    assert_eq!(
+        archived_seqs(history.as_ref(), &scope).await,
+        Vec::<u64>::new(),
+        "nothing archived"
+    );
+    let given = crashed[0].calls();
+    assert_eq!(given.len(), 1, "the first block took the batch");
+    for name in RECORDERS {
+        assert_eq!(
+            delivered(&memory, name).await,
+            given[0],
+            "block {name} saved the batch before the archive failed"
+        );
+    }
+
+    let (fresh_blocks, blocks) = recorders(&RECORDERS);
+    let fresh = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+    let report = fresh.flush().await.expect_ok("flush in the new process");
+    assert_flushed(history.as_ref(), &scope, &report, 14).await;
+    assert_eq!(report.deliveries, 0, "no block is given the batch again");
+    assert!(
+        fresh_blocks.iter().all(|b| b.calls().is_empty()),
+        "no put in the new process"
+    );
+    let archived = archived_seqs(history.as_ref(), &scope).await;
+    assert_eq!(
+        archived, given[0],
+        "the retry archives what the blocks took"
+    );
+    for name in RECORDERS {
+        assert_eq!(delivered(&fresh, name).await, archived, "block {name}");
+    }
+}
+
+/// Two memories (two processes: separate objects over the same stores) flush one session at
+/// once, both having loaded the block states before either saves: one save wins, the other
+/// gets `Conflict` and redoes its flush from the winner's state; each block holds each
+/// message once.
+pub async fn memory_concurrent_flushes_deliver_once(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    history
+        .append(&scope, &conversation("m", 14))
+        .await
+        .expect_ok("append 14 messages");
+    let barrier = Arc::new(Barrier::new(2));
+    let gated =
+        || Arc::new(FaultySessionStore::new(sessions.clone()).gated_first_load(barrier.clone()));
+    let (a_states, b_states) = (gated(), gated());
+    let (_, a_blocks) = recorders(&RECORDERS);
+    let (_, b_blocks) = recorders(&RECORDERS);
+    let a = memory_over(&scope, history.clone(), a_states.clone(), &a_blocks, 1000);
+    let b = memory_over(&scope, history.clone(), b_states.clone(), &b_blocks, 1000);
+    let (ra, rb) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(a.flush(), b.flush())
+    })
+    .await
+    .expect("two concurrent flushes finish within 30 s");
+    let (ra, rb) = (ra.expect_ok("flush A"), rb.expect_ok("flush B"));
+    assert!(
+        a_states.conflicts() + b_states.conflicts() >= 1,
+        "two flushes that loaded the same state version cannot both save it"
+    );
+    assert_eq!(
+        ra.deliveries + rb.deliveries,
+        RECORDERS.len(),
+        "each block's delivery is saved by one of the two"
+    );
+    assert_eq!(ra.messages, rb.messages, "both flush the same messages");
+    assert_flushed(history.as_ref(), &scope, &ra, 14).await;
+    let archived = archived_seqs(history.as_ref(), &scope).await;
+    assert_eq!(archived.len(), ra.messages);
+    for name in RECORDERS {
+        assert_eq!(delivered(&a, name).await, archived, "block {name}");
+    }
+}
+
+fn chat_model(replies: usize, prefix: &str) -> Arc<ScriptedChatModel> {
+    let mut model = ScriptedChatModel::new();
+    for i in 0..replies {
+        model = model.reply_text(format!("{prefix} answer {i} about the rollout plan"));
+    }
+    Arc::new(model)
+}
+
+fn summarizer(replies: usize) -> Arc<ScriptedChatModel> {
+    let mut model = ScriptedChatModel::new();
+    for i in 1..=replies {
+        model = model.reply_text(format!("summary {i} of the earlier turns"));
+    }
+    Arc::new(model)
+}
+
+/// Runs `turns` turns of an agent with `reducer` on `trigger`; returns the agent model.
+async fn run_agent(
+    history: &Arc<dyn HistoryStore>,
+    scope: &Scope,
+    reducer: Arc<dyn ChatReducer>,
+    trigger: ReducerTrigger,
+    turns: usize,
+) -> Arc<ScriptedChatModel> {
+    let model = chat_model(turns, "agent");
+    let agent = Agent::builder("assistant", model.clone(), history.clone())
+        .instructions("You help with the rollout.")
+        .reducer(reducer, trigger)
+        .build()
+        .expect_ok("build the agent");
+    let mut session = AgentSession::new(scope.clone());
+    for turn in 0..turns {
+        agent
+            .run(
+                format!("question {turn} about the staged rollout of the billing service"),
+                &mut session,
+            )
+            .await
+            .expect_ok("run a turn");
+    }
+    model
+}
+
+async fn everything(history: &dyn HistoryStore, scope: &Scope) -> Vec<StoredMessage> {
+    history
+        .read(scope, Window::Everything)
+        .await
+        .expect_ok("read everything")
+}
+
+/// With `AfterMessageAdded`, each reducer (message count, token budget, summarizing) archives
+/// what it drops on the store — whole groups, oldest first, never the last user turn — and the
+/// summarizer stores its marked summary; nothing is deleted.
+pub async fn reducers_after_message_added_archive_on_the_store(
+    history: Arc<dyn HistoryStore>,
+    _sessions: Arc<dyn SessionStore>,
+) {
+    let trigger = ReducerTrigger::AfterMessageAdded;
+
+    // Message count: 4 turns, keep 4 messages.
+    let scope = random_scope();
+    run_agent(
+        &history,
+        &scope,
+        Arc::new(MessageCountReducer::new(4)),
+        trigger,
+        4,
+    )
+    .await;
+    let all = everything(history.as_ref(), &scope).await;
+    assert_eq!(all.len(), 8, "nothing deleted");
+    let flags: Vec<bool> = all.iter().map(|m| m.archived).collect();
+    assert_eq!(
+        flags,
+        [true, true, true, true, false, false, false, false],
+        "the 4 oldest messages archived"
+    );
+    let count = history.count(&scope).await.expect_ok("count");
+    assert_eq!((count.active, count.archived), (4, 4));
+
+    // Token budget: the active tokens end within the budget, archived a prefix.
+    let scope = random_scope();
+    let budget = 60;
+    run_agent(
+        &history,
+        &scope,
+        Arc::new(TokenBudgetReducer::new(budget)),
+        trigger,
+        6,
+    )
+    .await;
+    let all = everything(history.as_ref(), &scope).await;
+    assert_eq!(all.len(), 12, "nothing deleted");
+    let count = history.count(&scope).await.expect_ok("count");
+    assert!(count.archived > 0, "12 messages are over {budget} tokens");
+    assert!(
+        count.active_tokens <= budget || count.active == 2,
+        "the active window fits the budget (or is the last turn): {count:?}"
+    );
+    let first_active = all
+        .iter()
+        .position(|m| !m.archived)
+        .expect("an active message");
+    assert!(
+        all[first_active..].iter().all(|m| !m.archived),
+        "the archived messages are the oldest"
+    );
+    assert_eq!(all[first_active].message.role, Role::User, "whole turns go");
+    assert_eq!(count.archived, first_active as u64);
+
+    // Summarizing: keep 2, summarize past 2 + 2: after 3 turns, 4 archived and one summary.
+    let scope = random_scope();
+    let model = summarizer(1);
+    let reducer = Arc::new(SummarizingReducer::new(model.clone(), 2, 2));
+    run_agent(&history, &scope, reducer, trigger, 3).await;
+    assert_eq!(model.remaining(), 0, "one summary written");
+    let all = everything(history.as_ref(), &scope).await;
+    let flags: Vec<bool> = all.iter().map(|m| m.archived).collect();
+    assert_eq!(flags, [true, true, true, true, false, false, false]);
+    let summary = &all[6].message;
+    assert!(is_summary(summary), "the stored summary is marked");
+    assert!(
+        summary.text().contains("summary 1 of the earlier turns"),
+        "the summary holds the model's text: {}",
+        summary.text()
+    );
+    assert!(!is_summary(&all[4].message) && all[4].message.role == Role::User);
+    let count = history.count(&scope).await.expect_ok("count");
+    assert_eq!((count.active, count.archived), (3, 4));
+}
+
+/// With `BeforeMessagesRetrieval`, each reducer shrinks only what the model is sent: the store
+/// keeps every message active and gains no summary.
+pub async fn reducers_before_retrieval_leave_the_store_untouched(
+    history: Arc<dyn HistoryStore>,
+    _sessions: Arc<dyn SessionStore>,
+) {
+    let trigger = ReducerTrigger::BeforeMessagesRetrieval;
+    let turns = 5;
+    // The summarizer writes a summary on every run over 2 + 2 messages: runs 3 and 4.
+    let summaries = summarizer(2);
+    let reducers: [(&str, Arc<dyn ChatReducer>); 3] = [
+        ("message count", Arc::new(MessageCountReducer::new(4))),
+        ("token budget", Arc::new(TokenBudgetReducer::new(60))),
+        (
+            "summarizing",
+            Arc::new(SummarizingReducer::new(summaries.clone(), 2, 2)),
+        ),
+    ];
+    for (name, reducer) in reducers {
+        let scope = random_scope();
+        let model = run_agent(&history, &scope, reducer, trigger, turns).await;
+        let all = everything(history.as_ref(), &scope).await;
+        assert_eq!(
+            all.len(),
+            2 * turns,
+            "{name}: every message stored, no summary"
+        );
+        assert!(
+            all.iter().all(|m| !m.archived && !is_summary(&m.message)),
+            "{name}: nothing archived"
+        );
+        let count = history.count(&scope).await.expect_ok("count");
+        assert_eq!(
+            (count.active, count.archived),
+            (2 * turns as u64, 0),
+            "{name}"
+        );
+        let sent = model.last_request().expect("a request").messages;
+        // Instructions + the stored history + the input, had nothing been reduced.
+        assert!(
+            sent.len() < 1 + 2 * (turns - 1) + 1,
+            "{name}: the model saw a reduced view ({} messages)",
+            sent.len()
+        );
+        assert_eq!(
+            sent.last().map(ChatMessage::text),
+            Some(format!(
+                "question {} about the staged rollout of the billing service",
+                turns - 1
+            )),
+            "{name}: the input is sent"
+        );
+    }
+    assert_eq!(
+        summaries.remaining(),
+        0,
+        "the summarizer ran on runs 3 and 4"
+    );
+}
+
+/// (role, author, text) of each message: what two runs on different scopes must agree on.
+fn shape(messages: &[ChatMessage]) -> Vec<(Role, Option<String>, String)> {
+    messages
+        .iter()
+        .map(|m| (m.role, m.author_name.clone(), m.text()))
+        .collect()
+}
+
+/// A [`TeamSession`] saved to the session store half-way and restored into a fresh object
+/// continues exactly as one that ran without interruption.
+pub async fn team_session_resumes_like_an_uninterrupted_run(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let first: Vec<(&str, ChatMessage)> = vec![
+        ("flights", ChatMessage::assistant("LIS 09:40 booked")),
+        ("hotels", ChatMessage::assistant("Alfama, 3 nights")),
+        ("flights", ChatMessage::assistant("return OPO 18:05 held")),
+    ];
+    let second: Vec<(&str, ChatMessage)> = vec![
+        ("hotels", ChatMessage::assistant("late checkout confirmed")),
+        ("flights", ChatMessage::assistant("return ticketed")),
+        ("flights", ChatMessage::assistant("seats 12A and 12B")),
+    ];
+    async fn part(team: &mut TeamSession, messages: &[(&str, ChatMessage)], step: &str) {
+        for (agent, message) in messages {
+            team.add_history_message(agent, message.clone())
+                .await
+                .expect_ok("add a team message");
+        }
+        team.update_snapshot("step", json!(step));
+    }
+    async fn observe(team: &TeamSession) -> Value {
+        let flights = team
+            .history_messages("flights", 100)
+            .await
+            .expect_ok("flights");
+        let hotels = team
+            .history_messages("hotels", 100)
+            .await
+            .expect_ok("hotels");
+        let whole = team.team_history(100).await.expect_ok("team history");
+        json!({
+            "flights": format!("{:?}", shape(&flights)),
+            "hotels": format!("{:?}", shape(&hotels)),
+            "team": format!("{:?}", shape(&whole)),
+            "snapshot": team.snapshot(),
+        })
+    }
+
+    // Uninterrupted.
+    let scope = random_scope();
+    let mut team = TeamSession::new(AgentSession::new(scope), history.clone());
+    team.set_history_window("flights", Some(2))
+        .expect_ok("window");
+    part(&mut team, &first, "booked").await;
+    part(&mut team, &second, "done").await;
+    let uninterrupted = observe(&team).await;
+
+    // Saved after the first part, restored into a new object, continued.
+    let scope = random_scope();
+    let mut team = TeamSession::new(AgentSession::new(scope.clone()), history.clone());
+    team.set_history_window("flights", Some(2))
+        .expect_ok("window");
+    part(&mut team, &first, "booked").await;
+    let state = team
+        .session()
+        .serialize()
+        .expect_ok("serialize the team session");
+    sessions
+        .save(&scope, &state, None)
+        .await
+        .expect_ok("save the team session");
+    drop(team);
+    let stored = sessions
+        .load(&scope)
+        .await
+        .expect_ok("load the team session")
+        .expect("the saved team session");
+    let session = AgentSession::deserialize(&stored.state).expect_ok("deserialize");
+    let mut team = TeamSession::new(session, history.clone());
+    part(&mut team, &second, "done").await;
+    let resumed = observe(&team).await;
+    assert_eq!(
+        resumed, uninterrupted,
+        "the resumed team equals the uninterrupted one"
+    );
+    assert_eq!(
+        team.history_messages("flights", 100)
+            .await
+            .expect_ok("flights")
+            .len(),
+        2,
+        "the flights window travelled with the saved session"
+    );
+}
+
+fn participant(
+    history: &Arc<dyn HistoryStore>,
+    name: &str,
+    replies: &[&str],
+) -> (ChatParticipant, Arc<ScriptedChatModel>) {
+    let mut model = ScriptedChatModel::new();
+    for reply in replies {
+        model = model.reply_text(*reply);
+    }
+    let model = Arc::new(model);
+    let agent = Agent::builder(name, model.clone(), history.clone())
+        .build()
+        .expect_ok("build a chat agent");
+    (
+        ChatParticipant::new(Arc::new(agent), "chat_completion"),
+        model,
+    )
+}
+
+/// An [`AgentChat`] saved to the session store half-way (the agents' sub-histories in the
+/// history store) and restored into a new chat with new agents continues exactly as one that
+/// ran without interruption: same primary history, same requests to the models, same stored
+/// sub-histories.
+pub async fn agent_chat_resumes_like_an_uninterrupted_run(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    const WRITER: [&str; 2] = ["draft 1: an old pond", "draft 2: a frog jumps"];
+    const CRITIC: [&str; 2] = ["too long", "better; ship it"];
+    async fn observe(
+        history: &Arc<dyn HistoryStore>,
+        chat: &AgentChat,
+        writer: &[ChatRequest],
+        critic: &[ChatRequest],
+    ) -> Value {
+        let mut subs = Vec::new();
+        for agent in ["writer", "critic"] {
+            let scope = chat
+                .scope()
+                .clone()
+                .with_agent_id(AgentId::new(agent).expect("a valid agent id"));
+            let stored = active(history.as_ref(), &scope).await;
+            let messages: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
+            subs.push(format!("{:?}", shape(&messages)));
+        }
+        let requests = |requests: &[ChatRequest]| {
+            requests
+                .iter()
+                .map(|r| format!("{:?}", shape(&r.messages)))
+                .collect::<Vec<_>>()
+        };
+        json!({
+            "history": format!("{:?}", shape(chat.history())),
+            "sub_histories": subs,
+            "writer_requests": requests(writer),
+            "critic_requests": requests(critic),
+        })
+    }
+
+    // Uninterrupted: writer, critic, writer, critic.
+    let scope = random_scope();
+    let mut chat = AgentChat::new(scope);
+    let (writer, writer_model) = participant(&history, "writer", &WRITER);
+    let (critic, critic_model) = participant(&history, "critic", &CRITIC);
+    chat.add_agent(writer).expect_ok("add the writer");
+    chat.add_agent(critic).expect_ok("add the critic");
+    chat.add_message(ChatMessage::user("Write a haiku about a pond"));
+    for _ in 0..4 {
+        chat.invoke().await.expect_ok("a turn");
+    }
+    let uninterrupted = observe(
+        &history,
+        &chat,
+        &writer_model.requests(),
+        &critic_model.requests(),
+    )
+    .await;
+
+    // Two turns, saved, restored with new agents (a new process), two more turns.
+    let scope = random_scope();
+    let mut chat = AgentChat::new(scope.clone());
+    let (writer, first_writer) = participant(&history, "writer", &WRITER[..1]);
+    let (critic, first_critic) = participant(&history, "critic", &CRITIC[..1]);
+    chat.add_agent(writer).expect_ok("add the writer");
+    chat.add_agent(critic).expect_ok("add the critic");
+    chat.add_message(ChatMessage::user("Write a haiku about a pond"));
+    chat.invoke_agent("writer").await.expect_ok("writer turn");
+    chat.invoke_agent("critic").await.expect_ok("critic turn");
+    let mut bytes = Vec::new();
+    ChatSerializer::serialize(&chat, &mut bytes).expect_ok("serialize the chat");
+    let state: Value = serde_json::from_slice(&bytes).expect("the chat state is JSON");
+    sessions
+        .save(&scope, &state, None)
+        .await
+        .expect_ok("save the chat");
+    drop(chat);
+
+    let stored = sessions
+        .load(&scope)
+        .await
+        .expect_ok("load the chat")
+        .expect("the saved chat");
+    let bytes = serde_json::to_vec(&stored.state).expect("JSON");
+    let serializer = ChatSerializer::deserialize(bytes.as_slice()).expect_ok("read the chat state");
+    let mut chat = AgentChat::new(scope);
+    let (writer, second_writer) = participant(&history, "writer", &WRITER[1..]);
+    let (critic, second_critic) = participant(&history, "critic", &CRITIC[1..]);
+    chat.add_agent(writer).expect_ok("add the writer");
+    chat.add_agent(critic).expect_ok("add the critic");
+    assert_eq!(
+        serializer.restore(&mut chat).expect_ok("restore"),
+        RestoreOutcome::Equivalent
+    );
+    chat.invoke_agent("writer").await.expect_ok("writer turn");
+    chat.invoke_agent("critic").await.expect_ok("critic turn");
+
+    // The two processes' models together saw what the uninterrupted ones saw.
+    let joined = |a: &ScriptedChatModel, b: &ScriptedChatModel| {
+        let mut all = a.requests();
+        all.extend(b.requests());
+        all
+    };
+    let writer_all = joined(&first_writer, &second_writer);
+    let critic_all = joined(&first_critic, &second_critic);
+    let resumed = observe(&history, &chat, &writer_all, &critic_all).await;
+    assert_eq!(
+        resumed, uninterrupted,
+        "the resumed chat equals the uninterrupted one"
+    );
+}
+
+/// Runs every check of the suite, one after the other, on `history` and `sessions`.
+pub async fn run_all_memory_checks(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    crate::__memory_checks!(run_all(history, sessions));
+}
