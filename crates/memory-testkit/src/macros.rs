@@ -138,6 +138,9 @@ macro_rules! __memory_checks {
                 reducers_before_retrieval_leave_the_store_untouched,
                 team_session_resumes_like_an_uninterrupted_run,
                 agent_chat_resumes_like_an_uninterrupted_run,
+                agent_tool_loop_stores_whole_groups,
+                agent_tool_loop_with_memory_flushes_groups_whole,
+                agent_reducer_between_iterations_keeps_groups,
             ]
         }
     };

@@ -103,6 +103,37 @@ impl HistoryStore for ArchiveDoesNothing {
     }
 }
 
+/// A history store that stores each batch but its last message (and acknowledges the whole
+/// batch).
+#[derive(Debug, Default)]
+struct DropsLastOfBatch(InMemoryHistoryStore);
+
+#[memory_core::async_trait]
+impl HistoryStore for DropsLastOfBatch {
+    fn capabilities(&self) -> HistoryCapabilities {
+        self.0.capabilities()
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        let kept = &messages[..messages.len().saturating_sub(1)];
+        self.0.append(scope, kept).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.0.archive(scope, seqs).await
+    }
+}
+
 fn honest_history() -> Arc<dyn HistoryStore> {
     Arc::new(InMemoryHistoryStore::new())
 }
@@ -169,5 +200,17 @@ fn a_history_store_that_does_not_archive_fails_the_flush_and_reducer_checks() {
             honest_sessions()
         ),
         "a reducer whose archive is lost must be caught"
+    );
+}
+
+#[test]
+fn a_history_store_that_drops_the_last_message_of_a_batch_fails_the_tool_loop_check() {
+    assert!(
+        fails!(
+            agent_tool_loop_stores_whole_groups,
+            Arc::new(DropsLastOfBatch::default()),
+            honest_sessions()
+        ),
+        "a turn stored without its final answer must be caught"
     );
 }
