@@ -90,8 +90,8 @@ macro_rules! vector_store_tests {
 }
 
 /// Generates one test per check of the [`memory`](crate::memory) suite: [`Memory`](memory_core::Memory)
-/// and its blocks, the exactly-once flush watermark, the reducers, `TeamSession` and
-/// `AgentChat`, on a [`HistoryStore`](memory_core::HistoryStore) and a
+/// and its blocks, the exactly-once flush watermark, the reducers, `TeamSession`, `AgentChat`
+/// and the agent's tool loop, on a [`HistoryStore`](memory_core::HistoryStore) and a
 /// [`SessionStore`](memory_core::SessionStore).
 ///
 /// The argument is an expression (usually an `async` block) that evaluates to a future of a

@@ -1,6 +1,6 @@
 //! The `memory` suite: the features built on the stores — [`Memory`] and its blocks, the
-//! exactly-once flush watermark, the reducers, [`TeamSession`] and [`AgentChat`] — run against
-//! a real [`HistoryStore`] and [`SessionStore`].
+//! exactly-once flush watermark, the reducers, [`TeamSession`], [`AgentChat`] and the
+//! [`Agent`]'s tool loop — run against a real [`HistoryStore`] and [`SessionStore`].
 //!
 //! Each check is an async function taking the two stores (often one store implementing both);
 //! it works under its own random tenant (see [`random_scope`]), so checks can run in parallel
@@ -16,8 +16,8 @@
 //!
 //! # Assumptions
 //! The history store supports `archive` (a [`Memory`] flush and an `AfterMessageAdded` reducer
-//! archive), and counts tokens so that a message of about 40 words costs between 20 and 200
-//! tokens.
+//! archive), counts tokens so that a message of about 40 words costs between 20 and 200
+//! tokens, and gives back each message's id and parts as they were appended.
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
