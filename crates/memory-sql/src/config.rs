@@ -23,7 +23,7 @@ pub const DEFAULT_TABLE_PREFIX: &str = "agent_memory_";
 /// let config = SqlConfig::new()
 ///     .table_prefix("chat_")
 ///     .default_ttl(Duration::from_secs(24 * 3600));
-/// assert_eq!(config.get_table_prefix(), "chat_");
+/// assert_eq!(config.table_prefix(), "chat_");
 /// ```
 #[derive(Clone)]
 pub struct SqlConfig {
@@ -63,13 +63,13 @@ impl SqlConfig {
     /// Sets the prefix of every table name. It is checked when the store opens: 1 to 32
     /// characters of `[a-z0-9_]` starting with a letter, else
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
-    pub fn table_prefix(mut self, prefix: impl Into<String>) -> Self {
+    pub fn with_table_prefix(mut self, prefix: impl Into<String>) -> Self {
         self.table_prefix = prefix.into();
         self
     }
 
     /// Counts tokens with `counter` (each message is counted once, when appended).
-    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+    pub fn with_token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.token_counter = counter;
         self
     }
@@ -78,7 +78,7 @@ impl SqlConfig {
     /// [`HistoryStore::set_ttl`](memory_core::HistoryStore::set_ttl)). It is checked when the
     /// store opens: 1 ms to [`MAX_TTL`](memory_core::MAX_TTL), else
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
-    pub fn default_ttl(mut self, ttl: Duration) -> Self {
+    pub fn with_default_ttl(mut self, ttl: Duration) -> Self {
         self.default_ttl = Some(ttl);
         self
     }
@@ -86,13 +86,13 @@ impl SqlConfig {
     /// Caps the pool a URL constructor opens (default: 10 for servers, 4 for a SQLite file; an
     /// in-memory SQLite database always has exactly one connection). Ignored by the
     /// `from_*_pool` constructors, whose pool is the application's.
-    pub fn max_connections(mut self, max: u32) -> Self {
+    pub fn with_max_connections(mut self, max: u32) -> Self {
         self.max_connections = Some(max.max(1));
         self
     }
 
     /// Bounds connecting and waiting for a pooled connection (default 5 s).
-    pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_acquire_timeout(mut self, timeout: Duration) -> Self {
         self.acquire_timeout = timeout;
         self
     }
@@ -102,7 +102,7 @@ impl SqlConfig {
     /// PostgreSQL's `lock_timeout`, MySQL's `innodb_lock_wait_timeout` (whole seconds, at least
     /// one). Set on the connections of the pools the URL constructors open; the application's
     /// own pools keep their settings.
-    pub fn busy_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
         self
     }
@@ -110,12 +110,12 @@ impl SqlConfig {
     /// Bounds every operation of the store (an append with its retries, a read with all its
     /// pages, …): past it the call fails with [`Timeout`](memory_core::ErrorKind::Timeout) and
     /// its transaction is rolled back (default 30 s). It guards against a server that stopped
-    /// answering; lock waits are bounded first by [`busy_timeout`](Self::busy_timeout). On
+    /// answering; lock waits are bounded first by [`with_busy_timeout`](Self::with_busy_timeout). On
     /// PostgreSQL it is also the server's `idle_in_transaction_session_timeout` for the
     /// connections this crate opens, so a client that hangs inside a transaction cannot hold
     /// its locks for longer. Needs a Tokio runtime with the time driver (as `#[tokio::main]`
     /// builds).
-    pub fn operation_timeout(mut self, timeout: Duration) -> Self {
+    pub fn with_operation_timeout(mut self, timeout: Duration) -> Self {
         self.operation_timeout = timeout.max(Duration::from_millis(1));
         self
     }
@@ -128,12 +128,12 @@ impl SqlConfig {
     }
 
     /// The table prefix as given.
-    pub fn get_table_prefix(&self) -> &str {
+    pub fn table_prefix(&self) -> &str {
         &self.table_prefix
     }
 
     /// The default TTL of new threads.
-    pub fn get_default_ttl(&self) -> Option<Duration> {
+    pub fn default_ttl(&self) -> Option<Duration> {
         self.default_ttl
     }
 }

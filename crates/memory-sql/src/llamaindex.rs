@@ -105,20 +105,20 @@ impl LlamaIndexConfig {
     /// [`LlamaIndexHistoryStore::MAX_TABLE_NAME_LEN`] characters of `[A-Za-z0-9_]`, not
     /// starting with a digit. Anything else fails when the store opens, with
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput).
-    pub fn table_name(mut self, name: impl Into<String>) -> Self {
+    pub fn with_table_name(mut self, name: impl Into<String>) -> Self {
         self.table_name = name.into();
         self
     }
 
     /// Sets the PostgreSQL schema of the table (LlamaIndex's `db_schema`; created if missing).
     /// Same rules as the table name; ignored on SQLite, as LlamaIndex ignores it.
-    pub fn schema(mut self, schema: impl Into<String>) -> Self {
+    pub fn with_schema(mut self, schema: impl Into<String>) -> Self {
         self.schema = Some(schema.into());
         self
     }
 
     /// Sets which scopes the store accepts.
-    pub fn key_mapping(mut self, mapping: KeyMapping) -> Self {
+    pub fn with_key_mapping(mut self, mapping: KeyMapping) -> Self {
         self.key_mapping = mapping;
         self
     }
@@ -127,7 +127,7 @@ impl LlamaIndexConfig {
     /// The id is always recorded (appends are idempotent by id), whatever `options` say;
     /// [`LiOptions::default`] records creation times and metadata too, so our messages read
     /// back exactly as appended, at the cost of longer `additional_kwargs` on the Python side.
-    pub fn message_options(mut self, options: LiOptions) -> Self {
+    pub fn with_message_options(mut self, options: LiOptions) -> Self {
         self.message_options = options.with_id(true);
         self
     }
@@ -136,9 +136,9 @@ impl LlamaIndexConfig {
     /// store opens its URL exactly as `SqlStore` does with `config` (pool size, acquire, busy
     /// and operation timeouts) and counts tokens with its counter, on every read (the table
     /// stores no counts). The table prefix does not apply (the table is
-    /// [`table_name`](Self::table_name)); a default TTL cannot be honoured (the table has no
+    /// [`with_table_name`](Self::with_table_name)); a default TTL cannot be honoured (the table has no
     /// expiry), and opening with one fails with [`Unsupported`](memory_core::ErrorKind::Unsupported).
-    pub fn sql_config(mut self, config: SqlConfig) -> Self {
+    pub fn with_sql_config(mut self, config: SqlConfig) -> Self {
         self.sql = config;
         self
     }
@@ -182,7 +182,7 @@ impl LlamaIndexConfig {
 /// # Messages
 /// An append writes each message as LlamaIndex would: `role`, `status = 'active'` and
 /// `data = python_json::dumps(to_llamaindex(message, options))`, where `options` are
-/// [`LiOptions::minimal`] with the id recorded (see [`LlamaIndexConfig::message_options`]).
+/// [`LiOptions::minimal`] with the id recorded (see [`LlamaIndexConfig::with_message_options`]).
 /// LlamaIndex's messages have no id, so ours is kept in `additional_kwargs`: Python sees
 /// `{"role": "user", "additional_kwargs": {"agent_memory": {"id": "…"}}, "blocks": […]}`.
 /// LlamaIndex keeps `additional_kwargs` as they are, counts them in its token budget (about 20
@@ -219,7 +219,7 @@ impl LlamaIndexConfig {
 /// (tiktoken `cl100k_base` by default, `additional_kwargs` included), so the two sides may
 /// decide to flush at slightly different points; give the store
 /// [`TiktokenCounter::cl100k`](memory_core::TiktokenCounter::cl100k) (through
-/// [`LlamaIndexConfig::sql_config`]) to come closer.
+/// [`LlamaIndexConfig::with_sql_config`]) to come closer.
 ///
 /// # Writes
 /// - `append` runs in one transaction that first takes a lock on the key (PostgreSQL:

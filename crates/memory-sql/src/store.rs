@@ -218,44 +218,44 @@ impl SqlStoreBuilder {
     /// starting with a letter; anything else fails at [`connect`](Self::connect) with
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput)).
     pub fn table_prefix(mut self, prefix: impl Into<String>) -> Self {
-        self.config = self.config.table_prefix(prefix);
+        self.config = self.config.with_table_prefix(prefix);
         self
     }
 
     /// Counts tokens with `counter` (default: tiktoken `o200k_base`).
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
-        self.config = self.config.token_counter(counter);
+        self.config = self.config.with_token_counter(counter);
         self
     }
 
     /// Gives every new thread this time to live.
     pub fn default_ttl(mut self, ttl: Duration) -> Self {
-        self.config = self.config.default_ttl(ttl);
+        self.config = self.config.with_default_ttl(ttl);
         self
     }
 
     /// Caps the pool (default 10 for servers, 4 for a SQLite file, 1 for in-memory SQLite).
     pub fn max_connections(mut self, max: u32) -> Self {
-        self.config = self.config.max_connections(max);
+        self.config = self.config.with_max_connections(max);
         self
     }
 
     /// Bounds connecting and waiting for a pooled connection (default 5 s).
     pub fn acquire_timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.acquire_timeout(timeout);
+        self.config = self.config.with_acquire_timeout(timeout);
         self
     }
 
     /// How long a writer waits for another's lock (default 10 s); see
-    /// [`SqlConfig::busy_timeout`].
+    /// [`SqlConfig::with_busy_timeout`].
     pub fn busy_timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.busy_timeout(timeout);
+        self.config = self.config.with_busy_timeout(timeout);
         self
     }
 
-    /// Bounds every operation (default 30 s); see [`SqlConfig::operation_timeout`].
+    /// Bounds every operation (default 30 s); see [`SqlConfig::with_operation_timeout`].
     pub fn operation_timeout(mut self, timeout: Duration) -> Self {
-        self.config = self.config.operation_timeout(timeout);
+        self.config = self.config.with_operation_timeout(timeout);
         self
     }
 
@@ -533,7 +533,7 @@ impl SqlStore {
     }
 }
 
-/// Runs `op` within `limit` ([`SqlConfig::operation_timeout`]); past it, `op` is dropped (its
+/// Runs `op` within `limit` ([`SqlConfig::with_operation_timeout`]); past it, `op` is dropped (its
 /// transaction rolls back) and the call fails with [`Timeout`](ErrorKind::Timeout).
 pub(crate) async fn within<T>(
     limit: Duration,

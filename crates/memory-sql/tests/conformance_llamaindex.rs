@@ -22,8 +22,8 @@ const SHARED_TABLE: &str = "amtest_llamaindex_conformance";
 
 fn config() -> LlamaIndexConfig {
     LlamaIndexConfig::new()
-        .key_mapping(KeyMapping::ScopeKey)
-        .message_options(LiOptions::default())
+        .with_key_mapping(KeyMapping::ScopeKey)
+        .with_message_options(LiOptions::default())
 }
 
 async fn open(url: &str, config: LlamaIndexConfig) -> LlamaIndexHistoryStore {
@@ -44,5 +44,5 @@ memory_testkit::history_store_tests!(mod llamaindex_store_on_sqlite_memory_histo
 
 #[cfg(feature = "postgres")]
 memory_testkit::history_store_tests!(mod llamaindex_store_on_postgres_history, async {
-    open(&common::postgres_url(), config().table_name(SHARED_TABLE)).await
+    open(&common::postgres_url(), config().with_table_name(SHARED_TABLE)).await
 });

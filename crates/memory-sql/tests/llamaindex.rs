@@ -280,7 +280,7 @@ impl Env {
                     .unwrap_or_else(|e| panic!("the PostgreSQL server is required: {e}"));
                 let store = LlamaIndexHistoryStore::from_postgres_pool(
                     pool.clone(),
-                    config.table_name(&table),
+                    config.with_table_name(&table),
                 )
                 .await
                 .unwrap();
@@ -505,7 +505,9 @@ async fn table_is_llamaindexs(kind: Kind) {
             };
             let store = LlamaIndexHistoryStore::from_postgres_pool(
                 pool,
-                LlamaIndexConfig::new().table_name(&long).schema(&schema),
+                LlamaIndexConfig::new()
+                    .with_table_name(&long)
+                    .with_schema(&schema),
             )
             .await
             .unwrap();
@@ -591,7 +593,11 @@ async fn postgres_schema_tables_keep_sqlalchemys_indexes() {
             })
             .collect();
         let drop = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
-        let config = || LlamaIndexConfig::new().table_name(table).schema(schema);
+        let config = || {
+            LlamaIndexConfig::new()
+                .with_table_name(table)
+                .with_schema(schema)
+        };
 
         // The table as LlamaIndex created it: its DDL and the vectors' index definitions.
         env.raw.exec(&drop).await;
@@ -672,7 +678,7 @@ async fn existing_llamaindex_table_is_used_as_it_is(kind: Kind) {
     env.raw
         .insert(&table, None, SESSION, (ts, role, status, data))
         .await;
-    let config = LlamaIndexConfig::new().table_name(&table);
+    let config = LlamaIndexConfig::new().with_table_name(&table);
     let store = match &env.raw {
         Raw::Sqlite(p) => LlamaIndexHistoryStore::from_sqlite_pool(p.clone(), config).await,
         Raw::Postgres(p) => LlamaIndexHistoryStore::from_postgres_pool(p.clone(), config).await,
@@ -697,7 +703,7 @@ async fn existing_llamaindex_table_is_used_as_it_is(kind: Kind) {
             "CREATE TABLE {other} (id INTEGER PRIMARY KEY, key VARCHAR)"
         ))
         .await;
-    let config = LlamaIndexConfig::new().table_name(&other);
+    let config = LlamaIndexConfig::new().with_table_name(&other);
     let err = match &env.raw {
         Raw::Sqlite(p) => LlamaIndexHistoryStore::from_sqlite_pool(p.clone(), config).await,
         Raw::Postgres(p) => LlamaIndexHistoryStore::from_postgres_pool(p.clone(), config).await,
@@ -870,7 +876,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
 
     // Into another LlamaIndex table.
     let other_table = unique_table();
-    let config = LlamaIndexConfig::new().table_name(&other_table);
+    let config = LlamaIndexConfig::new().with_table_name(&other_table);
     let other = match &env.raw {
         Raw::Sqlite(p) => LlamaIndexHistoryStore::from_sqlite_pool(p.clone(), config).await,
         Raw::Postgres(p) => LlamaIndexHistoryStore::from_postgres_pool(p.clone(), config).await,
@@ -1024,7 +1030,7 @@ async fn appends_write_pythons_bytes(kind: Kind) {
     // With LiOptions::default(), our messages read back exactly.
     let full = Env::with(
         kind,
-        LlamaIndexConfig::new().message_options(LiOptions::default()),
+        LlamaIndexConfig::new().with_message_options(LiOptions::default()),
     )
     .await;
     let rich = ChatMessage::user("hi")
@@ -1336,7 +1342,7 @@ async fn scopes_map_to_session_ids(kind: Kind) {
     // Sharing by session id: every scope of the session reads the same rows.
     let shared = Env::with(
         kind,
-        LlamaIndexConfig::new().key_mapping(KeyMapping::SessionIdOnly),
+        LlamaIndexConfig::new().with_key_mapping(KeyMapping::SessionIdOnly),
     )
     .await;
     let user_scope = plain.clone().with_user("u-1").unwrap();
@@ -1352,7 +1358,7 @@ async fn scopes_map_to_session_ids(kind: Kind) {
     // ScopeKey: the key is the whole scope's canonical key; scopes stay apart and are listed.
     let keyed = Env::with(
         kind,
-        LlamaIndexConfig::new().key_mapping(KeyMapping::ScopeKey),
+        LlamaIndexConfig::new().with_key_mapping(KeyMapping::ScopeKey),
     )
     .await;
     keyed
@@ -1413,12 +1419,12 @@ async fn bad_table_names_are_refused(kind: Kind) {
         "tä",
         too_long.as_str(),
     ] {
-        let config = LlamaIndexConfig::new().table_name(bad);
+        let config = LlamaIndexConfig::new().with_table_name(bad);
         let err = LlamaIndexHistoryStore::connect_with(&url, config)
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
-        let config = LlamaIndexConfig::new().schema(bad);
+        let config = LlamaIndexConfig::new().with_schema(bad);
         let err = LlamaIndexHistoryStore::connect_with(&url, config)
             .await
             .unwrap_err();
@@ -1430,10 +1436,12 @@ async fn bad_table_names_are_refused(kind: Kind) {
             Kind::Sqlite => good.to_owned(),
             Kind::Postgres => format!("{good}_{}", &unique_table()[3..15]),
         };
-        let store =
-            LlamaIndexHistoryStore::connect_with(&url, LlamaIndexConfig::new().table_name(&name))
-                .await
-                .unwrap();
+        let store = LlamaIndexHistoryStore::connect_with(
+            &url,
+            LlamaIndexConfig::new().with_table_name(&name),
+        )
+        .await
+        .unwrap();
         assert_eq!(store.table_name(), name);
         store
             .append(&session(), &[ChatMessage::user("x")])

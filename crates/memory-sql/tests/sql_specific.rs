@@ -287,7 +287,11 @@ async fn upgrade_from_v1(target: Target) {
 
     // A database that holds only schema v1.
     let v1 = SqlStore::builder(&url)
-        .config(SqlConfig::new().table_prefix(&prefix).__schema_version(1))
+        .config(
+            SqlConfig::new()
+                .with_table_prefix(&prefix)
+                .__schema_version(1),
+        )
         .connect()
         .await
         .unwrap();
@@ -490,7 +494,7 @@ async fn bad_table_prefixes_are_refused() {
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
         let pool = sqlx::SqlitePool::connect("sqlite::memory:").await.unwrap();
-        let err = SqlStore::from_sqlite_pool(pool, SqlConfig::new().table_prefix(bad))
+        let err = SqlStore::from_sqlite_pool(pool, SqlConfig::new().with_table_prefix(bad))
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
@@ -890,7 +894,7 @@ async fn round_trips_per_operation() {
 
 #[tokio::test]
 async fn stores_wrap_the_applications_pools() {
-    let config = || SqlConfig::new().table_prefix(common::shared_prefix());
+    let config = || SqlConfig::new().with_table_prefix(common::shared_prefix());
     let (sqlite_url, _) = common::temp_sqlite_url();
     let sqlite = sqlx::sqlite::SqlitePoolOptions::new()
         .connect_with(
