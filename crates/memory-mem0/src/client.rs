@@ -229,7 +229,8 @@ impl Mem0Client {
     /// Deletes one memory.
     ///
     /// # Errors
-    /// `NotFound`; see the type's documentation for the others.
+    /// `NotFound` (the self-hosted server answers it as HTTP 500 `Memory with id … not found`,
+    /// which is recognised); see the type's documentation for the others.
     pub async fn delete(&self, memory_id: &str) -> Result<()> {
         check_id(memory_id)?;
         let call = match &self.inner.wire {
@@ -254,8 +255,10 @@ impl Mem0Client {
 
     /// The changes of one memory, oldest first as the server orders them.
     ///
+    /// The self-hosted server answers an empty history for an unknown id.
+    ///
     /// # Errors
-    /// `NotFound`; see the type's documentation for the others.
+    /// `NotFound` (platform); see the type's documentation for the others.
     pub async fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         check_id(memory_id)?;
         let call = match &self.inner.wire {
