@@ -147,8 +147,8 @@ impl Mem0Client {
 
     /// One page of the memories of the request's scope.
     ///
-    /// The self-hosted server returns every memory of the scope at once; the page is cut from
-    /// that here.
+    /// The self-hosted server returns the scope's memories at once (mem0ai 2.x: at most 20,
+    /// the default of its `get_all`); the page is cut from that here.
     ///
     /// # Errors
     /// See the type's documentation; `Unsupported` on a self-hosted server for `app_id` or
