@@ -9,11 +9,14 @@
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
 //! - `cargo xtask fetch-model [--cache-dir DIR]`: download the local embedding model
 //!   (all-MiniLM-L6-v2) outside the repository and print its directory.
+//! - `cargo xtask fetch-mem0 [--cache-dir DIR]`: install the pinned `mem0ai` Python package
+//!   into a virtualenv outside the repository and print its `python`.
 //!
 //! Each command lives in its own module; this file only parses the command line.
 
 mod bench;
 mod ci;
+mod fetch_mem0;
 mod fetch_model;
 mod services;
 mod test;
@@ -78,6 +81,17 @@ enum Command {
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
     },
+    /// Install the pinned `mem0ai` Python package into a virtualenv in a cache outside the
+    /// repository; print the virtualenv's `python`.
+    ///
+    /// Export the printed path as `AGENT_MEMORY_MEM0_PYTHON` for memory-mem0's `real_mem0`
+    /// test (`cargo xtask test` does it itself). Needs `python3` with `venv` and PyPI access.
+    FetchMem0 {
+        /// The cache directory (default: `$AGENT_MEMORY_CACHE_DIR`, else
+        /// `~/.cache/agent-memory`); the virtualenv goes to `py/mem0ai-<version>` in it.
+        #[arg(long)]
+        cache_dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -88,6 +102,7 @@ fn main() -> ExitCode {
         Command::Ci { no_tests } => ci::run(no_tests),
         Command::Bench { args } => bench::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
+        Command::FetchMem0 { cache_dir } => fetch_mem0::run(cache_dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -11,7 +11,7 @@ use std::{
 };
 
 use crate::{
-    fetch_model, services,
+    fetch_mem0, fetch_model, services,
     util::{self, Result, Shown},
 };
 
@@ -28,7 +28,8 @@ pub(crate) struct Totals {
 }
 
 /// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments: the services,
-/// the local embedding model (see `fetch-model`), then the tests.
+/// the local embedding model (see `fetch-model`), the `mem0ai` virtualenv (see `fetch-mem0`),
+/// then the tests.
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
@@ -40,6 +41,13 @@ pub(crate) fn run(extra: &[String]) -> Result {
         let model_dir = fetch_model::ensure(None)?;
         println!("{MODEL_DIR_ENV}={}", model_dir.display());
         cmd.env(MODEL_DIR_ENV, model_dir);
+    }
+    // The real Mem0 library memory-mem0's `real_mem0` test serves: installed once into a
+    // virtualenv in the same cache, unless the caller points at an interpreter.
+    if env::var_os(fetch_mem0::PYTHON_ENV).is_none() {
+        let python = fetch_mem0::ensure(None)?;
+        println!("{}={}", fetch_mem0::PYTHON_ENV, python.display());
+        cmd.env(fetch_mem0::PYTHON_ENV, python);
     }
     // cargo sees pipes, not our terminal: keep its colours when we are on one.
     if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {

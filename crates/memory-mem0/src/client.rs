@@ -147,8 +147,8 @@ impl Mem0Client {
 
     /// One page of the memories of the request's scope.
     ///
-    /// The self-hosted server returns every memory of the scope at once; the page is cut from
-    /// that here.
+    /// The self-hosted server returns the scope's memories at once (mem0ai 2.x: at most 20,
+    /// the default of its `get_all`); the page is cut from that here.
     ///
     /// # Errors
     /// See the type's documentation; `Unsupported` on a self-hosted server for `app_id` or
@@ -229,7 +229,8 @@ impl Mem0Client {
     /// Deletes one memory.
     ///
     /// # Errors
-    /// `NotFound`; see the type's documentation for the others.
+    /// `NotFound` (the self-hosted server answers it as HTTP 500 `Memory with id … not found`,
+    /// which is recognised); see the type's documentation for the others.
     pub async fn delete(&self, memory_id: &str) -> Result<()> {
         check_id(memory_id)?;
         let call = match &self.inner.wire {
@@ -254,8 +255,10 @@ impl Mem0Client {
 
     /// The changes of one memory, oldest first as the server orders them.
     ///
+    /// The self-hosted server answers an empty history for an unknown id.
+    ///
     /// # Errors
-    /// `NotFound`; see the type's documentation for the others.
+    /// `NotFound` (platform); see the type's documentation for the others.
     pub async fn history(&self, memory_id: &str) -> Result<Vec<HistoryEntry>> {
         check_id(memory_id)?;
         let call = match &self.inner.wire {

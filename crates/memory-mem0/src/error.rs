@@ -14,10 +14,16 @@
 //! | 409 | `Conflict` | no |
 //! | 413 | `LimitExceeded` | no |
 //! | 429 | `LimitExceeded` (rate limit) | yes, honouring `Retry-After` |
+//! | 500 whose message is `Memory with id … not found…` | `NotFound` | no |
 //! | 500, 502, 503, 504 | `Unavailable` | yes, honouring `Retry-After` |
 //!
 //! Mem0's API reference documents no dedicated quota code, so a quota is recognised by status
 //! 402 or by the words of the message; waiting does not help with it, so it is not retried.
+//!
+//! The self-hosted server answers every exception of the library with 500 and its text: for
+//! `DELETE` or `PUT /memories/{memory_id}` of an unknown id, mem0ai (checked with 2.2.1)
+//! raises `Memory with id … not found`, which is recognised by those words as `NotFound`
+//! rather than retried as an outage.
 
 use memory_core::ErrorKind;
 use memory_http::quote_body;
@@ -34,7 +40,9 @@ pub(crate) struct Classified {
 /// Classifies `status` with the server's `detail` text.
 pub(crate) fn classify(status: StatusCode, detail: Option<&str>, has_key: bool) -> Classified {
     let quota = is_quota(status, detail);
+    let missing = is_missing_memory(status, detail);
     let (kind, retry, lead) = match status.as_u16() {
+        _ if missing => (ErrorKind::NotFound, false, "not found"),
         _ if quota => (
             ErrorKind::LimitExceeded,
             false,
@@ -73,6 +81,15 @@ pub(crate) fn classify(status: StatusCode, detail: Option<&str>, has_key: bool) 
         retry,
         lead: lead.to_owned(),
     }
+}
+
+/// The self-hosted server's 500 for an unknown memory id (the library's `ValueError`).
+fn is_missing_memory(status: StatusCode, detail: Option<&str>) -> bool {
+    status == StatusCode::INTERNAL_SERVER_ERROR
+        && detail.is_some_and(|detail| {
+            let lower = detail.trim_start().to_ascii_lowercase();
+            lower.starts_with("memory with id") && lower.contains("not found")
+        })
 }
 
 fn is_quota(status: StatusCode, detail: Option<&str>) -> bool {
@@ -165,6 +182,25 @@ mod tests {
         assert_eq!(
             kind_of(403, Some("You have exceeded your quota")),
             (ErrorKind::LimitExceeded, false)
+        );
+        assert_eq!(
+            kind_of(500, Some("Memory with id 0b3c6a3e not found")),
+            (ErrorKind::NotFound, false)
+        );
+        assert_eq!(
+            kind_of(
+                500,
+                Some("Memory with id 0b3c6a3e not found. Please provide a valid 'memory_id'")
+            ),
+            (ErrorKind::NotFound, false)
+        );
+        assert_eq!(
+            kind_of(500, Some("Collection not found")),
+            (ErrorKind::Unavailable, true)
+        );
+        assert_eq!(
+            kind_of(502, Some("Memory with id x not found")),
+            (ErrorKind::Unavailable, true)
         );
         let no_key = classify(StatusCode::UNAUTHORIZED, None, false);
         assert!(no_key.lead.contains("none is configured"));

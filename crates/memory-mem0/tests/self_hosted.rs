@@ -243,6 +243,39 @@ async fn an_unknown_id_answered_with_null_is_not_found() {
 }
 
 #[tokio::test]
+async fn the_servers_500_for_an_unknown_id_is_not_found_and_not_retried() {
+    // What mem0ai's Memory raises for DELETE / PUT of an unknown id, answered by the server
+    // as 500 with the exception's text (checked against mem0ai 2.2.1 in real_mem0.rs).
+    let server = MockServer::start().await;
+    Mock::given(method("DELETE"))
+        .and(path("/memories/nope"))
+        .respond_with(
+            ResponseTemplate::new(500)
+                .set_body_json(json!({"detail": "Memory with id nope not found"})),
+        )
+        .expect(1)
+        .mount(&server)
+        .await;
+    Mock::given(method("PUT"))
+        .and(path("/memories/nope"))
+        .respond_with(ResponseTemplate::new(500).set_body_json(json!({
+            "detail": "Memory with id nope not found. Please provide a valid 'memory_id'"
+        })))
+        .expect(1)
+        .mount(&server)
+        .await;
+    let client = self_hosted(&server);
+    let err = client.delete("nope").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    let err = client
+        .update("nope", &MemoryUpdate::text("x"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+    assert_eq!(request_count(&server).await, 2);
+}
+
+#[tokio::test]
 async fn delete_all_and_reset() {
     let server = MockServer::start().await;
     Mock::given(method("DELETE"))
