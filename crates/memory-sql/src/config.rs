@@ -21,8 +21,8 @@ pub const DEFAULT_TABLE_PREFIX: &str = "agent_memory_";
 /// use memory_sql::SqlConfig;
 ///
 /// let config = SqlConfig::new()
-///     .table_prefix("chat_")
-///     .default_ttl(Duration::from_secs(24 * 3600));
+///     .with_table_prefix("chat_")
+///     .with_default_ttl(Duration::from_secs(24 * 3600));
 /// assert_eq!(config.table_prefix(), "chat_");
 /// ```
 #[derive(Clone)]
