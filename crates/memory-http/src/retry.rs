@@ -48,22 +48,27 @@ impl RetryPolicy {
     }
 }
 
+/// The longest wait [`retry_after`] and [`retry_after_ms`] report (about 31.7 years): a larger
+/// value a server sends is read as this. Any wait longer than the policy's
+/// [`max_backoff`](RetryPolicy::max_backoff) fails the request at once anyway.
+pub const MAX_SERVER_WAIT: Duration = Duration::from_secs(1_000_000_000);
+
 /// The wait a response asks for with `Retry-After`: seconds (fractions allowed) or an HTTP
-/// date (a date in the past is no wait). `None` without the header, or for a value that is
-/// neither.
+/// date (a date in the past is no wait), at most [`MAX_SERVER_WAIT`]. `None` without the
+/// header, or for a value that is neither (negative, NaN and infinite numbers included).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+        return seconds(secs);
     }
     let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
+    Some(wait.to_std().unwrap_or(Duration::ZERO).min(MAX_SERVER_WAIT))
 }
 
 /// The wait a response asks for with `retry-after-ms` (milliseconds, as OpenAI and compatible
-/// servers send it). `None` without the header, or for a value that is not a number of
-/// milliseconds.
+/// servers send it), at most [`MAX_SERVER_WAIT`]. `None` without the header, or for a value
+/// that is not a finite, non-negative number of milliseconds.
 pub fn retry_after_ms(headers: &HeaderMap) -> Option<Duration> {
     let ms = headers
         .get("retry-after-ms")?
@@ -72,7 +77,18 @@ pub fn retry_after_ms(headers: &HeaderMap) -> Option<Duration> {
         .trim()
         .parse::<f64>()
         .ok()?;
-    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+    seconds(ms / 1000.0)
+}
+
+/// `secs` as a wait, at most [`MAX_SERVER_WAIT`]; `None` when negative, NaN or infinite.
+/// Never panics (`Duration::from_secs_f64` would on a value too large for a `Duration`).
+fn seconds(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(
+        secs.min(MAX_SERVER_WAIT.as_secs_f64()),
+    ))
 }
 
 /// What one request is, for messages and traces, and how long one attempt may take.
@@ -298,6 +314,64 @@ mod tests {
         assert_eq!(retry_after_ms(&headers(&[("retry-after-ms", "-1")])), None);
         assert_eq!(retry_after_ms(&headers(&[("retry-after-ms", "NaN")])), None);
         assert_eq!(retry_after_ms(&headers(&[("retry-after", "9")])), None);
+    }
+
+    #[test]
+    fn huge_waits_are_capped_not_panics() {
+        for value in ["1e300", "1e20", "inf", "-inf", "NaN", "-1", "1e-300"] {
+            let ms = retry_after_ms(&headers(&[("retry-after-ms", value)]));
+            let secs = retry_after(&headers(&[("retry-after", value)]));
+            for wait in [ms, secs].into_iter().flatten() {
+                assert!(wait <= MAX_SERVER_WAIT, "{value}: {wait:?}");
+            }
+        }
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after-ms", "1e300")])),
+            Some(MAX_SERVER_WAIT)
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1e300")])),
+            Some(MAX_SERVER_WAIT)
+        );
+        assert_eq!(retry_after_ms(&headers(&[("retry-after-ms", "inf")])), None);
+    }
+
+    /// A 429 asking for an absurd wait (`retry-after-ms: 1e300`) fails at once with a typed
+    /// error instead of panicking the client.
+    #[tokio::test]
+    async fn an_absurd_retry_after_ms_fails_at_once_without_panicking() {
+        let server = MockServer::start().await;
+        answers(
+            &server,
+            ResponseTemplate::new(429).insert_header("retry-after-ms", "1e300"),
+            1,
+        )
+        .await;
+        let quick = policy(Duration::from_millis(1), Duration::from_secs(1));
+        let client = crate::build_client(crate::http_client_builder().unwrap()).unwrap();
+        let url = server.uri();
+        let result = send_with_retries(
+            &quick,
+            &info("127.0.0.1"),
+            || client.get(&url),
+            |response: &ErrorResponse<'_>| {
+                Failure::from_status(
+                    response.status,
+                    ErrorKind::LimitExceeded,
+                    "rate limited",
+                    Retry::from_hint(retry_after_ms(response.headers)),
+                )
+            },
+        )
+        .await;
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        assert!(
+            err.message().contains("longer than the 1.0 s"),
+            "{}",
+            err.message()
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
     }
 
     #[test]
