@@ -88,6 +88,9 @@ pub struct ApiClient {
     pub timeout: Duration,
     /// How failed requests are retried.
     pub retry: RetryPolicy,
+    /// The largest answer body read, in bytes: [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES) (16 MiB) unless a
+    /// client needs otherwise; see [`RequestInfo::max_body_bytes`].
+    pub max_body_bytes: usize,
 }
 
 impl fmt::Debug for ApiClient {
@@ -97,6 +100,7 @@ impl fmt::Debug for ApiClient {
             .field("base_url", &redact_url(self.base_url.as_str()))
             .field("timeout", &self.timeout)
             .field("max_retries", &self.retry.max_retries)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -127,6 +131,7 @@ impl ApiClient {
             what,
             host: self.base_url.host_str().unwrap_or("the server"),
             timeout: self.timeout,
+            max_body_bytes: self.max_body_bytes,
         };
         let build = || {
             let request = self
@@ -154,6 +159,7 @@ mod tests {
 
     use super::*;
     use crate::error::Retry;
+    use crate::retry::DEFAULT_MAX_BODY_BYTES;
 
     #[test]
     fn the_builder_builds_a_client() {
@@ -174,6 +180,7 @@ mod tests {
             headers,
             timeout: Duration::from_secs(5),
             retry: RetryPolicy::new(1, Duration::from_millis(1), Duration::from_secs(1)),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use memory_core::Result;
+use memory_core::{ErrorKind, Result};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{RequestBuilder, StatusCode};
 
@@ -102,7 +102,18 @@ pub struct RequestInfo<'a> {
     pub host: &'a str,
     /// How long one attempt may take, from sending the request to reading the whole answer.
     pub timeout: Duration,
+    /// The largest answer body read, in bytes ([`DEFAULT_MAX_BODY_BYTES`] is a sane default for
+    /// JSON APIs). The body is read chunk by chunk and reading stops past this: a successful
+    /// answer that is larger fails with [`ErrorKind::LimitExceeded`](memory_core::ErrorKind)
+    /// (not retried), an error answer is cut to this size before it is classified.
+    pub max_body_bytes: usize,
 }
+
+/// The default of [`RequestInfo::max_body_bytes`] and
+/// [`ApiClient::max_body_bytes`](crate::ApiClient::max_body_bytes): 16 MiB, far more than a
+/// JSON API answer needs (a batch of embeddings included), small enough that a broken or
+/// hostile server cannot exhaust memory.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// An answer whose status is not a success, for the classifier of [`send_with_retries`].
 #[derive(Debug, Clone, Copy)]
@@ -202,10 +213,7 @@ where
     } else {
         response.headers().clone()
     };
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|err| transport_failure(err, info.host, info.timeout))?;
+    let bytes = read_body(response, status.is_success(), info).await?;
     tracing::debug!(
         status = status.as_u16(),
         bytes = bytes.len(),
@@ -213,13 +221,57 @@ where
         info.service
     );
     if status.is_success() {
-        return Ok(bytes.to_vec());
+        return Ok(bytes);
     }
     Err(classify(&ErrorResponse {
         status,
         headers: &headers,
         body: &bytes,
     }))
+}
+
+/// The body of `response`, read chunk by chunk and never past `info.max_body_bytes`: over it, a
+/// successful answer (`success`) is a [`ErrorKind::LimitExceeded`] failure, not retried, and an
+/// error answer is cut to the cap (its classifier only needs its start).
+async fn read_body(
+    mut response: reqwest::Response,
+    success: bool,
+    info: &RequestInfo<'_>,
+) -> std::result::Result<Vec<u8>, Failure> {
+    let cap = info.max_body_bytes;
+    let too_large = || Failure {
+        kind: ErrorKind::LimitExceeded,
+        message: format!(
+            "the answer from {} is larger than the {cap} bytes this client reads",
+            info.host
+        ),
+        status: None,
+        retry: Retry::No,
+        source: None,
+    };
+    let announced = response
+        .content_length()
+        .and_then(|len| usize::try_from(len).ok());
+    if success && announced.is_some_and(|len| len > cap) {
+        return Err(too_large());
+    }
+    let mut body = Vec::with_capacity(announced.unwrap_or(0).min(cap));
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|err| transport_failure(err, info.host, info.timeout))?
+    {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            if success {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk[..room]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -389,6 +441,7 @@ mod tests {
             what: "lookup",
             host,
             timeout: Duration::from_secs(5),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 
@@ -507,6 +560,60 @@ mod tests {
             "{err}"
         );
         assert_eq!(built, 1);
+    }
+
+    /// A successful answer larger than the cap fails with `LimitExceeded` and is not retried;
+    /// an error answer larger than the cap is cut to it and still classified.
+    #[tokio::test]
+    async fn answers_over_the_body_cap_are_refused() {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::path("/big"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 100_000]))
+            .mount(&server)
+            .await;
+        Mock::given(wiremock::matchers::path("/fits"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'y'; 1_000]))
+            .mount(&server)
+            .await;
+        Mock::given(wiremock::matchers::path("/bad"))
+            .respond_with(ResponseTemplate::new(400).set_body_bytes(vec![b'z'; 100_000]))
+            .mount(&server)
+            .await;
+        let client = crate::build_client(crate::http_client_builder().unwrap()).unwrap();
+        let quick = policy(Duration::from_millis(1), Duration::from_secs(1));
+        let small = RequestInfo {
+            max_body_bytes: 1_000,
+            ..info("127.0.0.1")
+        };
+        let uri = server.uri();
+        let get = |path: &'static str| {
+            let client = &client;
+            let uri = &uri;
+            move || client.get(format!("{uri}{path}"))
+        };
+        let err = send_with_retries(&quick, &small, get("/big"), classify)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        assert_eq!(
+            err.message(),
+            "Test lookup request failed: the answer from 127.0.0.1 is larger than the \
+             1000 bytes this client reads"
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+        let fits = send_with_retries(&quick, &small, get("/fits"), classify)
+            .await
+            .unwrap();
+        assert_eq!(fits.len(), 1_000);
+        let seen = std::sync::Mutex::new(0);
+        let err = send_with_retries(&quick, &small, get("/bad"), |response| {
+            *seen.lock().unwrap() = response.body.len();
+            classify(response)
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(*seen.lock().unwrap(), 1_000);
     }
 
     #[tokio::test]

@@ -150,6 +150,7 @@ impl Http {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
+                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
             },
             key,
         })

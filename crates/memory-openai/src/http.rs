@@ -127,6 +127,7 @@ impl HttpClient {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
+                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
             },
             api_key: config.api_key.clone(),
         })
