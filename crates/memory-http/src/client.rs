@@ -13,8 +13,12 @@ use crate::error::Failure;
 use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
 
 /// A `reqwest` client builder with rustls and the ring crypto provider, the platform's root
-/// certificates and HTTP/1.1, and no `User-Agent` yet: add yours, and proxies or timeouts of your
-/// own.
+/// certificates and HTTP/1.1, that follows no redirects, and no `User-Agent` yet: add yours,
+/// and proxies or timeouts of your own.
+///
+/// Redirects are off because a JSON API does not need them and a redirect would carry the API
+/// key (in whatever header the client sends it) to wherever it points; keep them off in a
+/// client you build from this ([`send_with_retries`] fails on a redirect answer).
 ///
 /// (`reqwest` is built here without a crypto provider of its own, so a bare
 /// `reqwest::Client::new()` panics unless the application enables one or installs a
@@ -53,7 +57,9 @@ pub fn http_client_builder() -> Result<ClientBuilder> {
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Client::builder().tls_backend_preconfigured(tls))
+    Ok(Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none()))
 }
 
 /// Builds `builder` into a client.
@@ -232,6 +238,48 @@ mod tests {
             .unwrap();
         assert!(get.headers.get("content-type").is_none());
         assert_eq!(get.headers.get_all("x-api-key").iter().count(), 1);
+    }
+
+    /// A redirect to another server is not followed: the other server never sees the API key
+    /// (nor any request), and the call fails with a typed error.
+    #[tokio::test]
+    async fn redirects_are_not_followed_and_carry_no_key() {
+        let a = MockServer::start().await;
+        let b = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(
+                ResponseTemplate::new(307).insert_header("location", format!("{}/v1/x", b.uri())),
+            )
+            .mount(&a)
+            .await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("stolen"))
+            .mount(&b)
+            .await;
+        let mut api = api(&a);
+        let mut bearer = HeaderValue::from_static("Bearer k");
+        bearer.set_sensitive(true);
+        api.headers.insert(header::AUTHORIZATION, bearer);
+        let result = api
+            .send(Method::GET, api.base_url.clone(), "get", None, refused)
+            .await;
+        let seen_by_b = b.received_requests().await.unwrap();
+        for request in &seen_by_b {
+            assert!(request.headers.get("x-api-key").is_none(), "B saw the key");
+            assert!(
+                request.headers.get("authorization").is_none(),
+                "B saw the key"
+            );
+        }
+        assert!(seen_by_b.is_empty(), "the redirect was followed");
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Backend);
+        assert_eq!(
+            err.message(),
+            "Test get request failed: the server answered with a redirect \
+             (HTTP 307 Temporary Redirect), which this client does not follow; check the base URL"
+        );
+        assert_eq!(a.received_requests().await.unwrap().len(), 1);
     }
 
     #[tokio::test]

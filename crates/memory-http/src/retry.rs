@@ -129,8 +129,10 @@ pub struct ErrorResponse<'a> {
 /// Sends the request `build` makes, with `info.timeout` per attempt, and returns the body of the
 /// first successful (2xx) answer.
 ///
-/// An answer with another status is given to `classify`, which says what it means and whether
-/// to retry it (a rate limit with [`Retry::from_hint`], a quota with [`Retry::No`]...); a
+/// A redirect answer (3xx) fails at once with [`ErrorKind::Backend`]: redirects are not followed
+/// (see [`http_client_builder`](crate::http_client_builder)), so the API key never goes to
+/// another server. An answer with another status is given to `classify`, which says what it
+/// means and whether to retry it (a rate limit with [`Retry::from_hint`], a quota with [`Retry::No`]...); a
 /// transport error is mapped by [`transport_failure`]. A failure is retried, with `build`
 /// called again for each attempt, while the policy's `max_retries` allow it: after the
 /// [`backoff`](RetryPolicy::backoff), or after the wait the server asked for, unless that wait
@@ -222,6 +224,18 @@ where
     );
     if status.is_success() {
         return Ok(bytes);
+    }
+    if status.is_redirection() {
+        return Err(Failure::from_status(
+            status,
+            ErrorKind::Backend,
+            format!(
+                "the server answered with a redirect (HTTP {}), which this client does not \
+                 follow; check the base URL",
+                crate::status_text(status)
+            ),
+            Retry::No,
+        ));
     }
     Err(classify(&ErrorResponse {
         status,
