@@ -115,6 +115,9 @@ impl ApiClient {
     /// Sends `method` to `url` with `Accept: application/json`, the
     /// [`headers`](ApiClient::headers) and, when there is a `body`, that body as
     /// `application/json`; returns the body of the first successful answer.
+    /// `idempotent` says whether the request may be sent twice (see
+    /// [`RequestInfo::idempotent`]): `method.is_idempotent()` by HTTP's rules, or `true` for a
+    /// `POST` without side effects or with an idempotency key.
     /// `what` says what the request does (`"search"`) for messages and traces; `classify` says
     /// what an error answer means. Retries as [`send_with_retries`] does.
     ///
@@ -126,6 +129,7 @@ impl ApiClient {
         url: U,
         what: &str,
         body: Option<Vec<u8>>,
+        idempotent: bool,
         classify: C,
     ) -> Result<Vec<u8>>
     where
@@ -138,6 +142,7 @@ impl ApiClient {
             host: self.base_url.host_str().unwrap_or("the server"),
             timeout: self.timeout,
             max_body_bytes: self.max_body_bytes,
+            idempotent,
         };
         let build = || {
             let request = self
@@ -222,12 +227,19 @@ mod tests {
         let api = api(&server);
         let url = format!("{}/things", api.base_url);
         let posted = api
-            .send(Method::POST, &url, "add", Some(b"{}".to_vec()), refused)
+            .send(
+                Method::POST,
+                &url,
+                "add",
+                Some(b"{}".to_vec()),
+                false,
+                refused,
+            )
             .await
             .unwrap();
         assert_eq!(posted, b"posted");
         let got = api
-            .send(Method::GET, &url, "get", None, refused)
+            .send(Method::GET, &url, "get", None, true, refused)
             .await
             .unwrap();
         assert_eq!(got, b"got");
@@ -261,7 +273,14 @@ mod tests {
         bearer.set_sensitive(true);
         api.headers.insert(header::AUTHORIZATION, bearer);
         let result = api
-            .send(Method::GET, api.base_url.clone(), "get", None, refused)
+            .send(
+                Method::GET,
+                api.base_url.clone(),
+                "get",
+                None,
+                true,
+                refused,
+            )
             .await;
         let seen_by_b = b.received_requests().await.unwrap();
         for request in &seen_by_b {
@@ -282,6 +301,95 @@ mod tests {
         assert_eq!(a.received_requests().await.unwrap().len(), 1);
     }
 
+    /// A server slow to answer may still have processed the request: a non-idempotent POST is
+    /// then sent once, an idempotent one is retried.
+    #[tokio::test]
+    async fn a_post_that_may_have_been_processed_is_retried_only_if_idempotent() {
+        for idempotent in [false, true] {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_string("late")
+                        .set_delay(Duration::from_secs(3)),
+                )
+                .up_to_n_times(1)
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+                .mount(&server)
+                .await;
+            let api = ApiClient {
+                timeout: Duration::from_millis(300),
+                ..api(&server)
+            };
+            let result = api
+                .send(
+                    Method::POST,
+                    api.base_url.clone(),
+                    "add",
+                    Some(b"{}".to_vec()),
+                    idempotent,
+                    refused,
+                )
+                .await;
+            let received = server.received_requests().await.unwrap().len();
+            if idempotent {
+                assert_eq!(result.unwrap(), b"ok");
+                assert_eq!(received, 2);
+            } else {
+                assert_eq!(received, 1, "a non-idempotent POST was sent twice");
+                let err = result.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Timeout);
+                assert_eq!(
+                    err.message(),
+                    "Test add request failed: no answer from 127.0.0.1 within 0.3 s; not \
+                     retried, since the server may have processed it and it is not safe to \
+                     repeat"
+                );
+            }
+        }
+    }
+
+    /// A non-idempotent POST is still retried when it provably was not processed: a 503
+    /// answer, or no connection at all.
+    #[tokio::test]
+    async fn a_post_that_was_not_processed_is_retried() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .mount(&server)
+            .await;
+        let api = api(&server);
+        let url = api.base_url.clone();
+        let body = Some(b"{}".to_vec());
+        let posted = api
+            .send(Method::POST, url, "add", body.clone(), false, refused)
+            .await
+            .unwrap();
+        assert_eq!(posted, b"ok");
+        assert_eq!(server.received_requests().await.unwrap().len(), 2);
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let dead = Url::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+        let err = api
+            .send(Method::POST, dead, "add", body, false, refused)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.message().ends_with("(after 2 attempts)"), "{err}");
+    }
+
     #[tokio::test]
     async fn failures_are_classified_retried_and_named() {
         let server = MockServer::start().await;
@@ -292,7 +400,14 @@ mod tests {
             .await;
         let api = api(&server);
         let err = api
-            .send(Method::GET, api.base_url.clone(), "get", None, refused)
+            .send(
+                Method::GET,
+                api.base_url.clone(),
+                "get",
+                None,
+                true,
+                refused,
+            )
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unavailable);

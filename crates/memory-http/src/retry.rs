@@ -107,6 +107,12 @@ pub struct RequestInfo<'a> {
     /// answer that is larger fails with [`ErrorKind::LimitExceeded`](memory_core::ErrorKind)
     /// (not retried), an error answer is cut to this size before it is classified.
     pub max_body_bytes: usize,
+    /// Whether sending the request twice does no more than sending it once (a read, a `PUT`,
+    /// a `DELETE`, a `POST` without side effects such as a chat completion, or one with an
+    /// idempotency key). A request that is not is retried only when it provably was not
+    /// processed: the connection could not be made, or the server answered 429 or 503; never
+    /// after a timeout, a dropped connection or another error answer.
+    pub idempotent: bool,
 }
 
 /// The default of [`RequestInfo::max_body_bytes`] and
@@ -136,7 +142,10 @@ pub struct ErrorResponse<'a> {
 /// transport error is mapped by [`transport_failure`]. A failure is retried, with `build`
 /// called again for each attempt, while the policy's `max_retries` allow it: after the
 /// [`backoff`](RetryPolicy::backoff), or after the wait the server asked for, unless that wait
-/// is longer than `max_backoff`, which fails the request at once.
+/// is longer than `max_backoff`, which fails the request at once. A request that is not
+/// [`idempotent`](RequestInfo::idempotent) is retried only when it surely was not processed (no
+/// connection could be made, or a 429 or 503 answer), never after a timeout, a dropped
+/// connection or another error answer.
 ///
 /// Records `attempts` and `status` on the current `tracing` span (declare them as empty fields
 /// of the span the call runs in), logs each retry as a warning and each answer at debug level.
@@ -159,10 +168,17 @@ where
     loop {
         attempt += 1;
         span.record("attempts", attempt);
-        let failure = match send_once(info, build(), &classify).await {
+        let mut failure = match send_once(info, build(), &classify).await {
             Ok(bytes) => return Ok(bytes),
             Err(failure) => failure,
         };
+        if !info.idempotent && failure.retry != Retry::No && !provably_unprocessed(&failure) {
+            failure.retry = Retry::No;
+            failure.message.push_str(
+                "; not retried, since the server may have processed it and it is not safe to \
+                 repeat",
+            );
+        }
         let delay = match failure.retry {
             Retry::No => return Err(failure.into_error(info.service, info.what, attempt)),
             _ if attempt > policy.max_retries => {
@@ -191,6 +207,24 @@ where
             info.what
         );
         tokio::time::sleep(delay).await;
+    }
+}
+
+/// Whether the request that failed with `failure` surely was not processed, so that even a
+/// request that is not idempotent can be sent again: the connection could not be made, or the
+/// server answered 429 (rate limited) or 503 (unavailable), which say the request was refused
+/// before any work. A timeout, a dropped connection or another error answer (500, 502, 504...)
+/// leaves it open whether the server acted on the request.
+fn provably_unprocessed(failure: &Failure) -> bool {
+    match failure.status {
+        Some(status) => matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ),
+        None => failure
+            .source
+            .as_ref()
+            .is_some_and(|err| err.is_connect() && !err.is_body()),
     }
 }
 
@@ -456,6 +490,7 @@ mod tests {
             host,
             timeout: Duration::from_secs(5),
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            idempotent: true,
         }
     }
 

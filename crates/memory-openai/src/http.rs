@@ -179,9 +179,14 @@ impl HttpClient {
             endpoint.path
         );
         self.api
-            .send(Method::POST, url, endpoint.what, Some(body), |response| {
-                self.status_failure(response)
-            })
+            .send(
+                Method::POST,
+                url,
+                endpoint.what,
+                Some(body),
+                true,
+                |response| self.status_failure(response),
+            )
             .await
     }
 
