@@ -13,8 +13,12 @@ use crate::error::Failure;
 use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
 
 /// A `reqwest` client builder with rustls and the ring crypto provider, the platform's root
-/// certificates and HTTP/1.1, and no `User-Agent` yet: add yours, and proxies or timeouts of your
-/// own.
+/// certificates and HTTP/1.1, that follows no redirects, and no `User-Agent` yet: add yours,
+/// and proxies or timeouts of your own.
+///
+/// Redirects are off because a JSON API does not need them and a redirect would carry the API
+/// key (in whatever header the client sends it) to wherever it points; keep them off in a
+/// client you build from this ([`send_with_retries`] fails on a redirect answer).
 ///
 /// (`reqwest` is built here without a crypto provider of its own, so a bare
 /// `reqwest::Client::new()` panics unless the application enables one or installs a
@@ -53,7 +57,9 @@ pub fn http_client_builder() -> Result<ClientBuilder> {
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Client::builder().tls_backend_preconfigured(tls))
+    Ok(Client::builder()
+        .tls_backend_preconfigured(tls)
+        .redirect(reqwest::redirect::Policy::none()))
 }
 
 /// Builds `builder` into a client.
@@ -88,6 +94,9 @@ pub struct ApiClient {
     pub timeout: Duration,
     /// How failed requests are retried.
     pub retry: RetryPolicy,
+    /// The largest answer body read, in bytes: [`DEFAULT_MAX_BODY_BYTES`](crate::DEFAULT_MAX_BODY_BYTES) (16 MiB) unless a
+    /// client needs otherwise; see [`RequestInfo::max_body_bytes`].
+    pub max_body_bytes: usize,
 }
 
 impl fmt::Debug for ApiClient {
@@ -97,6 +106,7 @@ impl fmt::Debug for ApiClient {
             .field("base_url", &redact_url(self.base_url.as_str()))
             .field("timeout", &self.timeout)
             .field("max_retries", &self.retry.max_retries)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -105,6 +115,9 @@ impl ApiClient {
     /// Sends `method` to `url` with `Accept: application/json`, the
     /// [`headers`](ApiClient::headers) and, when there is a `body`, that body as
     /// `application/json`; returns the body of the first successful answer.
+    /// `idempotent` says whether the request may be sent twice (see
+    /// [`RequestInfo::idempotent`]): `method.is_idempotent()` by HTTP's rules, or `true` for a
+    /// `POST` without side effects or with an idempotency key.
     /// `what` says what the request does (`"search"`) for messages and traces; `classify` says
     /// what an error answer means. Retries as [`send_with_retries`] does.
     ///
@@ -116,6 +129,7 @@ impl ApiClient {
         url: U,
         what: &str,
         body: Option<Vec<u8>>,
+        idempotent: bool,
         classify: C,
     ) -> Result<Vec<u8>>
     where
@@ -127,6 +141,8 @@ impl ApiClient {
             what,
             host: self.base_url.host_str().unwrap_or("the server"),
             timeout: self.timeout,
+            max_body_bytes: self.max_body_bytes,
+            idempotent,
         };
         let build = || {
             let request = self
@@ -154,6 +170,7 @@ mod tests {
 
     use super::*;
     use crate::error::Retry;
+    use crate::retry::DEFAULT_MAX_BODY_BYTES;
 
     #[test]
     fn the_builder_builds_a_client() {
@@ -174,6 +191,7 @@ mod tests {
             headers,
             timeout: Duration::from_secs(5),
             retry: RetryPolicy::new(1, Duration::from_millis(1), Duration::from_secs(1)),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
         }
     }
 
@@ -209,12 +227,19 @@ mod tests {
         let api = api(&server);
         let url = format!("{}/things", api.base_url);
         let posted = api
-            .send(Method::POST, &url, "add", Some(b"{}".to_vec()), refused)
+            .send(
+                Method::POST,
+                &url,
+                "add",
+                Some(b"{}".to_vec()),
+                false,
+                refused,
+            )
             .await
             .unwrap();
         assert_eq!(posted, b"posted");
         let got = api
-            .send(Method::GET, &url, "get", None, refused)
+            .send(Method::GET, &url, "get", None, true, refused)
             .await
             .unwrap();
         assert_eq!(got, b"got");
@@ -227,6 +252,144 @@ mod tests {
         assert_eq!(get.headers.get_all("x-api-key").iter().count(), 1);
     }
 
+    /// A redirect to another server is not followed: the other server never sees the API key
+    /// (nor any request), and the call fails with a typed error.
+    #[tokio::test]
+    async fn redirects_are_not_followed_and_carry_no_key() {
+        let a = MockServer::start().await;
+        let b = MockServer::start().await;
+        Mock::given(method("GET"))
+            .respond_with(
+                ResponseTemplate::new(307).insert_header("location", format!("{}/v1/x", b.uri())),
+            )
+            .mount(&a)
+            .await;
+        Mock::given(method("GET"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("stolen"))
+            .mount(&b)
+            .await;
+        let mut api = api(&a);
+        let mut bearer = HeaderValue::from_static("Bearer k");
+        bearer.set_sensitive(true);
+        api.headers.insert(header::AUTHORIZATION, bearer);
+        let result = api
+            .send(
+                Method::GET,
+                api.base_url.clone(),
+                "get",
+                None,
+                true,
+                refused,
+            )
+            .await;
+        let seen_by_b = b.received_requests().await.unwrap();
+        for request in &seen_by_b {
+            assert!(request.headers.get("x-api-key").is_none(), "B saw the key");
+            assert!(
+                request.headers.get("authorization").is_none(),
+                "B saw the key"
+            );
+        }
+        assert!(seen_by_b.is_empty(), "the redirect was followed");
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Backend);
+        assert_eq!(
+            err.message(),
+            "Test get request failed: the server answered with a redirect \
+             (HTTP 307 Temporary Redirect), which this client does not follow; check the base URL"
+        );
+        assert_eq!(a.received_requests().await.unwrap().len(), 1);
+    }
+
+    /// A server slow to answer may still have processed the request: a non-idempotent POST is
+    /// then sent once, an idempotent one is retried.
+    #[tokio::test]
+    async fn a_post_that_may_have_been_processed_is_retried_only_if_idempotent() {
+        for idempotent in [false, true] {
+            let server = MockServer::start().await;
+            Mock::given(method("POST"))
+                .respond_with(
+                    ResponseTemplate::new(200)
+                        .set_body_string("late")
+                        .set_delay(Duration::from_secs(3)),
+                )
+                .up_to_n_times(1)
+                .with_priority(1)
+                .mount(&server)
+                .await;
+            Mock::given(method("POST"))
+                .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+                .mount(&server)
+                .await;
+            let api = ApiClient {
+                timeout: Duration::from_millis(300),
+                ..api(&server)
+            };
+            let result = api
+                .send(
+                    Method::POST,
+                    api.base_url.clone(),
+                    "add",
+                    Some(b"{}".to_vec()),
+                    idempotent,
+                    refused,
+                )
+                .await;
+            let received = server.received_requests().await.unwrap().len();
+            if idempotent {
+                assert_eq!(result.unwrap(), b"ok");
+                assert_eq!(received, 2);
+            } else {
+                assert_eq!(received, 1, "a non-idempotent POST was sent twice");
+                let err = result.unwrap_err();
+                assert_eq!(err.kind(), ErrorKind::Timeout);
+                assert_eq!(
+                    err.message(),
+                    "Test add request failed: no answer from 127.0.0.1 within 0.3 s; not \
+                     retried, since the server may have processed it and it is not safe to \
+                     repeat"
+                );
+            }
+        }
+    }
+
+    /// A non-idempotent POST is still retried when it provably was not processed: a 503
+    /// answer, or no connection at all.
+    #[tokio::test]
+    async fn a_post_that_was_not_processed_is_retried() {
+        let server = MockServer::start().await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(503))
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .mount(&server)
+            .await;
+        let api = api(&server);
+        let url = api.base_url.clone();
+        let body = Some(b"{}".to_vec());
+        let posted = api
+            .send(Method::POST, url, "add", body.clone(), false, refused)
+            .await
+            .unwrap();
+        assert_eq!(posted, b"ok");
+        assert_eq!(server.received_requests().await.unwrap().len(), 2);
+        let port = {
+            let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+            listener.local_addr().unwrap().port()
+        };
+        let dead = Url::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
+        let err = api
+            .send(Method::POST, dead, "add", body, false, refused)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unavailable);
+        assert!(err.message().ends_with("(after 2 attempts)"), "{err}");
+    }
+
     #[tokio::test]
     async fn failures_are_classified_retried_and_named() {
         let server = MockServer::start().await;
@@ -237,7 +400,14 @@ mod tests {
             .await;
         let api = api(&server);
         let err = api
-            .send(Method::GET, api.base_url.clone(), "get", None, refused)
+            .send(
+                Method::GET,
+                api.base_url.clone(),
+                "get",
+                None,
+                true,
+                refused,
+            )
             .await
             .unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unavailable);

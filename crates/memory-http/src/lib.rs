@@ -16,7 +16,8 @@ pub use config::{is_header_text, parse_base_url};
 pub use error::{Failure, MAX_QUOTED_BODY, Retry, quote_body, status_text, transport_failure};
 pub use redact::scrub;
 pub use retry::{
-    ErrorResponse, RequestInfo, RetryPolicy, retry_after, retry_after_ms, send_with_retries,
+    DEFAULT_MAX_BODY_BYTES, ErrorResponse, MAX_SERVER_WAIT, RequestInfo, RetryPolicy, retry_after,
+    retry_after_ms, send_with_retries,
 };
 pub use secret::ApiKey;
 

@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use memory_core::Result;
+use memory_core::{ErrorKind, Result};
 use reqwest::header::{self, HeaderMap};
 use reqwest::{RequestBuilder, StatusCode};
 
@@ -48,22 +48,27 @@ impl RetryPolicy {
     }
 }
 
+/// The longest wait [`retry_after`] and [`retry_after_ms`] report (about 31.7 years): a larger
+/// value a server sends is read as this. Any wait longer than the policy's
+/// [`max_backoff`](RetryPolicy::max_backoff) fails the request at once anyway.
+pub const MAX_SERVER_WAIT: Duration = Duration::from_secs(1_000_000_000);
+
 /// The wait a response asks for with `Retry-After`: seconds (fractions allowed) or an HTTP
-/// date (a date in the past is no wait). `None` without the header, or for a value that is
-/// neither.
+/// date (a date in the past is no wait), at most [`MAX_SERVER_WAIT`]. `None` without the
+/// header, or for a value that is neither (negative, NaN and infinite numbers included).
 pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
     let value = headers.get(header::RETRY_AFTER)?.to_str().ok()?.trim();
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs.min(1e9)));
+        return seconds(secs);
     }
     let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
     let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
-    Some(wait.to_std().unwrap_or(Duration::ZERO))
+    Some(wait.to_std().unwrap_or(Duration::ZERO).min(MAX_SERVER_WAIT))
 }
 
 /// The wait a response asks for with `retry-after-ms` (milliseconds, as OpenAI and compatible
-/// servers send it). `None` without the header, or for a value that is not a number of
-/// milliseconds.
+/// servers send it), at most [`MAX_SERVER_WAIT`]. `None` without the header, or for a value
+/// that is not a finite, non-negative number of milliseconds.
 pub fn retry_after_ms(headers: &HeaderMap) -> Option<Duration> {
     let ms = headers
         .get("retry-after-ms")?
@@ -72,7 +77,18 @@ pub fn retry_after_ms(headers: &HeaderMap) -> Option<Duration> {
         .trim()
         .parse::<f64>()
         .ok()?;
-    (ms.is_finite() && ms >= 0.0).then(|| Duration::from_secs_f64(ms / 1000.0))
+    seconds(ms / 1000.0)
+}
+
+/// `secs` as a wait, at most [`MAX_SERVER_WAIT`]; `None` when negative, NaN or infinite.
+/// Never panics (`Duration::from_secs_f64` would on a value too large for a `Duration`).
+fn seconds(secs: f64) -> Option<Duration> {
+    if !secs.is_finite() || secs < 0.0 {
+        return None;
+    }
+    Some(Duration::from_secs_f64(
+        secs.min(MAX_SERVER_WAIT.as_secs_f64()),
+    ))
 }
 
 /// What one request is, for messages and traces, and how long one attempt may take.
@@ -86,7 +102,24 @@ pub struct RequestInfo<'a> {
     pub host: &'a str,
     /// How long one attempt may take, from sending the request to reading the whole answer.
     pub timeout: Duration,
+    /// The largest answer body read, in bytes ([`DEFAULT_MAX_BODY_BYTES`] is a sane default for
+    /// JSON APIs). The body is read chunk by chunk and reading stops past this: a successful
+    /// answer that is larger fails with [`ErrorKind::LimitExceeded`](memory_core::ErrorKind)
+    /// (not retried), an error answer is cut to this size before it is classified.
+    pub max_body_bytes: usize,
+    /// Whether sending the request twice does no more than sending it once (a read, a `PUT`,
+    /// a `DELETE`, a `POST` without side effects such as a chat completion, or one with an
+    /// idempotency key). A request that is not is retried only when it provably was not
+    /// processed: the connection could not be made, or the server answered 429 or 503; never
+    /// after a timeout, a dropped connection or another error answer.
+    pub idempotent: bool,
 }
+
+/// The default of [`RequestInfo::max_body_bytes`] and
+/// [`ApiClient::max_body_bytes`](crate::ApiClient::max_body_bytes): 16 MiB, far more than a
+/// JSON API answer needs (a batch of embeddings included), small enough that a broken or
+/// hostile server cannot exhaust memory.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 
 /// An answer whose status is not a success, for the classifier of [`send_with_retries`].
 #[derive(Debug, Clone, Copy)]
@@ -102,12 +135,17 @@ pub struct ErrorResponse<'a> {
 /// Sends the request `build` makes, with `info.timeout` per attempt, and returns the body of the
 /// first successful (2xx) answer.
 ///
-/// An answer with another status is given to `classify`, which says what it means and whether
-/// to retry it (a rate limit with [`Retry::from_hint`], a quota with [`Retry::No`]...); a
+/// A redirect answer (3xx) fails at once with [`ErrorKind::Backend`]: redirects are not followed
+/// (see [`http_client_builder`](crate::http_client_builder)), so the API key never goes to
+/// another server. An answer with another status is given to `classify`, which says what it
+/// means and whether to retry it (a rate limit with [`Retry::from_hint`], a quota with [`Retry::No`]...); a
 /// transport error is mapped by [`transport_failure`]. A failure is retried, with `build`
 /// called again for each attempt, while the policy's `max_retries` allow it: after the
 /// [`backoff`](RetryPolicy::backoff), or after the wait the server asked for, unless that wait
-/// is longer than `max_backoff`, which fails the request at once.
+/// is longer than `max_backoff`, which fails the request at once. A request that is not
+/// [`idempotent`](RequestInfo::idempotent) is retried only when it surely was not processed (no
+/// connection could be made, or a 429 or 503 answer), never after a timeout, a dropped
+/// connection or another error answer.
 ///
 /// Records `attempts` and `status` on the current `tracing` span (declare them as empty fields
 /// of the span the call runs in), logs each retry as a warning and each answer at debug level.
@@ -130,10 +168,17 @@ where
     loop {
         attempt += 1;
         span.record("attempts", attempt);
-        let failure = match send_once(info, build(), &classify).await {
+        let mut failure = match send_once(info, build(), &classify).await {
             Ok(bytes) => return Ok(bytes),
             Err(failure) => failure,
         };
+        if !info.idempotent && failure.retry != Retry::No && !provably_unprocessed(&failure) {
+            failure.retry = Retry::No;
+            failure.message.push_str(
+                "; not retried, since the server may have processed it and it is not safe to \
+                 repeat",
+            );
+        }
         let delay = match failure.retry {
             Retry::No => return Err(failure.into_error(info.service, info.what, attempt)),
             _ if attempt > policy.max_retries => {
@@ -165,6 +210,24 @@ where
     }
 }
 
+/// Whether the request that failed with `failure` surely was not processed, so that even a
+/// request that is not idempotent can be sent again: the connection could not be made, or the
+/// server answered 429 (rate limited) or 503 (unavailable), which say the request was refused
+/// before any work. A timeout, a dropped connection or another error answer (500, 502, 504...)
+/// leaves it open whether the server acted on the request.
+fn provably_unprocessed(failure: &Failure) -> bool {
+    match failure.status {
+        Some(status) => matches!(
+            status,
+            StatusCode::TOO_MANY_REQUESTS | StatusCode::SERVICE_UNAVAILABLE
+        ),
+        None => failure
+            .source
+            .as_ref()
+            .is_some_and(|err| err.is_connect() && !err.is_body()),
+    }
+}
+
 /// One attempt: the body of a successful answer, or what went wrong and whether to retry.
 async fn send_once<C>(
     info: &RequestInfo<'_>,
@@ -186,10 +249,7 @@ where
     } else {
         response.headers().clone()
     };
-    let bytes = response
-        .bytes()
-        .await
-        .map_err(|err| transport_failure(err, info.host, info.timeout))?;
+    let bytes = read_body(response, status.is_success(), info).await?;
     tracing::debug!(
         status = status.as_u16(),
         bytes = bytes.len(),
@@ -197,13 +257,69 @@ where
         info.service
     );
     if status.is_success() {
-        return Ok(bytes.to_vec());
+        return Ok(bytes);
+    }
+    if status.is_redirection() {
+        return Err(Failure::from_status(
+            status,
+            ErrorKind::Backend,
+            format!(
+                "the server answered with a redirect (HTTP {}), which this client does not \
+                 follow; check the base URL",
+                crate::status_text(status)
+            ),
+            Retry::No,
+        ));
     }
     Err(classify(&ErrorResponse {
         status,
         headers: &headers,
         body: &bytes,
     }))
+}
+
+/// The body of `response`, read chunk by chunk and never past `info.max_body_bytes`: over it, a
+/// successful answer (`success`) is a [`ErrorKind::LimitExceeded`] failure, not retried, and an
+/// error answer is cut to the cap (its classifier only needs its start).
+async fn read_body(
+    mut response: reqwest::Response,
+    success: bool,
+    info: &RequestInfo<'_>,
+) -> std::result::Result<Vec<u8>, Failure> {
+    let cap = info.max_body_bytes;
+    let too_large = || Failure {
+        kind: ErrorKind::LimitExceeded,
+        message: format!(
+            "the answer from {} is larger than the {cap} bytes this client reads",
+            info.host
+        ),
+        status: None,
+        retry: Retry::No,
+        source: None,
+    };
+    let announced = response
+        .content_length()
+        .and_then(|len| usize::try_from(len).ok());
+    if success && announced.is_some_and(|len| len > cap) {
+        return Err(too_large());
+    }
+    let mut body = Vec::with_capacity(announced.unwrap_or(0).min(cap));
+    while let Some(chunk) = response
+        .chunk()
+        .await
+        .map_err(|err| transport_failure(err, info.host, info.timeout))?
+    {
+        let room = cap - body.len();
+        if chunk.len() > room {
+            if success {
+                return Err(too_large());
+            }
+            body.extend_from_slice(&chunk[..room]);
+            break;
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 #[cfg(test)]
@@ -301,6 +417,64 @@ mod tests {
     }
 
     #[test]
+    fn huge_waits_are_capped_not_panics() {
+        for value in ["1e300", "1e20", "inf", "-inf", "NaN", "-1", "1e-300"] {
+            let ms = retry_after_ms(&headers(&[("retry-after-ms", value)]));
+            let secs = retry_after(&headers(&[("retry-after", value)]));
+            for wait in [ms, secs].into_iter().flatten() {
+                assert!(wait <= MAX_SERVER_WAIT, "{value}: {wait:?}");
+            }
+        }
+        assert_eq!(
+            retry_after_ms(&headers(&[("retry-after-ms", "1e300")])),
+            Some(MAX_SERVER_WAIT)
+        );
+        assert_eq!(
+            retry_after(&headers(&[("retry-after", "1e300")])),
+            Some(MAX_SERVER_WAIT)
+        );
+        assert_eq!(retry_after_ms(&headers(&[("retry-after-ms", "inf")])), None);
+    }
+
+    /// A 429 asking for an absurd wait (`retry-after-ms: 1e300`) fails at once with a typed
+    /// error instead of panicking the client.
+    #[tokio::test]
+    async fn an_absurd_retry_after_ms_fails_at_once_without_panicking() {
+        let server = MockServer::start().await;
+        answers(
+            &server,
+            ResponseTemplate::new(429).insert_header("retry-after-ms", "1e300"),
+            1,
+        )
+        .await;
+        let quick = policy(Duration::from_millis(1), Duration::from_secs(1));
+        let client = crate::build_client(crate::http_client_builder().unwrap()).unwrap();
+        let url = server.uri();
+        let result = send_with_retries(
+            &quick,
+            &info("127.0.0.1"),
+            || client.get(&url),
+            |response: &ErrorResponse<'_>| {
+                Failure::from_status(
+                    response.status,
+                    ErrorKind::LimitExceeded,
+                    "rate limited",
+                    Retry::from_hint(retry_after_ms(response.headers)),
+                )
+            },
+        )
+        .await;
+        let err = result.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        assert!(
+            err.message().contains("longer than the 1.0 s"),
+            "{}",
+            err.message()
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+    }
+
+    #[test]
     fn hints_make_retries() {
         assert_eq!(Retry::from_hint(None), Retry::Backoff);
         assert_eq!(
@@ -315,6 +489,8 @@ mod tests {
             what: "lookup",
             host,
             timeout: Duration::from_secs(5),
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            idempotent: true,
         }
     }
 
@@ -433,6 +609,60 @@ mod tests {
             "{err}"
         );
         assert_eq!(built, 1);
+    }
+
+    /// A successful answer larger than the cap fails with `LimitExceeded` and is not retried;
+    /// an error answer larger than the cap is cut to it and still classified.
+    #[tokio::test]
+    async fn answers_over_the_body_cap_are_refused() {
+        let server = MockServer::start().await;
+        Mock::given(wiremock::matchers::path("/big"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'x'; 100_000]))
+            .mount(&server)
+            .await;
+        Mock::given(wiremock::matchers::path("/fits"))
+            .respond_with(ResponseTemplate::new(200).set_body_bytes(vec![b'y'; 1_000]))
+            .mount(&server)
+            .await;
+        Mock::given(wiremock::matchers::path("/bad"))
+            .respond_with(ResponseTemplate::new(400).set_body_bytes(vec![b'z'; 100_000]))
+            .mount(&server)
+            .await;
+        let client = crate::build_client(crate::http_client_builder().unwrap()).unwrap();
+        let quick = policy(Duration::from_millis(1), Duration::from_secs(1));
+        let small = RequestInfo {
+            max_body_bytes: 1_000,
+            ..info("127.0.0.1")
+        };
+        let uri = server.uri();
+        let get = |path: &'static str| {
+            let client = &client;
+            let uri = &uri;
+            move || client.get(format!("{uri}{path}"))
+        };
+        let err = send_with_retries(&quick, &small, get("/big"), classify)
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        assert_eq!(
+            err.message(),
+            "Test lookup request failed: the answer from 127.0.0.1 is larger than the \
+             1000 bytes this client reads"
+        );
+        assert_eq!(server.received_requests().await.unwrap().len(), 1);
+        let fits = send_with_retries(&quick, &small, get("/fits"), classify)
+            .await
+            .unwrap();
+        assert_eq!(fits.len(), 1_000);
+        let seen = std::sync::Mutex::new(0);
+        let err = send_with_retries(&quick, &small, get("/bad"), |response| {
+            *seen.lock().unwrap() = response.body.len();
+            classify(response)
+        })
+        .await
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert_eq!(*seen.lock().unwrap(), 1_000);
     }
 
     #[tokio::test]

@@ -65,12 +65,17 @@ pub(crate) struct Call {
     pub(crate) body: Option<Value>,
     /// What the request does, for messages and traces: "add", "search"...
     pub(crate) what: &'static str,
+    /// Whether the request may be sent twice (memory-http's `RequestInfo::idempotent`): by
+    /// HTTP's rules unless [`idempotent`](Call::idempotent) marks a POST that only reads. An
+    /// add is not: after a timeout it is not retried, so a memory is never stored twice.
+    pub(crate) idempotent: bool,
 }
 
 impl Call {
     /// A request without query or body.
     pub(crate) fn new(method: Method, what: &'static str, segments: &[&str]) -> Self {
         Self {
+            idempotent: method.is_idempotent(),
             method,
             segments: segments.iter().map(|s| (*s).to_owned()).collect(),
             query: Vec::new(),
@@ -82,6 +87,13 @@ impl Call {
     /// Adds a query parameter.
     pub(crate) fn query(mut self, name: &'static str, value: impl Into<String>) -> Self {
         self.query.push((name, value.into()));
+        self
+    }
+
+    /// Marks a request that does not follow HTTP's rules as safe to repeat (a search sent as a
+    /// POST).
+    pub(crate) fn idempotent(mut self) -> Self {
+        self.idempotent = true;
         self
     }
 
@@ -150,6 +162,7 @@ impl Http {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
+                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
             },
             key,
         })
@@ -206,9 +219,14 @@ impl Http {
             attempts = tracing::field::Empty,
         );
         self.api
-            .send(call.method.clone(), url, call.what, body, |response| {
-                self.status_failure(response)
-            })
+            .send(
+                call.method.clone(),
+                url,
+                call.what,
+                body,
+                call.idempotent,
+                |response| self.status_failure(response),
+            )
             .instrument(span)
             .await
     }

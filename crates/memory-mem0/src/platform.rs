@@ -62,7 +62,9 @@ impl Platform {
         if let Some(rerank) = request.rerank {
             body.insert("rerank".into(), Value::Bool(rerank));
         }
+        // A read sent as a POST: safe to repeat.
         self.post("search", &["v3", "memories", "search", ""], body)
+            .idempotent()
     }
 
     /// `POST /v3/memories/?page=&page_size=`.
@@ -72,7 +74,9 @@ impl Platform {
             "filters".into(),
             filters(&request.scope, request.filters.as_ref()),
         );
+        // A read sent as a POST: safe to repeat.
         self.post("list", &["v3", "memories", ""], body)
+            .idempotent()
             .query("page", request.page.to_string())
             .query("page_size", request.page_size.to_string())
     }

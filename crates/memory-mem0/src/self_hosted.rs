@@ -54,7 +54,10 @@ pub(crate) fn search(request: &SearchRequest) -> Result<Call> {
     if let Some(filters) = &request.filters {
         body.insert("filters".into(), filters.to_value());
     }
-    Ok(Call::new(Method::POST, "search", &["search"]).body(Value::Object(body)))
+    // A read sent as a POST: safe to repeat.
+    Ok(Call::new(Method::POST, "search", &["search"])
+        .body(Value::Object(body))
+        .idempotent())
 }
 
 /// `GET /memories?user_id=&agent_id=&run_id=`.

@@ -457,3 +457,44 @@ async fn a_bearer_gateway_key_is_the_default() {
         .await
         .unwrap();
 }
+
+/// An add whose answer is late may have been stored already: it is not sent again (a memory
+/// would be stored twice); a search, a read, is retried.
+#[tokio::test]
+async fn an_add_that_timed_out_is_not_sent_twice_but_a_search_is_retried() {
+    let server = MockServer::start().await;
+    for route in ["/memories", "/search"] {
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_json(json!({"results": []}))
+                    .set_delay(std::time::Duration::from_secs(3)),
+            )
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(&server)
+            .await;
+        Mock::given(method("POST"))
+            .and(path(route))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({"results": []})))
+            .mount(&server)
+            .await;
+    }
+    let client = Mem0Client::new(
+        self_hosted_config(&server).with_timeout(std::time::Duration::from_millis(300)),
+    )
+    .unwrap();
+    let err = client
+        .add(&AddRequest::new(alice(), vec![Mem0Message::user("x")]))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert!(err.to_string().contains("not retried"), "{err}");
+    assert_eq!(request_count(&server).await, 1, "the add was sent twice");
+    client
+        .search(&SearchRequest::new("q", alice()))
+        .await
+        .unwrap();
+    assert_eq!(request_count(&server).await, 3);
+}

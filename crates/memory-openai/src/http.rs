@@ -127,6 +127,7 @@ impl HttpClient {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
+                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
             },
             api_key: config.api_key.clone(),
         })
@@ -178,9 +179,14 @@ impl HttpClient {
             endpoint.path
         );
         self.api
-            .send(Method::POST, url, endpoint.what, Some(body), |response| {
-                self.status_failure(response)
-            })
+            .send(
+                Method::POST,
+                url,
+                endpoint.what,
+                Some(body),
+                true,
+                |response| self.status_failure(response),
+            )
             .await
     }
 
