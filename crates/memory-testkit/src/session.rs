@@ -84,8 +84,8 @@ pub fn sample_agent_session(scope: &Scope) -> AgentSession {
         json!({"user_id": "dana", "seen": [1, 2, 3]}),
     );
     session.set_history_window(Some(12));
-    session.record_turn();
-    session.record_turn();
+    session.record_turn().expect("a new session counts turns");
+    session.record_turn().expect("a new session counts turns");
     session.set_service_conversation_id("conv_ü_123");
     session
 }

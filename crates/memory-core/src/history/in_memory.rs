@@ -175,7 +175,9 @@ impl HistoryStore for InMemoryHistoryStore {
                 message: prepared.message.clone(),
             });
             thread.active += 1;
-            thread.active_tokens += u64::from(prepared.tokens);
+            thread.active_tokens = thread
+                .active_tokens
+                .saturating_add(u64::from(prepared.tokens));
             unique_seqs.push(seq);
             inserted += 1;
         }
@@ -220,7 +222,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 let mut used = 0u64;
                 let mut v: Vec<_> = active_from_end()
                     .take_while(|m| {
-                        used += u64::from(m.tokens);
+                        used = used.saturating_add(u64::from(m.tokens));
                         used <= budget
                     })
                     .cloned()

@@ -109,8 +109,19 @@ impl AgentSession {
     }
 
     /// Records a completed run.
-    pub fn record_turn(&mut self) {
-        self.turns += 1;
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when the counter is already
+    /// `u64::MAX` (a restored state can hold it); the counter is left unchanged.
+    pub fn record_turn(&mut self) -> Result<()> {
+        self.turns = self.turns.checked_add(1).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "session {} has recorded the most turns a session can count ({})",
+                self.id(),
+                u64::MAX
+            ))
+        })?;
+        Ok(())
     }
 
     /// Whether the session has any history: a completed run or a per-agent message.
