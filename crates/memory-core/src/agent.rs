@@ -519,7 +519,7 @@ impl Agent {
             .invoked(session, &input, Some(&produced), None)
             .instrument(tracing::debug_span!("providers.invoked"))
             .await?;
-        session.record_turn();
+        session.record_turn()?;
 
         Ok(AgentRun {
             messages: produced,

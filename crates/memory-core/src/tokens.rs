@@ -88,24 +88,29 @@ pub trait TokenCounter: Send + Sync + fmt::Debug {
         MediaTokenCosts::default()
     }
 
-    /// Tokens that `message` costs in a chat request.
+    /// Tokens that `message` costs in a chat request; a sum past `u32::MAX` is `u32::MAX`
+    /// (a message no budget can hold).
     fn count_message(&self, message: &ChatMessage) -> u32 {
-        let mut total = TOKENS_PER_MESSAGE + self.count_text(message.role.as_str());
+        let mut total = TOKENS_PER_MESSAGE.saturating_add(self.count_text(message.role.as_str()));
         if let Some(name) = &message.author_name {
-            total += TOKENS_PER_NAME + self.count_text(name);
+            total = total
+                .saturating_add(TOKENS_PER_NAME)
+                .saturating_add(self.count_text(name));
         }
         for part in &message.parts {
-            total += match part {
+            total = total.saturating_add(match part {
                 Part::Text { text } | Part::Refusal { text } => self.count_text(text),
                 Part::ToolCall {
                     name, arguments, ..
-                } => self.count_text(name) + self.count_text(arguments),
+                } => self
+                    .count_text(name)
+                    .saturating_add(self.count_text(arguments)),
                 Part::ToolResult { content, .. } => self.count_text(content),
                 Part::Data { data, .. } => self.count_text(&data.to_string()),
                 media => media
                     .as_media()
                     .map_or(0, |(kind, _)| self.media_costs().cost(kind)),
-            };
+            });
         }
         total
     }
@@ -288,6 +293,19 @@ mod tests {
         assert_eq!(o.count_text("hello world"), 2);
         // Special-token text counts as ordinary text.
         assert!(cl.count_text("<|endoftext|>") > 1);
+    }
+
+    #[test]
+    fn a_huge_count_saturates_instead_of_overflowing() {
+        #[derive(Debug)]
+        struct Huge;
+        impl TokenCounter for Huge {
+            fn count_text(&self, _text: &str) -> u32 {
+                u32::MAX
+            }
+        }
+        let msg = ChatMessage::user("hello world").with_author("dana");
+        assert_eq!(Huge.count_message(&msg), u32::MAX);
     }
 
     #[test]

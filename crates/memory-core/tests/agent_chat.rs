@@ -356,3 +356,32 @@ async fn a_supervisor_chooses_who_speaks() {
         "nothing new for the critic to answer"
     );
 }
+
+#[tokio::test]
+async fn a_chat_restored_under_another_scope_refuses_the_channels_of_the_old_one() {
+    let mut team = Team::new();
+    let a = random_scope();
+    let mut chat = AgentChat::new(a.clone());
+    chat.add_agent(team.agent("writer", &["draft 1", "draft 2"]))
+        .unwrap();
+    chat.add_message(ChatMessage::user("Write a haiku"));
+    chat.invoke_agent("writer").await.unwrap();
+    let writer_at_a = a.clone().with_agent("writer").unwrap();
+    let before = team.store.read(&writer_at_a, Window::All).await.unwrap();
+    assert!(!before.is_empty());
+
+    let serializer = ChatSerializer::deserialize(state_of(&chat).as_slice()).unwrap();
+    let b = random_scope();
+    let mut moved = AgentChat::new(b.clone());
+    moved.add_agent(team.agent("writer", &["draft 2"])).unwrap();
+    serializer.restore(&mut moved).unwrap();
+    moved.add_message(ChatMessage::user("Shorter, please"));
+    let err = moved.invoke_agent("writer").await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    assert!(err.to_string().contains(&writer_at_a.key()), "{err}");
+    assert_eq!(
+        team.store.read(&writer_at_a, Window::All).await.unwrap(),
+        before,
+        "the old scope's thread is untouched"
+    );
+}

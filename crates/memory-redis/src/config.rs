@@ -14,6 +14,9 @@ pub const DEFAULT_KEY_PREFIX: &str = "am";
 pub const DEFAULT_RESPONSE_TIMEOUT: Duration = Duration::from_secs(3);
 /// How long one connection attempt may take by default.
 pub const DEFAULT_CONNECTION_TIMEOUT: Duration = Duration::from_secs(2);
+/// The longest response or connection timeout a store accepts (one day): the call budgets
+/// add the two up, and an unbounded timeout would overflow them.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 
 /// What an append does with the messages that `max_messages` pushes out of the active window.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -114,7 +117,7 @@ impl RedisConfig {
     /// # Errors
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a prefix outside the rules,
     /// `max_messages` of 0, a TTL under a millisecond or over [`memory_core::MAX_TTL`], or a
-    /// zero timeout.
+    /// timeout of zero or over [`MAX_TIMEOUT`].
     pub fn validate(&self) -> Result<()> {
         validate_prefix(&self.key_prefix)?;
         if self.max_messages == Some(0) {
@@ -157,15 +160,23 @@ impl Default for Timeouts {
 }
 
 impl Timeouts {
-    /// Checks that both are above zero.
+    /// Checks that both are above zero and at most [`MAX_TIMEOUT`].
     ///
     /// # Errors
-    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when one is zero.
+    /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) when one is zero or longer.
     pub(crate) fn validate(self) -> Result<()> {
         if self.response.is_zero() || self.connection.is_zero() {
             return Err(Error::invalid_input(
                 "the redis response and connection timeouts must be above zero",
             ));
+        }
+        if self.response > MAX_TIMEOUT || self.connection > MAX_TIMEOUT {
+            return Err(Error::invalid_input(format!(
+                "the redis response and connection timeouts must be at most {} hours, not {:?} and {:?}",
+                MAX_TIMEOUT.as_secs() / 3600,
+                self.response,
+                self.connection
+            )));
         }
         Ok(())
     }

@@ -19,7 +19,8 @@ mod resend_tests;
 #[cfg(feature = "agent-framework")]
 pub use agent_framework::{AfKeyFormat, AfRedisHistory, AfRedisHistoryBuilder};
 pub use config::{
-    DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, Overflow, RedisConfig,
+    DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, MAX_TIMEOUT,
+    Overflow, RedisConfig,
 };
 pub use keys::MAX_PREFIX_LEN;
 pub use store::{RedisStore, RedisStoreBuilder};

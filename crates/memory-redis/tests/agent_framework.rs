@@ -1267,3 +1267,16 @@ async fn unreachable_servers_fail_fast() {
     assert!(!format!("{err:?}").contains("secret"));
     assert!(started.elapsed() < Duration::from_secs(10));
 }
+
+#[tokio::test]
+async fn timeouts_too_long_to_add_up_are_refused() {
+    for history in [
+        AfRedisHistory::builder(&url(), AfKeyFormat::scoped("timeouts"))
+            .response_timeout(Duration::MAX),
+        AfRedisHistory::builder(&url(), AfKeyFormat::scoped("timeouts"))
+            .connection_timeout(Duration::MAX),
+    ] {
+        let err = history.connect().await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+}

@@ -267,6 +267,26 @@ async fn reuses_an_application_connection_manager() {
 }
 
 #[tokio::test]
+async fn timeouts_too_long_to_add_up_are_refused() {
+    let set_response = |b: memory_redis::RedisStoreBuilder| b.response_timeout(Duration::MAX);
+    let set_connection = |b: memory_redis::RedisStoreBuilder| b.connection_timeout(Duration::MAX);
+    for set in [set_response, set_connection] {
+        let err = set(RedisStore::builder(&standalone_url()))
+            .connect()
+            .await
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    }
+    let mut config = RedisConfig::default();
+    config.response_timeout = Duration::MAX;
+    config.connection_timeout = Duration::MAX;
+    assert_eq!(
+        config.validate().unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+}
+
+#[tokio::test]
 async fn invalid_options_are_refused() {
     for prefix in ["", "Upper", "has space", "a{b}", &"x".repeat(33)] {
         let err = RedisStore::builder(&standalone_url())

@@ -237,6 +237,7 @@ macro_rules! __session_checks {
                 list_pages_each_session_once,
                 list_filters_by_user_agent_source_and_tenant,
                 scopes_are_isolated,
+                a_state_copied_to_another_scope_is_refused,
                 ttl_expires_a_session,
                 ttl_none_removes_the_expiry,
                 ttl_is_refreshed_by_save,

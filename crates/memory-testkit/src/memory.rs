@@ -1072,7 +1072,7 @@ pub async fn team_session_resumes_like_an_uninterrupted_run(
         .await
         .expect_ok("load the team session")
         .expect("the saved team session");
-    let session = AgentSession::deserialize(&stored.state).expect_ok("deserialize");
+    let session = AgentSession::deserialize_at(&stored.state, &scope).expect_ok("deserialize");
     let mut team = TeamSession::new(session, history.clone());
     part(&mut team, &second, "done").await;
     let resumed = observe(&team).await;
@@ -1507,7 +1507,8 @@ pub async fn agent_tool_loop_stores_whole_groups(
         .await
         .expect_ok("load the session")
         .expect("the saved session");
-    let mut session = AgentSession::deserialize(&loaded.state).expect_ok("restore the session");
+    let mut session =
+        AgentSession::deserialize_at(&loaded.state, &scope).expect_ok("restore the session");
     assert_eq!(session.turns(), 1, "the restored session counts the turn");
     let model = Arc::new(ScriptedChatModel::new().reply_text("second answer: Monday it is"));
     let agent = tool_agent(model.clone(), counting.clone())

@@ -84,8 +84,8 @@ pub fn sample_agent_session(scope: &Scope) -> AgentSession {
         json!({"user_id": "dana", "seen": [1, 2, 3]}),
     );
     session.set_history_window(Some(12));
-    session.record_turn();
-    session.record_turn();
+    session.record_turn().expect("a new session counts turns");
+    session.record_turn().expect("a new session counts turns");
     session.set_service_conversation_id("conv_ü_123");
     session
 }
@@ -187,7 +187,8 @@ pub async fn agent_session_state_round_trips(store: &dyn SessionStore) {
     create(store, &scope, &state).await;
     let stored = load(store, &scope).await.expect("the saved session loads");
     assert_eq!(stored.state, state, "the state loads exactly as saved");
-    let restored = AgentSession::deserialize(&stored.state).expect_ok("deserialize the state");
+    let restored =
+        AgentSession::deserialize_at(&stored.state, &scope).expect_ok("deserialize the state");
     assert_eq!(
         restored, session,
         "the restored session equals the original"
@@ -520,6 +521,40 @@ pub async fn scopes_are_isolated(store: &dyn SessionStore) {
             "scope {name} after updating base and deleting user x"
         );
     }
+}
+
+/// Contract: a state copied into another scope's key is refused there. A session saved under
+/// tenant A, copied byte for byte and saved under tenant B's key, loads from B as it was
+/// written, but [`AgentSession::deserialize_at`] with B is an `InvalidInput` error that names
+/// both scopes, and A's session is untouched.
+pub async fn a_state_copied_to_another_scope_is_refused(store: &dyn SessionStore) {
+    let a = random_scope().with_user("dana").expect("valid user");
+    let b = scope_in(&random_tenant(), a.session_id().as_str())
+        .with_user("dana")
+        .expect("valid user");
+    let state = sample_agent_session(&a)
+        .serialize()
+        .expect_ok("serialize the session");
+    create(store, &a, &state).await;
+    let copied = load(store, &a).await.expect("A's session loads").state;
+    create(store, &b, &copied).await;
+    let loaded = load(store, &b).await.expect("B's copy loads");
+    assert_eq!(loaded.state, state, "the copy loads byte for byte");
+    let err = expect_error_kind(
+        AgentSession::deserialize_at(&loaded.state, &b),
+        ErrorKind::InvalidInput,
+        "a state of scope A restored at scope B",
+    );
+    let message = err.to_string();
+    assert!(message.contains(&a.key()), "the error names A: {message}");
+    assert!(message.contains(&b.key()), "the error names B: {message}");
+    assert_eq!(
+        load(store, &a).await,
+        Some(StoredSession { state, version: 1 }),
+        "A's session is untouched"
+    );
+    let restored = AgentSession::deserialize_at(&copied, &a).expect_ok("A's state at A");
+    assert_eq!(restored.scope(), &a, "A's state restores at A");
 }
 
 /// Contract: TTL. `set_ttl` makes the session expire; an expired session loads as `None`, is

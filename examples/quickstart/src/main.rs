@@ -190,7 +190,7 @@ async fn play(
     // conversation of the first (the thread itself is in the history store).
     let (mut session, mut version) = match stores.sessions.load(scope).await? {
         Some(saved) => {
-            let session = AgentSession::deserialize(&saved.state)?;
+            let session = AgentSession::deserialize_at(&saved.state, scope)?;
             let stored = stores.history.count(scope).await?;
             println!(
                 "continuing the conversation of an earlier run: {} turns, {} stored messages \
@@ -235,7 +235,7 @@ async fn play(
         state.len(),
         session.turns()
     );
-    let mut session = AgentSession::from_json(&state)?;
+    let mut session = AgentSession::deserialize_at(&serde_json::from_str(&state)?, scope)?;
 
     for text in second_half {
         turn(
@@ -451,7 +451,7 @@ mod tests {
             "{memory}"
         );
         let saved = stores.sessions.load(&scope).await.unwrap().unwrap();
-        let session = AgentSession::deserialize(&saved.state).unwrap();
+        let session = AgentSession::deserialize_at(&saved.state, &scope).unwrap();
         assert_eq!(session.turns() as usize, 2 * CONVERSATION.len());
     }
 

@@ -177,8 +177,10 @@ impl AgentChat {
     /// Lets the next agent (by the selection strategy) take a turn; returns its messages.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) with no agent or nothing new
-    /// for the chosen agent to answer; the agent's errors.
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) with no agent, nothing new
+    /// for the chosen agent to answer, or a channel whose session belongs to another scope (a
+    /// chat state restored into a chat of another scope; the message names both); the agent's
+    /// errors.
     pub async fn invoke(&mut self) -> Result<Vec<ChatMessage>> {
         if self.participants.is_empty() {
             return Err(Error::invalid_input("the chat has no agent"));
@@ -210,13 +212,15 @@ impl AgentChat {
     async fn invoke_index(&mut self, index: usize) -> Result<Vec<ChatMessage>> {
         let participant = self.participants[index].clone();
         let key = participant.channel_key();
+        let channel_scope = self
+            .scope
+            .clone()
+            .with_agent_id(participant.agent.name().clone());
+        // A channel's session belongs to this chat's scope: a chat state restored into a chat
+        // of another scope must not continue the old scope's threads.
         let mut session = match self.channels.get(&key) {
-            Some(channel) => AgentSession::deserialize(&channel.session)?,
-            None => AgentSession::new(
-                self.scope
-                    .clone()
-                    .with_agent_id(participant.agent.name().clone()),
-            ),
+            Some(channel) => AgentSession::deserialize_at(&channel.session, &channel_scope)?,
+            None => AgentSession::new(channel_scope),
         };
         let synced = self.channels.get(&key).map_or(0, |c| c.synced);
         let new: Vec<ChatMessage> = self.history[synced.min(self.history.len())..]

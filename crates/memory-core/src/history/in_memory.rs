@@ -102,9 +102,14 @@ impl InMemoryHistoryStore {
     }
 
     /// Gives every new thread a time to live (see [`HistoryStore::set_ttl`]).
-    pub fn with_default_ttl(mut self, ttl: Duration) -> Self {
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] for a TTL under one millisecond or over
+    /// [`MAX_TTL`](crate::MAX_TTL), as every store (see [`ttl_millis`](crate::ttl_millis)).
+    pub fn with_default_ttl(mut self, ttl: Duration) -> Result<Self> {
+        crate::ttl::ttl_millis(ttl)?;
         self.default_ttl = Some(ttl);
-        self
+        Ok(self)
     }
 
     fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<String, Thread>>> {
@@ -175,7 +180,9 @@ impl HistoryStore for InMemoryHistoryStore {
                 message: prepared.message.clone(),
             });
             thread.active += 1;
-            thread.active_tokens += u64::from(prepared.tokens);
+            thread.active_tokens = thread
+                .active_tokens
+                .saturating_add(u64::from(prepared.tokens));
             unique_seqs.push(seq);
             inserted += 1;
         }
@@ -220,7 +227,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 let mut used = 0u64;
                 let mut v: Vec<_> = active_from_end()
                     .take_while(|m| {
-                        used += u64::from(m.tokens);
+                        used = used.saturating_add(u64::from(m.tokens));
                         used <= budget
                     })
                     .cloned()
@@ -315,5 +322,33 @@ impl HistoryStore for InMemoryHistoryStore {
         let before = threads.len();
         threads.retain(|_, t| !t.expired(now));
         Ok((before - threads.len()) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_default_ttl_out_of_range_is_refused() {
+        let scope = Scope::session("ttl").unwrap();
+        for ttl in [
+            Duration::MAX,
+            Duration::ZERO,
+            crate::MAX_TTL + Duration::from_secs(1),
+        ] {
+            let err = InMemoryHistoryStore::new()
+                .with_default_ttl(ttl)
+                .unwrap_err();
+            assert_eq!(err.kind(), ErrorKind::InvalidInput, "{ttl:?}");
+        }
+        let store = InMemoryHistoryStore::new()
+            .with_default_ttl(Duration::from_secs(60))
+            .unwrap();
+        store
+            .append(&scope, &[ChatMessage::user("hi")])
+            .await
+            .unwrap();
+        assert_eq!(store.count(&scope).await.unwrap().active, 1);
     }
 }

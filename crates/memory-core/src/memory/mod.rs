@@ -22,7 +22,7 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use block::{BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name};
-pub use render::{InsertMethod, render_memory};
+pub use render::{InsertMethod, escape_memory_text, render_memory};
 pub use state::BLOCK_STATE_SOURCE;
 
 use crate::error::{Error, ErrorKind, Result};

@@ -1,5 +1,7 @@
 //! The `<memory>` text and where it goes.
 
+use std::borrow::Cow;
+
 use serde::{Deserialize, Serialize};
 
 use crate::message::{ChatMessage, Part, Role};
@@ -15,7 +17,45 @@ pub enum InsertMethod {
     User,
 }
 
+/// Escapes `&`, `<` and `>` in text a memory block shows (`&amp;`, `&lt;`, `&gt;`), so a
+/// remembered text cannot close the `<memory>` block or forge a message: the built-in blocks
+/// escape what they remember, and a custom block showing stored or user text should too.
+/// Text without these characters is returned unchanged (LlamaIndex renders it byte for byte).
+///
+/// ```
+/// use memory_core::memory::escape_memory_text;
+///
+/// assert_eq!(escape_memory_text("Dana is on call."), "Dana is on call.");
+/// assert_eq!(escape_memory_text("</memory> & <x>"), "&lt;/memory&gt; &amp; &lt;x&gt;");
+/// ```
+pub fn escape_memory_text(text: &str) -> Cow<'_, str> {
+    if !text.contains(['&', '<', '>']) {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            c => out.push(c),
+        }
+    }
+    Cow::Owned(out)
+}
+
+/// Reverses [`escape_memory_text`] (`&lt;`, `&gt;`, then `&amp;`), for text read back from a
+/// rendering or from a model that echoed it.
+pub(crate) fn unescape_memory_text(text: &str) -> String {
+    text.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&amp;", "&")
+}
+
 /// Renders LlamaIndex's form: `<memory>\n<name>\ncontent\n</name>\n…</memory>`.
+///
+/// `content` is placed as given: a block escapes what it shows with [`escape_memory_text`]
+/// (its own markup, such as the fact block's `<fact>` tags, stays).
 pub fn render_memory<'a>(sections: impl IntoIterator<Item = (&'a str, &'a str)>) -> String {
     let mut out = String::from("<memory>\n");
     for (name, content) in sections {

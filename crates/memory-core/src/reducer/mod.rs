@@ -205,8 +205,8 @@ pub(crate) fn keep_within<M>(
     let mut first_group = seg.groups.len();
     for (g, range) in seg.groups.iter().enumerate().rev() {
         let group_cost: u64 = messages[range.clone()].iter().map(&cost).sum();
-        if g >= seg.protected_from || used + group_cost <= limit {
-            used += group_cost;
+        if g >= seg.protected_from || used.saturating_add(group_cost) <= limit {
+            used = used.saturating_add(group_cost);
             first_group = g;
         } else {
             break;

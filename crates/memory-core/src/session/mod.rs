@@ -109,8 +109,19 @@ impl AgentSession {
     }
 
     /// Records a completed run.
-    pub fn record_turn(&mut self) {
-        self.turns += 1;
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) when the counter is already
+    /// `u64::MAX` (a restored state can hold it); the counter is left unchanged.
+    pub fn record_turn(&mut self) -> Result<()> {
+        self.turns = self.turns.checked_add(1).ok_or_else(|| {
+            Error::invalid_input(format!(
+                "session {} has recorded the most turns a session can count ({})",
+                self.id(),
+                u64::MAX
+            ))
+        })?;
+        Ok(())
     }
 
     /// Whether the session has any history: a completed run or a per-agent message.
@@ -237,8 +248,11 @@ impl AgentSession {
     /// Restores a session from its JSON state, migrating older versions (a version 1 state
     /// loads, and [`serialize`](Self::serialize) writes it back as version 2).
     ///
-    /// A state read from a [`SessionStore`] is better restored with
-    /// [`deserialize_at`](Self::deserialize_at), which also checks its scope.
+    /// The session takes the state's own scope, unchecked: use this only where a state is moved
+    /// on purpose (an export imported elsewhere, a state a program built or copied itself). A
+    /// state loaded from a [`SessionStore`] by scope must be restored with
+    /// [`deserialize_at`](Self::deserialize_at), which refuses a state of another scope (every
+    /// loading path of this workspace does).
     ///
     /// # Errors
     /// [`ErrorKind::Serialization`](crate::ErrorKind::Serialization) for anything but a valid
@@ -285,6 +299,10 @@ impl AgentSession {
     }
 
     /// Restores `state` into this session, which must be new.
+    ///
+    /// The session takes the state's scope, as [`deserialize`](Self::deserialize) does (a
+    /// state moved on purpose); a state loaded from a store by scope goes through
+    /// [`deserialize_at`](Self::deserialize_at) instead.
     ///
     /// # Errors
     /// [`ErrorKind::Conflict`](crate::ErrorKind::Conflict) when this session already has

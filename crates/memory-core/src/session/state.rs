@@ -236,7 +236,7 @@ mod tests {
         s.update_snapshot("step", json!(3));
         s.set_provider_state(SourceId::new("mem0").unwrap(), json!({"user_id": "u"}));
         s.set_history_window(Some(5));
-        s.record_turn();
+        s.record_turn().unwrap();
         s
     }
 
@@ -332,6 +332,17 @@ mod tests {
         assert_eq!(migrated, s);
         assert_eq!(migrated.serialize().unwrap(), v2);
         assert_eq!(AgentSession::from_json(&v1.to_string()).unwrap(), s);
+    }
+
+    #[test]
+    fn a_turn_counter_at_its_maximum_is_a_typed_error() {
+        let mut state = sample().serialize().unwrap();
+        state["turns"] = json!(u64::MAX);
+        let mut s = AgentSession::deserialize(&state).unwrap();
+        let err = s.record_turn().unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("turns"), "{err}");
+        assert_eq!(s.turns(), u64::MAX);
     }
 
     #[test]

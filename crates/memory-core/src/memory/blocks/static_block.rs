@@ -4,12 +4,14 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, escape_memory_text,
+    validate_block_name,
 };
 use crate::message::Part;
 
 /// Fixed content (text or parts such as an image), always inserted: priority 0 unless set
-/// otherwise. Flushed messages are ignored.
+/// otherwise. Flushed messages are ignored. The text is shown escaped
+/// ([`escape_memory_text`]): it cannot close the memory or forge a message.
 #[derive(Debug, Clone)]
 pub struct StaticMemoryBlock {
     name: String,
@@ -62,7 +64,18 @@ impl MemoryBlock for StaticMemoryBlock {
     }
 
     async fn get(&self, _context: BlockGetContext<'_>) -> Result<BlockContent> {
-        Ok(self.content.clone())
+        Ok(match &self.content {
+            BlockContent::Text(text) => BlockContent::Text(escape_memory_text(text).into_owned()),
+            BlockContent::Parts(parts) => BlockContent::Parts(
+                parts
+                    .iter()
+                    .map(|part| match part {
+                        Part::Text { text } => Part::text(escape_memory_text(text)),
+                        other => other.clone(),
+                    })
+                    .collect(),
+            ),
+        })
     }
 
     async fn put(&self, _context: BlockPutContext<'_>) -> Result<()> {
