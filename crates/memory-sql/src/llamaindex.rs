@@ -510,7 +510,7 @@ impl LlamaIndexHistoryStore {
             }),
         };
         store
-            .bounded("create the LlamaIndex table", store.create_table())
+            .bounded("open", "create the LlamaIndex table", store.create_table())
             .await?;
         Ok(store)
     }
@@ -581,8 +581,21 @@ impl LlamaIndexHistoryStore {
         (row.to_string() == rest).then_some(row)
     }
 
-    async fn bounded<T>(&self, ctx: &str, op: impl Future<Output = Result<T>>) -> Result<T> {
-        within(self.inner.operation_timeout, ctx, op).await
+    /// Runs `operation` (the `HistoryStore` method's name, or `open`) within the operation
+    /// timeout; its errors name the operation and the backend, as `SqlStore`'s do. `ctx` says
+    /// what was being done in the timeout's message.
+    async fn bounded<T>(
+        &self,
+        operation: &'static str,
+        ctx: &str,
+        op: impl Future<Output = Result<T>>,
+    ) -> Result<T> {
+        within(self.inner.operation_timeout, ctx, op)
+            .await
+            .map_err(|err| {
+                err.with_backend(self.backend().as_str())
+                    .with_operation(operation)
+            })
     }
 
     fn query(&self, sql: &Arc<str>) -> Query<'static> {
@@ -1129,6 +1142,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
         let (batch, positions) = self.prepare(messages)?;
         let (unique_seqs, inserted) = self
             .bounded(
+                "append",
                 "append to a LlamaIndex session",
                 self.append_tx(&key, &batch),
             )
@@ -1142,13 +1156,17 @@ impl HistoryStore for LlamaIndexHistoryStore {
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let key = self.key_for(scope)?;
-        self.bounded("read a LlamaIndex session", self.read_rows(&key, window))
-            .await
+        self.bounded(
+            "read",
+            "read a LlamaIndex session",
+            self.read_rows(&key, window),
+        )
+        .await
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let key = self.key_for(scope)?;
-        self.bounded("count a LlamaIndex session", self.count_tx(&key))
+        self.bounded("count", "count a LlamaIndex session", self.count_tx(&key))
             .await
     }
 
@@ -1160,6 +1178,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
             return Ok(0);
         }
         self.bounded(
+            "archive",
             "archive messages of a LlamaIndex session",
             self.archive_tx(&key, first, last),
         )
@@ -1168,7 +1187,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let key = self.key_for(scope)?;
-        self.bounded("clear a LlamaIndex session", self.clear_tx(&key))
+        self.bounded("clear", "clear a LlamaIndex session", self.clear_tx(&key))
             .await
     }
 
@@ -1178,6 +1197,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
             let scope_of = |key: &str| parse_scope_key(key).filter(|s| s.matches(filter));
             return self
                 .bounded(
+                    "list_threads",
                     "list LlamaIndex sessions",
                     self.list_keys(page, Some(&prefix), scope_of),
                 )
@@ -1199,6 +1219,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
         }
         let scope_of = |key: &str| Scope::session(key).ok();
         self.bounded(
+            "list_threads",
             "list LlamaIndex sessions",
             self.list_keys(page, None, scope_of),
         )

@@ -409,7 +409,34 @@ on_both!(
     archive_and_clear_touch_one_key,
     scopes_map_to_session_ids,
     bad_table_names_are_refused,
+    errors_name_backend_and_operation,
 );
+
+/// A store error names the backend and the `HistoryStore` operation, as `SqlStore`'s do.
+async fn errors_name_backend_and_operation(kind: Kind) {
+    let env = Env::new(kind).await;
+    let store = &env.store;
+    store.close().await;
+    let err = store.read(&session(), Window::All).await.unwrap_err();
+    let backend = match kind {
+        Kind::Sqlite => "sqlite",
+        Kind::Postgres => "postgres",
+    };
+    assert_eq!(
+        (err.backend(), err.operation()),
+        (Some(backend), Some("read")),
+        "{err}"
+    );
+    let err = store
+        .append(&session(), &[ChatMessage::user("x")])
+        .await
+        .unwrap_err();
+    assert_eq!(
+        (err.backend(), err.operation()),
+        (Some(backend), Some("append")),
+        "{err}"
+    );
+}
 
 // ---------------------------------------------------------------------------------------------
 // The table
