@@ -26,6 +26,7 @@ impl HistoryStore for RedisStore {
             .with_dedupes_ids(true)
             .with_counts_purged(true)
             .with_lists_every_thread(true)
+            .with_reduces_on_append(self.max_messages().is_some())
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -123,6 +123,11 @@ pub struct HistoryCapabilities {
     /// [`HistoryStore::list_threads`] lists every thread that holds messages. Without it, the
     /// threads the store documents it cannot map back from its keys are left out.
     pub lists_every_thread: bool,
+    /// An append may itself move the thread's oldest active messages out of the active window
+    /// (archive or delete them), as a Redis store with `max_messages` does. Whatever reads the
+    /// active window later, such as a [`Memory`](crate::Memory) flush, never sees them, so a
+    /// `Memory` refuses such a store.
+    pub reduces_on_append: bool,
 }
 
 impl HistoryCapabilities {
@@ -135,6 +140,7 @@ impl HistoryCapabilities {
             dedupes_ids: false,
             counts_purged: false,
             lists_every_thread: false,
+            reduces_on_append: false,
         }
     }
 
@@ -180,6 +186,13 @@ impl HistoryCapabilities {
     #[must_use]
     pub const fn with_lists_every_thread(mut self, lists_every_thread: bool) -> Self {
         self.lists_every_thread = lists_every_thread;
+        self
+    }
+
+    /// Sets whether an append may itself move the oldest active messages out of the window.
+    #[must_use]
+    pub const fn with_reduces_on_append(mut self, reduces_on_append: bool) -> Self {
+        self.reduces_on_append = reduces_on_append;
         self
     }
 }

@@ -81,6 +81,19 @@ pub struct BlockPutContext<'a> {
     pub state: &'a mut Value,
 }
 
+/// What a block sees when a `put` it made was discarded: its state write lost a race with
+/// another process, which saved first.
+#[derive(Debug)]
+pub struct BlockDiscardContext<'a> {
+    /// The memory's session scope.
+    pub scope: &'a Scope,
+    /// The state the discarded `put` left (never saved).
+    pub discarded: &'a Value,
+    /// The block's state as the winner saved it (`Value::Null` if it has none): the flush is
+    /// redone from it.
+    pub current: &'a Value,
+}
+
 /// A long-term memory block (LlamaIndex's `BaseMemoryBlock`).
 ///
 /// Flushed short-term messages are handed to every block's [`put`](MemoryBlock::put); its
@@ -105,12 +118,23 @@ pub struct BlockPutContext<'a> {
 ///   in `state`. It is handed each message once (see below); when it returns an error, the
 ///   flush stops, its state change is dropped and the same messages come again at the next
 ///   flush. Side effects outside `state` are idempotent, keyed by the messages' sequence
-///   numbers, because a `put` may be redone (see below).
+///   numbers and ids, because a `put` may be redone (see below).
 /// - [`truncate`](MemoryBlock::truncate) is called, for blocks of priority above 0 in priority
 ///   order, while the rendered `<memory>` is over its token budget: it returns content shorter
 ///   by at least `excess_tokens` (as `counter` counts), or `None` (or empty content) to leave
 ///   the block out of this call's `<memory>`. It changes no state. The default leaves the block
 ///   out.
+/// - [`discard`](MemoryBlock::discard) is called when the state a `put` left was not saved
+///   because another process saved the block states first (the flush is then redone from the
+///   winner's state): it undoes the discarded `put`'s side effects that the winner's state does
+///   not account for (the vector block deletes its point when the winner wrote a different
+///   batch from the same start). It changes no state; an error fails the flush. The default
+///   does nothing (right for a block whose only effect is its state).
+/// - [`forget`](MemoryBlock::forget) deletes what the block keeps for the session outside its
+///   state (the vector block's points), given its last saved state (`Value::Null` if none).
+///   [`Memory::reset`](super::Memory::reset) calls it before deleting the states; it is
+///   idempotent (forgetting twice, or a session with nothing, is not an error). The default
+///   does nothing.
 /// - One block object serves every session at once: per-session data lives in `state`, never on
 ///   the object.
 ///
@@ -119,9 +143,14 @@ pub struct BlockPutContext<'a> {
 /// object (one block object serves every session). [`Memory`](super::Memory) saves that state
 /// and the sequence number of the last message the block was given in one durable write after
 /// each `put`, so a crash or a retry neither loses a batch for the block nor hands it twice. A
-/// `put` whose state write loses a race with another process is discarded and redone from the
-/// winner's state, so side effects outside the state (an upsert into a vector store) must be
-/// idempotent, keyed by the messages' sequence numbers.
+/// `put` whose state write loses a race with another process is discarded
+/// ([`discard`](MemoryBlock::discard) is told) and redone from the winner's state, so side
+/// effects outside the state (an upsert into a vector store) must be idempotent, keyed by the
+/// messages' sequence numbers and ids (seqs restart at 1 when a thread is cleared or expires;
+/// ids tell the two apart). The watermark belongs to one incarnation of the thread: when the
+/// thread was re-created, the memory notices at its next flush and hands the new thread's
+/// messages from seq 1 again; the blocks' states are kept (long-term memory outlives the
+/// short-term window, as in LlamaIndex; [`Memory::reset`](super::Memory::reset) forgets both).
 ///
 /// # Writing a block
 /// ```
@@ -175,6 +204,20 @@ pub trait MemoryBlock: Send + Sync + fmt::Debug + 'static {
         let _ = (content, excess_tokens, counter);
         Ok(None)
     }
+
+    /// Undoes the side effects of a `put` whose state was not saved (see the `# Behavior`
+    /// list). The default does nothing.
+    async fn discard(&self, context: BlockDiscardContext<'_>) -> Result<()> {
+        let _ = context;
+        Ok(())
+    }
+
+    /// Deletes what the block keeps for the session outside its state (see the `# Behavior`
+    /// list). The default does nothing.
+    async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+        let _ = (scope, state);
+        Ok(())
+    }
 }
 
 /// Forwards [`MemoryBlock`] through smart pointers, so `Arc<dyn MemoryBlock>` and
@@ -208,6 +251,12 @@ macro_rules! forward_memory_block {
                 counter: &dyn TokenCounter,
             ) -> Result<Option<BlockContent>> {
                 (**self).truncate(content, excess_tokens, counter).await
+            }
+            async fn discard(&self, context: BlockDiscardContext<'_>) -> Result<()> {
+                (**self).discard(context).await
+            }
+            async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+                (**self).forget(scope, state).await
             }
         }
     )*};

@@ -21,7 +21,10 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-pub use block::{BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name};
+pub use block::{
+    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
+    validate_block_name,
+};
 pub use render::{InsertMethod, escape_memory_text, render_memory};
 pub use state::BLOCK_STATE_SOURCE;
 
@@ -192,10 +195,20 @@ impl MemoryBuilder {
     ///
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for invalid numbers, an invalid block name or two blocks
-    /// with one name.
+    /// with one name; [`ErrorKind::Unsupported`] for a history store whose appends move
+    /// messages out of the active window themselves
+    /// ([`HistoryCapabilities::reduces_on_append`](crate::HistoryCapabilities::reduces_on_append),
+    /// a Redis store with `max_messages`): those messages would never reach the blocks.
     pub fn build(self) -> Result<Memory> {
         let memory = self.memory;
         memory.config.validate()?;
+        if memory.history.capabilities().reduces_on_append {
+            return Err(Error::unsupported(
+                "a memory cannot run over a history store whose appends move the oldest \
+                 messages out of the active window (a Redis store with max_messages): they \
+                 would never reach the memory blocks; use a store without that limit",
+            ));
+        }
         let mut names = std::collections::HashSet::new();
         for block in &memory.blocks {
             validate_block_name(block.name())?;
@@ -278,16 +291,34 @@ impl Memory {
         self.get_in(&self.scope, input).await
     }
 
-    /// Deletes the short-term messages and the block states of the session (LlamaIndex's
-    /// `reset`).
+    /// Deletes the session's long-term memory and its short-term messages (LlamaIndex's
+    /// `reset`): each block [`forget`](MemoryBlock::forget)s what it keeps outside its state
+    /// (the vector block's points), then the block states are deleted, then the thread.
+    ///
+    /// The order makes a failed reset safe to run again: until the states are deleted, they
+    /// only point at data that is being forgotten; once they are gone, a thread left behind
+    /// is delivered to the blocks afresh, never judged by an old watermark.
     ///
     /// # Errors
-    /// The stores' errors.
+    /// The stores' and the blocks' errors; run `reset` again after one.
     pub async fn reset(&self) -> Result<()> {
-        self.history.clear(&self.scope).await?;
+        let states = match state::load(self.states.as_ref(), &self.scope).await {
+            Ok(states) => states,
+            Err(e) if e.kind() == ErrorKind::Serialization => {
+                tracing::warn!(error = %e, "resetting a memory whose block state cannot be read");
+                state::BlockStates::default()
+            }
+            Err(e) => return Err(e),
+        };
+        for block in &self.blocks {
+            block
+                .forget(&self.scope, &states.record(block.name()).state)
+                .await?;
+        }
         self.states
             .delete(&state::state_scope(&self.scope)?)
             .await?;
+        self.history.clear(&self.scope).await?;
         Ok(())
     }
 
@@ -297,7 +328,13 @@ impl Memory {
         messages: &[ChatMessage],
     ) -> Result<FlushReport> {
         self.history.append(scope, messages).await?;
-        self.flush_in(scope).await
+        let report = self.flush_in(scope).await?;
+        if report.deliveries == 0 && self.states.capabilities().ttl {
+            // The thread's clock restarted with the append; the block states' restarts with a
+            // save, so they would expire first while the thread lives on.
+            state::touch(self.states.as_ref(), scope).await?;
+        }
+        Ok(report)
     }
 
     pub(crate) async fn flush_in(&self, scope: &Scope) -> Result<FlushReport> {
@@ -306,10 +343,12 @@ impl Memory {
             return Ok(FlushReport::default());
         }
         let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens = count.active_tokens);
-        self.flush_window(scope).instrument(span).await
+        self.flush_window(scope, count.last_seq)
+            .instrument(span)
+            .await
     }
 
-    async fn flush_window(&self, scope: &Scope) -> Result<FlushReport> {
+    async fn flush_window(&self, scope: &Scope, last_seq: u64) -> Result<FlushReport> {
         let window = self.history.read(scope, Window::All).await?;
         let n = select_flush(
             &window,
@@ -325,6 +364,7 @@ impl Memory {
         'retry: loop {
             attempt += 1;
             let mut states = state::load(self.states.as_ref(), scope).await?;
+            check_incarnation(&mut states, &window, last_seq);
             for block in &self.blocks {
                 let mut record = states.record(block.name());
                 let fresh: Vec<StoredMessage> = flushed
@@ -348,10 +388,23 @@ impl Memory {
                     ))
                     .await?;
                 record.watermark = last;
+                record.watermark_id = fresh.last().map(|m| m.message.id.as_str().to_owned());
+                let discarded = record.state.clone();
                 states.blocks.insert(block.name().to_owned(), record);
                 match state::save(self.states.as_ref(), scope, &mut states).await {
                     Ok(()) => deliveries += 1,
-                    Err(e) if e.kind() == ErrorKind::Conflict && attempt < FLUSH_ATTEMPTS => {
+                    Err(e) if e.kind() == ErrorKind::Conflict => {
+                        let current = state::load(self.states.as_ref(), scope).await?;
+                        block
+                            .discard(BlockDiscardContext {
+                                scope,
+                                discarded: &discarded,
+                                current: &current.record(block.name()).state,
+                            })
+                            .await?;
+                        if attempt >= FLUSH_ATTEMPTS {
+                            return Err(e);
+                        }
                         tracing::debug!("block states changed under the flush; redoing it");
                         continue 'retry;
                     }
@@ -459,13 +512,14 @@ impl Memory {
         scope: &Scope,
         input: &[ChatMessage],
     ) -> Result<Vec<ChatMessage>> {
-        let mut window = self.history.read(scope, Window::All).await?;
-        let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
+        let (mut window, view_from, history_tokens) = self.read_for_get(scope).await?;
         let mut context: Vec<ChatMessage> = window
             [window.len().saturating_sub(RETRIEVAL_CONTEXT_MESSAGES)..]
             .iter()
             .map(|m| m.message.clone())
             .collect();
+        // What `read_for_get` read before a user message only served the retrieval context.
+        window.drain(..view_from);
         context.extend(input.iter().cloned());
         let limit = self.config.token_limit;
         let contents = self
@@ -488,6 +542,92 @@ impl Memory {
             render::insert_memory(&mut messages, text, attachments, self.config.insert_method);
         }
         Ok(messages)
+    }
+}
+
+impl Memory {
+    /// The active messages `get` needs, the index of the first one that may be shown (the rest
+    /// before it only serve as retrieval context), and the active window's total tokens (at
+    /// least `token_limit + 1` when it is over), read without reading the whole window when it
+    /// is over `token_limit`.
+    ///
+    /// Within the limit, that is every active message. Over it, `get` keeps at most the newest
+    /// whole groups within the limit (or the last user turn, whatever its size), so it needs the
+    /// newest messages that fit (`Window::TokenBudget`), extended back to a user message (where
+    /// a group starts, so the groups cut along are those of the whole window) and to
+    /// [`RETRIEVAL_CONTEXT_MESSAGES`] messages for the blocks' retrieval context. The reads
+    /// grow geometrically, so they cost O(what is returned).
+    async fn read_for_get(&self, scope: &Scope) -> Result<(Vec<StoredMessage>, usize, u64)> {
+        let limit = self.config.token_limit;
+        let count = self.history.count(scope).await?;
+        if count.active_tokens <= limit {
+            let window = self.history.read(scope, Window::All).await?;
+            let tokens = window.iter().map(|m| u64::from(m.tokens)).sum();
+            return Ok((window, 0, tokens));
+        }
+        let fits = self
+            .history
+            .read(scope, Window::TokenBudget(limit))
+            .await?
+            .len();
+        let mut n = fits.max(RETRIEVAL_CONTEXT_MESSAGES);
+        loop {
+            let window = self.history.read(scope, Window::Last(n)).await?;
+            let complete = (window.len() as u64) < n as u64 || window.len() as u64 >= count.active;
+            if complete {
+                let tokens = window.iter().map(|m| u64::from(m.tokens)).sum();
+                return Ok((window, 0, tokens));
+            }
+            // A user message no later than the first message that fits: every message before
+            // it is older than anything `get` can keep, and a group starts there.
+            let turn = window
+                .iter()
+                .take(window.len().saturating_sub(fits) + 1)
+                .position(|m| m.message.role == Role::User);
+            if let Some(from) = turn {
+                return Ok((window, from, count.active_tokens.max(limit + 1)));
+            }
+            n = n.saturating_mul(2);
+        }
+    }
+}
+
+/// Voids the watermarks when the thread is not the incarnation they were taken in: seqs restart
+/// at 1 after a `clear` or an expiry, so a watermark of the old thread would skip the new
+/// thread's first messages. Told apart by message ids: the seq-1 message's id, and the id of
+/// each block's watermark message when the window still holds it; and by the thread's last seq
+/// being below a watermark. The blocks' states are kept. Then records the thread's seq-1 id
+/// when the window starts there.
+fn check_incarnation(states: &mut state::BlockStates, window: &[StoredMessage], last_seq: u64) {
+    let id_at = |seq: u64| {
+        window
+            .binary_search_by_key(&seq, |m| m.seq)
+            .ok()
+            .map(|i| window[i].message.id.as_str())
+    };
+    let first_changed = states
+        .thread
+        .as_deref()
+        .is_some_and(|thread| id_at(1).is_some_and(|id| id != thread));
+    let mark_changed = states.blocks.values().any(|r| {
+        r.watermark > last_seq
+            || r.watermark_id
+                .as_deref()
+                .is_some_and(|mark| id_at(r.watermark).is_some_and(|id| id != mark))
+    });
+    if first_changed || mark_changed {
+        tracing::info!(
+            "the thread was re-created since the memory blocks last took messages; \
+             delivering it from its first message"
+        );
+        for record in states.blocks.values_mut() {
+            record.watermark = 0;
+            record.watermark_id = None;
+        }
+        states.thread = None;
+    }
+    if let Some(id) = id_at(1) {
+        states.thread = Some(id.to_owned());
     }
 }
 

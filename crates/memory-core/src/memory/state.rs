@@ -20,6 +20,11 @@ pub const BLOCK_STATE_SOURCE: &str = "memory.blocks";
 pub(crate) struct BlockRecord {
     /// The last message seq handed to the block (0: none yet).
     pub(crate) watermark: u64,
+    /// The id of the message at `watermark`: tells this incarnation of the thread from a later
+    /// one (seqs restart at 1 after a `clear` or an expiry). Absent in states written before it
+    /// was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) watermark_id: Option<String>,
     /// The block's own state.
     #[serde(default)]
     pub(crate) state: Value,
@@ -30,12 +35,17 @@ pub(crate) struct BlockRecord {
 struct Document {
     format: String,
     version: u64,
+    /// The id of the thread's seq-1 message when the memory saw it: the thread's incarnation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    thread: Option<String>,
     blocks: BTreeMap<String, BlockRecord>,
 }
 
 /// The loaded document and the version it was loaded at.
 #[derive(Debug, Clone, Default)]
 pub(crate) struct BlockStates {
+    /// The id of the thread's seq-1 message, once seen.
+    pub(crate) thread: Option<String>,
     pub(crate) blocks: BTreeMap<String, BlockRecord>,
     pub(crate) version: Option<u64>,
 }
@@ -63,6 +73,7 @@ pub(crate) async fn load(store: &dyn SessionStore, scope: &Scope) -> Result<Bloc
         )));
     }
     Ok(BlockStates {
+        thread: doc.thread,
         blocks: doc.blocks,
         version: Some(stored.version),
     })
@@ -77,6 +88,7 @@ pub(crate) async fn save(
     let doc = Document {
         format: FORMAT.to_owned(),
         version: VERSION,
+        thread: states.thread.clone(),
         blocks: states.blocks.clone(),
     };
     let value = serde_json::to_value(&doc)?;
@@ -85,4 +97,22 @@ pub(crate) async fn save(
         .await?;
     states.version = Some(version);
     Ok(())
+}
+
+/// Saves the stored document again, unchanged, so a store that expires sessions restarts its
+/// clock (each save does). Nothing stored: nothing to do. A `Conflict` means another process
+/// just saved it, which restarted the clock too.
+pub(crate) async fn touch(store: &dyn SessionStore, scope: &Scope) -> Result<()> {
+    let state_scope = state_scope(scope)?;
+    let Some(stored) = store.load(&state_scope).await? else {
+        return Ok(());
+    };
+    match store
+        .save(&state_scope, &stored.state, Some(stored.version))
+        .await
+    {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == crate::ErrorKind::Conflict => Ok(()),
+        Err(e) => Err(e),
+    }
 }

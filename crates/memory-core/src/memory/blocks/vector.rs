@@ -8,10 +8,12 @@ use serde_json::{Value, json};
 use uuid::Uuid;
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::history::StoredMessage;
 use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
+    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
+    escape_memory_text, validate_block_name,
 };
-use crate::message::tagged_transcript;
+use crate::message::{ChatMessage, Part, tagged_transcript};
 use crate::model::Embedder;
 use crate::scope::Scope;
 use crate::tokens::TokenCounter;
@@ -67,8 +69,12 @@ impl RetrievalPostprocessor for SimilarityCutoff {
 /// `memory.vector.<block name>`). `get` embeds the last `retrieval_context_window` messages and
 /// shows the `similarity_top_k` most similar batches.
 ///
-/// A batch's point id is derived from the scope, the block and the batch's sequence range, so
-/// a redone flush upserts the same point again instead of adding a second one.
+/// A batch's point id is derived from the scope, the block, the batch's sequence range and its
+/// first message's id (the thread's incarnation: seqs restart after a `clear`), so a redone
+/// flush upserts the same point again instead of adding a second one, and a re-created thread
+/// never overwrites the old thread's batches. The recalled text is escaped
+/// ([`escape_memory_text`]). The block's state is O(1): a count and the latest batches.
+/// [`forget`](MemoryBlock::forget) deletes the session's points.
 #[derive(Debug, Clone)]
 pub struct VectorMemoryBlock {
     name: String,
@@ -145,6 +151,101 @@ impl VectorMemoryBlock {
     }
 }
 
+/// How many of its latest batches the block's state remembers (range, first message id, point
+/// id): enough to tell, after losing a race on the block states, whether the winner wrote the
+/// same point. The state stays O(1) however many flushes there were.
+const RECENT_BATCHES: usize = 16;
+
+/// One batch the state remembers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Batch {
+    first: u64,
+    last: u64,
+    first_id: String,
+    point: Uuid,
+}
+
+impl Batch {
+    fn to_json(&self) -> Value {
+        json!({
+            "first": self.first,
+            "last": self.last,
+            "first_id": self.first_id,
+            "point": self.point.to_string(),
+        })
+    }
+
+    fn from_json(v: &Value) -> Option<Self> {
+        Some(Self {
+            first: v["first"].as_u64()?,
+            last: v["last"].as_u64()?,
+            first_id: v["first_id"].as_str()?.to_owned(),
+            point: v["point"].as_str()?.parse().ok()?,
+        })
+    }
+}
+
+/// The block's per-session state: how many batches it stored, and the latest ones. Reads the
+/// first form too (`{"batches": [[first, last], …]}`, one entry per flush).
+#[derive(Debug, Default)]
+struct VectorState {
+    points: u64,
+    recent: Vec<Batch>,
+}
+
+impl VectorState {
+    fn of(state: &Value) -> Self {
+        if let Some(points) = state["points"].as_u64() {
+            let recent = state["recent"]
+                .as_array()
+                .map(|a| a.iter().filter_map(Batch::from_json).collect())
+                .unwrap_or_default();
+            return Self { points, recent };
+        }
+        let legacy = state["batches"].as_array().map_or(0, Vec::len);
+        Self {
+            points: legacy as u64,
+            recent: Vec::new(),
+        }
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "points": self.points,
+            "recent": self.recent.iter().map(Batch::to_json).collect::<Vec<_>>(),
+        })
+    }
+}
+
+/// The `<message role='…'>` transcript of a batch with each message's text escaped
+/// ([`escape_memory_text`]): what the block shows, so a remembered message cannot close the
+/// `<memory>` block or forge one.
+fn escaped_transcript(messages: &[StoredMessage]) -> String {
+    let escaped: Vec<ChatMessage> = messages
+        .iter()
+        .map(|m| {
+            let mut message = m.message.clone();
+            for part in &mut message.parts {
+                match part {
+                    Part::Text { text } => *text = escape_memory_text(text).into_owned(),
+                    Part::ToolCall {
+                        name, arguments, ..
+                    } => {
+                        *name = escape_memory_text(name).into_owned();
+                        *arguments = escape_memory_text(arguments).into_owned();
+                    }
+                    Part::ToolResult { content, .. } => {
+                        *content = escape_memory_text(content).into_owned();
+                    }
+                    _ => {}
+                }
+            }
+            message
+        })
+        .collect();
+    tagged_transcript(escaped.iter())
+}
+
 #[async_trait]
 impl MemoryBlock for VectorMemoryBlock {
     fn name(&self) -> &str {
@@ -156,9 +257,7 @@ impl MemoryBlock for VectorMemoryBlock {
     }
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
-        let has_batches = context.state["batches"]
-            .as_array()
-            .is_some_and(|b| !b.is_empty());
+        let has_batches = VectorState::of(context.state).points > 0;
         let recent = &context.messages[context
             .messages
             .len()
@@ -182,9 +281,17 @@ impl MemoryBlock for VectorMemoryBlock {
         for p in &self.postprocessors {
             results = p.process(results);
         }
-        let texts: Vec<&str> = results
+        // Points written since the text is escaped say so; older ones are escaped whole here.
+        let texts: Vec<String> = results
             .iter()
-            .filter_map(|r| r.payload.get("text").and_then(Value::as_str))
+            .filter_map(|r| {
+                let text = r.payload.get("text").and_then(Value::as_str)?;
+                Some(if r.payload.get("escaped") == Some(&Value::Bool(true)) {
+                    text.to_owned()
+                } else {
+                    escape_memory_text(text).into_owned()
+                })
+            })
             .collect();
         Ok(BlockContent::Text(texts.join("\n")))
     }
@@ -194,21 +301,31 @@ impl MemoryBlock for VectorMemoryBlock {
             return Ok(());
         };
         let (first_seq, last_seq) = (first.seq, last.seq);
-        let text = tagged_transcript(context.messages.iter().map(|m| &m.message));
-        if text.is_empty() {
+        let embedded = tagged_transcript(context.messages.iter().map(|m| &m.message));
+        if embedded.is_empty() {
             return Ok(());
         }
+        let text = escaped_transcript(context.messages);
+        // The first message's id names the thread's incarnation: after a `clear` or an expiry,
+        // seqs restart at 1 and a new batch 1-10 must not replace the old one.
+        let first_id = first.message.id.as_str().to_owned();
         let id = Uuid::new_v5(
             &Uuid::NAMESPACE_OID,
             format!(
-                "{}#{}#{first_seq}-{last_seq}",
+                "{}#{}#{first_seq}-{last_seq}#{first_id}",
                 context.scope.key(),
                 self.name
             )
             .as_bytes(),
         );
-        let vector = self.embed_one(text.clone()).await?;
-        let payload = json!({ "first_seq": first_seq, "last_seq": last_seq, "text": text });
+        let vector = self.embed_one(embedded).await?;
+        let payload = json!({
+            "first_seq": first_seq,
+            "last_seq": last_seq,
+            "first_id": first_id,
+            "text": text,
+            "escaped": true,
+        });
         let point = VectorPoint {
             id,
             vector,
@@ -217,12 +334,54 @@ impl MemoryBlock for VectorMemoryBlock {
         self.store
             .upsert(&self.vector_scope(context.scope)?, &[point])
             .await?;
-        let mut batches = context.state["batches"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        batches.push(json!([first_seq, last_seq]));
-        *context.state = json!({ "batches": batches });
+        let mut state = VectorState::of(context.state);
+        state.points += 1;
+        state.recent.push(Batch {
+            first: first_seq,
+            last: last_seq,
+            first_id,
+            point: id,
+        });
+        let over = state.recent.len().saturating_sub(RECENT_BATCHES);
+        state.recent.drain(..over);
+        *context.state = state.to_json();
+        Ok(())
+    }
+
+    /// Deletes the point the discarded `put` wrote when the winning state holds another batch
+    /// that starts where it did (the winner flushed a different range): that point would be
+    /// recalled beside the winner's. When the winner wrote the same batch (same point id), or
+    /// has not delivered to this block yet (the redo writes the same point again), it stays.
+    async fn discard(&self, context: BlockDiscardContext<'_>) -> Result<()> {
+        let Some(mine) = VectorState::of(context.discarded).recent.pop() else {
+            return Ok(());
+        };
+        let current = VectorState::of(context.current);
+        if current.recent.iter().any(|b| b.point == mine.point) {
+            return Ok(());
+        }
+        let superseded = current
+            .recent
+            .iter()
+            .any(|b| b.first == mine.first && b.first_id == mine.first_id);
+        if superseded {
+            self.store
+                .delete(&self.vector_scope(context.scope)?, &[mine.point])
+                .await?;
+            tracing::debug!(
+                block = self.name.as_str(),
+                first_seq = mine.first,
+                last_seq = mine.last,
+                "deleted the vector point of a flush that lost the race on the block states"
+            );
+        }
+        Ok(())
+    }
+
+    /// Deletes every point of the session's vector scope.
+    async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+        let _ = state;
+        self.store.clear(&self.vector_scope(scope)?).await?;
         Ok(())
     }
 
