@@ -39,7 +39,7 @@ use memory_core::{
     HistoryStore, InMemoryVectorStore, Memory, MessageCountReducer, Page, PageRequest, Part,
     ReducerTrigger, Result, Role, Scope, ScopeFilter, SessionCapabilities, SessionStore,
     StopReason, StoredMessage, StoredSession, SummarizingReducer, ThreadCount, TokenBudgetReducer,
-    Tool, ToolCallStatus, Window, default_token_counter, is_summary,
+    Tool, ToolCallStatus, VectorStore, Window, default_token_counter, is_summary,
 };
 use serde_json::{Value, json};
 use tokio::sync::Barrier;
@@ -800,6 +800,259 @@ pub async fn memory_concurrent_flushes_deliver_once(
     for name in RECORDERS {
         assert_eq!(delivered(&a, name).await, archived, "block {name}");
     }
+}
+
+/// The vector block's points of the session (every one: the suite's sessions hold few), as
+/// `(first_seq, last_seq, first message id)`, sorted.
+async fn vector_batches(vectors: &InMemoryVectorStore, scope: &Scope) -> Vec<(u64, u64, String)> {
+    let vector_scope = scope
+        .clone()
+        .with_source("memory.vector.retrieval_based_memory")
+        .expect_ok("the vector block's scope");
+    let points = vectors
+        .search(
+            &vector_scope,
+            &memory_core::VectorQuery::new(WordHashEmbedder::vector("anything at all"), 1000),
+        )
+        .await
+        .expect_ok("list the vector points");
+    let mut batches: Vec<(u64, u64, String)> = points
+        .iter()
+        .map(|p| {
+            (
+                p.payload["first_seq"].as_u64().unwrap_or(0),
+                p.payload["last_seq"].as_u64().unwrap_or(0),
+                p.payload
+                    .get("first_id")
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_owned(),
+            )
+        })
+        .collect();
+    batches.sort();
+    batches
+}
+
+/// A thread cleared (or expired) after a flush starts again at seq 1: the next flush hands the
+/// new thread's messages to every block from its first message (the old watermark belongs to
+/// the old thread), and the vector block keeps the old batch beside the new one instead of
+/// overwriting it (its point ids name the thread's incarnation). The blocks' states outlive
+/// the short-term window.
+pub async fn memory_recreated_thread_is_delivered_from_its_start(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let recorder = RecordingBlock::new("recorder");
+    let blocks: Vec<Arc<dyn MemoryBlock>> = vec![
+        Arc::new(VectorMemoryBlock::new(
+            Arc::new(WordHashEmbedder),
+            vectors.clone(),
+        )),
+        recorder.clone(),
+    ];
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+    let first = memory
+        .put_messages(&conversation("m", 14))
+        .await
+        .expect_ok("put 14 messages");
+    assert!(first.messages > 0, "14 messages pass the threshold");
+    let old = archived_seqs(history.as_ref(), &scope).await;
+
+    history.clear(&scope).await.expect_ok("clear the thread");
+    let second = memory
+        .put_messages(&conversation("n", 14))
+        .await
+        .expect_ok("put 14 messages into the new thread");
+    assert_eq!(
+        second.deliveries, 2,
+        "both blocks take the new thread's first batch"
+    );
+    let new = archived_seqs(history.as_ref(), &scope).await;
+    assert_eq!(
+        new.first(),
+        Some(&1),
+        "the new thread's flush archived from seq 1"
+    );
+    let calls = recorder.calls();
+    assert_eq!(
+        calls.last(),
+        Some(&new),
+        "the new thread's flushed messages reach the block from seq 1, none skipped"
+    );
+    let mut expected = old.clone();
+    expected.extend(new.iter().copied());
+    assert_eq!(
+        delivered(&memory, "recorder").await,
+        expected,
+        "the block's state keeps the old thread's messages and adds the new thread's"
+    );
+    let batches = vector_batches(&vectors, &scope).await;
+    assert_eq!(
+        batches.len(),
+        2,
+        "the old thread's batch and the new thread's both stay: {batches:?}"
+    );
+    assert_ne!(
+        batches[0].2, batches[1].2,
+        "the two batches start at seq 1 of different threads"
+    );
+}
+
+/// `reset` forgets the session's long-term memory (the vector block's points, every block's
+/// state) and its thread; run again, it is harmless, and the memory starts afresh.
+pub async fn memory_reset_forgets_every_block(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    let model = Arc::new(
+        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
+    );
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let recorder = RecordingBlock::new("recorder");
+    let blocks = full_blocks(model, vectors.clone(), recorder);
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+    memory
+        .put_messages(&conversation("m", 14))
+        .await
+        .expect_ok("put 14 messages");
+    assert_eq!(vector_batches(&vectors, &scope).await.len(), 1);
+
+    memory.reset().await.expect_ok("reset");
+    assert!(
+        vector_batches(&vectors, &scope).await.is_empty(),
+        "reset deletes the vector block's points"
+    );
+    let count = history.count(&scope).await.expect_ok("count");
+    assert_eq!(
+        (count.active, count.archived),
+        (0, 0),
+        "reset clears the thread"
+    );
+    let state_scope = scope
+        .clone()
+        .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
+        .expect_ok("the block state's scope");
+    assert!(
+        sessions
+            .load(&state_scope)
+            .await
+            .expect_ok("load the block states")
+            .is_none(),
+        "reset deletes the block states"
+    );
+    memory.reset().await.expect_ok("reset again");
+    let query = [ChatMessage::user("m0 billing outage postmortem")];
+    let out = memory.get(&query).await.expect_ok("get after the reset");
+    assert_eq!(
+        out[0].text(),
+        render_memory([("core_info", CORE_INFO)]),
+        "only the static block shows after a reset"
+    );
+}
+
+/// With a session store whose sessions expire, the block states live as long as the thread:
+/// each `put` restarts their clock as the append restarts the thread's, so the states of a
+/// thread in use never expire between flushes.
+pub async fn memory_block_state_lives_as_long_as_its_thread(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    if !sessions.capabilities().ttl {
+        return;
+    }
+    let scope = random_scope();
+    let (_, blocks) = recorders(&["recorder"]);
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+    memory
+        .put_messages(&conversation("m", 14))
+        .await
+        .expect_ok("put 14 messages");
+    let flushed = delivered(&memory, "recorder").await;
+    assert!(!flushed.is_empty(), "the first flush reached the block");
+    let state_scope = scope
+        .clone()
+        .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
+        .expect_ok("the block state's scope");
+    sessions
+        .set_ttl(&state_scope, Some(Duration::from_millis(1500)))
+        .await
+        .expect_ok("make the block states expire in 1.5 s");
+    for i in 0..5 {
+        tokio::time::sleep(Duration::from_millis(400)).await;
+        let report = memory
+            .put(ChatMessage::user(format!("short message {i}")))
+            .await
+            .expect_ok("put a short message");
+        assert_eq!(report.messages, 0, "a short message does not flush");
+    }
+    assert_eq!(
+        delivered(&memory, "recorder").await,
+        flushed,
+        "2 s of puts, each within the 1.5 s TTL of the last: the block states are still there"
+    );
+}
+
+/// Two memories with vector blocks over one vector store flush one session at once and choose
+/// different batches (different flush sizes); the loser of the state write deletes its point,
+/// so every flushed message is recalled from one point only.
+pub async fn memory_concurrent_flushes_leave_one_vector_point_per_message(
+    history: Arc<dyn HistoryStore>,
+    sessions: Arc<dyn SessionStore>,
+) {
+    let scope = random_scope();
+    history
+        .append(&scope, &conversation("m", 14))
+        .await
+        .expect_ok("append 14 messages");
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let barrier = Arc::new(Barrier::new(2));
+    let gated =
+        || Arc::new(FaultySessionStore::new(sessions.clone()).gated_first_load(barrier.clone()));
+    let (a_states, b_states) = (gated(), gated());
+    let vector = || -> Arc<dyn MemoryBlock> {
+        Arc::new(VectorMemoryBlock::new(
+            Arc::new(WordHashEmbedder),
+            vectors.clone(),
+        ))
+    };
+    let build = |states: Arc<FaultySessionStore>, flush_size: u64| {
+        Memory::builder(scope.clone(), history.clone(), states)
+            .token_limit(1000)
+            .chat_history_token_ratio(0.5)
+            .token_flush_size(flush_size)
+            .block(vector())
+            .build()
+            .expect_ok("build a memory")
+    };
+    let a = build(a_states.clone(), 100);
+    let b = build(b_states.clone(), 400);
+    let (ra, rb) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(a.flush(), b.flush())
+    })
+    .await
+    .expect("two concurrent flushes finish within 30 s");
+    let (ra, rb) = (ra.expect_ok("flush A"), rb.expect_ok("flush B"));
+    assert_ne!(
+        ra.messages, rb.messages,
+        "the two flush sizes choose different batches"
+    );
+    assert!(
+        a_states.conflicts() + b_states.conflicts() >= 1,
+        "one of the two lost the state write"
+    );
+    let archived = archived_seqs(history.as_ref(), &scope).await;
+    let mut covered = Vec::new();
+    for (first, last, _) in vector_batches(&vectors, &scope).await {
+        covered.extend(first..=last);
+    }
+    assert_eq!(
+        covered, archived,
+        "each archived message is in exactly one vector point"
+    );
 }
 
 fn chat_model(replies: usize, prefix: &str) -> Arc<ScriptedChatModel> {
