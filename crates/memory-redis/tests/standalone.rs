@@ -548,3 +548,27 @@ async fn purge_expired_batches_its_round_trips() {
     let left: Vec<String> = conn.keys(format!("{own}:*")).await.unwrap();
     assert!(left.is_empty(), "{left:?}");
 }
+
+/// A store with `max_messages` moves messages out of the window in its append, so it says so
+/// (`reduces_on_append`) and a `Memory` refuses it: those messages would never reach a block.
+#[tokio::test]
+async fn max_messages_makes_a_memory_refuse_the_store() {
+    use std::sync::Arc;
+    for overflow in [Overflow::Archive, Overflow::Delete] {
+        let store = Arc::new(store_with(3, overflow).await);
+        assert!(
+            HistoryStore::capabilities(store.as_ref()).reduces_on_append,
+            "{overflow:?}"
+        );
+        let err = memory_core::Memory::builder(scope(), store.clone(), store)
+            .build()
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert!(err.to_string().contains("max_messages"), "{err}");
+    }
+    let unlimited = Arc::new(standalone_store().await);
+    assert!(!HistoryStore::capabilities(unlimited.as_ref()).reduces_on_append);
+    memory_core::Memory::builder(scope(), unlimited.clone(), unlimited)
+        .build()
+        .unwrap();
+}
