@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
-    PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
+    PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
 };
 use redis::Value;
 
@@ -91,31 +91,41 @@ impl HistoryStore for RedisStore {
     }
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        let (mode, arg) = match window {
-            Window::All => ("all", String::new()),
+        let walk = match window {
+            Window::All => Walk::Forward { after: 0 },
             Window::Last(0) => return Ok(Vec::new()),
-            Window::Last(n) => ("last", n.min(i64::MAX as usize).to_string()),
-            Window::After(seq) => ("after", seq.to_string()),
-            Window::TokenBudget(budget) => ("budget", budget.to_string()),
-            Window::Everything => ("everything", String::new()),
+            Window::Last(n) => Walk::Backward {
+                remaining: Some(n),
+                budget: None,
+            },
+            Window::After(seq) => Walk::Forward { after: seq },
+            Window::TokenBudget(budget) => Walk::Backward {
+                remaining: None,
+                budget: Some(budget),
+            },
+            Window::Everything => Walk::Everything,
             other => {
                 return Err(Error::unsupported(format!(
                     "the redis store does not know the window {other:?}"
                 )));
             }
         };
-        let keys = ThreadKeys::new(self.prefix(), scope);
         let what = format!("read {window:?} of thread {scope}");
-        let reply = self
-            .eval(
-                &what,
-                &SCRIPTS.read,
-                &[&keys.meta, &keys.msg, &keys.tok, &keys.active],
-                &[mode.as_bytes(), arg.as_bytes()],
-            )
-            .await
-            .during("read")?;
-        let messages = decode_messages(&what, reply).during("read")?;
+        let mut attempt = 0;
+        let messages = loop {
+            match self.read_pages(scope, &what, walk).await.during("read")? {
+                Some(messages) => break messages,
+                None if attempt < READ_RESTARTS => attempt += 1,
+                None => {
+                    return Err(Error::conflict(format!(
+                        "{what}: the thread was cleared and written again while it was read, \
+                         {} times in a row",
+                        READ_RESTARTS + 1
+                    )))
+                    .during("read");
+                }
+            }
+        };
         tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
         Ok(messages)
     }
@@ -203,7 +213,108 @@ impl HistoryStore for RedisStore {
     }
 }
 
+/// How many times a read starts again when the thread is cleared and written again between two
+/// of its pages, before it gives up with `Conflict`.
+const READ_RESTARTS: usize = 3;
+
+/// How a read walks the thread, page by page (see `lua/read.lua`).
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// Active messages after a seq, oldest first (`All`, `After`).
+    Forward { after: u64 },
+    /// Stored messages, active and archived, oldest first (`Everything`).
+    Everything,
+    /// Active messages newest first, at most `remaining` of them, or as many as fit `budget`
+    /// (`Last`, `TokenBudget`).
+    Backward {
+        remaining: Option<usize>,
+        budget: Option<u64>,
+    },
+}
+
 impl RedisStore {
+    /// Reads the window `walk` selects in pages of at most [`MAX_READ_PAGE`] messages, each one
+    /// script call, so no call holds the server for long. `None` when the thread was cleared
+    /// and written again between two pages (its `born` mark changed): the caller starts again.
+    async fn read_pages(
+        &self,
+        scope: &Scope,
+        what: &str,
+        walk: Walk,
+    ) -> Result<Option<Vec<StoredMessage>>> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let script_keys = [
+            keys.meta.as_str(),
+            keys.msg.as_str(),
+            keys.tok.as_str(),
+            keys.active.as_str(),
+        ];
+        let (mode, mut cursor) = match walk {
+            Walk::Forward { after } => ("forward", after.to_string()),
+            Walk::Everything => ("everything", "0".to_owned()),
+            Walk::Backward { .. } => ("backward", String::new()),
+        };
+        let (mut remaining, mut budget) = match walk {
+            Walk::Backward { remaining, budget } => (remaining, budget),
+            _ => (None, None),
+        };
+        let mut born: Option<Vec<u8>> = None;
+        // Backward pages come newest first; each page is in seq order.
+        let mut pages: Vec<Vec<StoredMessage>> = Vec::new();
+        loop {
+            let limit = remaining.map_or(MAX_READ_PAGE, |r| r.min(MAX_READ_PAGE));
+            let limit_arg = limit.to_string();
+            let budget_arg = budget.map_or_else(String::new, |b| b.to_string());
+            let reply = self
+                .eval(
+                    what,
+                    &SCRIPTS.read,
+                    &script_keys,
+                    &[
+                        mode.as_bytes(),
+                        cursor.as_bytes(),
+                        limit_arg.as_bytes(),
+                        budget_arg.as_bytes(),
+                    ],
+                )
+                .await?;
+            let Value::Array(mut items) = reply else {
+                return Err(bad_reply(what, "the read script did not return an array"));
+            };
+            if items.len() < 2 {
+                return Err(bad_reply(what, "the read script returned no page header"));
+            }
+            let body = items.split_off(2);
+            let (Value::BulkString(mark), Value::BulkString(next)) = (&items[0], &items[1]) else {
+                return Err(bad_reply(what, "the page header is not two strings"));
+            };
+            match &born {
+                None => born = Some(mark.clone()),
+                Some(first) if first != mark => return Ok(None),
+                Some(_) => {}
+            }
+            let page = decode_messages(what, Value::Array(body))?;
+            if let Some(r) = remaining.as_mut() {
+                *r = r.saturating_sub(page.len());
+            }
+            if let Some(b) = budget.as_mut() {
+                let used: u64 = page.iter().map(|m| u64::from(m.tokens)).sum();
+                *b = b.saturating_sub(used);
+            }
+            pages.push(page);
+            if next.is_empty() || remaining == Some(0) {
+                break;
+            }
+            cursor = std::str::from_utf8(next)
+                .map_err(|_| bad_reply(what, "a page cursor is not text"))?
+                .to_owned();
+        }
+        if matches!(walk, Walk::Backward { .. }) {
+            pages.reverse();
+        }
+        Ok(Some(pages.into_iter().flatten().collect()))
+    }
+
     /// [`HistoryStore::archive`] as the request `nonce`: a re-sent request gets the reply of
     /// the applied one (see "Re-sent requests" on [`RedisStore`]).
     pub(crate) async fn archive_once(

@@ -15,7 +15,7 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms` |
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `born` (when this life of the thread began: a paged read restarts when it changes) |
 //! | `…:ids` | hash | message id → seq (every id ever stored, deleted ones too, so retries dedupe) |
 //! | `…:msg` | hash | seq → the message's versioned JSON |
 //! | `…:tok` | hash | seq → the message's token count |

@@ -37,9 +37,15 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// - Every append is one Lua script: atomic (all of the batch or none of it), one round trip,
 ///   sequence numbers assigned by the server, ids already stored skipped (a retried append
 ///   never duplicates), `max_messages` applied and the TTL refreshed in the same step.
-/// - Every read is one round trip and touches only the window it returns (plus, for a token
-///   budget, the token counts of the messages it walks), never the whole thread; except
-///   [`Window::Everything`](memory_core::Window::Everything), which returns the whole thread.
+/// - Every read touches only the window it returns (plus, for a token budget, the token counts
+///   of the messages it walks), never the whole thread, and runs in pages of at most
+///   [`MAX_READ_PAGE`](memory_core::MAX_READ_PAGE) messages, each one short script call: a
+///   window of up to that many messages is one round trip, a larger one (a long thread's
+///   [`Window::All`](memory_core::Window::All) or
+///   [`Window::Everything`](memory_core::Window::Everything)) one per page, so no read holds
+///   the server for long. Pages of a read that finds the thread cleared and written again
+///   between two of them start over (see the `# Behavior` list of
+///   [`HistoryStore`](memory_core::HistoryStore)).
 /// - Session saves compare the stored version in a script: a stale writer gets `Conflict`.
 /// - Calls never hang: each fails with `Unavailable` when the server cannot be reached and
 ///   with `Timeout` when it does not answer within `connection_timeout + response_timeout`

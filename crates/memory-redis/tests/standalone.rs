@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use memory_core::{
-    ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, SessionStore, ThreadCount, Window,
+    ChatMessage, ErrorKind, HistoryStore, MAX_READ_PAGE, MessageId, Scope, SessionStore,
+    ThreadCount, Window,
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisConfig, RedisStore};
@@ -248,6 +249,66 @@ async fn token_budget_reads_only_the_window_of_a_long_thread() {
     );
     assert_eq!(store.archive(&scope, 0..=u64::MAX).await.unwrap(), 3000);
     assert_eq!(store.count(&scope).await.unwrap().archived, 3000);
+}
+
+/// H4: a read of a long thread is never one long script: every window larger than
+/// `MAX_READ_PAGE` messages takes one script call per page, and returns the same messages.
+#[tokio::test]
+async fn a_large_read_runs_in_pages_of_short_scripts() {
+    let store = standalone_store().await;
+    let scope = scope();
+    let n = 2 * MAX_READ_PAGE + 345;
+    let batch: Vec<_> = (0..n).map(|i| message(&format!("m{i}"))).collect();
+    store.append(&scope, &batch).await.unwrap();
+    store.read(&scope, Window::Last(1)).await.unwrap();
+    let pages = n.div_ceil(MAX_READ_PAGE) as u64;
+    for window in [
+        Window::All,
+        Window::After(0),
+        Window::Everything,
+        Window::Last(usize::MAX),
+        Window::TokenBudget(u64::MAX),
+    ] {
+        let before = store.round_trips();
+        let read = store.read(&scope, window).await.unwrap();
+        let calls = store.round_trips() - before;
+        assert_eq!(read.len(), n, "{window:?}");
+        assert!(
+            read.iter().zip(1..).all(|(m, seq)| m.seq == seq),
+            "{window:?} returns every seq once, in order"
+        );
+        assert!(
+            (pages..=pages + 1).contains(&calls),
+            "{window:?} of {n} messages took {calls} script calls, not one per page of \
+             {MAX_READ_PAGE}"
+        );
+    }
+    assert_eq!(store.clear(&scope).await.unwrap(), n as u64);
+}
+
+/// An `Everything` read of a thread that `Overflow::Delete` thinned out (one archived message
+/// kept far below the active window) pages over the deleted seqs and finds both ends.
+#[tokio::test]
+async fn everything_pages_over_deleted_seqs() {
+    let store = store_with(10, Overflow::Delete).await;
+    let scope = scope();
+    store.append(&scope, &[message("first")]).await.unwrap();
+    assert_eq!(store.archive(&scope, 1..=1).await.unwrap(), 1);
+    let n = 2 * MAX_READ_PAGE + 500;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let batch: Vec<_> = chunk.iter().map(|i| message(&format!("m{i}"))).collect();
+        store.append(&scope, &batch).await.unwrap();
+    }
+    let everything = store.read(&scope, Window::Everything).await.unwrap();
+    let last = n as u64 + 1;
+    let expected: Vec<u64> = [1].into_iter().chain(last - 9..=last).collect();
+    assert_eq!(
+        everything.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(everything[0].archived && everything[1..].iter().all(|m| !m.archived));
+    assert_eq!(ids(&everything[..1]), ["first"]);
+    store.clear(&scope).await.unwrap();
 }
 
 #[tokio::test]

@@ -61,8 +61,10 @@ if added > 0 then
   chunked('HSET', tok, tok_pairs)
   chunked('ZADD', active, zadd_args)
   if is_new then
+    -- `born` marks this life of the thread, so a read in pages sees a clear between two pages.
+    local now = redis.call('TIME')
     redis.call('HSET', meta, 'last_seq', itos(last), 'active', '0', 'tokens', '0',
-      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl)
+      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl, 'born', now[1] .. '.' .. now[2])
   else
     redis.call('HSET', meta, 'last_seq', itos(last))
   end
