@@ -15,8 +15,8 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `born` (when this life of the thread began: a paged read restarts when it changes) |
-//! | `…:ids` | hash | message id → seq (every id ever stored, deleted ones too, so retries dedupe) |
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `gone` (see `…:ids`), `born` (when this life of the thread began: a paged read restarts when it changes) |
+//! | `…:ids` | hash | message id → seq of every stored message (active or archived), plus the ids the last append stored and `Overflow::Delete` deleted at once (listed in meta `gone`, forgotten by the next append); never more |
 //! | `…:msg` | hash | seq → the message's versioned JSON |
 //! | `…:tok` | hash | seq → the message's token count |
 //! | `…:active` | sorted set | the active window: member seq, score seq |

@@ -88,7 +88,7 @@ async fn max_messages_archives_the_oldest_by_default() {
 }
 
 #[tokio::test]
-async fn max_messages_delete_drops_bodies_but_keeps_ids() {
+async fn max_messages_delete_drops_bodies_and_their_ids() {
     let store = store_with(2, Overflow::Delete).await;
     let scope = scope();
     for i in 1..=5 {
@@ -108,19 +108,75 @@ async fn max_messages_delete_drops_bodies_but_keeps_ids() {
     );
     let count = store.count(&scope).await.unwrap();
     assert_eq!((count.active, count.archived, count.last_seq), (2, 0, 5));
-    let retry = store.append(&scope, &[message("m2")]).await.unwrap();
-    assert_eq!(
-        (retry.inserted, retry.seqs),
-        (0, vec![2]),
-        "a deleted message's id is still known, so a retry does not store it again"
-    );
-    // Nothing is left of the deleted bodies.
+    // Nothing is left of the deleted messages: bodies, token counts and ids (R1).
     let mut conn = raw().await;
-    let msg_key = format!("{}:{{{}}}:msg", prefix(), scope.key());
-    let mut fields: Vec<String> = conn.hkeys(&msg_key).await.unwrap();
-    fields.sort();
-    assert_eq!(fields, ["4", "5"]);
+    let key = |suffix: &str| format!("{}:{{{}}}:{suffix}", prefix(), scope.key());
+    for suffix in ["msg", "tok"] {
+        let mut fields: Vec<String> = conn.hkeys(key(suffix)).await.unwrap();
+        fields.sort();
+        assert_eq!(fields, ["4", "5"], "{suffix}");
+    }
+    let mut known: Vec<String> = conn.hkeys(key("ids")).await.unwrap();
+    known.sort();
+    assert_eq!(
+        known,
+        ["m4", "m5"],
+        "the id index holds the stored messages only"
+    );
+    // A retry of the last append still stores nothing; a deleted id is a new message again.
+    let retry = store.append(&scope, &[message("m5")]).await.unwrap();
+    assert_eq!((retry.inserted, retry.seqs), (0, vec![5]));
+    let again = store.append(&scope, &[message("m2")]).await.unwrap();
+    assert_eq!(
+        (again.inserted, again.seqs),
+        (1, vec![6]),
+        "a deleted message is no longer held by the thread"
+    );
     assert_eq!(store.clear(&scope).await.unwrap(), 2);
+}
+
+/// R1: the id index never outgrows the thread. Under `Overflow::Delete` it holds the stored
+/// messages' ids, plus, until the next append, those of a batch longer than `max_messages`
+/// that its own append deleted (so a retry of that append still stores nothing); a clear
+/// removes it and a TTL expires it with the thread.
+#[tokio::test]
+async fn the_id_index_is_bounded_by_the_thread() {
+    let store = store_with(3, Overflow::Delete).await;
+    let mut conn = raw().await;
+    let scope = scope();
+    let ids_key = format!("{}:{{{}}}:ids", prefix(), scope.key());
+    for round in 0..20 {
+        let batch: Vec<_> = (0..2).map(|i| message(&format!("r{round}-{i}"))).collect();
+        store.append(&scope, &batch).await.unwrap();
+        let len: u64 = conn.hlen(&ids_key).await.unwrap();
+        assert!(len <= 3, "round {round}: {len} ids for 3 stored messages");
+    }
+    // A batch longer than max_messages deletes some of its own messages: their ids stay until
+    // the next append, so its retry stores nothing.
+    let long: Vec<_> = (0..5).map(|i| message(&format!("long-{i}"))).collect();
+    let first = store.append(&scope, &long).await.unwrap();
+    assert_eq!(first.inserted, 5);
+    let len: u64 = conn.hlen(&ids_key).await.unwrap();
+    assert_eq!(len, 5, "3 stored + 2 deleted by their own append");
+    let retry = store.append(&scope, &long).await.unwrap();
+    assert_eq!((retry.inserted, &retry.seqs), (0, &first.seqs));
+    store.append(&scope, &[message("next")]).await.unwrap();
+    let mut known: Vec<String> = conn.hkeys(&ids_key).await.unwrap();
+    known.sort();
+    assert_eq!(known, ["long-3", "long-4", "next"]);
+
+    // The index expires with the thread and goes with a clear.
+    HistoryStore::set_ttl(&store, &scope, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let ttl: i64 = conn.pttl(&ids_key).await.unwrap();
+    assert!(
+        ttl > 0 && ttl <= 60_000,
+        "the id index expires with the thread: {ttl}"
+    );
+    assert_eq!(store.clear(&scope).await.unwrap(), 3);
+    let exists: bool = conn.exists(&ids_key).await.unwrap();
+    assert!(!exists, "a clear removes the id index");
 }
 
 #[tokio::test]
@@ -480,9 +536,10 @@ async fn everything_reads_only_stored_seqs_after_deletes() {
     assert_eq!(archived, [true, false, false]);
     let count = store.count(&pinned).await.unwrap();
     assert_eq!((count.active, count.archived, count.last_seq), (2, 1, 12));
-    // Deleted ids still dedupe (they are kept for the thread's life).
-    let retry = store.append(&pinned, &[message("m4")]).await.unwrap();
-    assert_eq!((retry.inserted, retry.seqs), (0, vec![4]));
+    // R1: deleted ids are forgotten with their messages (the id index holds the stored ones),
+    // so appending a deleted message's id again stores it again, as a new message.
+    let again = store.append(&pinned, &[message("m4")]).await.unwrap();
+    assert_eq!((again.inserted, again.seqs), (1, vec![13]));
 }
 
 /// Stored data the scripts did not write is refused as `Serialization`, never read as

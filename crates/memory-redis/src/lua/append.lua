@@ -12,7 +12,7 @@ local grace = ARGV[4]
 local FIRST = 5
 local n = (#ARGV - FIRST + 1) / 3
 
-local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms')
+local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms', 'gone')
 local is_new = not m[1]
 local last = stored_int(m[1], 'last_seq') or 0
 local ttl = m[2] or '0'
@@ -55,7 +55,17 @@ for i = 1, n do
 end
 out[1] = added
 
+local batch_first = last - added + 1
+
 if added > 0 then
+  -- The ids the previous append stored and deleted at once (see below) are forgotten now: only
+  -- a retry of the last append needs them, and this append is a new one.
+  if m[3] and m[3] ~= '' then
+    local gone = {}
+    for id in string.gmatch(m[3], '%S+') do gone[#gone + 1] = id end
+    chunked('HDEL', ids, gone)
+    redis.call('HDEL', meta, 'gone')
+  end
   chunked('HSET', ids, id_pairs)
   chunked('HSET', msg, msg_pairs)
   chunked('HSET', tok, tok_pairs)
@@ -81,6 +91,21 @@ if added > 0 then
     redis.call('HINCRBY', meta, 'active', -#old)
     redis.call('HINCRBY', meta, 'tokens', itos(-sum))
     if delete then
+      -- A deleted message's id goes too, so the id index never outgrows the stored messages;
+      -- except the ids of this batch's own messages, which stay until the next append (listed
+      -- in meta 'gone'), so a re-sent or retried append of this batch stores nothing.
+      local bodies = chunked('HMGET', msg, old, true)
+      local forget, keep = {}, {}
+      for i = 1, #old do
+        local seq = tonumber(old[i])
+        if seq >= batch_first then
+          keep[#keep + 1] = id_pairs[2 * (seq - batch_first) + 1]
+        elseif bodies[i] then
+          forget[#forget + 1] = message_id(bodies[i])
+        end
+      end
+      chunked('HDEL', ids, forget)
+      if #keep > 0 then redis.call('HSET', meta, 'gone', table.concat(keep, ' ')) end
       chunked('HDEL', msg, old)
       chunked('HDEL', tok, old)
       redis.call('HINCRBY', meta, 'deleted', #old)
