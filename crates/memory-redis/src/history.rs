@@ -1,5 +1,6 @@
 //! [`HistoryStore`] on Redis: each operation is one script or one command.
 
+use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
@@ -12,7 +13,7 @@ use redis::Value;
 
 use crate::conn::{integer, unsigned};
 use crate::error::{During, bad_reply};
-use crate::keys::{Listed, ThreadKeys};
+use crate::keys::{self, Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, expiry_args, request_nonce};
 
@@ -69,8 +70,11 @@ impl HistoryStore for RedisStore {
         };
         let numbers: Option<Vec<u64>> = items.iter().map(unsigned).collect();
         let numbers = numbers.ok_or_else(|| bad_reply(&what, "a seq is not a number"))?;
-        let Some((&inserted, unique_seqs)) = numbers.split_first() else {
+        let Some((&unindexed, numbers)) = numbers.split_first() else {
             return Err(bad_reply(&what, "the append script returned nothing"));
+        };
+        let Some((&inserted, unique_seqs)) = numbers.split_first() else {
+            return Err(bad_reply(&what, "the append script returned no count"));
         };
         if unique_seqs.len() != batch.unique.len() {
             return Err(bad_reply(
@@ -81,6 +85,13 @@ impl HistoryStore for RedisStore {
                     batch.unique.len()
                 ),
             ));
+        }
+        if unindexed != 0 {
+            // The append is applied; an error here is returned so the caller retries, and the
+            // retry (which stores nothing) adds the thread to the index again.
+            self.index_thread(scope, &keys.meta)
+                .await
+                .during("append")?;
         }
         let inserted = usize::try_from(inserted).unwrap_or(usize::MAX);
         tracing::debug!(scope = %scope, inserted, given = messages.len(), "history.append");
@@ -172,7 +183,7 @@ impl HistoryStore for RedisStore {
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.list_scopes("list threads", filter, &page, Listed::Threads)
+        self.list_indexed_threads(filter, &page)
             .await
             .during("list_threads")
     }
@@ -202,12 +213,28 @@ impl HistoryStore for RedisStore {
 
     async fn purge_expired(&self) -> Result<u64> {
         let prefix = self.prefix().to_owned();
-        let purged = self
-            .purge_records("purge expired threads", Listed::ThreadExpiries, |scope| {
+        let scopes = self
+            .purge_record_scopes("purge expired threads", Listed::ThreadExpiries, |scope| {
                 ThreadKeys::new(&prefix, scope).meta
             })
             .await
             .during("purge_expired")?;
+        // The expired threads leave their tenants' indexes too.
+        let mut by_tenant: std::collections::BTreeMap<&str, Vec<Scope>> = Default::default();
+        for scope in &scopes {
+            by_tenant
+                .entry(scope.tenant().as_str())
+                .or_default()
+                .push(scope.clone());
+        }
+        for (tenant, scopes) in by_tenant {
+            for chunk in scopes.chunks(INDEX_CHUNK) {
+                self.unindex_threads(tenant, chunk)
+                    .await
+                    .during("purge_expired")?;
+            }
+        }
+        let purged = scopes.len() as u64;
         tracing::debug!(purged, "history.purge_expired");
         Ok(purged)
     }
@@ -353,8 +380,198 @@ impl RedisStore {
             .eval(&what, &SCRIPTS.clear, &all, &[nonce.as_bytes()])
             .await?;
         let removed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        self.unindex_threads(scope.tenant().as_str(), std::slice::from_ref(scope))
+            .await?;
         tracing::debug!(scope = %scope, removed, "history.clear");
         Ok(removed)
+    }
+}
+
+/// How many index members a `list_threads` page looks at, at most, per item it may return
+/// (plus [`LIST_EXAMINED_BASE`]): a page that meets only stale members (threads cleared or
+/// expired since they were indexed, each removed as it is met) ends short, with a cursor.
+const LIST_EXAMINED_PER_ITEM: usize = 10;
+/// See [`LIST_EXAMINED_PER_ITEM`].
+const LIST_EXAMINED_BASE: usize = 1_000;
+/// How many scope keys one `ZADD` of the one-time index scan carries.
+const INDEX_CHUNK: usize = 500;
+
+impl RedisStore {
+    /// Adds the thread of `scope` to its tenant's index, then clears the thread's `unindexed`
+    /// mark (an `HDEL` on a thread cleared meanwhile changes nothing).
+    async fn index_thread(&self, scope: &Scope, meta: &str) -> Result<()> {
+        let index = keys::thread_index(self.prefix(), scope.tenant().as_str());
+        let what = format!("index thread {scope}");
+        let mut add = redis::cmd("ZADD");
+        add.arg(&index).arg(0).arg(scope.key());
+        self.query(&what, &add).await?;
+        let mut done = redis::cmd("HDEL");
+        done.arg(meta).arg("unindexed");
+        self.query(&what, &done).await?;
+        Ok(())
+    }
+
+    /// Removes `scopes` (of one tenant) from the tenant's index, then adds back those whose
+    /// thread exists again. An append that creates a thread adds it after creating it, so
+    /// whatever the order of the two, a thread that exists stays indexed: either this check
+    /// sees it, or its append's `ZADD` comes after this `ZREM`.
+    async fn unindex_threads(&self, tenant: &str, scopes: &[Scope]) -> Result<()> {
+        if scopes.is_empty() {
+            return Ok(());
+        }
+        let index = keys::thread_index(self.prefix(), tenant);
+        let what = format!(
+            "remove {} threads from the index of tenant {tenant}",
+            scopes.len()
+        );
+        let mut rem = redis::cmd("ZREM");
+        rem.arg(&index);
+        for scope in scopes {
+            rem.arg(scope.key());
+        }
+        self.query(&what, &rem).await?;
+        let metas: Vec<String> = scopes
+            .iter()
+            .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+            .collect();
+        let alive = self.exist(&what, &metas).await?;
+        let back: Vec<String> = scopes
+            .iter()
+            .zip(alive)
+            .filter(|(_, alive)| *alive)
+            .map(|(s, _)| s.key())
+            .collect();
+        if !back.is_empty() {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in &back {
+                add.arg(0).arg(key);
+            }
+            self.query(&what, &add).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes sure the tenant's index holds every thread written before the index existed: the
+    /// first listing of a tenant scans its thread keys once (`SCAN`, on every master) and adds
+    /// them, then marks the index complete ([`keys::INDEX_COMPLETE`]).
+    async fn ensure_index(&self, tenant: &str) -> Result<String> {
+        let index = keys::thread_index(self.prefix(), tenant);
+        let what = format!("check the thread index of tenant {tenant}");
+        let mut score = redis::cmd("ZSCORE");
+        score.arg(&index).arg(keys::INDEX_COMPLETE);
+        if !matches!(self.query(&what, &score).await?, Value::Nil) {
+            return Ok(index);
+        }
+        let what = format!("build the thread index of tenant {tenant}");
+        let filter = ScopeFilter::tenant(
+            memory_core::TenantId::new(tenant)
+                .map_err(|e| bad_reply(&what, format!("the tenant is not valid: {e}")))?,
+        );
+        let pattern = keys::scan_pattern(self.prefix(), &filter, Listed::Threads);
+        let found = self.scan_keys(&what, &pattern).await?;
+        let scope_keys: BTreeSet<String> = found
+            .iter()
+            .filter_map(|key| keys::scope_of(self.prefix(), key, Listed::Threads))
+            .map(|scope| scope.key())
+            .collect();
+        let scope_keys: Vec<String> = scope_keys.into_iter().collect();
+        for chunk in scope_keys.chunks(INDEX_CHUNK) {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in chunk {
+                add.arg(0).arg(key);
+            }
+            self.query(&what, &add).await?;
+        }
+        let mut mark = redis::cmd("ZADD");
+        mark.arg(&index).arg(0).arg(keys::INDEX_COMPLETE);
+        self.query(&what, &mark).await?;
+        tracing::info!(tenant, threads = scope_keys.len(), "history.index_built");
+        Ok(index)
+    }
+
+    /// A page of `list_threads` from the tenant's index: `O(page)` work, not `O(keyspace)`.
+    /// Members whose thread no longer exists (cleared, expired) are removed as they are met.
+    async fn list_indexed_threads(
+        &self,
+        filter: &ScopeFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Scope>> {
+        let tenant = filter.tenant.as_str();
+        let index = self.ensure_index(tenant).await?;
+        let what = format!("list the threads of tenant {tenant}");
+        let limit = page.limit.max(1);
+        let budget = limit
+            .saturating_mul(LIST_EXAMINED_PER_ITEM)
+            .saturating_add(LIST_EXAMINED_BASE);
+        let (mut min, max) = keys::index_range(filter, page.cursor.as_deref());
+        let mut live: Vec<Scope> = Vec::new();
+        let mut examined = 0usize;
+        let fetch = (limit + 1).min(LIST_EXAMINED_BASE);
+        loop {
+            let mut range = redis::cmd("ZRANGEBYLEX");
+            range
+                .arg(&index)
+                .arg(&min)
+                .arg(&max)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(fetch);
+            let Value::Array(members) = self.query(&what, &range).await? else {
+                return Err(bad_reply(&what, "ZRANGEBYLEX did not return an array"));
+            };
+            let members: Vec<String> = members.iter().filter_map(crate::conn::text).collect();
+            let Some(last) = members.last().cloned() else {
+                return Ok(Page {
+                    items: live,
+                    next_cursor: None,
+                });
+            };
+            let candidates: Vec<Scope> = members
+                .iter()
+                .filter_map(|m| keys::scope_from_key(m))
+                .filter(|s| s.matches(filter))
+                .collect();
+            let metas: Vec<String> = candidates
+                .iter()
+                .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+                .collect();
+            let alive = self.exist(&what, &metas).await?;
+            let mut stale = Vec::new();
+            for (scope, alive) in candidates.into_iter().zip(alive) {
+                if !alive {
+                    stale.push(scope);
+                } else if live.len() < limit {
+                    live.push(scope);
+                } else {
+                    // One more than a page: the page ends at its last item, with a cursor.
+                    self.unindex_threads(tenant, &stale).await?;
+                    let next_cursor = live.last().map(Scope::key);
+                    return Ok(Page {
+                        items: live,
+                        next_cursor,
+                    });
+                }
+            }
+            self.unindex_threads(tenant, &stale).await?;
+            examined += members.len();
+            let exhausted = members.len() < fetch;
+            min = format!("({last}");
+            if exhausted {
+                return Ok(Page {
+                    items: live,
+                    next_cursor: None,
+                });
+            }
+            if examined >= budget {
+                // Mostly stale members: end the page short; the next one goes on after them.
+                return Ok(Page {
+                    items: live,
+                    next_cursor: Some(last),
+                });
+            }
+        }
     }
 }
 

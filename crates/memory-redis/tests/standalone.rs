@@ -179,6 +179,87 @@ async fn the_id_index_is_bounded_by_the_thread() {
     assert!(!exists, "a clear removes the id index");
 }
 
+/// H4: `list_threads` reads a page from its tenant's thread index, not by scanning the
+/// keyspace: a page costs a few round trips however many keys the server holds. Threads
+/// written before the index existed are found by a one-time scan; cleared and expired threads
+/// leave the index as a listing meets them.
+#[tokio::test]
+async fn list_threads_reads_an_index_not_the_keyspace() {
+    let store = standalone_store().await;
+    let mut conn = raw().await;
+    // 30 000 unrelated keys, so a scan of the keyspace would take 30 or more steps.
+    let filler = format!("{}-filler-{}", prefix(), uuid::Uuid::new_v4().simple());
+    for chunk in (0..30_000).collect::<Vec<u32>>().chunks(5_000) {
+        let mut pipe = memory_redis::redis::pipe();
+        for i in chunk {
+            pipe.cmd("SET")
+                .arg(format!("{filler}:{i}"))
+                .arg(1)
+                .arg("EX")
+                .arg(120)
+                .ignore();
+        }
+        let () = pipe.query_async(&mut conn).await.unwrap();
+    }
+    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
+    let scopes: Vec<Scope> = (0..5)
+        .map(|i| {
+            Scope::session(format!("s-{i}"))
+                .unwrap()
+                .with_tenant(tenant.as_str())
+                .unwrap()
+        })
+        .collect();
+    for scope in &scopes {
+        store.append(scope, &[message("m")]).await.unwrap();
+    }
+    let filter = memory_core::ScopeFilter::tenant(memory_core::TenantId::new(&tenant).unwrap());
+    let list = |limit: usize, cursor: Option<String>| {
+        let (store, filter) = (store.clone(), filter.clone());
+        async move {
+            let request = match cursor {
+                None => memory_core::PageRequest::first(limit),
+                Some(c) => memory_core::PageRequest::after(limit, c),
+            };
+            store.list_threads(&filter, request).await.unwrap()
+        }
+    };
+    // The index is built (a one-time scan) on the tenant's first listing.
+    assert_eq!(list(10, None).await.items, scopes);
+    let before = store.round_trips();
+    let page = list(2, None).await;
+    assert_eq!(page.items, scopes[..2]);
+    let used = store.round_trips() - before;
+    assert!(used <= 4, "a page took {used} round trips");
+    let page = list(2, page.next_cursor).await;
+    assert_eq!(page.items, scopes[2..4]);
+
+    // Cleared and expired threads are not listed, and leave the index.
+    let index = format!("{}:{{{tenant}}}:threads", prefix());
+    store.clear(&scopes[0]).await.unwrap();
+    let gone: Option<f64> = conn.zscore(&index, scopes[0].key()).await.unwrap();
+    assert_eq!(gone, None, "a clear removes the thread from the index");
+    HistoryStore::set_ttl(&store, &scopes[1], Some(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(list(10, None).await.items, scopes[2..]);
+    let members: Vec<String> = conn.zrange(&index, 0, -1).await.unwrap();
+    let expected: Vec<String> = [String::new()]
+        .into_iter()
+        .chain(scopes[2..].iter().map(Scope::key))
+        .collect();
+    assert_eq!(members, expected, "the listing removed the expired thread");
+
+    // Threads written before the index existed (here: an index that was lost) are found again.
+    let () = conn.del(&index).await.unwrap();
+    assert_eq!(list(10, None).await.items, scopes[2..]);
+    for scope in &scopes[2..] {
+        store.clear(scope).await.unwrap();
+    }
+    assert!(list(10, None).await.items.is_empty());
+}
+
 #[tokio::test]
 async fn two_sources_of_one_session_never_share_a_key() {
     let store = standalone_store().await;

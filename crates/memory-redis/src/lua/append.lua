@@ -3,7 +3,9 @@
 -- ARGV: max_messages ('0' = no limit), overflow ('archive' | 'delete'), default ttl ms ('0' =
 --       none, used when the thread is new), expiry-record grace ms, then one (id, tokens, json)
 --       triple per distinct message.
--- Returns {inserted, seq of message 1, seq of message 2, ...}.
+-- Returns {unindexed, inserted, seq of message 1, seq of message 2, ...}: unindexed is 1 while
+-- the thread is not confirmed in its tenant's thread index (it is new, or the store did not get
+-- to add it yet): the store adds it, then deletes meta 'unindexed'.
 -- Ids already stored are skipped, so a re-sent (or retried) append stores nothing twice.
 local meta, ids, msg, tok, active, exp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local max = tonumber(ARGV[1])
@@ -12,7 +14,7 @@ local grace = ARGV[4]
 local FIRST = 5
 local n = (#ARGV - FIRST + 1) / 3
 
-local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms', 'gone')
+local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms', 'gone', 'unindexed')
 local is_new = not m[1]
 local last = stored_int(m[1], 'last_seq') or 0
 local ttl = m[2] or '0'
@@ -30,7 +32,7 @@ local wanted = {}
 for i = 1, n do wanted[i] = ARGV[FIRST + 3 * (i - 1)] end
 local known = chunked('HMGET', ids, wanted, true)
 
-local out = {0}
+local out = {0, 0}
 local id_pairs, msg_pairs, tok_pairs, zadd_args = {}, {}, {}, {}
 local added, added_tokens = 0, 0
 for i = 1, n do
@@ -51,9 +53,10 @@ for i = 1, n do
     added = added + 1
     added_tokens = added_tokens + tonumber(ARGV[at + 1])
   end
-  out[i + 1] = seq
+  out[i + 2] = seq
 end
-out[1] = added
+out[2] = added
+if is_new or m[4] then out[1] = 1 end
 
 local batch_first = last - added + 1
 
@@ -74,7 +77,7 @@ if added > 0 then
     -- `born` marks this life of the thread, so a read in pages sees a clear between two pages.
     local now = redis.call('TIME')
     redis.call('HSET', meta, 'last_seq', itos(last), 'active', '0', 'tokens', '0',
-      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl, 'born', now[1] .. '.' .. now[2])
+      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl, 'born', now[1] .. '.' .. now[2], 'unindexed', '1')
   else
     redis.call('HSET', meta, 'last_seq', itos(last))
   end
