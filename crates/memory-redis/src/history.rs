@@ -70,7 +70,7 @@ impl HistoryStore for RedisStore {
         };
         let numbers: Option<Vec<u64>> = items.iter().map(unsigned).collect();
         let numbers = numbers.ok_or_else(|| bad_reply(&what, "a seq is not a number"))?;
-        let Some((&unindexed, numbers)) = numbers.split_first() else {
+        let Some((&flags, numbers)) = numbers.split_first() else {
             return Err(bad_reply(&what, "the append script returned nothing"));
         };
         let Some((&inserted, unique_seqs)) = numbers.split_first() else {
@@ -86,7 +86,12 @@ impl HistoryStore for RedisStore {
                 ),
             ));
         }
-        if unindexed != 0 {
+        if flags & 2 != 0 {
+            // A failure here only makes purge_expired count this thread late or not at all
+            // (its record still expires by itself): the append stands.
+            self.index_expiring(scope).await.during("append")?;
+        }
+        if flags & 1 != 0 {
             // The append is applied; an error here is returned so the caller retries, and the
             // retry (which stores nothing) adds the thread to the index again.
             self.index_thread(scope, &keys.meta)
@@ -203,6 +208,9 @@ impl HistoryStore for RedisStore {
             .during("set_ttl")?;
         match unsigned(&reply) {
             Some(1) => {
+                if ttl.is_some() {
+                    self.index_expiring(scope).await.during("set_ttl")?;
+                }
                 tracing::debug!(scope = %scope, ?ttl, "history.set_ttl");
                 Ok(())
             }
@@ -212,29 +220,7 @@ impl HistoryStore for RedisStore {
     }
 
     async fn purge_expired(&self) -> Result<u64> {
-        let prefix = self.prefix().to_owned();
-        let scopes = self
-            .purge_record_scopes("purge expired threads", Listed::ThreadExpiries, |scope| {
-                ThreadKeys::new(&prefix, scope).meta
-            })
-            .await
-            .during("purge_expired")?;
-        // The expired threads leave their tenants' indexes too.
-        let mut by_tenant: std::collections::BTreeMap<&str, Vec<Scope>> = Default::default();
-        for scope in &scopes {
-            by_tenant
-                .entry(scope.tenant().as_str())
-                .or_default()
-                .push(scope.clone());
-        }
-        for (tenant, scopes) in by_tenant {
-            for chunk in scopes.chunks(INDEX_CHUNK) {
-                self.unindex_threads(tenant, chunk)
-                    .await
-                    .during("purge_expired")?;
-            }
-        }
-        let purged = scopes.len() as u64;
+        let purged = self.purge_indexed().await.during("purge_expired")?;
         tracing::debug!(purged, "history.purge_expired");
         Ok(purged)
     }
@@ -393,10 +379,199 @@ impl RedisStore {
 const LIST_EXAMINED_PER_ITEM: usize = 10;
 /// See [`LIST_EXAMINED_PER_ITEM`].
 const LIST_EXAMINED_BASE: usize = 1_000;
+/// How many due threads `purge_expired` takes from the expiry index at a time.
+const PURGE_INDEX_BATCH: usize = 500;
 /// How many scope keys one `ZADD` of the one-time index scan carries.
 const INDEX_CHUNK: usize = 500;
 
+/// Unix time in milliseconds (0 before 1970).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
 impl RedisStore {
+    /// Adds the thread of `scope` to the expiry index, due now: the next `purge_expired` reads
+    /// its real deadline (`PTTL`) and scores it with that.
+    async fn index_expiring(&self, scope: &Scope) -> Result<()> {
+        let mut add = redis::cmd("ZADD");
+        add.arg(keys::expiry_index(self.prefix()))
+            .arg(now_ms())
+            .arg(scope.key());
+        self.query(&format!("add thread {scope} to the expiry index"), &add)
+            .await?;
+        Ok(())
+    }
+
+    /// Makes sure the expiry index holds every expiry record written before it existed: a purge
+    /// that finds no completion mark scans the records (`SCAN`, on every master), adds them
+    /// due now, and sets the mark for 24 hours.
+    async fn ensure_expiry_index(&self) -> Result<String> {
+        let index = keys::expiry_index(self.prefix());
+        let complete = keys::expiry_index_complete(self.prefix());
+        let what = "check the expiry index";
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(&complete);
+        if integer(&self.query(what, &exists).await?).unwrap_or(0) > 0 {
+            return Ok(index);
+        }
+        let what = "build the expiry index";
+        let pattern = keys::scan_all_pattern(self.prefix(), Listed::ThreadExpiries);
+        let found: BTreeSet<String> = self
+            .scan_keys(what, &pattern)
+            .await?
+            .iter()
+            .filter_map(|key| keys::scope_of(self.prefix(), key, Listed::ThreadExpiries))
+            .map(|scope| scope.key())
+            .collect();
+        let found: Vec<String> = found.into_iter().collect();
+        let now = now_ms();
+        for chunk in found.chunks(INDEX_CHUNK) {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in chunk {
+                add.arg(now).arg(key);
+            }
+            self.query(what, &add).await?;
+        }
+        // The mark lapses with the expiry records' grace: at most once a day, a purge scans
+        // again and catches records an older writer or a failed `ZADD` left out.
+        let mut mark = redis::cmd("SET");
+        mark.arg(&complete)
+            .arg(1)
+            .arg("PX")
+            .arg(crate::store::EXPIRY_RECORD_GRACE.as_millis().to_string());
+        self.query(what, &mark).await?;
+        tracing::info!(records = found.len(), "history.expiry_index_built");
+        Ok(index)
+    }
+
+    /// `purge_expired` from the expiry index: only the threads due (scored at or before now)
+    /// are looked at, in batches. A thread still alive is scored again with its deadline
+    /// (`PTTL`), or leaves the index when it has no TTL any more; the expiry record of a thread
+    /// that is gone is deleted by the purge script (which checks again), the thread leaves both
+    /// indexes, and each deleted record counts one.
+    async fn purge_indexed(&self) -> Result<u64> {
+        let index = self.ensure_expiry_index().await?;
+        let what = "purge expired threads";
+        let mut purged = 0u64;
+        loop {
+            let now = now_ms();
+            let mut due = redis::cmd("ZRANGEBYSCORE");
+            due.arg(&index)
+                .arg("-inf")
+                .arg(now)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(PURGE_INDEX_BATCH);
+            let Value::Array(members) = self.query(what, &due).await? else {
+                return Err(bad_reply(what, "ZRANGEBYSCORE did not return an array"));
+            };
+            let members: Vec<String> = members.iter().filter_map(crate::conn::text).collect();
+            if members.is_empty() {
+                return Ok(purged);
+            }
+            let mut drop: Vec<String> = Vec::new();
+            let mut rescore: Vec<(u64, String)> = Vec::new();
+            let mut scopes = Vec::new();
+            for member in &members {
+                match keys::scope_from_key(member) {
+                    Some(scope) => scopes.push(scope),
+                    None => drop.push(member.clone()),
+                }
+            }
+            let metas: Vec<String> = scopes
+                .iter()
+                .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+                .collect();
+            let ttls = self.each(what, "PTTL", &metas).await?;
+            let mut gone = Vec::new();
+            for (scope, ttl) in scopes.into_iter().zip(ttls) {
+                match integer(&ttl) {
+                    Some(ms) if ms > 0 => {
+                        rescore.push((now.saturating_add(ms.unsigned_abs()), scope.key()));
+                    }
+                    // Alive without a TTL: no longer expiring.
+                    Some(-1) => drop.push(scope.key()),
+                    _ => gone.push(scope),
+                }
+            }
+            purged += self.purge_gone(what, &gone).await?;
+            drop.extend(gone.iter().map(Scope::key));
+            if !rescore.is_empty() {
+                let mut add = redis::cmd("ZADD");
+                add.arg(&index);
+                for (score, key) in &rescore {
+                    add.arg(*score).arg(key);
+                }
+                self.query(what, &add).await?;
+            }
+            if !drop.is_empty() {
+                let mut rem = redis::cmd("ZREM");
+                rem.arg(&index).arg(&drop);
+                self.query(what, &rem).await?;
+            }
+            let mut by_tenant: std::collections::BTreeMap<String, Vec<Scope>> = Default::default();
+            for scope in gone {
+                by_tenant
+                    .entry(scope.tenant().as_str().to_owned())
+                    .or_default()
+                    .push(scope);
+            }
+            for (tenant, scopes) in by_tenant {
+                self.unindex_threads(&tenant, &scopes).await?;
+            }
+            if members.len() < PURGE_INDEX_BATCH {
+                return Ok(purged);
+            }
+        }
+    }
+
+    /// Runs the purge script (delete the expiry record if the thread is gone) for each scope:
+    /// one pipeline on a single server, concurrent calls on a cluster. Returns how many
+    /// records it deleted.
+    async fn purge_gone(&self, what: &str, gone: &[Scope]) -> Result<u64> {
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let script = &crate::scripts::SCRIPTS.purge;
+        let keys: Vec<ThreadKeys> = gone
+            .iter()
+            .map(|s| ThreadKeys::new(self.prefix(), s))
+            .collect();
+        let replies: Vec<Value> =
+            if self.is_cluster() {
+                futures::future::try_join_all(keys.iter().map(|k| async move {
+                    self.eval(what, script, &[&k.meta, &k.expiry], &[]).await
+                }))
+                .await?
+            } else {
+                // Loaded first, so the EVALSHAs after it find the script on a restarted server.
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCRIPT").arg("LOAD").arg(script.source);
+                for k in &keys {
+                    pipe.cmd("EVALSHA")
+                        .arg(&script.sha1)
+                        .arg(2)
+                        .arg(&k.meta)
+                        .arg(&k.expiry);
+                }
+                self.send_pipeline(what, &pipe)
+                    .await?
+                    .into_iter()
+                    .skip(1)
+                    .collect()
+            };
+        let mut purged = 0;
+        for reply in replies {
+            if crate::conn::pipeline_integer(what, reply)? > 0 {
+                purged += 1;
+            }
+        }
+        Ok(purged)
+    }
+
     /// Adds the thread of `scope` to its tenant's index, then clears the thread's `unindexed`
     /// mark (an `HDEL` on a thread cleared meanwhile changes nothing).
     async fn index_thread(&self, scope: &Scope, meta: &str) -> Result<()> {

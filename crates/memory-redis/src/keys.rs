@@ -25,6 +25,8 @@
 //! | `…:sexp` | string | expiry record of a session with a TTL |
 //! | `…:ack` | string | `<nonce> <reply>` of the last archive, clear or session delete, for 5 minutes |
 //! | `{prefix}:{<tenant>}:threads` | sorted set | the tenant's thread index: scope keys, score 0 ([`thread_index`]) |
+//! | `{prefix}:{|expiring}:threads` | sorted set | threads with an expiry record, scored by a time before which they have not expired ([`expiry_index`]) |
+//! | `{prefix}:{|expiring}:complete` | string | set for 24 hours after a scan added every expiry record to the expiry index |
 
 use memory_core::{Error, Result, Scope, ScopeFilter};
 
@@ -111,6 +113,20 @@ impl ThreadKeys {
             &self.expiry,
         ]
     }
+}
+
+/// `{prefix}:{|expiring}:threads`: the sorted set of the scope keys of threads with an expiry
+/// record, each scored with a time (Unix ms) before which it surely has not expired, so
+/// `purge_expired` looks only at those due. The hash tag holds a `|` but no scope key has this
+/// one, and no tenant holds a `|`: it is no other key's tag.
+pub(crate) fn expiry_index(prefix: &str) -> String {
+    format!("{prefix}:{{|expiring}}:{THREAD_INDEX}")
+}
+
+/// `{prefix}:{|expiring}:complete`: set for 24 hours after a scan added every expiry record to
+/// the expiry index; a purge that finds it gone scans again.
+pub(crate) fn expiry_index_complete(prefix: &str) -> String {
+    format!("{prefix}:{{|expiring}}:complete")
 }
 
 /// `{prefix}:{<tenant>}:threads`: the sorted set of the scope keys of the tenant's threads

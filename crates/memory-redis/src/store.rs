@@ -76,8 +76,13 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// an expired thread or session vanishes at its deadline. A thread or session with a TTL also
 /// has a one-key *expiry record* that outlives it by 24 hours; `purge_expired` deletes the
 /// records of those that expired and returns how many it found, so it reports what expired
-/// since the last purge (within those 24 hours) rather than deleting data itself. It checks the
-/// records node by node in pipelined batches, not one round trip per record.
+/// since the last purge (within those 24 hours) rather than deleting data itself. For
+/// threads, it looks only at those due in an expiry index (a sorted set of the threads with an
+/// expiry record, scored by a time before which each surely lives), in batches, so a purge
+/// costs O(threads due), not O(keyspace); a thread still alive is scored again with its real
+/// deadline. The index is synchronised with the records by a `SCAN` on the first purge and then
+/// at most once a day. Sessions' records are checked node by node in pipelined batches after a
+/// `SCAN`, not one round trip per record.
 ///
 /// # Eviction
 /// Redis must run with `maxmemory-policy noeviction` (or without `maxmemory`): an evicting
@@ -260,39 +265,49 @@ impl RedisStore {
         self.inner.conn.eval(what, script, keys, args).await
     }
 
-    /// Whether each of `keys` exists: one pipeline on a single server; on a cluster, where the
-    /// keys lie in many slots, one `EXISTS` each, sent concurrently.
+    /// Sends a pipeline to the single server (see [`Connection::send_pipeline`]).
+    pub(crate) async fn send_pipeline(
+        &self,
+        what: &str,
+        pipe: &redis::Pipeline,
+    ) -> Result<Vec<Value>> {
+        self.inner.conn.send_pipeline(what, pipe, None).await
+    }
+
+    /// Whether each of `keys` exists (see [`each`](Self::each)).
     pub(crate) async fn exist(&self, what: &str, keys: &[String]) -> Result<Vec<bool>> {
-        if keys.is_empty() {
-            return Ok(Vec::new());
-        }
-        if self.is_cluster() {
-            let replies = futures::future::try_join_all(keys.iter().map(|key| {
-                let mut cmd = redis::cmd("EXISTS");
-                cmd.arg(key);
-                async move { self.query(what, &cmd).await }
-            }))
-            .await?;
-            return replies
-                .iter()
-                .map(|reply| {
-                    crate::conn::integer(reply)
-                        .map(|n| n > 0)
-                        .ok_or_else(|| bad_reply(what, "EXISTS did not return a number"))
-                })
-                .collect();
-        }
-        let mut pipe = redis::pipe();
-        for key in keys {
-            pipe.cmd("EXISTS").arg(key);
-        }
-        self.inner
-            .conn
-            .send_pipeline(what, &pipe, None)
+        self.each(what, "EXISTS", keys)
             .await?
             .into_iter()
             .map(|reply| Ok(pipeline_integer(what, reply)? > 0))
             .collect()
+    }
+
+    /// The reply of `command key` for each of `keys` (a failed one's as
+    /// [`Value::ServerError`]): one pipeline on a single server; on a cluster, where the keys
+    /// lie in many slots, one command each, sent concurrently.
+    pub(crate) async fn each(
+        &self,
+        what: &str,
+        command: &str,
+        keys: &[String],
+    ) -> Result<Vec<Value>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.is_cluster() {
+            return futures::future::try_join_all(keys.iter().map(|key| {
+                let mut cmd = redis::cmd(command);
+                cmd.arg(key);
+                async move { self.query(what, &cmd).await }
+            }))
+            .await;
+        }
+        let mut pipe = redis::pipe();
+        for key in keys {
+            pipe.cmd(command).arg(key);
+        }
+        self.inner.conn.send_pipeline(what, &pipe, None).await
     }
 
     /// Every key matching `pattern`, on the server or every cluster master (`SCAN`).

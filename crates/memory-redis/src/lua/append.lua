@@ -3,9 +3,11 @@
 -- ARGV: max_messages ('0' = no limit), overflow ('archive' | 'delete'), default ttl ms ('0' =
 --       none, used when the thread is new), expiry-record grace ms, then one (id, tokens, json)
 --       triple per distinct message.
--- Returns {unindexed, inserted, seq of message 1, seq of message 2, ...}: unindexed is 1 while
--- the thread is not confirmed in its tenant's thread index (it is new, or the store did not get
--- to add it yet): the store adds it, then deletes meta 'unindexed'.
+-- Returns {flags, inserted, seq of message 1, seq of message 2, ...}: flags + 1 while the
+-- thread is not confirmed in its tenant's thread index (it is new, or the store did not get to
+-- add it yet): the store adds it, then deletes meta 'unindexed'; flags + 2 when this append
+-- wrote the thread's expiry record where there was none: the store adds the thread to the
+-- expiry index.
 -- Ids already stored are skipped, so a re-sent (or retried) append stores nothing twice.
 local meta, ids, msg, tok, active, exp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
 local max = tonumber(ARGV[1])
@@ -126,6 +128,8 @@ end
 
 if ttl ~= '0' then
   expire_all({meta, ids, msg, tok, active}, ttl)
+  -- A new expiry record: the store adds the thread to the expiry index too.
+  if redis.call('EXISTS', exp) == 0 then out[1] = out[1] + 2 end
   expiry_record(exp, ttl, grace)
 elseif is_new then
   -- A thread created again after it expired has no TTL now: its old record no longer applies.
