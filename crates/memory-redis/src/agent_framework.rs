@@ -9,9 +9,9 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
-    PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage, ThreadCount,
-    TokenCounter, Window, default_token_counter, ttl_millis,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
+    PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage,
+    ThreadCount, TokenCounter, Window, default_token_counter, ttl_millis,
 };
 use memory_interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
 use memory_interop::python_json::dumps;
@@ -26,6 +26,8 @@ use crate::error::bad_reply;
 use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, scope_page};
 
+/// How many times a paged read starts over when the list shifts between two of its pages.
+const READ_RESTARTS: usize = 3;
 /// The first and the largest chunk a token-budget read fetches, in elements.
 const BUDGET_FIRST_CHUNK: i64 = 32;
 const BUDGET_MAX_CHUNK: i64 = 1024;
@@ -80,6 +82,11 @@ const BUDGET_MAX_CHUNK: i64 = 1024;
 /// - **Sequence numbers are list positions** (1 for the oldest element). The layout stores no
 ///   numbers, so positions shift when the front of the list is trimmed, by `max_messages` here
 ///   or by a Python provider: a seq is valid until the next trim.
+/// - **Reads** go in pages of at most [`MAX_READ_PAGE`] elements (`LRANGE` in one short
+///   script each, with the list's length), so a long list never holds the server. Each page
+///   after the first re-reads the last element of the page before it; when that element moved
+///   (the front was trimmed or the list cleared in between), the read starts over, at most
+///   three times, then fails with [`Conflict`](memory_core::ErrorKind::Conflict).
 /// - **No token counts are stored.** Token budgets and [`count`](HistoryStore::count) decode
 ///   the messages and count them with the store's counter at read time; a
 ///   [`StoredMessage::tokens`] is that count.
@@ -299,6 +306,73 @@ impl AfRedisHistory {
             .collect()
     }
 
+    /// The elements from index `start` (negative: from the end) to the end of the list, at most
+    /// `most` of them, in pages of at most [`MAX_READ_PAGE`] elements, each one short script
+    /// call (a long list is never read in one step that blocks the server). Each page after the
+    /// first also reads the last element of the page before it: when that element moved (the
+    /// list was trimmed or cleared in between, which shifts positions), the read starts over, at
+    /// most [`READ_RESTARTS`] times, then fails with `Conflict`. Elements appended meanwhile
+    /// are read too (up to `most`).
+    async fn read_paged(
+        &self,
+        what: &str,
+        key: &str,
+        start: i64,
+        most: Option<usize>,
+    ) -> Result<Vec<StoredMessage>> {
+        let page = i64::try_from(MAX_READ_PAGE).unwrap_or(i64::MAX);
+        let most = most.unwrap_or(usize::MAX);
+        'attempts: for _ in 0..=READ_RESTARTS {
+            // A negative start whose page would reach past the end reads to the end (-1).
+            let stop = if start < 0 {
+                start.saturating_add(page - 1).min(-1)
+            } else {
+                start.saturating_add(page - 1)
+            };
+            let range = self.read_range(what, key, start, stop).await?;
+            let mut out = self.decode_all(key, range.first, &range.elements)?;
+            out.truncate(most);
+            let mut next = range.first + i64::try_from(range.elements.len()).unwrap_or(i64::MAX);
+            let mut boundary = range.elements.last().cloned();
+            let mut len = range.len;
+            while next < len && out.len() < most {
+                let more = match boundary.take() {
+                    Some(last) => {
+                        let mut more = self
+                            .read_range(what, key, next - 1, next.saturating_add(page - 1))
+                            .await?;
+                        if more.first != next - 1 || more.elements.first() != Some(&last) {
+                            tracing::debug!(key, "history.read: the list shifted between pages");
+                            continue 'attempts;
+                        }
+                        more.elements.remove(0);
+                        more
+                    }
+                    // A first page that ended before the list began (a `Last(n)` longer than
+                    // the list): nothing read yet, so nothing to check.
+                    None => {
+                        self.read_range(what, key, next, next.saturating_add(page - 1))
+                            .await?
+                    }
+                };
+                if more.elements.is_empty() {
+                    break;
+                }
+                let decoded = self.decode_all(key, next, &more.elements)?;
+                let room = most - out.len();
+                out.extend(decoded.into_iter().take(room));
+                next += i64::try_from(more.elements.len()).unwrap_or(i64::MAX);
+                boundary = more.elements.last().cloned();
+                len = more.len;
+            }
+            return Ok(out);
+        }
+        Err(Error::conflict(format!(
+            "{what}: the list was trimmed or cleared while it was read, {} times in a row",
+            READ_RESTARTS + 1
+        )))
+    }
+
     /// The newest messages within `budget` tokens, counted now, fetched in growing chunks from
     /// the end (each chunk one atomic read). Each further chunk also reads one element of the
     /// chunk before it, and the read stops early, returning the (shorter, still contiguous)
@@ -467,20 +541,15 @@ impl HistoryStore for AfRedisHistory {
         let key = self.key_for(scope)?;
         let what = format!("read {window:?} of the Agent Framework list of {scope}");
         let messages = match window {
-            Window::All | Window::Everything => {
-                let range = self.read_range(&what, &key, 0, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
-            }
+            Window::All | Window::Everything => self.read_paged(&what, &key, 0, None).await?,
             Window::Last(0) => Vec::new(),
             Window::Last(n) => {
                 let start = i64::try_from(n).map_or(i64::MIN + 1, |n| -n);
-                let range = self.read_range(&what, &key, start, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
+                self.read_paged(&what, &key, start, Some(n)).await?
             }
             Window::After(seq) => {
                 let start = i64::try_from(seq).unwrap_or(i64::MAX);
-                let range = self.read_range(&what, &key, start, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
+                self.read_paged(&what, &key, start, None).await?
             }
             Window::TokenBudget(budget) => self.read_budget(&what, &key, budget).await?,
             other => {

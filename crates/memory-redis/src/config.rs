@@ -27,9 +27,13 @@ pub enum Overflow {
     /// by a reduction.
     #[default]
     Archive,
-    /// Delete their bodies and token counts. Their ids stay known to the thread for its whole
-    /// life (they are not capped), so a retried append of a deleted message is still
-    /// recognised and not stored again; they are counted neither as active nor as archived.
+    /// Delete their bodies, token counts and ids: the thread keeps nothing of them, so its
+    /// keys never outgrow `max_messages` plus its archived messages. A deleted message is no
+    /// longer held by the thread, so appending its id again stores it again, as a new message;
+    /// the one exception keeps retries safe: the ids of messages that an append stored and
+    /// deleted at once (a batch longer than `max_messages`) stay known until the thread's next
+    /// append, so a retried or re-sent copy of that append stores nothing. Deleted messages are
+    /// counted neither as active nor as archived.
     Delete,
 }
 

@@ -1,18 +1,19 @@
 //! [`HistoryStore`] on Redis: each operation is one script or one command.
 
+use std::collections::BTreeSet;
 use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
-    PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
+    PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
 };
 use redis::Value;
 
 use crate::conn::{integer, unsigned};
 use crate::error::{During, bad_reply};
-use crate::keys::{Listed, ThreadKeys};
+use crate::keys::{self, Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
 use crate::store::{RedisStore, expiry_args, request_nonce};
 
@@ -70,8 +71,11 @@ impl HistoryStore for RedisStore {
         };
         let numbers: Option<Vec<u64>> = items.iter().map(unsigned).collect();
         let numbers = numbers.ok_or_else(|| bad_reply(&what, "a seq is not a number"))?;
-        let Some((&inserted, unique_seqs)) = numbers.split_first() else {
+        let Some((&flags, numbers)) = numbers.split_first() else {
             return Err(bad_reply(&what, "the append script returned nothing"));
+        };
+        let Some((&inserted, unique_seqs)) = numbers.split_first() else {
+            return Err(bad_reply(&what, "the append script returned no count"));
         };
         if unique_seqs.len() != batch.unique.len() {
             return Err(bad_reply(
@@ -83,6 +87,18 @@ impl HistoryStore for RedisStore {
                 ),
             ));
         }
+        if flags & 2 != 0 {
+            // A failure here only makes purge_expired count this thread late or not at all
+            // (its record still expires by itself): the append stands.
+            self.index_expiring(scope).await.during("append")?;
+        }
+        if flags & 1 != 0 {
+            // The append is applied; an error here is returned so the caller retries, and the
+            // retry (which stores nothing) adds the thread to the index again.
+            self.index_thread(scope, &keys.meta)
+                .await
+                .during("append")?;
+        }
         let inserted = usize::try_from(inserted).unwrap_or(usize::MAX);
         tracing::debug!(scope = %scope, inserted, given = messages.len(), "history.append");
         Ok(AppendOutcome {
@@ -92,31 +108,41 @@ impl HistoryStore for RedisStore {
     }
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        let (mode, arg) = match window {
-            Window::All => ("all", String::new()),
+        let walk = match window {
+            Window::All => Walk::Forward { after: 0 },
             Window::Last(0) => return Ok(Vec::new()),
-            Window::Last(n) => ("last", n.min(i64::MAX as usize).to_string()),
-            Window::After(seq) => ("after", seq.to_string()),
-            Window::TokenBudget(budget) => ("budget", budget.to_string()),
-            Window::Everything => ("everything", String::new()),
+            Window::Last(n) => Walk::Backward {
+                remaining: Some(n),
+                budget: None,
+            },
+            Window::After(seq) => Walk::Forward { after: seq },
+            Window::TokenBudget(budget) => Walk::Backward {
+                remaining: None,
+                budget: Some(budget),
+            },
+            Window::Everything => Walk::Everything,
             other => {
                 return Err(Error::unsupported(format!(
                     "the redis store does not know the window {other:?}"
                 )));
             }
         };
-        let keys = ThreadKeys::new(self.prefix(), scope);
         let what = format!("read {window:?} of thread {scope}");
-        let reply = self
-            .eval(
-                &what,
-                &SCRIPTS.read,
-                &[&keys.meta, &keys.msg, &keys.tok, &keys.active],
-                &[mode.as_bytes(), arg.as_bytes()],
-            )
-            .await
-            .during("read")?;
-        let messages = decode_messages(&what, reply).during("read")?;
+        let mut attempt = 0;
+        let messages = loop {
+            match self.read_pages(scope, &what, walk).await.during("read")? {
+                Some(messages) => break messages,
+                None if attempt < READ_RESTARTS => attempt += 1,
+                None => {
+                    return Err(Error::conflict(format!(
+                        "{what}: the thread was cleared and written again while it was read, \
+                         {} times in a row",
+                        READ_RESTARTS + 1
+                    )))
+                    .during("read");
+                }
+            }
+        };
         tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
         Ok(messages)
     }
@@ -163,7 +189,7 @@ impl HistoryStore for RedisStore {
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.list_scopes("list threads", filter, &page, Listed::Threads)
+        self.list_indexed_threads(filter, &page)
             .await
             .during("list_threads")
     }
@@ -183,6 +209,9 @@ impl HistoryStore for RedisStore {
             .during("set_ttl")?;
         match unsigned(&reply) {
             Some(1) => {
+                if ttl.is_some() {
+                    self.index_expiring(scope).await.during("set_ttl")?;
+                }
                 tracing::debug!(scope = %scope, ?ttl, "history.set_ttl");
                 Ok(())
             }
@@ -192,19 +221,114 @@ impl HistoryStore for RedisStore {
     }
 
     async fn purge_expired(&self) -> Result<u64> {
-        let prefix = self.prefix().to_owned();
-        let purged = self
-            .purge_records("purge expired threads", Listed::ThreadExpiries, |scope| {
-                ThreadKeys::new(&prefix, scope).meta
-            })
-            .await
-            .during("purge_expired")?;
+        let purged = self.purge_indexed().await.during("purge_expired")?;
         tracing::debug!(purged, "history.purge_expired");
         Ok(purged)
     }
 }
 
+/// How many times a read starts again when the thread is cleared and written again between two
+/// of its pages, before it gives up with `Conflict`.
+const READ_RESTARTS: usize = 3;
+
+/// How a read walks the thread, page by page (see `lua/read.lua`).
+#[derive(Debug, Clone, Copy)]
+enum Walk {
+    /// Active messages after a seq, oldest first (`All`, `After`).
+    Forward { after: u64 },
+    /// Stored messages, active and archived, oldest first (`Everything`).
+    Everything,
+    /// Active messages newest first, at most `remaining` of them, or as many as fit `budget`
+    /// (`Last`, `TokenBudget`).
+    Backward {
+        remaining: Option<usize>,
+        budget: Option<u64>,
+    },
+}
+
 impl RedisStore {
+    /// Reads the window `walk` selects in pages of at most [`MAX_READ_PAGE`] messages, each one
+    /// script call, so no call holds the server for long. `None` when the thread was cleared
+    /// and written again between two pages (its `born` mark changed): the caller starts again.
+    async fn read_pages(
+        &self,
+        scope: &Scope,
+        what: &str,
+        walk: Walk,
+    ) -> Result<Option<Vec<StoredMessage>>> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let script_keys = [
+            keys.meta.as_str(),
+            keys.msg.as_str(),
+            keys.tok.as_str(),
+            keys.active.as_str(),
+        ];
+        let (mode, mut cursor) = match walk {
+            Walk::Forward { after } => ("forward", after.to_string()),
+            Walk::Everything => ("everything", "0".to_owned()),
+            Walk::Backward { .. } => ("backward", String::new()),
+        };
+        let (mut remaining, mut budget) = match walk {
+            Walk::Backward { remaining, budget } => (remaining, budget),
+            _ => (None, None),
+        };
+        let mut born: Option<Vec<u8>> = None;
+        // Backward pages come newest first; each page is in seq order.
+        let mut pages: Vec<Vec<StoredMessage>> = Vec::new();
+        loop {
+            let limit = remaining.map_or(MAX_READ_PAGE, |r| r.min(MAX_READ_PAGE));
+            let limit_arg = limit.to_string();
+            let budget_arg = budget.map_or_else(String::new, |b| b.to_string());
+            let reply = self
+                .eval(
+                    what,
+                    &SCRIPTS.read,
+                    &script_keys,
+                    &[
+                        mode.as_bytes(),
+                        cursor.as_bytes(),
+                        limit_arg.as_bytes(),
+                        budget_arg.as_bytes(),
+                    ],
+                )
+                .await?;
+            let Value::Array(mut items) = reply else {
+                return Err(bad_reply(what, "the read script did not return an array"));
+            };
+            if items.len() < 2 {
+                return Err(bad_reply(what, "the read script returned no page header"));
+            }
+            let body = items.split_off(2);
+            let (Value::BulkString(mark), Value::BulkString(next)) = (&items[0], &items[1]) else {
+                return Err(bad_reply(what, "the page header is not two strings"));
+            };
+            match &born {
+                None => born = Some(mark.clone()),
+                Some(first) if first != mark => return Ok(None),
+                Some(_) => {}
+            }
+            let page = decode_messages(what, Value::Array(body))?;
+            if let Some(r) = remaining.as_mut() {
+                *r = r.saturating_sub(page.len());
+            }
+            if let Some(b) = budget.as_mut() {
+                let used: u64 = page.iter().map(|m| u64::from(m.tokens)).sum();
+                *b = b.saturating_sub(used);
+            }
+            pages.push(page);
+            if next.is_empty() || remaining == Some(0) {
+                break;
+            }
+            cursor = std::str::from_utf8(next)
+                .map_err(|_| bad_reply(what, "a page cursor is not text"))?
+                .to_owned();
+        }
+        if matches!(walk, Walk::Backward { .. }) {
+            pages.reverse();
+        }
+        Ok(Some(pages.into_iter().flatten().collect()))
+    }
+
     /// [`HistoryStore::archive`] as the request `nonce`: a re-sent request gets the reply of
     /// the applied one (see "Re-sent requests" on [`RedisStore`]).
     pub(crate) async fn archive_once(
@@ -243,8 +367,387 @@ impl RedisStore {
             .eval(&what, &SCRIPTS.clear, &all, &[nonce.as_bytes()])
             .await?;
         let removed = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
+        self.unindex_threads(scope.tenant().as_str(), std::slice::from_ref(scope))
+            .await?;
         tracing::debug!(scope = %scope, removed, "history.clear");
         Ok(removed)
+    }
+}
+
+/// How many index members a `list_threads` page looks at, at most, per item it may return
+/// (plus [`LIST_EXAMINED_BASE`]): a page that meets only stale members (threads cleared or
+/// expired since they were indexed, each removed as it is met) ends short, with a cursor.
+const LIST_EXAMINED_PER_ITEM: usize = 10;
+/// See [`LIST_EXAMINED_PER_ITEM`].
+const LIST_EXAMINED_BASE: usize = 1_000;
+/// How many due threads `purge_expired` takes from the expiry index at a time.
+const PURGE_INDEX_BATCH: usize = 500;
+/// How many scope keys one `ZADD` of the one-time index scan carries.
+const INDEX_CHUNK: usize = 500;
+
+/// Unix time in milliseconds (0 before 1970).
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+impl RedisStore {
+    /// Adds the thread of `scope` to the expiry index, due now: the next `purge_expired` reads
+    /// its real deadline (`PTTL`) and scores it with that.
+    async fn index_expiring(&self, scope: &Scope) -> Result<()> {
+        let mut add = redis::cmd("ZADD");
+        add.arg(keys::expiry_index(self.prefix()))
+            .arg(now_ms())
+            .arg(scope.key());
+        self.query(&format!("add thread {scope} to the expiry index"), &add)
+            .await?;
+        Ok(())
+    }
+
+    /// Makes sure the expiry index holds every expiry record written before it existed: a purge
+    /// that finds no completion mark scans the records (`SCAN`, on every master), adds them
+    /// due now, and sets the mark for 24 hours.
+    async fn ensure_expiry_index(&self) -> Result<String> {
+        let index = keys::expiry_index(self.prefix());
+        let complete = keys::expiry_index_complete(self.prefix());
+        let what = "check the expiry index";
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(&complete);
+        if integer(&self.query(what, &exists).await?).unwrap_or(0) > 0 {
+            return Ok(index);
+        }
+        let what = "build the expiry index";
+        let pattern = keys::scan_all_pattern(self.prefix(), Listed::ThreadExpiries);
+        let found: BTreeSet<String> = self
+            .scan_keys(what, &pattern)
+            .await?
+            .iter()
+            .filter_map(|key| keys::scope_of(self.prefix(), key, Listed::ThreadExpiries))
+            .map(|scope| scope.key())
+            .collect();
+        let found: Vec<String> = found.into_iter().collect();
+        let now = now_ms();
+        for chunk in found.chunks(INDEX_CHUNK) {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in chunk {
+                add.arg(now).arg(key);
+            }
+            self.query(what, &add).await?;
+        }
+        // The mark lapses with the expiry records' grace: at most once a day, a purge scans
+        // again and catches records an older writer or a failed `ZADD` left out.
+        let mut mark = redis::cmd("SET");
+        mark.arg(&complete)
+            .arg(1)
+            .arg("PX")
+            .arg(crate::store::EXPIRY_RECORD_GRACE.as_millis().to_string());
+        self.query(what, &mark).await?;
+        tracing::info!(records = found.len(), "history.expiry_index_built");
+        Ok(index)
+    }
+
+    /// `purge_expired` from the expiry index: only the threads due (scored at or before now)
+    /// are looked at, in batches. A thread still alive is scored again with its deadline
+    /// (`PTTL`), or leaves the index when it has no TTL any more; the expiry record of a thread
+    /// that is gone is deleted by the purge script (which checks again), the thread leaves both
+    /// indexes, and each deleted record counts one.
+    async fn purge_indexed(&self) -> Result<u64> {
+        let index = self.ensure_expiry_index().await?;
+        let what = "purge expired threads";
+        let mut purged = 0u64;
+        loop {
+            let now = now_ms();
+            let mut due = redis::cmd("ZRANGEBYSCORE");
+            due.arg(&index)
+                .arg("-inf")
+                .arg(now)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(PURGE_INDEX_BATCH);
+            let Value::Array(members) = self.query(what, &due).await? else {
+                return Err(bad_reply(what, "ZRANGEBYSCORE did not return an array"));
+            };
+            let members: Vec<String> = members.iter().filter_map(crate::conn::text).collect();
+            if members.is_empty() {
+                return Ok(purged);
+            }
+            let mut drop: Vec<String> = Vec::new();
+            let mut rescore: Vec<(u64, String)> = Vec::new();
+            let mut scopes = Vec::new();
+            for member in &members {
+                match keys::scope_from_key(member) {
+                    Some(scope) => scopes.push(scope),
+                    None => drop.push(member.clone()),
+                }
+            }
+            let metas: Vec<String> = scopes
+                .iter()
+                .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+                .collect();
+            let ttls = self.each(what, "PTTL", &metas).await?;
+            let mut gone = Vec::new();
+            for (scope, ttl) in scopes.into_iter().zip(ttls) {
+                match integer(&ttl) {
+                    Some(ms) if ms > 0 => {
+                        rescore.push((now.saturating_add(ms.unsigned_abs()), scope.key()));
+                    }
+                    // Alive without a TTL: no longer expiring.
+                    Some(-1) => drop.push(scope.key()),
+                    _ => gone.push(scope),
+                }
+            }
+            purged += self.purge_gone(what, &gone).await?;
+            drop.extend(gone.iter().map(Scope::key));
+            if !rescore.is_empty() {
+                let mut add = redis::cmd("ZADD");
+                add.arg(&index);
+                for (score, key) in &rescore {
+                    add.arg(*score).arg(key);
+                }
+                self.query(what, &add).await?;
+            }
+            if !drop.is_empty() {
+                let mut rem = redis::cmd("ZREM");
+                rem.arg(&index).arg(&drop);
+                self.query(what, &rem).await?;
+            }
+            let mut by_tenant: std::collections::BTreeMap<String, Vec<Scope>> = Default::default();
+            for scope in gone {
+                by_tenant
+                    .entry(scope.tenant().as_str().to_owned())
+                    .or_default()
+                    .push(scope);
+            }
+            for (tenant, scopes) in by_tenant {
+                self.unindex_threads(&tenant, &scopes).await?;
+            }
+            if members.len() < PURGE_INDEX_BATCH {
+                return Ok(purged);
+            }
+        }
+    }
+
+    /// Runs the purge script (delete the expiry record if the thread is gone) for each scope:
+    /// one pipeline on a single server, concurrent calls on a cluster. Returns how many
+    /// records it deleted.
+    async fn purge_gone(&self, what: &str, gone: &[Scope]) -> Result<u64> {
+        if gone.is_empty() {
+            return Ok(0);
+        }
+        let script = &crate::scripts::SCRIPTS.purge;
+        let keys: Vec<ThreadKeys> = gone
+            .iter()
+            .map(|s| ThreadKeys::new(self.prefix(), s))
+            .collect();
+        let replies: Vec<Value> =
+            if self.is_cluster() {
+                futures::future::try_join_all(keys.iter().map(|k| async move {
+                    self.eval(what, script, &[&k.meta, &k.expiry], &[]).await
+                }))
+                .await?
+            } else {
+                // Loaded first, so the EVALSHAs after it find the script on a restarted server.
+                let mut pipe = redis::pipe();
+                pipe.cmd("SCRIPT").arg("LOAD").arg(script.source);
+                for k in &keys {
+                    pipe.cmd("EVALSHA")
+                        .arg(&script.sha1)
+                        .arg(2)
+                        .arg(&k.meta)
+                        .arg(&k.expiry);
+                }
+                self.send_pipeline(what, &pipe)
+                    .await?
+                    .into_iter()
+                    .skip(1)
+                    .collect()
+            };
+        let mut purged = 0;
+        for reply in replies {
+            if crate::conn::pipeline_integer(what, reply)? > 0 {
+                purged += 1;
+            }
+        }
+        Ok(purged)
+    }
+
+    /// Adds the thread of `scope` to its tenant's index, then clears the thread's `unindexed`
+    /// mark (an `HDEL` on a thread cleared meanwhile changes nothing).
+    async fn index_thread(&self, scope: &Scope, meta: &str) -> Result<()> {
+        let index = keys::thread_index(self.prefix(), scope.tenant().as_str());
+        let what = format!("index thread {scope}");
+        let mut add = redis::cmd("ZADD");
+        add.arg(&index).arg(0).arg(scope.key());
+        self.query(&what, &add).await?;
+        let mut done = redis::cmd("HDEL");
+        done.arg(meta).arg("unindexed");
+        self.query(&what, &done).await?;
+        Ok(())
+    }
+
+    /// Removes `scopes` (of one tenant) from the tenant's index, then adds back those whose
+    /// thread exists again. An append that creates a thread adds it after creating it, so
+    /// whatever the order of the two, a thread that exists stays indexed: either this check
+    /// sees it, or its append's `ZADD` comes after this `ZREM`.
+    async fn unindex_threads(&self, tenant: &str, scopes: &[Scope]) -> Result<()> {
+        if scopes.is_empty() {
+            return Ok(());
+        }
+        let index = keys::thread_index(self.prefix(), tenant);
+        let what = format!(
+            "remove {} threads from the index of tenant {tenant}",
+            scopes.len()
+        );
+        let mut rem = redis::cmd("ZREM");
+        rem.arg(&index);
+        for scope in scopes {
+            rem.arg(scope.key());
+        }
+        self.query(&what, &rem).await?;
+        let metas: Vec<String> = scopes
+            .iter()
+            .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+            .collect();
+        let alive = self.exist(&what, &metas).await?;
+        let back: Vec<String> = scopes
+            .iter()
+            .zip(alive)
+            .filter(|(_, alive)| *alive)
+            .map(|(s, _)| s.key())
+            .collect();
+        if !back.is_empty() {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in &back {
+                add.arg(0).arg(key);
+            }
+            self.query(&what, &add).await?;
+        }
+        Ok(())
+    }
+
+    /// Makes sure the tenant's index holds every thread written before the index existed: the
+    /// first listing of a tenant scans its thread keys once (`SCAN`, on every master) and adds
+    /// them, then marks the index complete ([`keys::INDEX_COMPLETE`]).
+    async fn ensure_index(&self, tenant: &str) -> Result<String> {
+        let index = keys::thread_index(self.prefix(), tenant);
+        let what = format!("check the thread index of tenant {tenant}");
+        let mut score = redis::cmd("ZSCORE");
+        score.arg(&index).arg(keys::INDEX_COMPLETE);
+        if !matches!(self.query(&what, &score).await?, Value::Nil) {
+            return Ok(index);
+        }
+        let what = format!("build the thread index of tenant {tenant}");
+        let filter = ScopeFilter::tenant(
+            memory_core::TenantId::new(tenant)
+                .map_err(|e| bad_reply(&what, format!("the tenant is not valid: {e}")))?,
+        );
+        let pattern = keys::scan_pattern(self.prefix(), &filter, Listed::Threads);
+        let found = self.scan_keys(&what, &pattern).await?;
+        let scope_keys: BTreeSet<String> = found
+            .iter()
+            .filter_map(|key| keys::scope_of(self.prefix(), key, Listed::Threads))
+            .map(|scope| scope.key())
+            .collect();
+        let scope_keys: Vec<String> = scope_keys.into_iter().collect();
+        for chunk in scope_keys.chunks(INDEX_CHUNK) {
+            let mut add = redis::cmd("ZADD");
+            add.arg(&index);
+            for key in chunk {
+                add.arg(0).arg(key);
+            }
+            self.query(&what, &add).await?;
+        }
+        let mut mark = redis::cmd("ZADD");
+        mark.arg(&index).arg(0).arg(keys::INDEX_COMPLETE);
+        self.query(&what, &mark).await?;
+        tracing::info!(tenant, threads = scope_keys.len(), "history.index_built");
+        Ok(index)
+    }
+
+    /// A page of `list_threads` from the tenant's index: `O(page)` work, not `O(keyspace)`.
+    /// Members whose thread no longer exists (cleared, expired) are removed as they are met.
+    async fn list_indexed_threads(
+        &self,
+        filter: &ScopeFilter,
+        page: &PageRequest,
+    ) -> Result<Page<Scope>> {
+        let tenant = filter.tenant.as_str();
+        let index = self.ensure_index(tenant).await?;
+        let what = format!("list the threads of tenant {tenant}");
+        let limit = page.limit.max(1);
+        let budget = limit
+            .saturating_mul(LIST_EXAMINED_PER_ITEM)
+            .saturating_add(LIST_EXAMINED_BASE);
+        let (mut min, max) = keys::index_range(filter, page.cursor.as_deref());
+        let mut live: Vec<Scope> = Vec::new();
+        let mut examined = 0usize;
+        let fetch = (limit + 1).min(LIST_EXAMINED_BASE);
+        loop {
+            let mut range = redis::cmd("ZRANGEBYLEX");
+            range
+                .arg(&index)
+                .arg(&min)
+                .arg(&max)
+                .arg("LIMIT")
+                .arg(0)
+                .arg(fetch);
+            let Value::Array(members) = self.query(&what, &range).await? else {
+                return Err(bad_reply(&what, "ZRANGEBYLEX did not return an array"));
+            };
+            let members: Vec<String> = members.iter().filter_map(crate::conn::text).collect();
+            let Some(last) = members.last().cloned() else {
+                return Ok(Page {
+                    items: live,
+                    next_cursor: None,
+                });
+            };
+            let candidates: Vec<Scope> = members
+                .iter()
+                .filter_map(|m| keys::scope_from_key(m))
+                .filter(|s| s.matches(filter))
+                .collect();
+            let metas: Vec<String> = candidates
+                .iter()
+                .map(|s| ThreadKeys::new(self.prefix(), s).meta)
+                .collect();
+            let alive = self.exist(&what, &metas).await?;
+            let mut stale = Vec::new();
+            for (scope, alive) in candidates.into_iter().zip(alive) {
+                if !alive {
+                    stale.push(scope);
+                } else if live.len() < limit {
+                    live.push(scope);
+                } else {
+                    // One more than a page: the page ends at its last item, with a cursor.
+                    self.unindex_threads(tenant, &stale).await?;
+                    let next_cursor = live.last().map(Scope::key);
+                    return Ok(Page {
+                        items: live,
+                        next_cursor,
+                    });
+                }
+            }
+            self.unindex_threads(tenant, &stale).await?;
+            examined += members.len();
+            let exhausted = members.len() < fetch;
+            min = format!("({last}");
+            if exhausted {
+                return Ok(Page {
+                    items: live,
+                    next_cursor: None,
+                });
+            }
+            if examined >= budget {
+                // Mostly stale members: end the page short; the next one goes on after them.
+                return Ok(Page {
+                    items: live,
+                    next_cursor: Some(last),
+                });
+            }
+        }
     }
 }
 

@@ -15,8 +15,8 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms` |
-//! | `…:ids` | hash | message id → seq (every id ever stored, deleted ones too, so retries dedupe) |
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `gone` (see `…:ids`), `unindexed` (until the thread is in its tenant's index), `born` (when this life of the thread began: a paged read restarts when it changes) |
+//! | `…:ids` | hash | message id → seq of every stored message (active or archived), plus the ids the last append stored and `Overflow::Delete` deleted at once (listed in meta `gone`, forgotten by the next append); never more |
 //! | `…:msg` | hash | seq → the message's versioned JSON |
 //! | `…:tok` | hash | seq → the message's token count |
 //! | `…:active` | sorted set | the active window: member seq, score seq |
@@ -24,6 +24,9 @@
 //! | `…:session` | hash | `version`, `state` (JSON), `ttl_ms`, `last_nonce` (of the last save) |
 //! | `…:sexp` | string | expiry record of a session with a TTL |
 //! | `…:ack` | string | `<nonce> <reply>` of the last archive, clear or session delete, for 5 minutes |
+//! | `{prefix}:{<tenant>}:threads` | sorted set | the tenant's thread index: scope keys, score 0 ([`thread_index`]) |
+//! | `{prefix}:{|expiring}:threads` | sorted set | threads with an expiry record, scored by a time before which they have not expired ([`expiry_index`]) |
+//! | `{prefix}:{|expiring}:complete` | string | set for 24 hours after a scan added every expiry record to the expiry index |
 
 use memory_core::{Error, Result, Scope, ScopeFilter};
 
@@ -37,6 +40,14 @@ const THREAD_EXPIRY: &str = "exp";
 const SESSION_EXPIRY: &str = "sexp";
 /// The suffix of the acknowledgement of a scope's last archive, clear or session delete.
 const ACK: &str = "ack";
+
+/// The suffix of a tenant's thread index.
+const THREAD_INDEX: &str = "threads";
+
+/// The member of a tenant's thread index that says the index is complete: every thread of the
+/// tenant written before the index existed was added to it by a one-time scan. It sorts before
+/// every scope key, so no listing range reaches it.
+pub(crate) const INDEX_COMPLETE: &str = "";
 
 /// The longest key prefix.
 pub const MAX_PREFIX_LEN: usize = 32;
@@ -102,6 +113,54 @@ impl ThreadKeys {
             &self.expiry,
         ]
     }
+}
+
+/// `{prefix}:{|expiring}:threads`: the sorted set of the scope keys of threads with an expiry
+/// record, each scored with a time (Unix ms) before which it surely has not expired, so
+/// `purge_expired` looks only at those due. The hash tag holds a `|` but no scope key has this
+/// one, and no tenant holds a `|`: it is no other key's tag.
+pub(crate) fn expiry_index(prefix: &str) -> String {
+    format!("{prefix}:{{|expiring}}:{THREAD_INDEX}")
+}
+
+/// `{prefix}:{|expiring}:complete`: set for 24 hours after a scan added every expiry record to
+/// the expiry index; a purge that finds it gone scans again.
+pub(crate) fn expiry_index_complete(prefix: &str) -> String {
+    format!("{prefix}:{{|expiring}}:complete")
+}
+
+/// `{prefix}:{<tenant>}:threads`: the sorted set of the scope keys of the tenant's threads
+/// (all with score 0, so they are in lexicographic order: [`Scope::key`] order). Its hash tag
+/// is the tenant alone, which holds no `|`, so it is never the hash tag of a scope's keys.
+pub(crate) fn thread_index(prefix: &str, tenant: &str) -> String {
+    format!("{prefix}:{{{tenant}}}:{THREAD_INDEX}")
+}
+
+/// The `ZRANGEBYLEX` bounds of the members of a thread index that may match `filter`, after
+/// the scope key `cursor` (when given): the parts the filter fixes from the tenant on, up to
+/// the first it leaves open, are a prefix of every matching scope key.
+pub(crate) fn index_range(filter: &ScopeFilter, cursor: Option<&str>) -> (String, String) {
+    let mut prefix = format!("{}|", filter.tenant);
+    if let Some(user) = &filter.user {
+        prefix.push_str(user.as_str());
+        prefix.push('|');
+        if let Some(agent) = &filter.agent {
+            prefix.push_str(agent.as_str());
+            prefix.push('|');
+            if let Some(source) = &filter.source {
+                prefix.push_str(source.as_str());
+                prefix.push('|');
+            }
+        }
+    }
+    // Every string that starts with the prefix (which ends with `|`) sorts below the prefix
+    // with its last `|` replaced by the next byte, `}`.
+    let max = format!("({}}}", &prefix[..prefix.len() - 1]);
+    let min = match cursor {
+        Some(c) if c >= prefix.as_str() => format!("({c}"),
+        _ => format!("[{prefix}"),
+    };
+    (min, max)
 }
 
 /// The keys of one session: its hash, its expiry record and the scope's acknowledgement.
@@ -280,6 +339,23 @@ mod tests {
             scan_all_pattern("am", Listed::SessionExpiries),
             "am:{*}:sexp"
         );
+    }
+
+    #[test]
+    fn index_ranges_fix_the_leading_filtered_parts() {
+        let tenant = ScopeFilter::tenant(TenantId::new("t-1").unwrap());
+        assert_eq!(
+            index_range(&tenant, None),
+            ("[t-1|".to_owned(), "(t-1}".to_owned())
+        );
+        let user = tenant.clone().with_user(UserId::new("u").unwrap());
+        assert_eq!(
+            index_range(&user, Some("t-1|u|~|history|s")),
+            ("(t-1|u|~|history|s".to_owned(), "(t-1|u}".to_owned())
+        );
+        // A cursor below the range starts at the range.
+        assert_eq!(index_range(&user, Some("t-1|a")).0, "[t-1|u|");
+        assert_eq!(thread_index("am", "t-1"), "am:{t-1}:threads");
     }
 
     #[test]

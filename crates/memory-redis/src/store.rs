@@ -36,10 +36,18 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// # Guarantees
 /// - Every append is one Lua script: atomic (all of the batch or none of it), one round trip,
 ///   sequence numbers assigned by the server, ids already stored skipped (a retried append
-///   never duplicates), `max_messages` applied and the TTL refreshed in the same step.
-/// - Every read is one round trip and touches only the window it returns (plus, for a token
-///   budget, the token counts of the messages it walks), never the whole thread; except
-///   [`Window::Everything`](memory_core::Window::Everything), which returns the whole thread.
+///   never duplicates), `max_messages` applied and the TTL refreshed in the same step. The
+///   append that creates a thread then adds it to its tenant's thread index (two more round
+///   trips; see "Listing").
+/// - Every read touches only the window it returns (plus, for a token budget, the token counts
+///   of the messages it walks), never the whole thread, and runs in pages of at most
+///   [`MAX_READ_PAGE`](memory_core::MAX_READ_PAGE) messages, each one short script call: a
+///   window of up to that many messages is one round trip, a larger one (a long thread's
+///   [`Window::All`](memory_core::Window::All) or
+///   [`Window::Everything`](memory_core::Window::Everything)) one per page, so no read holds
+///   the server for long. Pages of a read that finds the thread cleared and written again
+///   between two of them start over (see the `# Behavior` list of
+///   [`HistoryStore`](memory_core::HistoryStore)).
 /// - Session saves compare the stored version in a script: a stale writer gets `Conflict`.
 /// - Calls never hang: each fails with `Unavailable` when the server cannot be reached and
 ///   with `Timeout` when it does not answer within `connection_timeout + response_timeout`
@@ -68,18 +76,28 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// an expired thread or session vanishes at its deadline. A thread or session with a TTL also
 /// has a one-key *expiry record* that outlives it by 24 hours; `purge_expired` deletes the
 /// records of those that expired and returns how many it found, so it reports what expired
-/// since the last purge (within those 24 hours) rather than deleting data itself. It checks the
-/// records node by node in pipelined batches, not one round trip per record.
+/// since the last purge (within those 24 hours) rather than deleting data itself. For
+/// threads, it looks only at those due in an expiry index (a sorted set of the threads with an
+/// expiry record, scored by a time before which each surely lives), in batches, so a purge
+/// costs O(threads due), not O(keyspace); a thread still alive is scored again with its real
+/// deadline. The index is synchronised with the records by a `SCAN` on the first purge and then
+/// at most once a day. Sessions' records are checked node by node in pipelined batches after a
+/// `SCAN`, not one round trip per record.
 ///
 /// # Eviction
 /// Redis must run with `maxmemory-policy noeviction` (or without `maxmemory`): an evicting
 /// policy can drop one key of a thread and keep the others (see the crate documentation).
 ///
 /// # Listing
-/// `list_threads` and `list` scan the keyspace with `SCAN … MATCH` (never `KEYS`), on every
-/// master of a cluster, and return scopes in [`Scope::key`] order; the cursor is the last
-/// scope key returned. Each page scans the whole keyspace (the match is done by the server):
-/// listing is for administration, not for a hot path.
+/// `list_threads` pages through a per-tenant index of threads (a sorted set in scope-key
+/// order, kept by appends, clears, purges and the listings themselves), so a page costs
+/// O(page) whatever the keyspace holds; the first listing of a tenant builds its index with a
+/// one-time `SCAN` of the tenant's thread keys, so threads written before the index existed
+/// are listed (see the crate's README, "TTL, listing, purging"). `list` (sessions) scans the
+/// keyspace with `SCAN … MATCH` (never `KEYS`), on every master of a cluster: each of its
+/// pages scans the whole keyspace. Both return scopes in [`Scope::key`] order; the cursor is
+/// the last scope key returned (or examined: a `list_threads` page that met mostly threads
+/// gone since they were indexed may end short, with a cursor).
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
@@ -189,7 +207,7 @@ impl RedisStore {
     /// ([`agent_framework`](RedisStore::agent_framework)) have sent to the server since it was
     /// opened. Each is one network round trip; a script the
     /// server does not have cached yet (a first call, or after a restart) is sent again in
-    /// full, which counts as a second one. On a cluster, a listing sends one `SCAN` step per
+    /// full, which counts as a second one. On a cluster, a session listing sends one `SCAN` step per
     /// master per step plus one `CLUSTER SLOTS`. Re-sends by the cluster client (see "Re-sent
     /// requests") are not counted.
     pub fn round_trips(&self) -> u64 {
@@ -247,6 +265,56 @@ impl RedisStore {
         self.inner.conn.eval(what, script, keys, args).await
     }
 
+    /// Sends a pipeline to the single server (see [`Connection::send_pipeline`]).
+    pub(crate) async fn send_pipeline(
+        &self,
+        what: &str,
+        pipe: &redis::Pipeline,
+    ) -> Result<Vec<Value>> {
+        self.inner.conn.send_pipeline(what, pipe, None).await
+    }
+
+    /// Whether each of `keys` exists (see [`each`](Self::each)).
+    pub(crate) async fn exist(&self, what: &str, keys: &[String]) -> Result<Vec<bool>> {
+        self.each(what, "EXISTS", keys)
+            .await?
+            .into_iter()
+            .map(|reply| Ok(pipeline_integer(what, reply)? > 0))
+            .collect()
+    }
+
+    /// The reply of `command key` for each of `keys` (a failed one's as
+    /// [`Value::ServerError`]): one pipeline on a single server; on a cluster, where the keys
+    /// lie in many slots, one command each, sent concurrently.
+    pub(crate) async fn each(
+        &self,
+        what: &str,
+        command: &str,
+        keys: &[String],
+    ) -> Result<Vec<Value>> {
+        if keys.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.is_cluster() {
+            return futures::future::try_join_all(keys.iter().map(|key| {
+                let mut cmd = redis::cmd(command);
+                cmd.arg(key);
+                async move { self.query(what, &cmd).await }
+            }))
+            .await;
+        }
+        let mut pipe = redis::pipe();
+        for key in keys {
+            pipe.cmd(command).arg(key);
+        }
+        self.inner.conn.send_pipeline(what, &pipe, None).await
+    }
+
+    /// Every key matching `pattern`, on the server or every cluster master (`SCAN`).
+    pub(crate) async fn scan_keys(&self, what: &str, pattern: &str) -> Result<Vec<String>> {
+        self.inner.conn.scan(what, pattern, None).await
+    }
+
     /// A page of the scopes holding a key of `what` that match `filter`, in scope-key order,
     /// after the request's cursor (the last scope key of the previous page).
     pub(crate) async fn list_scopes(
@@ -280,8 +348,21 @@ impl RedisStore {
         what: Listed,
         data_key: impl Fn(&Scope) -> String,
     ) -> Result<u64> {
+        Ok(self
+            .purge_record_scopes(what_for, what, data_key)
+            .await?
+            .len() as u64)
+    }
+
+    /// [`purge_records`](Self::purge_records), returning the scopes whose records it deleted.
+    pub(crate) async fn purge_record_scopes(
+        &self,
+        what_for: &str,
+        what: Listed,
+        data_key: impl Fn(&Scope) -> String,
+    ) -> Result<Vec<Scope>> {
         let pattern = keys::scan_all_pattern(self.prefix(), what);
-        let mut purged = 0;
+        let mut purged = Vec::new();
         for node in self.inner.conn.nodes(what_for).await? {
             let records: BTreeSet<String> = self
                 .inner
@@ -290,29 +371,30 @@ impl RedisStore {
                 .await?
                 .into_iter()
                 .collect();
-            let pairs: Vec<(String, String)> = records
+            let pairs: Vec<(String, String, Scope)> = records
                 .into_iter()
                 .filter_map(|record| {
                     let scope = keys::scope_of(self.prefix(), &record, what)?;
-                    Some((data_key(&scope), record))
+                    Some((data_key(&scope), record, scope))
                 })
                 .collect();
             for batch in pairs.chunks(PURGE_BATCH) {
-                purged += self.purge_batch(what_for, batch, node).await?;
+                purged.extend(self.purge_batch(what_for, batch, node).await?);
             }
         }
         Ok(purged)
     }
 
-    /// Purges one batch of `(data key, expiry record)` pairs on one node.
+    /// Purges one batch of `(data key, expiry record, scope)` on one node; returns the scopes
+    /// whose records it deleted.
     async fn purge_batch(
         &self,
         what: &str,
-        batch: &[(String, String)],
+        batch: &[(String, String, Scope)],
         node: Option<u16>,
-    ) -> Result<u64> {
+    ) -> Result<Vec<Scope>> {
         let mut exists = redis::pipe();
-        for (data, _) in batch {
+        for (data, _, _) in batch {
             exists.cmd("EXISTS").arg(data);
         }
         let found = self.inner.conn.send_pipeline(what, &exists, node).await?;
@@ -323,13 +405,13 @@ impl RedisStore {
             }
         }
         if gone.is_empty() {
-            return Ok(0);
+            return Ok(Vec::new());
         }
         // Loaded first, so the EVALSHAs after it find the script even on a restarted server.
         let script = &crate::scripts::SCRIPTS.purge;
         let mut purge = redis::pipe();
         purge.cmd("SCRIPT").arg("LOAD").arg(script.source);
-        for (data, record) in gone {
+        for (data, record, _) in &gone {
             purge
                 .cmd("EVALSHA")
                 .arg(&script.sha1)
@@ -337,17 +419,21 @@ impl RedisStore {
                 .arg(data)
                 .arg(record);
         }
-        let mut purged = 0;
-        for reply in self
+        let mut purged = Vec::new();
+        for (reply, (_, _, scope)) in self
             .inner
             .conn
             .send_pipeline(what, &purge, node)
             .await?
             .into_iter()
             .skip(1)
+            .zip(gone)
         {
-            purged += u64::try_from(pipeline_integer(what, reply)?)
-                .map_err(|_| bad_reply(what, "purge returned a negative count"))?;
+            match pipeline_integer(what, reply)? {
+                0 => {}
+                1 => purged.push(scope.clone()),
+                _ => return Err(bad_reply(what, "purge returned an impossible count")),
+            }
         }
         Ok(purged)
     }

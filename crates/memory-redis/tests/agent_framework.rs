@@ -13,8 +13,8 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use memory_core::{
-    ChatMessage, ErrorKind, HistoryStore, MessageId, PageRequest, Part, Scope, ScopeFilter,
-    TenantId, Window, default_token_counter,
+    ChatMessage, ErrorKind, HistoryStore, MAX_READ_PAGE, MessageId, PageRequest, Part, Scope,
+    ScopeFilter, TenantId, Window, default_token_counter,
 };
 use memory_interop::agent_framework::{
     AfIdentity, AfOptions, from_agent_framework, to_agent_framework,
@@ -665,6 +665,89 @@ async fn a_budget_read_stops_when_the_list_shifts_under_it() {
     let ids: Vec<&str> = window.iter().map(|m| m.message.id.as_str()).collect();
     let expected: Vec<String> = (68..100).map(|i| format!("m{i}")).collect();
     assert_eq!(ids, expected);
+    cleanup(&prefix).await;
+}
+
+/// H4: a long list is read in pages of at most `MAX_READ_PAGE` elements, each its own short
+/// script call, never in one step that blocks the server; the pages join without a gap or a
+/// repeat.
+#[tokio::test]
+async fn a_long_list_is_read_in_pages() {
+    let prefix = unique_prefix();
+    let shared = memory_redis::RedisStore::connect(&url()).await.unwrap();
+    let store = shared
+        .agent_framework(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
+        .default_ttl(LEFTOVER_TTL)
+        .connect()
+        .await
+        .unwrap();
+    let scope = session("long");
+    let n = 2 * MAX_READ_PAGE + 10;
+    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    store.append(&scope, &messages).await.unwrap();
+    store.read(&scope, Window::Last(1)).await.unwrap();
+    for (window, expected) in [
+        (Window::All, 1..=n as u64),
+        (Window::Everything, 1..=n as u64),
+        (Window::After(5), 6..=n as u64),
+        (
+            Window::Last(MAX_READ_PAGE + 3),
+            (n - MAX_READ_PAGE - 2) as u64..=n as u64,
+        ),
+        (Window::Last(usize::MAX), 1..=n as u64),
+    ] {
+        let before = shared.round_trips();
+        let read = store.read(&scope, window).await.unwrap();
+        let calls = shared.round_trips() - before;
+        assert_eq!(seqs(&read), expected.collect::<Vec<_>>(), "{window:?}");
+        assert!(
+            read.iter()
+                .all(|m| m.message.id.as_str() == format!("m{}", m.seq - 1)),
+            "{window:?}"
+        );
+        let pages = read.len().div_ceil(MAX_READ_PAGE) as u64;
+        assert!(
+            calls >= pages,
+            "{window:?}: {} elements in {calls} script calls, not one per page of \
+             {MAX_READ_PAGE}",
+            read.len()
+        );
+    }
+    cleanup(&prefix).await;
+}
+
+/// A paged read that finds the list shifted between two pages (trimmed at the front) starts
+/// over, so it never returns a duplicated or skipped element.
+#[tokio::test]
+async fn a_paged_read_starts_over_when_the_list_shifts() {
+    let prefix = unique_prefix();
+    let format = AfKeyFormat::scoped("app").with_key_prefix(&prefix);
+    let writer = connect(format.clone()).await;
+    let scope = session("shifting-pages");
+    let key = writer.key_for(&scope).unwrap();
+    let n = MAX_READ_PAGE + 50;
+    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    writer.append(&scope, &messages).await.unwrap();
+    let reader = builder(format)
+        .token_counter(std::sync::Arc::new(InterferingCounter {
+            key,
+            fired: false.into(),
+        }))
+        .connect()
+        .await
+        .unwrap();
+    // After the first page, another writer pushes one element and trims the first.
+    let all = reader.read(&scope, Window::All).await.unwrap();
+    assert_eq!(seqs(&all), (1..=n as u64).collect::<Vec<_>>());
+    let ids: Vec<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
+    let expected: Vec<String> = (1..n)
+        .map(|i| format!("m{i}"))
+        .chain(["intruder".to_owned()])
+        .collect();
+    assert_eq!(
+        ids, expected,
+        "the list as it is after the shift, read again"
+    );
     cleanup(&prefix).await;
 }
 

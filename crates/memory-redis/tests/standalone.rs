@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use memory_core::{
-    ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, SessionStore, ThreadCount, Window,
+    ChatMessage, ErrorKind, HistoryStore, MAX_READ_PAGE, MessageId, Scope, SessionStore,
+    ThreadCount, Window,
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisConfig, RedisStore};
@@ -87,7 +88,7 @@ async fn max_messages_archives_the_oldest_by_default() {
 }
 
 #[tokio::test]
-async fn max_messages_delete_drops_bodies_but_keeps_ids() {
+async fn max_messages_delete_drops_bodies_and_their_ids() {
     let store = store_with(2, Overflow::Delete).await;
     let scope = scope();
     for i in 1..=5 {
@@ -107,19 +108,212 @@ async fn max_messages_delete_drops_bodies_but_keeps_ids() {
     );
     let count = store.count(&scope).await.unwrap();
     assert_eq!((count.active, count.archived, count.last_seq), (2, 0, 5));
-    let retry = store.append(&scope, &[message("m2")]).await.unwrap();
-    assert_eq!(
-        (retry.inserted, retry.seqs),
-        (0, vec![2]),
-        "a deleted message's id is still known, so a retry does not store it again"
-    );
-    // Nothing is left of the deleted bodies.
+    // Nothing is left of the deleted messages: bodies, token counts and ids (R1).
     let mut conn = raw().await;
-    let msg_key = format!("{}:{{{}}}:msg", prefix(), scope.key());
-    let mut fields: Vec<String> = conn.hkeys(&msg_key).await.unwrap();
-    fields.sort();
-    assert_eq!(fields, ["4", "5"]);
+    let key = |suffix: &str| format!("{}:{{{}}}:{suffix}", prefix(), scope.key());
+    for suffix in ["msg", "tok"] {
+        let mut fields: Vec<String> = conn.hkeys(key(suffix)).await.unwrap();
+        fields.sort();
+        assert_eq!(fields, ["4", "5"], "{suffix}");
+    }
+    let mut known: Vec<String> = conn.hkeys(key("ids")).await.unwrap();
+    known.sort();
+    assert_eq!(
+        known,
+        ["m4", "m5"],
+        "the id index holds the stored messages only"
+    );
+    // A retry of the last append still stores nothing; a deleted id is a new message again.
+    let retry = store.append(&scope, &[message("m5")]).await.unwrap();
+    assert_eq!((retry.inserted, retry.seqs), (0, vec![5]));
+    let again = store.append(&scope, &[message("m2")]).await.unwrap();
+    assert_eq!(
+        (again.inserted, again.seqs),
+        (1, vec![6]),
+        "a deleted message is no longer held by the thread"
+    );
     assert_eq!(store.clear(&scope).await.unwrap(), 2);
+}
+
+/// R1: the id index never outgrows the thread. Under `Overflow::Delete` it holds the stored
+/// messages' ids, plus, until the next append, those of a batch longer than `max_messages`
+/// that its own append deleted (so a retry of that append still stores nothing); a clear
+/// removes it and a TTL expires it with the thread.
+#[tokio::test]
+async fn the_id_index_is_bounded_by_the_thread() {
+    let store = store_with(3, Overflow::Delete).await;
+    let mut conn = raw().await;
+    let scope = scope();
+    let ids_key = format!("{}:{{{}}}:ids", prefix(), scope.key());
+    for round in 0..20 {
+        let batch: Vec<_> = (0..2).map(|i| message(&format!("r{round}-{i}"))).collect();
+        store.append(&scope, &batch).await.unwrap();
+        let len: u64 = conn.hlen(&ids_key).await.unwrap();
+        assert!(len <= 3, "round {round}: {len} ids for 3 stored messages");
+    }
+    // A batch longer than max_messages deletes some of its own messages: their ids stay until
+    // the next append, so its retry stores nothing.
+    let long: Vec<_> = (0..5).map(|i| message(&format!("long-{i}"))).collect();
+    let first = store.append(&scope, &long).await.unwrap();
+    assert_eq!(first.inserted, 5);
+    let len: u64 = conn.hlen(&ids_key).await.unwrap();
+    assert_eq!(len, 5, "3 stored + 2 deleted by their own append");
+    let retry = store.append(&scope, &long).await.unwrap();
+    assert_eq!((retry.inserted, &retry.seqs), (0, &first.seqs));
+    store.append(&scope, &[message("next")]).await.unwrap();
+    let mut known: Vec<String> = conn.hkeys(&ids_key).await.unwrap();
+    known.sort();
+    assert_eq!(known, ["long-3", "long-4", "next"]);
+
+    // The index expires with the thread and goes with a clear.
+    HistoryStore::set_ttl(&store, &scope, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    let ttl: i64 = conn.pttl(&ids_key).await.unwrap();
+    assert!(
+        ttl > 0 && ttl <= 60_000,
+        "the id index expires with the thread: {ttl}"
+    );
+    assert_eq!(store.clear(&scope).await.unwrap(), 3);
+    let exists: bool = conn.exists(&ids_key).await.unwrap();
+    assert!(!exists, "a clear removes the id index");
+}
+
+/// Writes 30 000 unrelated keys (for two minutes), so a scan of the keyspace would take 30 or
+/// more steps.
+async fn fill_keyspace(conn: &mut memory_redis::redis::aio::MultiplexedConnection) {
+    let filler = format!("{}-filler-{}", prefix(), uuid::Uuid::new_v4().simple());
+    for chunk in (0..30_000).collect::<Vec<u32>>().chunks(5_000) {
+        let mut pipe = memory_redis::redis::pipe();
+        for i in chunk {
+            pipe.cmd("SET")
+                .arg(format!("{filler}:{i}"))
+                .arg(1)
+                .arg("EX")
+                .arg(120)
+                .ignore();
+        }
+        let () = pipe.query_async(conn).await.unwrap();
+    }
+}
+
+/// H4: `purge_expired` looks only at the threads due in its expiry index, not at the whole
+/// keyspace: once the index is built (by the first purge), a purge costs a few round trips
+/// however many keys the server holds.
+#[tokio::test]
+async fn purge_expired_reads_an_index_not_the_keyspace() {
+    let own = format!("{}-pidx", prefix());
+    let store = RedisStore::builder(&standalone_url())
+        .key_prefix(own.clone())
+        .default_ttl(Duration::from_millis(300))
+        .connect()
+        .await
+        .unwrap();
+    let mut conn = raw().await;
+    fill_keyspace(&mut conn).await;
+    HistoryStore::purge_expired(&store).await.unwrap();
+    // One tenant: a purge also removes each purged thread from its tenant's thread index, a
+    // few round trips per tenant.
+    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
+    let scopes: Vec<Scope> = (0..20)
+        .map(|i| {
+            Scope::session(format!("s-{i}"))
+                .unwrap()
+                .with_tenant(tenant.as_str())
+                .unwrap()
+        })
+        .collect();
+    for scope in &scopes {
+        store.append(scope, &[message("m")]).await.unwrap();
+    }
+    let kept = scope();
+    store.append(&kept, &[message("m")]).await.unwrap();
+    HistoryStore::set_ttl(&store, &kept, Some(Duration::from_secs(60)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let before = store.round_trips();
+    assert_eq!(HistoryStore::purge_expired(&store).await.unwrap(), 20);
+    let used = store.round_trips() - before;
+    assert!(used <= 12, "a purge of 20 threads took {used} round trips");
+    assert_eq!(HistoryStore::purge_expired(&store).await.unwrap(), 0);
+    assert_eq!(store.count(&kept).await.unwrap().active, 1);
+    let index = format!("{own}:{{|expiring}}:threads");
+    let members: Vec<String> = conn.zrange(&index, 0, -1).await.unwrap();
+    assert_eq!(
+        members,
+        [kept.key()],
+        "only the live thread is left in the expiry index"
+    );
+    store.clear(&kept).await.unwrap();
+}
+
+/// H4: `list_threads` reads a page from its tenant's thread index, not by scanning the
+/// keyspace: a page costs a few round trips however many keys the server holds. Threads
+/// written before the index existed are found by a one-time scan; cleared and expired threads
+/// leave the index as a listing meets them.
+#[tokio::test]
+async fn list_threads_reads_an_index_not_the_keyspace() {
+    let store = standalone_store().await;
+    let mut conn = raw().await;
+    fill_keyspace(&mut conn).await;
+    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
+    let scopes: Vec<Scope> = (0..5)
+        .map(|i| {
+            Scope::session(format!("s-{i}"))
+                .unwrap()
+                .with_tenant(tenant.as_str())
+                .unwrap()
+        })
+        .collect();
+    for scope in &scopes {
+        store.append(scope, &[message("m")]).await.unwrap();
+    }
+    let filter = memory_core::ScopeFilter::tenant(memory_core::TenantId::new(&tenant).unwrap());
+    let list = |limit: usize, cursor: Option<String>| {
+        let (store, filter) = (store.clone(), filter.clone());
+        async move {
+            let request = match cursor {
+                None => memory_core::PageRequest::first(limit),
+                Some(c) => memory_core::PageRequest::after(limit, c),
+            };
+            store.list_threads(&filter, request).await.unwrap()
+        }
+    };
+    // The index is built (a one-time scan) on the tenant's first listing.
+    assert_eq!(list(10, None).await.items, scopes);
+    let before = store.round_trips();
+    let page = list(2, None).await;
+    assert_eq!(page.items, scopes[..2]);
+    let used = store.round_trips() - before;
+    assert!(used <= 4, "a page took {used} round trips");
+    let page = list(2, page.next_cursor).await;
+    assert_eq!(page.items, scopes[2..4]);
+
+    // Cleared and expired threads are not listed, and leave the index.
+    let index = format!("{}:{{{tenant}}}:threads", prefix());
+    store.clear(&scopes[0]).await.unwrap();
+    let gone: Option<f64> = conn.zscore(&index, scopes[0].key()).await.unwrap();
+    assert_eq!(gone, None, "a clear removes the thread from the index");
+    HistoryStore::set_ttl(&store, &scopes[1], Some(Duration::from_millis(50)))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(list(10, None).await.items, scopes[2..]);
+    let members: Vec<String> = conn.zrange(&index, 0, -1).await.unwrap();
+    let expected: Vec<String> = [String::new()]
+        .into_iter()
+        .chain(scopes[2..].iter().map(Scope::key))
+        .collect();
+    assert_eq!(members, expected, "the listing removed the expired thread");
+
+    // Threads written before the index existed (here: an index that was lost) are found again.
+    let () = conn.del(&index).await.unwrap();
+    assert_eq!(list(10, None).await.items, scopes[2..]);
+    for scope in &scopes[2..] {
+        store.clear(scope).await.unwrap();
+    }
+    assert!(list(10, None).await.items.is_empty());
 }
 
 #[tokio::test]
@@ -248,6 +442,66 @@ async fn token_budget_reads_only_the_window_of_a_long_thread() {
     );
     assert_eq!(store.archive(&scope, 0..=u64::MAX).await.unwrap(), 3000);
     assert_eq!(store.count(&scope).await.unwrap().archived, 3000);
+}
+
+/// H4: a read of a long thread is never one long script: every window larger than
+/// `MAX_READ_PAGE` messages takes one script call per page, and returns the same messages.
+#[tokio::test]
+async fn a_large_read_runs_in_pages_of_short_scripts() {
+    let store = standalone_store().await;
+    let scope = scope();
+    let n = 2 * MAX_READ_PAGE + 345;
+    let batch: Vec<_> = (0..n).map(|i| message(&format!("m{i}"))).collect();
+    store.append(&scope, &batch).await.unwrap();
+    store.read(&scope, Window::Last(1)).await.unwrap();
+    let pages = n.div_ceil(MAX_READ_PAGE) as u64;
+    for window in [
+        Window::All,
+        Window::After(0),
+        Window::Everything,
+        Window::Last(usize::MAX),
+        Window::TokenBudget(u64::MAX),
+    ] {
+        let before = store.round_trips();
+        let read = store.read(&scope, window).await.unwrap();
+        let calls = store.round_trips() - before;
+        assert_eq!(read.len(), n, "{window:?}");
+        assert!(
+            read.iter().zip(1..).all(|(m, seq)| m.seq == seq),
+            "{window:?} returns every seq once, in order"
+        );
+        assert!(
+            (pages..=pages + 1).contains(&calls),
+            "{window:?} of {n} messages took {calls} script calls, not one per page of \
+             {MAX_READ_PAGE}"
+        );
+    }
+    assert_eq!(store.clear(&scope).await.unwrap(), n as u64);
+}
+
+/// An `Everything` read of a thread that `Overflow::Delete` thinned out (one archived message
+/// kept far below the active window) pages over the deleted seqs and finds both ends.
+#[tokio::test]
+async fn everything_pages_over_deleted_seqs() {
+    let store = store_with(10, Overflow::Delete).await;
+    let scope = scope();
+    store.append(&scope, &[message("first")]).await.unwrap();
+    assert_eq!(store.archive(&scope, 1..=1).await.unwrap(), 1);
+    let n = 2 * MAX_READ_PAGE + 500;
+    for chunk in (0..n).collect::<Vec<_>>().chunks(500) {
+        let batch: Vec<_> = chunk.iter().map(|i| message(&format!("m{i}"))).collect();
+        store.append(&scope, &batch).await.unwrap();
+    }
+    let everything = store.read(&scope, Window::Everything).await.unwrap();
+    let last = n as u64 + 1;
+    let expected: Vec<u64> = [1].into_iter().chain(last - 9..=last).collect();
+    assert_eq!(
+        everything.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        expected
+    );
+    assert!(everything[0].archived && everything[1..].iter().all(|m| !m.archived));
+    assert_eq!(ids(&everything[..1]), ["first"]);
+    store.clear(&scope).await.unwrap();
 }
 
 #[tokio::test]
@@ -419,9 +673,10 @@ async fn everything_reads_only_stored_seqs_after_deletes() {
     assert_eq!(archived, [true, false, false]);
     let count = store.count(&pinned).await.unwrap();
     assert_eq!((count.active, count.archived, count.last_seq), (2, 1, 12));
-    // Deleted ids still dedupe (they are kept for the thread's life).
-    let retry = store.append(&pinned, &[message("m4")]).await.unwrap();
-    assert_eq!((retry.inserted, retry.seqs), (0, vec![4]));
+    // R1: deleted ids are forgotten with their messages (the id index holds the stored ones),
+    // so appending a deleted message's id again stores it again, as a new message.
+    let again = store.append(&pinned, &[message("m4")]).await.unwrap();
+    assert_eq!((again.inserted, again.seqs), (1, vec![13]));
 }
 
 /// Stored data the scripts did not write is refused as `Serialization`, never read as
@@ -545,8 +800,10 @@ async fn purge_expired_batches_its_round_trips() {
         "{used} round trips for {THREADS} threads"
     );
     assert_eq!(HistoryStore::purge_expired(&store).await.unwrap(), 0);
+    // Nothing of the threads is left, in their keys or in the indexes; only the mark that the
+    // expiry index was synchronised by a scan (it lapses after 24 hours).
     let left: Vec<String> = conn.keys(format!("{own}:*")).await.unwrap();
-    assert!(left.is_empty(), "{left:?}");
+    assert_eq!(left, [format!("{own}:{{|expiring}}:complete")], "{left:?}");
 }
 
 /// A store with `max_messages` moves messages out of the window in its append, so it says so

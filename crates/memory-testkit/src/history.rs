@@ -46,8 +46,8 @@ use std::time::Duration;
 
 use memory_core::{
     AgentId, AppendOutcome, ChatMessage, ErrorKind, HistoryStore, MAX_BATCH_MESSAGES, MAX_ID_LEN,
-    MAX_MESSAGE_BYTES, Media, MessageId, Part, Role, Scope, ScopeFilter, SessionId, SourceId,
-    StoredMessage, TenantId, ThreadCount, UserId, Window, default_token_counter,
+    MAX_MESSAGE_BYTES, MAX_READ_PAGE, Media, MessageId, Part, Role, Scope, ScopeFilter, SessionId,
+    SourceId, StoredMessage, TenantId, ThreadCount, UserId, Window, default_token_counter,
 };
 
 use crate::fixtures::{
@@ -598,6 +598,88 @@ pub async fn window_everything_includes_archived(store: &dyn HistoryStore) {
         chat_messages(&everything),
         messages,
         "archived messages keep their content"
+    );
+}
+
+/// Contract: a window larger than [`MAX_READ_PAGE`] is returned whole, in sequence order, each
+/// message once, exactly as a short one: a store that reads it in pages (Redis) joins the pages
+/// without a gap or a repeat, also where archived messages sit across a page boundary, for
+/// every window (`All`, `After`, `Last`, `TokenBudget`, `Everything`).
+pub async fn large_windows_are_read_whole(store: &dyn HistoryStore) {
+    let scope = random_scope();
+    let n = 2 * MAX_READ_PAGE + 345;
+    let messages = numbered_messages("big", n);
+    append_new(store, &scope, &messages).await;
+    let page = MAX_READ_PAGE as u64;
+    // Archived runs at the start, across the first page boundary and alone near the end.
+    let mut archived: BTreeSet<u64> = BTreeSet::new();
+    for range in [1..=10, page - 5..=page + 5, 2 * page + 7..=2 * page + 7] {
+        if archive_if_capable(store, &scope, range.clone(), "archive a run")
+            .await
+            .is_some()
+        {
+            archived.extend(range);
+        }
+    }
+    let everything = read(store, &scope, Window::Everything).await;
+    assert_eq!(
+        seqs(&everything),
+        (1..=n as u64).collect::<Vec<_>>(),
+        "Everything of {n} messages returns every seq once, in order"
+    );
+    assert_eq!(
+        chat_messages(&everything),
+        messages,
+        "Everything of {n} messages returns them exactly as appended"
+    );
+    assert!(
+        everything
+            .iter()
+            .all(|m| m.archived == archived.contains(&m.seq)),
+        "Everything of {n} messages flags exactly the archived ones"
+    );
+    let active: Vec<StoredMessage> = everything.into_iter().filter(|m| !m.archived).collect();
+    let tail = |k: usize| active[active.len().saturating_sub(k)..].to_vec();
+    assert_eq!(
+        read(store, &scope, Window::All).await,
+        active,
+        "All of {} active messages returns each once, in order",
+        active.len()
+    );
+    let after = page / 2;
+    assert_eq!(
+        read(store, &scope, Window::After(after)).await,
+        active
+            .iter()
+            .filter(|m| m.seq > after)
+            .cloned()
+            .collect::<Vec<_>>(),
+        "After({after}) returns every later active message"
+    );
+    for k in [
+        MAX_READ_PAGE,
+        MAX_READ_PAGE + 1,
+        MAX_READ_PAGE + 500,
+        usize::MAX,
+    ] {
+        assert_eq!(
+            read(store, &scope, Window::Last(k)).await,
+            tail(k),
+            "Last({k}) returns the newest {k} active messages, in order"
+        );
+    }
+    assert_eq!(
+        read(store, &scope, Window::TokenBudget(u64::MAX)).await,
+        active,
+        "an unlimited TokenBudget returns every active message"
+    );
+    let k = MAX_READ_PAGE + 200;
+    let budget: u64 = tail(k).iter().map(|m| u64::from(m.tokens)).sum();
+    assert_eq!(
+        seqs(&read(store, &scope, Window::TokenBudget(budget)).await),
+        seqs(&tail(k)),
+        "TokenBudget({budget}), the stored counts of the newest {k} active messages, returns \
+         exactly those"
     );
 }
 

@@ -187,6 +187,7 @@ macro_rules! __history_checks {
                 window_after_returns_later_active,
                 window_token_budget_is_contiguous_from_newest,
                 window_everything_includes_archived,
+                large_windows_are_read_whole,
                 count_reports_active_archived_tokens_and_last_seq,
                 archive_moves_a_range_out_of_the_window,
                 archive_edge_ranges,

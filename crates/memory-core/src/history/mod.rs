@@ -40,7 +40,22 @@ impl AsRef<ChatMessage> for StoredMessage {
     }
 }
 
+/// The most messages a store reads from its server in one step: a read whose window selects
+/// more is read in pages of at most this many messages, each its own short server call, by a
+/// store whose server would otherwise run the whole read as one step that blocks its other
+/// clients (Redis runs a script to its end before any other command). See
+/// [`HistoryStore`]'s `# Behavior` list for what such a paged read guarantees.
+pub const MAX_READ_PAGE: usize = 1_000;
+
 /// Which messages of a thread a read returns. Results are always in sequence order.
+///
+/// No window is bounded in size: [`All`](Window::All), [`Everything`](Window::Everything),
+/// [`After`](Window::After), a large [`Last`](Window::Last) or a large
+/// [`TokenBudget`](Window::TokenBudget) return every message they select, however long the
+/// thread. A store reads more than [`MAX_READ_PAGE`] messages in pages (see
+/// [`HistoryStore`]'s `# Behavior` list), so its server is never held by one long read, but the
+/// whole result is still held in memory: on a hot path, prefer a window bounded by count or
+/// tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum Window {
@@ -248,7 +263,16 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   message, no sequence number, no thread). An empty batch is a no-op.
 /// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order,
 ///   exactly as appended; an unknown thread reads as empty. Budgeted windows use the stored
-///   counts. Readers concurrent with writers see a gap-free prefix of the thread.
+///   counts. Readers concurrent with writers see a gap-free prefix of the thread. A window of
+///   any size is returned whole (there is no error for a large window), but no single server
+///   step of a read touches more than about [`MAX_READ_PAGE`] messages when the store's server
+///   blocks its other clients during a step (Redis): such a store reads a larger window in
+///   pages, in sequence order, each page its own call. A paged read is not one snapshot: a
+///   message archived while it runs may be returned as active or left out, and messages
+///   appended meanwhile may be returned after the others (still in sequence order, each once);
+///   a thread cleared or expired while it runs is read again from its start, so the result
+///   never mixes two lives of a thread. A store that reads in one step (SQL, in memory) returns
+///   a snapshot.
 /// - [`count`](HistoryStore::count) returns the active and archived counts, the sum of the
 ///   active messages' stored token counts and the highest sequence number assigned; an unknown
 ///   thread counts zero.

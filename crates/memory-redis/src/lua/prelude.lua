@@ -90,3 +90,13 @@ local function acknowledge(key, nonce, reply)
   redis.call('SET', key, nonce .. ' ' .. itos(reply), 'PX', ACK_MS)
   return reply
 end
+
+-- The id of a stored message body (the versioned JSON, which starts with its version and id),
+-- or nil when the body is not one: ids never hold a quote or a backslash.
+local function message_id(body)
+  local id = string.match(body, '^{"v":%d+,"id":"([^"\\]+)"')
+  if id then return id end
+  local ok, decoded = pcall(cjson.decode, body)
+  if ok and type(decoded) == 'table' and type(decoded.id) == 'string' then return decoded.id end
+  return nil
+end

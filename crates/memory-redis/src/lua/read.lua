@@ -1,82 +1,105 @@
--- Reads a window of a thread.
+-- Reads one page of a window of a thread: at most `limit` messages (and, for 'everything', at
+-- most `limit` seqs probed), so no call walks a long thread and blocks the server.
 -- KEYS: meta, msg, tok, active
--- ARGV: mode ('all' | 'last' | 'after' | 'budget' | 'everything'), then the mode's argument
---       (n for 'last', the seq for 'after', the token budget for 'budget').
--- Returns a flat array: seq, tokens, active (1/0), json for each message, in seq order (the
--- token count as stored: the store checks it).
+-- ARGV: mode, cursor, limit, budget
+--   'forward'    the active messages with seq > cursor, oldest first (Window::All / After).
+--   'everything' the stored messages, active and archived, with seq > cursor (Window::Everything).
+--   'backward'   the active messages with seq < cursor ('' = no bound), newest first
+--                (Window::Last / TokenBudget); when budget ~= '', only as long as their token
+--                counts add up to at most budget (the window ends before the first that does
+--                not fit).
+-- Returns {born, next, then seq, tokens, active (1/0), json for each message of the page in seq
+-- order}: born is the thread's creation mark (meta 'born', '' for none, so the caller sees a
+-- thread cleared and created again between two pages); next is the cursor of the next page, or
+-- '' when the window ends with this page. Token counts are as stored: the store checks them.
 local meta, msg, tok, active = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local mode = ARGV[1]
+local mode, cursor, limit, budget = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local seqs
 local counts = nil
 local active_set = nil
+local next_cursor = ''
 
-if mode == 'all' then
-  seqs = redis.call('ZRANGE', active, 0, -1)
-elseif mode == 'last' then
-  seqs = redis.call('ZRANGE', active, '-' .. ARGV[2], -1)
-elseif mode == 'after' then
-  seqs = redis.call('ZRANGEBYSCORE', active, '(' .. ARGV[2], '+inf')
-elseif mode == 'budget' then
-  -- Walk the active window newest first, in growing chunks, until the budget is passed; the
-  -- token counts read on the way are the ones returned.
-  local budget = tonumber(ARGV[2])
-  local used = 0
-  local picked, picked_counts = {}, {}
-  local start = 0
-  local step = 16
-  local full = false
-  while not full do
-    local batch = redis.call('ZREVRANGE', active, start, start + step - 1)
-    if #batch == 0 then break end
-    local batch_counts = redis.call('HMGET', tok, unpack(batch))
-    for i = 1, #batch do
-      local t = required_int(batch_counts[i], 'the token count of message ' .. batch[i])
-      if used + t > budget then
-        full = true
+local born = redis.call('HGET', meta, 'born') or ''
+
+if mode == 'forward' then
+  seqs = redis.call('ZRANGEBYSCORE', active, '(' .. cursor, '+inf', 'LIMIT', 0, limit + 1)
+  if #seqs > limit then
+    seqs[#seqs] = nil
+    next_cursor = seqs[#seqs]
+  end
+elseif mode == 'backward' then
+  local upper = '+inf'
+  if cursor ~= '' then upper = '(' .. cursor end
+  local newest = {}
+  if budget == '' then
+    newest = redis.call('ZREVRANGEBYSCORE', active, upper, '-inf', 'LIMIT', 0, limit + 1)
+    if #newest > limit then
+      newest[#newest] = nil
+      next_cursor = newest[#newest]
+    end
+  else
+    -- Walk newest first, in growing chunks, until the budget is passed or the page is full; the
+    -- token counts read on the way are the ones returned.
+    local left = tonumber(budget)
+    local used = 0
+    local picked_counts = {}
+    local start = 0
+    local step = 16
+    local done = false
+    while not done do
+      local want = math.min(step, limit - #newest)
+      local batch = redis.call('ZREVRANGEBYSCORE', active, upper, '-inf', 'LIMIT', start, want)
+      if #batch == 0 then break end
+      local batch_counts = redis.call('HMGET', tok, unpack(batch))
+      for i = 1, #batch do
+        local t = required_int(batch_counts[i], 'the token count of message ' .. batch[i])
+        if used + t > left then
+          done = true
+          break
+        end
+        used = used + t
+        newest[#newest + 1] = batch[i]
+        picked_counts[#picked_counts + 1] = t
+      end
+      if done then break end
+      if #newest >= limit then
+        -- The page is full and the budget is not: the next page goes on below it.
+        next_cursor = newest[#newest]
         break
       end
-      used = used + t
-      picked[#picked + 1] = batch[i]
-      picked_counts[#picked_counts + 1] = t
+      if #batch < want then break end
+      start = start + #batch
+      if step < 512 then step = step * 2 end
     end
-    if #batch < step then break end
-    start = start + step
-    if step < 512 then step = step * 2 end
+    counts = {}
+    for i = #picked_counts, 1, -1 do counts[#counts + 1] = picked_counts[i] end
   end
-  seqs, counts = {}, {}
-  for i = #picked, 1, -1 do
-    seqs[#seqs + 1] = picked[i]
-    counts[#counts + 1] = picked_counts[i]
-  end
-elseif mode == 'everything' then
-  -- The stored seqs: first_kept..last_seq (bodies below first_kept are all deleted), unless
-  -- deleted seqs above an archived message make up most of that range (Overflow::Delete after
-  -- an archive); then the stored seqs are listed instead, so the walk is never over more than
-  -- twice the stored messages.
-  local m = redis.call('HMGET', meta, 'last_seq', 'deleted', 'first_kept')
-  local last = stored_int(m[1], 'last_seq') or 0
-  local stored = last - (stored_int(m[2], 'deleted') or 0)
-  local first = stored_int(m[3], 'first_kept') or 1
   seqs = {}
-  if stored > 0 and last - first + 1 <= 2 * stored then
-    for s = first, last do seqs[#seqs + 1] = itos(s) end
-  elseif stored > 0 then
-    local fields = redis.call('HKEYS', msg)
-    local numbers = {}
-    for i = 1, #fields do numbers[i] = required_int(fields[i], 'a message seq') end
-    table.sort(numbers)
-    for i = 1, #numbers do seqs[i] = itos(numbers[i]) end
+  for i = #newest, 1, -1 do seqs[#seqs + 1] = newest[i] end
+elseif mode == 'everything' then
+  -- The stored seqs lie in first_kept..last_seq (bodies below first_kept are all deleted); a
+  -- page probes at most `limit` of them, so a range thinned out by Overflow::Delete may take
+  -- pages that return few messages, each still short.
+  local m = redis.call('HMGET', meta, 'last_seq', 'first_kept')
+  local last = stored_int(m[1], 'last_seq') or 0
+  local first = stored_int(m[2], 'first_kept') or 1
+  local from = math.max(tonumber(cursor) + 1, first)
+  local to = math.min(last, from + limit - 1)
+  seqs = {}
+  if from <= to then
+    for s = from, to do seqs[#seqs + 1] = itos(s) end
+    if to < last then next_cursor = itos(to) end
+    active_set = {}
+    local members = redis.call('ZRANGEBYSCORE', active, itos(from), itos(to))
+    for i = 1, #members do active_set[members[i]] = true end
   end
-  active_set = {}
-  local members = redis.call('ZRANGE', active, 0, -1)
-  for i = 1, #members do active_set[members[i]] = true end
 else
   return redis.error_reply('ERR memory-redis: unknown read mode ' .. mode)
 end
 
 local bodies = chunked('HMGET', msg, seqs, true)
 if not counts then counts = chunked('HMGET', tok, seqs, true) end
-local out = {}
+local out = {born, next_cursor}
 for i = 1, #seqs do
   local body = bodies[i]
   if body then
