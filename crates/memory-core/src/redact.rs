@@ -84,6 +84,62 @@ pub fn url_secrets(url: &str) -> Vec<String> {
     found
 }
 
+/// `err` with every secret of `secrets` (see [`url_secrets`]) masked as [`REDACTED`] in its
+/// message and in the text of its sources: a driver's error often quotes the URL it was given,
+/// password included. When neither the message nor a source (`Display` or `Debug`) shows a
+/// secret, `err` is returned as it is; otherwise it is rebuilt with
+/// [`Error::new_like`](crate::Error::new_like), its sources replaced by one source holding
+/// their scrubbed `Display` texts, joined with `": "`.
+///
+/// ```
+/// use memory_core::redact::scrub_error;
+/// use memory_core::{Error, ErrorKind, url_secrets};
+///
+/// let url = "http://admin:pa%2Fss@db:1";
+/// let driver = std::io::Error::other(format!("cannot reach {url}"));
+/// let err = Error::new(ErrorKind::Unavailable, "connect failed").with_source(driver);
+/// let clean = scrub_error(err, &url_secrets(url));
+/// let text = format!("{clean:?} {}", std::error::Error::source(&clean).unwrap());
+/// assert!(!text.contains("pa%2Fss") && !text.contains("pa/ss"), "{text}");
+/// assert!(text.contains("cannot reach http://admin:***@db:1"), "{text}");
+/// ```
+pub fn scrub_error(err: crate::Error, secrets: &[String]) -> crate::Error {
+    let leaks = |text: &str| secrets.iter().any(|s| text.contains(s.as_str()));
+    let scrub = |text: &str| {
+        secrets.iter().fold(text.to_owned(), |out, secret| {
+            out.replace(secret.as_str(), REDACTED)
+        })
+    };
+    let chain: Vec<&(dyn std::error::Error + 'static)> =
+        std::iter::successors(std::error::Error::source(&err), |s| s.source()).collect();
+    let leaking = leaks(err.message())
+        || chain
+            .iter()
+            .any(|s| leaks(&s.to_string()) || leaks(&format!("{s:?}")));
+    if !leaking {
+        return err;
+    }
+    let details: Vec<String> = chain.iter().map(|s| scrub(&s.to_string())).collect();
+    let rebuilt = crate::Error::new_like(&err, scrub(err.message()));
+    if details.is_empty() {
+        rebuilt
+    } else {
+        rebuilt.with_source(Scrubbed(details.join(": ")))
+    }
+}
+
+/// An error text from which secrets were removed: the source [`scrub_error`] leaves.
+#[derive(Debug)]
+struct Scrubbed(String);
+
+impl std::fmt::Display for Scrubbed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Scrubbed {}
+
 /// Where the secrets of a text are.
 enum Spans {
     /// Nothing of it may be shown.

@@ -279,6 +279,150 @@ pub fn default_token_counter() -> Arc<dyn TokenCounter> {
     Arc::new(TiktokenCounter::o200k())
 }
 
+/// Inputs with at most this many bytes of text (summed over their messages' text, tool and
+/// data parts) are counted inline by [`precount`]; larger ones are counted on Tokio's blocking
+/// thread pool, so that tokenizing up to [`MAX_BATCH_BYTES`](crate::history::MAX_BATCH_BYTES)
+/// never stalls the async executor's thread. Tokenizing this much takes well under a
+/// millisecond.
+pub const INLINE_COUNT_BYTES: usize = 64 * 1024;
+
+/// The token counts of one batch of messages, counted by [`precount`]: a [`TokenCounter`] that
+/// answers [`count_message`](TokenCounter::count_message) for those very messages (the same
+/// objects, by address) from the counts made ahead, and asks the wrapped counter for anything
+/// else. Hand it to [`PreparedBatch::new`](crate::history::PreparedBatch::new) in place of the
+/// store's counter.
+#[derive(Debug)]
+pub struct Precounted<'a> {
+    inner: &'a dyn TokenCounter,
+    messages: &'a [ChatMessage],
+    counts: Option<Vec<u32>>,
+}
+
+impl Precounted<'_> {
+    /// Whether the counts were made ahead (on the blocking pool), not left to be counted inline.
+    pub fn counted_ahead(&self) -> bool {
+        self.counts.is_some()
+    }
+
+    fn position(&self, message: &ChatMessage) -> Option<usize> {
+        let size = std::mem::size_of::<ChatMessage>();
+        let offset = std::ptr::from_ref(message)
+            .addr()
+            .checked_sub(self.messages.as_ptr().addr())?;
+        let index = (offset % size == 0).then_some(offset / size)?;
+        self.messages
+            .get(index)
+            .filter(|m| std::ptr::eq(*m, message))
+            .map(|_| index)
+    }
+}
+
+impl TokenCounter for Precounted<'_> {
+    fn count_text(&self, text: &str) -> u32 {
+        self.inner.count_text(text)
+    }
+
+    fn media_costs(&self) -> MediaTokenCosts {
+        self.inner.media_costs()
+    }
+
+    fn count_message(&self, message: &ChatMessage) -> u32 {
+        match (&self.counts, self.position(message)) {
+            (Some(counts), Some(index)) => counts
+                .get(index)
+                .copied()
+                .unwrap_or_else(|| self.inner.count_message(message)),
+            _ => self.inner.count_message(message),
+        }
+    }
+}
+
+/// The bytes of text `count_message` tokenizes in `messages`, roughly (data parts by an
+/// estimate of their JSON size).
+fn text_bytes(messages: &[ChatMessage]) -> usize {
+    messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .map(|part| match part {
+            Part::Text { text } | Part::Refusal { text } => text.len(),
+            Part::ToolCall {
+                name, arguments, ..
+            } => name.len().saturating_add(arguments.len()),
+            Part::ToolResult { content, .. } => content.len(),
+            Part::Data { data, .. } => json_size_estimate(data),
+            _ => 0,
+        })
+        .fold(0usize, usize::saturating_add)
+}
+
+fn json_size_estimate(value: &serde_json::Value) -> usize {
+    match value {
+        serde_json::Value::String(s) => s.len().saturating_add(2),
+        serde_json::Value::Array(items) => items
+            .iter()
+            .map(json_size_estimate)
+            .fold(2usize, |a, b| a.saturating_add(b).saturating_add(1)),
+        serde_json::Value::Object(map) => map
+            .iter()
+            .map(|(k, v)| {
+                k.len()
+                    .saturating_add(4)
+                    .saturating_add(json_size_estimate(v))
+            })
+            .fold(2usize, usize::saturating_add),
+        _ => 8,
+    }
+}
+
+/// Counts `messages` with `counter` ahead of a store's append: inline (nothing is done here;
+/// the batch counts as it goes) when their text is at most [`INLINE_COUNT_BYTES`], outside a
+/// Tokio runtime, or over [`MAX_BATCH_BYTES`](crate::history::MAX_BATCH_BYTES) (the batch is
+/// refused before anything is counted); otherwise every message is counted on Tokio's blocking
+/// thread pool (`spawn_blocking`, on a copy of the messages), so the async executor's thread
+/// goes on running other tasks meanwhile.
+///
+/// # Errors
+/// [`ErrorKind::Backend`](crate::ErrorKind::Backend) when the blocking task did not finish (the
+/// counter panicked, or the runtime is shutting down).
+pub async fn precount<'a>(
+    counter: &'a Arc<dyn TokenCounter>,
+    messages: &'a [ChatMessage],
+) -> crate::Result<Precounted<'a>> {
+    let bytes = text_bytes(messages);
+    let inline = Precounted {
+        inner: counter.as_ref(),
+        messages,
+        counts: None,
+    };
+    if bytes <= INLINE_COUNT_BYTES || bytes > crate::history::MAX_BATCH_BYTES {
+        return Ok(inline);
+    }
+    let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+        return Ok(inline);
+    };
+    let owned: Vec<ChatMessage> = messages.to_vec();
+    let shared = Arc::clone(counter);
+    let counts = runtime
+        .spawn_blocking(move || {
+            owned
+                .iter()
+                .map(|m| shared.count_message(m))
+                .collect::<Vec<u32>>()
+        })
+        .await
+        .map_err(|err| {
+            crate::Error::new(
+                crate::ErrorKind::Backend,
+                "counting the tokens of a batch: the blocking task did not finish",
+            )
+            .with_source(err)
+        })?;
+    Ok(Precounted {
+        counts: Some(counts),
+        ..inline
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,14 +4,14 @@ use async_trait::async_trait;
 use memory_core::memory::{
     BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
 };
-use memory_core::{Result, TokenCounter};
-use serde_json::json;
+use memory_core::{Result, Scope, TokenCounter};
+use serde_json::{Value, json};
 use tracing::Instrument;
 
 use crate::client::Mem0Client;
 use crate::on_error::OnError;
 use crate::provider::DEFAULT_TOP_K;
-use crate::render::{memory_lines, query_text};
+use crate::render::{block_lines, query_text};
 use crate::request::{AddRequest, Mem0Message, SearchRequest};
 use crate::scope::Mem0Scope;
 use crate::state::Mem0SessionState;
@@ -39,20 +39,31 @@ pub const BATCH_KEY: &str = "agent_memory_batch";
 /// The scopes are kept in the block's per-session state, as the provider keeps them (see
 /// [`Mem0SessionState`]).
 ///
-/// # Duplicates
-/// `Memory` hands each batch to a block once, except when a flush loses a race on the block
-/// states and is redone: then the same batch may be sent twice. Mem0 does not deduplicate by
-/// metadata: the platform's v3 add is additive (it never updates or deletes), so a resent
-/// batch can leave near-duplicate memories; the self-hosted server's extraction compares new
-/// facts with the scope's existing memories and usually answers `NONE` for known ones, without
-/// guaranteeing it. Memories of a resent batch carry the same [`BATCH_KEY`], so they can be
-/// found with `Filters::metadata(BATCH_KEY, …)` and removed.
+/// Both scopes are filed under the tenant of the `Memory`'s scope (see
+/// [Tenants](Mem0Scope#tenants)): the same user id in two tenants names two Mem0 users. A scope
+/// that names another tenant itself is refused with `InvalidInput`.
+///
+/// # Delivery: at least once
+/// A failed add fails the `put` whatever [`OnError`] says, so `Memory` keeps the batch and
+/// hands it again on the next `put_messages` or `flush`: a batch Mem0 did not take is never
+/// lost. The add is not retried after a timeout within one `put` (memory-http treats it as not
+/// idempotent; Mem0's API has no idempotency key), but an add that timed out may still have
+/// been stored, and the later `put` sends the batch again: a batch may reach Mem0 **twice**.
+/// A flush that loses a race on the block states is redone too, with the same effect.
+///
+/// Mem0 does not deduplicate by metadata: the platform's v3 add is additive (it never updates
+/// or deletes), so a resent batch can leave near-duplicate memories; the self-hosted server's
+/// extraction compares new facts with the scope's existing memories and usually answers `NONE`
+/// for known ones, without guaranteeing it. Memories of a resent batch carry the same
+/// [`BATCH_KEY`], so they can be found with `Filters::metadata(BATCH_KEY, …)` and removed.
 ///
 /// # Failures
-/// With [`OnError::Degrade`] (the default), a failed search leaves the block empty and a failed
-/// add skips the batch for Mem0 (a warning names it): the flush goes on. With
-/// [`OnError::Fail`], the error fails the `get` or the flush (which is then retried by the next
-/// `put_messages` or `flush`).
+/// With [`OnError::Degrade`] (the default), a failed search leaves the block empty (a warning
+/// names it) and the run goes on. A failed add always fails the `put`, and with it the flush
+/// (see above). With [`OnError::Fail`], a failed search fails the `get` too.
+///
+/// # Forgetting
+/// [`forget`](Self::forget) deletes every memory of a session's storage scope.
 #[derive(Debug, Clone)]
 pub struct Mem0MemoryBlock {
     client: Mem0Client,
@@ -126,6 +137,26 @@ impl Mem0MemoryBlock {
     pub fn default_state(&self) -> &Mem0SessionState {
         &self.defaults
     }
+
+    /// Deletes every memory this block stored for a session: the storage scope of the block's
+    /// `state` for that session (the block's default storage scope when `state` is `null`), in
+    /// the tenant of `scope`, through Mem0's delete-all endpoint
+    /// ([`Mem0Client::delete_all`]). Memories filed under other scopes, such as a wider search
+    /// scope, are left alone.
+    ///
+    /// [`OnError`] does not apply: a failure is returned.
+    ///
+    /// # Errors
+    /// `InvalidInput` for a malformed state or a scope of another tenant; the errors of
+    /// [`Mem0Client::delete_all`].
+    pub async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+        let state = Mem0SessionState::resolve(state, &self.defaults)?;
+        let storage = state.storage_scope.in_tenant(scope.tenant())?;
+        self.client
+            .delete_all(&storage)
+            .instrument(tracing::debug_span!("mem0.block.forget", block = %self.name))
+            .await
+    }
 }
 
 #[async_trait]
@@ -144,6 +175,7 @@ impl MemoryBlock for Mem0MemoryBlock {
         let Some(scope) = state.search_scope else {
             return Ok(empty());
         };
+        let scope = scope.in_tenant(context.scope.tenant())?;
         let recent = &context.messages[context
             .messages
             .len()
@@ -159,7 +191,7 @@ impl MemoryBlock for Mem0MemoryBlock {
             .instrument(tracing::debug_span!("mem0.block.search", block = %self.name))
             .await
         {
-            Ok(records) => Ok(BlockContent::Text(memory_lines(&records).join("\n"))),
+            Ok(records) => Ok(BlockContent::Text(block_lines(&records).join("\n"))),
             Err(error) => self
                 .on_error
                 .handle(error, &self.name, "search")
@@ -187,7 +219,8 @@ impl MemoryBlock for Mem0MemoryBlock {
             context.scope.session_id(),
             self.name
         );
-        let request = AddRequest::new(state.storage_scope, messages)
+        let storage = state.storage_scope.in_tenant(context.scope.tenant())?;
+        let request = AddRequest::new(storage, messages)
             .with_metadata(FIRST_SEQ_KEY, json!(first_seq))
             .with_metadata(LAST_SEQ_KEY, json!(last_seq))
             .with_metadata(BATCH_KEY, batch.clone());
@@ -198,11 +231,15 @@ impl MemoryBlock for Mem0MemoryBlock {
             .await
         {
             Ok(_) => Ok(()),
+            // Never degraded: the batch stays with `Memory`, which hands it again later.
             Err(error) => {
-                let doing = format!("add of batch {batch}");
-                self.on_error
-                    .handle(error, &self.name, &doing)
-                    .map(|_: Option<()>| ())
+                tracing::warn!(
+                    block = %self.name,
+                    kind = error.kind().as_str(),
+                    %error,
+                    "Mem0 add of batch {batch} failed; the batch is kept and sent again by a later flush"
+                );
+                Err(error)
             }
         }
     }

@@ -163,6 +163,11 @@ pub struct Mem0Config {
     /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured
     /// up to this; when the server asks for a longer wait the request fails at once instead.
     pub max_backoff: Duration,
+    /// The largest answer body read, in bytes (default
+    /// [`DEFAULT_MAX_BODY_BYTES`](memory_http::DEFAULT_MAX_BODY_BYTES), 16 MiB). A successful
+    /// answer larger than this fails with
+    /// [`ErrorKind::LimitExceeded`](memory_core::ErrorKind::LimitExceeded) and is not retried.
+    pub max_body_bytes: usize,
 }
 
 impl Mem0Config {
@@ -194,6 +199,7 @@ impl Mem0Config {
             max_retries: DEFAULT_MAX_RETRIES,
             initial_backoff: DEFAULT_INITIAL_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
+            max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
         }
     }
 
@@ -297,6 +303,12 @@ impl Mem0Config {
         self
     }
 
+    /// Sets the largest answer body read, in bytes (at least 1).
+    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
+        self.max_body_bytes = max_body_bytes.max(1);
+        self
+    }
+
     /// Checks the settings; [`Mem0Client::new`](crate::Mem0Client::new) calls it.
     ///
     /// # Errors
@@ -362,6 +374,7 @@ impl fmt::Debug for Mem0Config {
             .field("max_retries", &self.max_retries)
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
 }

@@ -162,7 +162,7 @@ impl Http {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
-                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
+                max_body_bytes: config.max_body_bytes,
             },
             key,
         })

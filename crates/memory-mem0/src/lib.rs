@@ -35,5 +35,5 @@ pub use response::{
     AddResponse, AddedMemory, HistoryEntry, HistoryMessage, MemoryEvent, MemoryPage, MemoryRecord,
     PingInfo,
 };
-pub use scope::Mem0Scope;
+pub use scope::{Mem0Scope, TENANT_SEPARATOR};
 pub use state::Mem0SessionState;

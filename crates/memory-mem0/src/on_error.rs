@@ -5,9 +5,11 @@ use memory_core::{Error, Result};
 /// What happens to a run when a Mem0 request fails.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum OnError {
-    /// The run goes on: without recalled memories when a search fails, without remembering the
-    /// turn when an add fails. A `tracing` warning names the failure. The default: memory is
-    /// an aid, and a Mem0 outage should not take the agent down with it.
+    /// The run goes on: without recalled memories when a search fails, and, for
+    /// [`Mem0Provider`](crate::Mem0Provider), without remembering the turn when an add fails. A
+    /// `tracing` warning names the failure. The default: memory is an aid, and a Mem0 outage
+    /// should not take the agent down with it. A [`Mem0MemoryBlock`](crate::Mem0MemoryBlock)'s
+    /// add never degrades: it fails the flush, and the batch is sent again later.
     #[default]
     Degrade,
     /// The run fails with the Mem0 error.

@@ -30,8 +30,8 @@ impl Platform {
     pub(crate) fn add(&self, request: &AddRequest) -> Call {
         let mut body = Map::new();
         body.insert("messages".into(), json!(request.messages));
-        for (name, id) in request.scope.ids() {
-            body.insert(name.into(), Value::String(id.to_owned()));
+        for (name, id) in request.scope.wire_ids() {
+            body.insert(name.into(), Value::String(id));
         }
         if let Some(metadata) = &request.metadata {
             body.insert("metadata".into(), Value::Object(metadata.clone()));
@@ -105,7 +105,7 @@ impl Platform {
     /// `DELETE /v1/memories/?user_id=…&agent_id=…&app_id=…&run_id=…`.
     pub(crate) fn delete_all(&self, scope: &Mem0Scope) -> Call {
         let mut call = Call::new(Method::DELETE, "delete all", &["v1", "memories", ""]);
-        for (name, id) in scope.ids() {
+        for (name, id) in scope.wire_ids() {
             call = call.query(name, id);
         }
         self.with_params(call)

@@ -30,9 +30,12 @@ pub const DEFAULT_TOP_K: u32 = 10;
 /// Framework split them after memories leaked across users through a shared scope.) Both are
 /// kept in the session's state, with the ids only — never the key — so a restored session
 /// keeps its ids; see [`Mem0SessionState`].
+/// Both are filed under the tenant of the session's scope (see [Tenants](Mem0Scope#tenants)).
 ///
 /// When Mem0 fails, the run goes on without it and a warning is traced
-/// ([`OnError::Degrade`], the default), or fails ([`OnError::Fail`]).
+/// ([`OnError::Degrade`], the default), or fails ([`OnError::Fail`]). A degraded add is lost:
+/// the provider remembers a turn at most once (unlike
+/// [`Mem0MemoryBlock`](crate::Mem0MemoryBlock), which keeps a failed batch and sends it again).
 ///
 /// ```no_run
 /// use std::sync::Arc;
@@ -128,6 +131,7 @@ impl ContextProvider for Mem0Provider {
         if query.is_empty() {
             return Ok(AiContext::default());
         }
+        let scope = scope.in_tenant(context.scope.tenant())?;
         let request = SearchRequest::new(query, scope).with_top_k(self.top_k);
         let found = self
             .client
@@ -169,7 +173,8 @@ impl ContextProvider for Mem0Provider {
         if messages.is_empty() {
             return Ok(());
         }
-        let request = AddRequest::new(state.storage_scope, messages);
+        let storage = state.storage_scope.in_tenant(context.scope.tenant())?;
+        let request = AddRequest::new(storage, messages);
         match self
             .client
             .add(&request)

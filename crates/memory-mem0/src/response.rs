@@ -54,6 +54,23 @@ pub struct MemoryRecord {
     pub score: Option<f64>,
 }
 
+impl MemoryRecord {
+    /// The scope the memory was filed under, read back from its ids (tenant included, see
+    /// [`Mem0Scope::from_wire`](crate::Mem0Scope::from_wire)).
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) when the record carries
+    /// no id, or ids that no [`Mem0Scope`](crate::Mem0Scope) sends.
+    pub fn scope(&self) -> Result<crate::Mem0Scope> {
+        crate::Mem0Scope::from_wire(
+            self.user_id.as_deref(),
+            self.agent_id.as_deref(),
+            self.app_id.as_deref(),
+            self.run_id.as_deref(),
+        )
+    }
+}
+
 /// What an add did to one memory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]

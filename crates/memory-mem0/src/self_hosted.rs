@@ -108,15 +108,15 @@ pub(crate) fn reset() -> Call {
 
 fn insert_ids(body: &mut Map<String, Value>, scope: &Mem0Scope, what: &str) -> Result<()> {
     reject_app_id(scope, what)?;
-    for (name, id) in scope.ids() {
-        body.insert(name.into(), Value::String(id.to_owned()));
+    for (name, id) in scope.wire_ids() {
+        body.insert(name.into(), Value::String(id));
     }
     Ok(())
 }
 
 fn scope_query(mut call: Call, scope: &Mem0Scope) -> Result<Call> {
     reject_app_id(scope, call.what)?;
-    for (name, id) in scope.ids() {
+    for (name, id) in scope.wire_ids() {
         call = call.query(name, id);
     }
     Ok(call)

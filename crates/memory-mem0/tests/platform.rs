@@ -575,3 +575,30 @@ async fn traces_name_the_endpoint_and_status_but_never_the_key() {
     assert!(output.contains("retrying"), "{output}");
     assert!(!output.contains("SECRET"), "{output}");
 }
+
+#[tokio::test]
+async fn an_answer_larger_than_max_body_bytes_is_limit_exceeded_and_not_retried() {
+    let server = MockServer::start().await;
+    let results: Vec<serde_json::Value> = (0..50)
+        .map(|i| memory(&format!("m{i}"), &"a long memory ".repeat(10)))
+        .collect();
+    Mock::given(method("POST"))
+        .and(path("/v3/memories/search/"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({ "results": results })))
+        .mount(&server)
+        .await;
+    let small = Mem0Client::new(platform_config(&server).with_max_body_bytes(1_024)).unwrap();
+    let err = small
+        .search(&SearchRequest::new("tea", alice()))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    assert!(err.to_string().contains("1024 bytes"), "{err}");
+    assert_eq!(request_count(&server).await, 1);
+    // The default cap reads the same answer.
+    let found = platform(&server)
+        .search(&SearchRequest::new("tea", alice()))
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 50);
+}

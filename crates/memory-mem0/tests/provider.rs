@@ -470,3 +470,48 @@ async fn the_context_prompt_can_be_replaced() {
         "Be brief.\n\nKnown facts:\n- Likes tea"
     );
 }
+
+#[tokio::test]
+async fn the_sessions_tenant_namespaces_what_mem0_sees() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/v3/memories/search/"))
+        .and(body_json(json!({
+            "query": "What should I drink?",
+            "filters": {"AND": [{"user_id": "acme~alice"}]},
+            "top_k": 10
+        })))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({"results": []})))
+        .expect(1)
+        .mount(&server)
+        .await;
+    mount_add(
+        &server,
+        json!({
+            "messages": [
+                {"role": "user", "content": "What should I drink?"},
+                {"role": "assistant", "content": "Tea."}
+            ],
+            "user_id": "acme~alice"
+        }),
+        1,
+    )
+    .await;
+    let model = Arc::new(ScriptedChatModel::new().reply_text("Tea."));
+    let provider = Mem0Provider::new(platform(&server), alice()).with_search_scope(alice());
+    let mut session = AgentSession::new(
+        Scope::session("chat-1")
+            .unwrap()
+            .with_tenant("acme")
+            .unwrap(),
+    );
+    agent(provider, model)
+        .run("What should I drink?", &mut session)
+        .await
+        .unwrap();
+    // The session keeps the ids as configured, without the tenant.
+    let state = session
+        .provider_state(&SourceId::new("mem0").unwrap())
+        .unwrap();
+    assert_eq!(state["storage_scope"], json!({"user_id": "alice"}));
+}

@@ -81,6 +81,11 @@ pub struct OpenAiConfig {
     /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured up
     /// to this; when the server asks for a longer wait the request fails at once instead.
     pub max_backoff: Duration,
+    /// The largest answer body read, in bytes (default
+    /// [`DEFAULT_MAX_BODY_BYTES`](memory_http::DEFAULT_MAX_BODY_BYTES), 16 MiB). A successful
+    /// answer larger than this fails with
+    /// [`ErrorKind::LimitExceeded`](memory_core::ErrorKind::LimitExceeded) and is not retried.
+    pub max_body_bytes: usize,
 }
 
 impl Default for OpenAiConfig {
@@ -96,6 +101,7 @@ impl Default for OpenAiConfig {
             max_retries: DEFAULT_MAX_RETRIES,
             initial_backoff: DEFAULT_INITIAL_BACKOFF,
             max_backoff: DEFAULT_MAX_BACKOFF,
+            max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
         }
     }
 }
@@ -206,6 +212,12 @@ impl OpenAiConfig {
         self
     }
 
+    /// Sets the largest answer body read, in bytes (at least 1).
+    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
+        self.max_body_bytes = max_body_bytes.max(1);
+        self
+    }
+
     /// Checks the settings; the models call it when they are built.
     ///
     /// # Errors
@@ -263,6 +275,7 @@ impl fmt::Debug for OpenAiConfig {
             .field("max_retries", &self.max_retries)
             .field("initial_backoff", &self.initial_backoff)
             .field("max_backoff", &self.max_backoff)
+            .field("max_body_bytes", &self.max_body_bytes)
             .finish()
     }
 }

@@ -127,7 +127,7 @@ impl HttpClient {
                     config.initial_backoff,
                     config.max_backoff,
                 ),
-                max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
+                max_body_bytes: config.max_body_bytes,
             },
             api_key: config.api_key.clone(),
         })

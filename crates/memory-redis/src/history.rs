@@ -31,7 +31,9 @@ impl HistoryStore for RedisStore {
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        let batch = PreparedBatch::new(self.counter(), messages)?;
+        // A large batch is counted off the async executor (`tokens::precount`).
+        let counted = memory_core::tokens::precount(self.counter(), messages).await?;
+        let batch = PreparedBatch::new(&counted, messages)?;
         if batch.unique.is_empty() {
             return Ok(AppendOutcome {
                 seqs: Vec::new(),

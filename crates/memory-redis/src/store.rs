@@ -233,8 +233,8 @@ impl RedisStore {
         &self.inner.config.key_prefix
     }
 
-    pub(crate) fn counter(&self) -> &dyn TokenCounter {
-        self.inner.config.token_counter.as_ref()
+    pub(crate) fn counter(&self) -> &Arc<dyn TokenCounter> {
+        &self.inner.config.token_counter
     }
 
     pub(crate) fn overflow(&self) -> Overflow {

@@ -563,7 +563,9 @@ impl HistoryStore for SqlStore {
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         // Counting tokens is the application's work, outside the database's time bound.
-        let batch = PreparedBatch::new(self.inner.counter.as_ref(), messages)?;
+        // A large batch is counted off the async executor (`tokens::precount`).
+        let counted = memory_core::tokens::precount(&self.inner.counter, messages).await?;
+        let batch = PreparedBatch::new(&counted, messages)?;
         if batch.unique.is_empty() {
             return Ok(AppendOutcome {
                 seqs: Vec::new(),

@@ -59,6 +59,7 @@ impl QdrantStoreConfig {
                 redact_url(&url)
             )));
         }
+        check_user_info(&url)?;
         Ok(Self {
             url,
             api_key: None,
@@ -121,6 +122,23 @@ impl QdrantStoreConfig {
     }
 }
 
+/// Refuses a URL whose user or password holds a raw `/`, `?`, `#` or `@`: the client would
+/// read part of the password as the host and quote it in its connection errors, where no
+/// exact-match scrubbing finds it. Percent-encoded, they are fine.
+pub(crate) fn check_user_info(url: &str) -> Result<()> {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority_end = rest.find(['/', '?', '#']).unwrap_or(rest.len());
+    let (authority, after) = rest.split_at(authority_end);
+    if authority.matches('@').count() > 1 || after.contains('@') {
+        return Err(Error::invalid_input(format!(
+            "the user or password of the Qdrant URL {:?} holds a raw '/', '?', '#' or '@': \
+             percent-encode them (%2F, %3F, %23, %40)",
+            redact_url(url)
+        )));
+    }
+    Ok(())
+}
+
 impl fmt::Debug for QdrantStoreConfig {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("QdrantStoreConfig")
@@ -163,9 +181,17 @@ mod tests {
 
     #[test]
     fn urls_are_shown_without_their_password() {
-        let c = QdrantStoreConfig::from_url("https://u:pa/ss@cloud.example:6334").unwrap();
+        // A raw '/' in the password is refused (the client would take part of it for the host
+        // and quote it in its errors), without showing it; percent-encoded it is fine.
+        let err = QdrantStoreConfig::from_url("https://u:pa/ss@cloud.example:6334").unwrap_err();
+        assert_eq!(err.kind(), memory_core::ErrorKind::InvalidInput);
+        assert!(!format!("{err} {err:?}").contains("pa/ss"), "{err}");
+        for raw in ["http://u:a?b@h:1", "http://u:a#b@h:1", "http://u:a@b@h:1"] {
+            assert!(QdrantStoreConfig::from_url(raw).is_err(), "{raw}");
+        }
+        let c = QdrantStoreConfig::from_url("https://u:pa%2Fss@cloud.example:6334").unwrap();
         let printed = format!("{c:?}");
-        assert!(!printed.contains("pa/ss"), "{printed}");
+        assert!(!printed.contains("pa%2Fss"), "{printed}");
         assert!(
             printed.contains("https://u:***@cloud.example:6334"),
             "{printed}"

@@ -22,8 +22,8 @@ use uuid::Uuid;
 
 use crate::error::{backend, join};
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, decode_payload, finish_results, needs_more,
-    qdrant_point_id, scoped, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, check_norms, decode_payload, finish_results,
+    next_limit, qdrant_point_id, scoped, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -44,6 +44,10 @@ const EDGE_CONFIG_FILE: &str = "edge_config.json";
 /// Scopes share the shard: each point stores its scope key in the payload field `scope_key`
 /// (keyword-indexed) and every read requires it, whatever filter the caller passes; the stored
 /// point id is derived from the scope key and the caller's id (see the crate's storage layout).
+///
+/// Vectors and ties are handled as `QdrantStore`'s are: an overflowing
+/// norm is `InvalidInput`, and ties at the `top_k` boundary are ordered by id among at most
+/// `max(4 × top_k, top_k + 256)` points fetched.
 ///
 /// Only one process may open a directory at a time. Cloning shares the same shard.
 #[derive(Clone)]
@@ -306,8 +310,8 @@ fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec
             })
             .map_err(|e| backend(BACKEND, ErrorKind::Backend, "search", e))?;
         let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
-        if needs_more(&scores, limit, query.top_k) {
-            limit = limit.saturating_mul(2);
+        if let Some(next) = next_limit(&scores, limit, query.top_k) {
+            limit = next;
             continue;
         }
         let results = found
@@ -376,6 +380,7 @@ impl QdrantEdgeStore {
         else {
             return Ok(());
         };
+        check_norms(points.iter().map(|p| p.vector.as_slice()))?;
         if points.is_empty() {
             return Ok(());
         }
@@ -420,6 +425,7 @@ impl QdrantEdgeStore {
 
     async fn search_op(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         check_vectors([query.vector.as_slice()], self.dimensions()?)?;
+        check_norms([query.vector.as_slice()])?;
         if query.top_k == 0 {
             return Ok(Vec::new());
         }

@@ -14,8 +14,6 @@
 //! The Qdrant point id is [`qdrant_point_id`]: a UUID v5 of the scope key and the caller's id,
 //! so the same id in two scopes is two points and a retried upsert rewrites the same point.
 
-use std::cmp::Ordering;
-
 use memory_core::{Error, PayloadFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery};
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -248,30 +246,74 @@ pub(crate) fn scoped(scope_key: &str, filter: Option<&PayloadFilter>) -> Result<
 }
 
 /// Orders results as the contract says (decreasing score, ties by id), drops scores below
-/// `min_score` and keeps `top_k`.
+/// `min_score` and keeps `top_k`. A NaN score (which no checked vector should produce) ranks
+/// last, never first.
 pub(crate) fn finish_results(
     mut results: Vec<ScoredPoint>,
     query: &VectorQuery,
 ) -> Vec<ScoredPoint> {
     results.retain(|r| query.min_score.is_none_or(|min| r.score >= min));
+    let rank = |score: f32| {
+        if score.is_nan() {
+            f32::NEG_INFINITY
+        } else {
+            score
+        }
+    };
     results.sort_by(|a, b| {
-        b.score
-            .partial_cmp(&a.score)
-            .unwrap_or(Ordering::Equal)
+        rank(b.score)
+            .total_cmp(&rank(a.score))
             .then(a.id.cmp(&b.id))
     });
     results.truncate(query.top_k);
     results
 }
 
-/// Whether a search that asked for `limit` points and got `got` may have cut a tie at the
-/// `top_k` boundary, so that more points must be fetched to order ties by id.
-pub(crate) fn needs_more(got: &[f32], limit: usize, top_k: usize) -> bool {
+/// How many more points than `top_k` a search fetches at most to order ties at the `top_k`
+/// boundary by id: the limit doubles while the last point fetched ties with the boundary, up to
+/// `max(4 × top_k, top_k + 256)`. Past that (a zero vector, or hundreds of equal vectors),
+/// the ties are ordered by id among the points fetched, so one search never reads a whole
+/// scope.
+pub(crate) const TIE_FETCH_FACTOR: usize = 4;
+/// See [`TIE_FETCH_FACTOR`].
+pub(crate) const TIE_FETCH_EXTRA: usize = 256;
+
+/// The largest limit a search with `top_k` asks for (see [`TIE_FETCH_FACTOR`]).
+pub(crate) fn tie_fetch_cap(top_k: usize) -> usize {
+    top_k
+        .saturating_mul(TIE_FETCH_FACTOR)
+        .max(top_k.saturating_add(TIE_FETCH_EXTRA))
+}
+
+/// The limit to search again with when a search that asked for `limit` points and got the
+/// scores `got` may have cut a tie at the `top_k` boundary; `None` when it did not, or when the
+/// limit reached [`tie_fetch_cap`].
+pub(crate) fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usize> {
     if got.len() < limit || top_k == 0 || got.len() < top_k {
-        return false;
+        return None;
     }
     let boundary = got[top_k - 1];
-    got.last().is_some_and(|last| *last >= boundary)
+    let tied = got.last().is_some_and(|last| *last >= boundary);
+    let cap = tie_fetch_cap(top_k);
+    (tied && limit < cap).then(|| limit.saturating_mul(2).min(cap))
+}
+
+/// Checks that the squared norm of every vector is finite in `f32`, as Qdrant computes it for a
+/// cosine distance: components near `1e20` and above overflow it, and the scores of such a
+/// vector come out NaN or infinite.
+///
+/// # Errors
+/// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for the first such vector.
+pub(crate) fn check_norms<'a>(vectors: impl IntoIterator<Item = &'a [f32]>) -> Result<()> {
+    for v in vectors {
+        let squared: f32 = v.iter().map(|x| x * x).sum();
+        if !squared.is_finite() {
+            return Err(Error::invalid_input(
+                "a vector's norm overflows: its components are too large for a cosine score",
+            ));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -281,6 +323,58 @@ mod tests {
 
     fn scope() -> Scope {
         Scope::session("s1").unwrap().with_user("u").unwrap()
+    }
+
+    #[test]
+    fn tie_fetching_is_bounded() {
+        // Every score ties: the limit doubles up to the cap, then stops.
+        let top_k = 10;
+        let mut limit = top_k;
+        let mut asked = vec![limit];
+        while let Some(next) = next_limit(&vec![0.0; limit], limit, top_k) {
+            limit = next;
+            asked.push(limit);
+        }
+        assert_eq!(asked, [10, 20, 40, 80, 160, 266]);
+        assert_eq!(tie_fetch_cap(100), 400);
+        assert_eq!(tie_fetch_cap(usize::MAX), usize::MAX);
+        // No tie at the boundary, or fewer points than asked: done.
+        assert_eq!(next_limit(&[0.9, 0.8, 0.7], 3, 2), None);
+        assert_eq!(next_limit(&[0.9, 0.9], 3, 2), None);
+        assert_eq!(next_limit(&[0.9, 0.8, 0.8], 3, 2), Some(6));
+        // A NaN at the end is no tie.
+        assert_eq!(next_limit(&[0.9, 0.8, f32::NAN], 3, 2), None);
+    }
+
+    #[test]
+    fn a_nan_score_never_ranks_first() {
+        let point = |score: f32, id: u128| ScoredPoint {
+            id: Uuid::from_u128(id),
+            score,
+            payload: serde_json::Map::new(),
+        };
+        let query = VectorQuery::new(vec![1.0, 0.0], 3);
+        let ranked = finish_results(
+            vec![
+                point(f32::NAN, 1),
+                point(0.5, 3),
+                point(0.9, 2),
+                point(0.5, 0),
+            ],
+            &query,
+        );
+        let ids: Vec<u128> = ranked.iter().map(|p| p.id.as_u128()).collect();
+        assert_eq!(ids, [2, 0, 3]);
+    }
+
+    #[test]
+    fn overflowing_norms_are_invalid_input() {
+        assert!(check_norms([[1.0f32, 2.0].as_slice(), [0.0, 0.0].as_slice()]).is_ok());
+        assert!(check_norms([[1e18f32, 1e18].as_slice()]).is_ok());
+        for bad in [[1e30f32, 1e30], [3e19, 3e19], [f32::MAX, 0.0]] {
+            let err = check_norms([bad.as_slice()]).unwrap_err();
+            assert_eq!(err.kind(), memory_core::ErrorKind::InvalidInput);
+        }
     }
 
     #[test]
@@ -359,8 +453,8 @@ mod tests {
         let q = VectorQuery::new(vec![1.0], 2).with_min_score(0.0);
         let out = finish_results(vec![p(3, 0.5), p(2, 0.5), p(1, 0.1), p(4, -0.2)], &q);
         assert_eq!(out, vec![p(2, 0.5), p(3, 0.5)]);
-        assert!(needs_more(&[0.9, 0.5, 0.5], 3, 2));
-        assert!(!needs_more(&[0.9, 0.5, 0.4], 3, 2));
-        assert!(!needs_more(&[0.9, 0.5], 3, 2));
+        assert_eq!(next_limit(&[0.9, 0.5, 0.5], 3, 2), Some(6));
+        assert_eq!(next_limit(&[0.9, 0.5, 0.4], 3, 2), None);
+        assert_eq!(next_limit(&[0.9, 0.5], 3, 2), None);
     }
 }

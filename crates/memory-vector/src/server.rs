@@ -4,9 +4,11 @@ use std::fmt;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
+use memory_core::redact::scrub_error;
 use memory_core::vector::check_vectors;
 use memory_core::{
     Error, ErrorKind, Result, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+    url_secrets,
 };
 use qdrant_client::qdrant::{
     self, Condition, CountPointsBuilder, CreateCollectionBuilder,
@@ -22,8 +24,8 @@ use uuid::Uuid;
 use crate::config::QdrantStoreConfig;
 use crate::error::backend;
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, decode_payload, finish_results, needs_more,
-    qdrant_point_id, scoped, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, check_norms, decode_payload, finish_results,
+    next_limit, qdrant_point_id, scoped, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -42,11 +44,19 @@ const BACKEND: &str = "qdrant";
 /// writes nothing; a transport failure between two requests can leave the earlier ones
 /// written, and retrying the same upsert completes it without duplicates.
 ///
+/// A vector with a NaN, an infinity or a norm that overflows `f32` (components near `1e20` and
+/// above) is `InvalidInput`, at upsert and at search. Points tied at the `top_k` boundary are
+/// ordered by id; to find them, a search asks for twice as many points while the last one
+/// ties, up to `max(4 × top_k, top_k + 256)`: past that, ties are ordered among the points
+/// fetched. Errors never show the URL's password (a raw `/ ? # @` in it is refused).
+///
 /// Cloning shares the client and its connection pool.
 #[derive(Clone)]
 pub struct QdrantStore {
     client: Qdrant,
     config: QdrantStoreConfig,
+    /// What the URL holds that no error may show (`memory_core::url_secrets`).
+    secrets: Arc<[String]>,
     state: Arc<Mutex<State>>,
 }
 
@@ -73,15 +83,19 @@ impl QdrantStore {
     /// # Errors
     /// [`InvalidInput`](ErrorKind::InvalidInput) when the client rejects the URL.
     pub fn connect(config: QdrantStoreConfig) -> Result<Self> {
+        crate::config::check_user_info(&config.url)?;
         let mut client_config = qdrant_client::config::QdrantConfig::from_url(&config.url)
             .timeout(config.timeout)
             .skip_compatibility_check();
         if let Some(key) = &config.api_key {
             client_config.set_api_key(key);
         }
-        let client = client_config
-            .build()
-            .map_err(|e| backend(BACKEND, ErrorKind::InvalidInput, "building the client", e))?;
+        let client = client_config.build().map_err(|e| {
+            scrub_error(
+                backend(BACKEND, ErrorKind::InvalidInput, "building the client", e),
+                &url_secrets(&config.url),
+            )
+        })?;
         Ok(Self::from_client(client, config))
     }
 
@@ -89,6 +103,7 @@ impl QdrantStore {
     pub fn from_client(client: Qdrant, config: QdrantStoreConfig) -> Self {
         Self {
             client,
+            secrets: url_secrets(&config.url).into(),
             state: Arc::new(Mutex::new(State {
                 dimensions: config.dimensions,
                 ready: false,
@@ -106,6 +121,11 @@ impl QdrantStore {
     /// The configuration.
     pub fn config(&self) -> &QdrantStoreConfig {
         &self.config
+    }
+
+    /// `err` without the URL's secrets: the client quotes its URL in connection errors.
+    fn scrub(&self, err: Error) -> Error {
+        scrub_error(err, &self.secrets)
     }
 
     fn collection(&self) -> &str {
@@ -335,37 +355,37 @@ impl VectorStore for QdrantStore {
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
         self.upsert_op(scope, points)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("upsert"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("upsert")))
     }
 
     async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         self.search_op(scope, query)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("search"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("search")))
     }
 
     async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
         self.get_op(scope, ids)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("get"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("get")))
     }
 
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
         self.delete_op(scope, ids)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("delete"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("delete")))
     }
 
     async fn count(&self, scope: &Scope) -> Result<u64> {
         self.count_op(scope)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("count"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("count")))
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.clear_op(scope)
             .await
-            .map_err(|e| e.with_backend(BACKEND).with_operation("clear"))
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("clear")))
     }
 }
 
@@ -381,6 +401,7 @@ impl QdrantStore {
         else {
             return Ok(());
         };
+        check_norms(points.iter().map(|p| p.vector.as_slice()))?;
         if points.is_empty() {
             return Ok(());
         }
@@ -413,6 +434,7 @@ impl QdrantStore {
     async fn search_op(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         let known = self.known_dimensions().await?;
         check_vectors([query.vector.as_slice()], known)?;
+        check_norms([query.vector.as_slice()])?;
         if query.top_k == 0 || known.is_none() {
             return Ok(Vec::new());
         }
@@ -434,8 +456,8 @@ impl QdrantStore {
                 .map_err(|e| map_error("search", e))?
                 .result;
             let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
-            if needs_more(&scores, limit, query.top_k) {
-                limit = limit.saturating_mul(2);
+            if let Some(next) = next_limit(&scores, limit, query.top_k) {
+                limit = next;
                 continue;
             }
             let results = found

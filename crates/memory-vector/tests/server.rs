@@ -49,6 +49,11 @@ struct Nearest<'a> {
 
 type Rpc<T> = Result<Response<T>, Status>;
 
+/// The limit of every search each collection was asked, in order (collections are unique per
+/// test).
+static LIMITS: std::sync::LazyLock<Mutex<HashMap<String, Vec<u64>>>> =
+    std::sync::LazyLock::new(Mutex::default);
+
 fn internal(e: impl std::fmt::Display) -> Status {
     Status::internal(e.to_string())
 }
@@ -185,6 +190,12 @@ impl FakeQdrant {
             with_payload,
         }: Nearest<'_>,
     ) -> Result<Vec<pb::ScoredPoint>, Status> {
+        LIMITS
+            .lock()
+            .map_err(internal)?
+            .entry(collection.to_owned())
+            .or_default()
+            .push(limit);
         let (size, shard) = self.shard(collection)?;
         if vector.len() as u64 != size {
             return Err(Status::invalid_argument(format!(
@@ -891,4 +902,108 @@ async fn real_server_when_qdrant_url_is_set() {
     let store = QdrantStore::connect(config.with_collection(collection.clone())).unwrap();
     memory_testkit::run_all_vector_checks(Arc::new(store.clone())).await;
     store.client().delete_collection(collection).await.unwrap();
+}
+
+/// Every text of `err` and its sources.
+fn all_text(err: &memory_core::Error) -> String {
+    let mut out = format!("{err} | {err:?}");
+    let mut source = std::error::Error::source(err);
+    while let Some(s) = source {
+        out.push_str(&format!(" | {s} | {s:?}"));
+        source = s.source();
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_url_password_never_shows_in_debug_or_errors() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let live = start_fake_server().await;
+    for url in [
+        format!("http://admin:s3cr%2Ft%3Fpw@{addr}"),
+        format!("http://admin:s3cr/t?pw#x@{addr}"),
+        live.replace("http://", "http://admin:s3cr%2Ft%3Fpw@"),
+    ] {
+        let config = match QdrantStoreConfig::from_url(url.clone()) {
+            Ok(config) => config,
+            Err(err) => {
+                assert!(!all_text(&err).contains("s3cr"), "{}", all_text(&err));
+                continue;
+            }
+        };
+        assert!(!format!("{config:?}").contains("s3cr"), "{config:?}");
+        let store = match QdrantStore::connect(config) {
+            Ok(store) => store,
+            Err(err) => {
+                assert!(!all_text(&err).contains("s3cr"), "{}", all_text(&err));
+                continue;
+            }
+        };
+        assert!(!format!("{store:?}").contains("s3cr"), "{store:?}");
+        let scope = memory_core::Scope::session("s").unwrap();
+        let err = store.count(&scope).await.unwrap_err();
+        let text = all_text(&err);
+        assert!(!text.contains("s3cr"), "{url}: {text}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tied_scores_fetch_a_bounded_number_of_points() {
+    let store = fake_server_store().await;
+    let scope = memory_core::Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
+    let points: Vec<memory_core::VectorPoint> = (0..600u128)
+        .map(|i| memory_core::VectorPoint {
+            id: Uuid::from_u128(i * 7919 % 600 + 1),
+            vector: vec![0.5, 0.5, 0.5],
+            payload: serde_json::Map::new(),
+        })
+        .collect();
+    store.upsert(&scope, &points).await.unwrap();
+    let collection = store.config().collection.clone();
+    for query in [vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0]] {
+        LIMITS.lock().unwrap().remove(&collection);
+        let found = store
+            .search(&scope, &memory_core::VectorQuery::new(query, 3))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 3);
+        let ids: Vec<Uuid> = found.iter().map(|p| p.id).collect();
+        let mut sorted = ids.clone();
+        sorted.sort();
+        assert_eq!(ids, sorted, "ties are ordered by id");
+        assert!(found.iter().all(|p| !p.score.is_nan()));
+        let asked = LIMITS.lock().unwrap().remove(&collection).unwrap();
+        // Doubling from 3 up to the cap, 3 + 256: never the whole scope of 600.
+        assert_eq!(asked, [3, 6, 12, 24, 48, 96, 192, 259], "{asked:?}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn overflowing_vectors_are_invalid_input_at_upsert_and_query() {
+    let store = fake_server_store().await;
+    let scope = memory_core::Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
+    let good = memory_core::VectorPoint {
+        id: Uuid::new_v4(),
+        vector: vec![1.0, 0.0],
+        payload: serde_json::Map::new(),
+    };
+    let huge = memory_core::VectorPoint {
+        id: Uuid::new_v4(),
+        vector: vec![1e30, 1e30],
+        payload: serde_json::Map::new(),
+    };
+    let err = store
+        .upsert(&scope, &[good.clone(), huge])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    store.upsert(&scope, &[good]).await.unwrap();
+    assert_eq!(store.count(&scope).await.unwrap(), 1);
+    let err = store
+        .search(&scope, &memory_core::VectorQuery::new(vec![1e30, 1e30], 1))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
 }

@@ -146,7 +146,9 @@ impl HistoryStore for InMemoryHistoryStore {
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        let batch = PreparedBatch::new(self.counter.as_ref(), messages)?;
+        // A large batch is counted off the async executor (`tokens::precount`).
+        let counted = crate::tokens::precount(&self.counter, messages).await?;
+        let batch = PreparedBatch::new(&counted, messages)?;
         if batch.unique.is_empty() {
             return Ok(AppendOutcome {
                 seqs: Vec::new(),

@@ -88,7 +88,9 @@ pub struct ScoredPoint {
 ///   an empty vector, or a non-finite value is [`InvalidInput`](crate::ErrorKind::InvalidInput),
 ///   and nothing of that batch is written.
 /// - [`search`](VectorStore::search) returns at most `top_k` points *of the scope* (none for a
-///   `top_k` of 0) by decreasing cosine similarity, ties by ascending id, each with its score
+///   `top_k` of 0) by decreasing cosine similarity, ties by ascending id (a backend may bound
+///   how many points tied at the `top_k` boundary it compares, so that a zero vector or many
+///   equal vectors never read a whole scope: it says so in its docs), each with its score
 ///   and payload; only points whose payload matches the query's [`PayloadFilter`] and that
 ///   score at least its `min_score` are returned. A query vector of another dimension is
 ///   `InvalidInput`; a filter the backend cannot express (an `Eq` on a float, say) is

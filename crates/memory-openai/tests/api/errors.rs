@@ -347,3 +347,34 @@ async fn tracing_names_the_model_and_status_but_never_the_key() {
     assert!(!output.contains(KEY), "{output}");
     assert!(!output.contains("SECRET"), "{output}");
 }
+
+#[tokio::test]
+async fn an_answer_larger_than_max_body_bytes_is_limit_exceeded_and_not_retried() {
+    let server = MockServer::start().await;
+    let big = "x".repeat(4_096);
+    Mock::given(method("POST"))
+        .and(path("/v1/chat/completions"))
+        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+            "id": "chatcmpl-big",
+            "object": "chat.completion",
+            "created": 1_715_900_000,
+            "model": "gpt-4o-mini",
+            "choices": [{
+                "index": 0,
+                "message": {"role": "assistant", "content": big},
+                "finish_reason": "stop"
+            }]
+        })))
+        .mount(&server)
+        .await;
+    let small =
+        OpenAiChatModel::new(config(&server, "gpt-4o-mini").with_max_body_bytes(1_024)).unwrap();
+    let err = small.complete(&hello()).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    assert!(err.to_string().contains("1024 bytes"), "{err}");
+    assert_eq!(request_count(&server).await, 1);
+    // The default cap reads the same answer.
+    let default = OpenAiChatModel::new(config(&server, "gpt-4o-mini")).unwrap();
+    let response = default.complete(&hello()).await.unwrap();
+    assert_eq!(response.messages[0].text().len(), 4_096);
+}
