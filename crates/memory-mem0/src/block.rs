@@ -165,6 +165,12 @@ impl MemoryBlock for Mem0MemoryBlock {
         &self.name
     }
 
+    /// [`Memory::reset`](memory_core::memory::Memory::reset) deletes what the block stored
+    /// for the session: see [`Mem0MemoryBlock::forget`].
+    async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+        Mem0MemoryBlock::forget(self, scope, state).await
+    }
+
     fn priority(&self) -> u32 {
         self.priority
     }

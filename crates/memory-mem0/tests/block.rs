@@ -493,3 +493,32 @@ async fn forget_deletes_the_storage_scope_of_the_blocks_tenant_only() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
 }
+
+/// `Memory::reset` reaches the Mem0 block: what it stored for the session is deleted with the
+/// thread, so it cannot resurface in a later conversation of the same session.
+#[tokio::test]
+async fn memory_reset_deletes_what_the_block_stored_for_the_session() {
+    let server = MockServer::start().await;
+    let fake = FakeMem0::default();
+    Mock::given(wiremock::matchers::any())
+        .respond_with(fake.clone())
+        .mount(&server)
+        .await;
+    let block = || Mem0MemoryBlock::new(platform(&server), alice()).with_search_scope(alice());
+    let acme = memory_in("acme", block());
+    acme.put_messages(&conversation()).await.unwrap();
+    memory_in("globex", block())
+        .put_messages(&conversation())
+        .await
+        .unwrap();
+    assert_eq!(fake.memories.lock().unwrap().len(), 4);
+    acme.reset().await.unwrap();
+    let owners: Vec<String> = fake
+        .memories
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|m| m.0.clone())
+        .collect();
+    assert_eq!(owners, ["globex~alice", "globex~alice"]);
+}
