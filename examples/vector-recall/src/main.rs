@@ -93,7 +93,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ))
     .build()?;
 
-    let (mut flushed, mut flushes) = (0, 0);
+    let (mut flushed, mut flushes) = (0usize, 0u32);
     let mut turns = vec![(
         FACT,
         "Noted: the spare office key is under the blue flower pot.",
