@@ -67,7 +67,7 @@ pub(crate) fn run(no_tests: bool) -> Result {
     for (index, step) in steps.iter().enumerate() {
         println!(
             "\n==> [{}/{total}] {}: {}",
-            index + 1,
+            index.saturating_add(1),
             step.name,
             step.shown
         );

@@ -101,7 +101,9 @@ fn ensure(service: &Service) -> State {
     if let Err(why) = start(service) {
         return State::Unreachable(why);
     }
-    let deadline = Instant::now() + START_TIMEOUT;
+    let deadline = Instant::now()
+        .checked_add(START_TIMEOUT)
+        .unwrap_or_else(Instant::now);
     loop {
         if accepts(service.addr) {
             return State::Started;

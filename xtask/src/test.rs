@@ -70,8 +70,8 @@ pub(crate) fn run(extra: &[String]) -> Result {
     let mut totals = Totals::default();
     let stdout_result = forward(stdout, &mut io::stdout(), |line| {
         if let Some(found) = parse_result_line(line) {
-            totals.passed += found.passed;
-            totals.failed += found.failed;
+            totals.passed = totals.passed.saturating_add(found.passed);
+            totals.failed = totals.failed.saturating_add(found.failed);
         }
     });
     let stderr_result = stderr_thread

@@ -584,7 +584,7 @@ fn path_extension(location: &str) -> &str {
         .find(|c| !c.is_empty() && *c != ".")
         .unwrap_or_default();
     match name.rfind('.') {
-        Some(i) if i > 0 && i + 1 < name.len() => &name[i + 1..],
+        Some(i) if i > 0 => name.get(i.saturating_add(1)..).unwrap_or_default(),
         _ => "",
     }
 }

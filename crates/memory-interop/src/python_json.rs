@@ -193,7 +193,7 @@ pub fn float_repr(value: f64) -> String {
     let exponent: i64 = exponent.parse().unwrap_or(0);
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     // Python's `decpt`: the value is 0.DIGITS × 10^decpt.
-    let decpt = exponent + 1;
+    let decpt = exponent.saturating_add(1);
     let ndigits = i64::try_from(digits.len()).unwrap_or(i64::MAX);
     let mut out = String::from(sign);
     if decpt <= -4 || decpt > 16 {
@@ -202,13 +202,13 @@ pub fn float_repr(value: f64) -> String {
             out.push('.');
             out.push_str(&digits[1..]);
         }
-        let exp = decpt - 1;
+        let exp = decpt.saturating_sub(1);
         out.push('e');
         out.push(if exp < 0 { '-' } else { '+' });
         out.push_str(&format!("{:02}", exp.unsigned_abs()));
     } else if decpt <= 0 {
         out.push_str("0.");
-        for _ in 0..(-decpt) {
+        for _ in 0..decpt.saturating_neg() {
             out.push('0');
         }
         out.push_str(&digits);
@@ -219,7 +219,7 @@ pub fn float_repr(value: f64) -> String {
         out.push_str(&digits[point..]);
     } else {
         out.push_str(&digits);
-        for _ in 0..(decpt - ndigits) {
+        for _ in 0..decpt.saturating_sub(ndigits) {
             out.push('0');
         }
         out.push_str(".0");
@@ -290,7 +290,7 @@ impl Formatter for PythonFormatter {
         if !self.ensure_ascii || fragment.is_ascii() && !fragment.contains('\u{7f}') {
             return writer.write_all(fragment.as_bytes());
         }
-        let mut out = String::with_capacity(fragment.len() + 16);
+        let mut out = String::with_capacity(fragment.len().saturating_add(16));
         write_str_body(&mut out, fragment, true);
         writer.write_all(out.as_bytes())
     }

@@ -261,7 +261,7 @@ impl AfRedisHistory {
         // Past the end (`Window::After(u64::MAX)`) the range is empty and starts at `len`, so
         // the positions of what was read never overflow.
         let first = if start < 0 {
-            (len + start).max(0)
+            len.saturating_add(start).max(0)
         } else {
             start.min(len)
         };
@@ -301,7 +301,7 @@ impl AfRedisHistory {
     ) -> Result<Vec<StoredMessage>> {
         elements
             .iter()
-            .zip(first + 1..)
+            .zip(first.saturating_add(1)..)
             .map(|(element, position)| self.decode(key, position, element))
             .collect()
     }
@@ -385,14 +385,18 @@ impl AfRedisHistory {
         }
         let mut used = 0u64;
         let mut chunk = BUDGET_FIRST_CHUNK;
-        let snapshot = self.read_range(what, key, -chunk, -1).await?;
+        let snapshot = self
+            .read_range(what, key, chunk.saturating_neg(), -1)
+            .await?;
         let mut first = snapshot.first;
         let mut elements = snapshot.elements;
         'chunks: loop {
             for (offset, element) in elements.iter().enumerate().rev() {
-                let position = first + 1 + i64::try_from(offset).unwrap_or(i64::MAX);
+                let position = first
+                    .saturating_add(1)
+                    .saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
                 let message = self.decode(key, position, element)?;
-                let total = used + u64::from(message.tokens);
+                let total = used.saturating_add(u64::from(message.tokens));
                 if total > budget {
                     break 'chunks;
                 }
@@ -402,10 +406,10 @@ impl AfRedisHistory {
             if first == 0 {
                 break;
             }
-            chunk = (chunk * 2).min(BUDGET_MAX_CHUNK);
+            chunk = chunk.saturating_mul(2).min(BUDGET_MAX_CHUNK);
             let boundary = elements.first().cloned();
             let mut next = self
-                .read_range(what, key, (first - chunk).max(0), first)
+                .read_range(what, key, first.saturating_sub(chunk).max(0), first)
                 .await?;
             let unchanged = next.len == snapshot.len
                 && next.newest == snapshot.newest
@@ -500,7 +504,8 @@ impl HistoryStore for AfRedisHistory {
             None => "0".to_owned(),
         };
         let count = messages.len().to_string();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(3 + 4 * batch.unique.len());
+        let mut args: Vec<&[u8]> =
+            Vec::with_capacity(batch.unique.len().saturating_mul(4).saturating_add(3));
         args.extend([max.as_bytes(), ttl.as_bytes(), count.as_bytes()]);
         for ((kind, first, second), prepared) in identities.iter().zip(&batch.unique) {
             args.extend([
@@ -528,7 +533,9 @@ impl HistoryStore for AfRedisHistory {
         };
         let seqs = (0i64..)
             .zip(messages)
-            .map(|(i, _)| u64::try_from(base + i - trimmed).unwrap_or(0))
+            .map(|(i, _)| {
+                u64::try_from(base.saturating_add(i).saturating_sub(trimmed)).unwrap_or(0)
+            })
             .collect();
         let inserted = messages
             .len()
@@ -544,7 +551,7 @@ impl HistoryStore for AfRedisHistory {
             Window::All | Window::Everything => self.read_paged(&what, &key, 0, None).await?,
             Window::Last(0) => Vec::new(),
             Window::Last(n) => {
-                let start = i64::try_from(n).map_or(i64::MIN + 1, |n| -n);
+                let start = i64::try_from(n).map_or(-i64::MAX, i64::saturating_neg);
                 self.read_paged(&what, &key, start, Some(n)).await?
             }
             Window::After(seq) => {
@@ -572,7 +579,7 @@ impl HistoryStore for AfRedisHistory {
         let range = self.read_range(&what, &key, 0, -1).await?;
         let mut tokens = 0u64;
         for message in self.decode_all(&key, range.first, &range.elements)? {
-            tokens += u64::from(message.tokens);
+            tokens = tokens.saturating_add(u64::from(message.tokens));
         }
         let len = u64::try_from(range.len).unwrap_or_default();
         Ok(ThreadCount {

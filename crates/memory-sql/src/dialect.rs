@@ -63,11 +63,11 @@ impl Dialect {
         let sql = template.replace("{prefix}", prefix.as_str());
         match self.backend {
             Backend::Postgres => {
-                let mut out = String::with_capacity(sql.len() + 16);
-                let mut n = 0;
+                let mut out = String::with_capacity(sql.len().saturating_add(16));
+                let mut n = 0u32;
                 for c in sql.chars() {
                     if c == '?' {
-                        n += 1;
+                        n = n.saturating_add(1);
                         out.push('$');
                         out.push_str(&n.to_string());
                     } else {

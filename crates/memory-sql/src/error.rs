@@ -158,7 +158,9 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| u64::from(d.subsec_nanos()))
         .unwrap_or_default();
-    Duration::from_millis(base + nanos % (base + 1))
+    Duration::from_millis(
+        base.saturating_add(nanos.checked_rem(base.saturating_add(1)).unwrap_or(0)),
+    )
 }
 
 /// The error for a store that lost every retry.

@@ -707,7 +707,10 @@ impl LlamaIndexHistoryStore {
         if message.created_at == UNKNOWN_TIME
             && let Ok(ns) = u64::try_from(row.int(4)?)
         {
-            message.created_at = (UNIX_EPOCH + Duration::from_nanos(ns)).into();
+            message.created_at = UNIX_EPOCH
+                .checked_add(Duration::from_nanos(ns))
+                .unwrap_or(UNIX_EPOCH)
+                .into();
         }
         let tokens = self.tokens(row_id, &data, &message);
         Ok(StoredMessage {
@@ -796,17 +799,18 @@ impl LlamaIndexHistoryStore {
             let full = rows.len() as i64 == page;
             for row in rows {
                 let message = self.decode(row)?;
-                if used + u64::from(message.tokens) > budget {
+                let total = used.saturating_add(u64::from(message.tokens));
+                if total > budget {
                     break 'pages;
                 }
-                used += u64::from(message.tokens);
+                used = total;
                 before = to_i64(message.seq);
                 out.push(message);
             }
             if !full {
                 break;
             }
-            page = (page * 2).min(BUDGET_PAGE.1);
+            page = page.saturating_mul(2).min(BUDGET_PAGE.1);
         }
         tx.commit(ctx).await?;
         out.reverse();
@@ -934,7 +938,12 @@ impl LlamaIndexHistoryStore {
                 }
                 .or_else(|| p.row.and_then(|r| by_row.get(&r)));
                 if let Some(&seq) = hit {
-                    found.insert(chunk_no * ROWS_PER_STATEMENT + i, seq);
+                    found.insert(
+                        chunk_no
+                            .saturating_mul(ROWS_PER_STATEMENT)
+                            .saturating_add(i),
+                        seq,
+                    );
                 }
             }
         }
@@ -971,23 +980,25 @@ impl LlamaIndexHistoryStore {
                 Some(&seq) => seqs.push(seq),
                 None => {
                     let n = fresh.len() as u64;
-                    seqs.push(total + n + 1);
+                    seqs.push(total.saturating_add(n).saturating_add(1));
                     fresh.push((p, base.saturating_add(to_i64(n))));
                 }
             }
         }
-        let mut start = 0;
-        while start < fresh.len() {
-            let mut end = start;
-            let mut bytes = 0;
-            while end < fresh.len()
-                && end - start < ROWS_PER_STATEMENT
-                && (end == start || bytes + fresh[end].0.data.len() <= BYTES_PER_STATEMENT)
-            {
-                bytes += fresh[end].0.data.len();
-                end += 1;
+        let mut rest = fresh.as_slice();
+        while !rest.is_empty() {
+            // At most ROWS_PER_STATEMENT rows and BYTES_PER_STATEMENT bytes, at least one row.
+            let mut take = 0usize;
+            let mut bytes = 0usize;
+            for (p, _) in rest.iter().take(ROWS_PER_STATEMENT) {
+                let with = bytes.saturating_add(p.data.len());
+                if take > 0 && with > BYTES_PER_STATEMENT {
+                    break;
+                }
+                bytes = with;
+                take = take.saturating_add(1);
             }
-            let rows = &fresh[start..end];
+            let (rows, after) = rest.split_at(take);
             let values =
                 vec![format!("(?, ?, ?, 'active', {})", inner.sql.data_param()); rows.len()];
             let template = format!(
@@ -999,7 +1010,7 @@ impl LlamaIndexHistoryStore {
                 q = q.text(key).int(*ts).text(&p.role).text(&p.data);
             }
             tx.execute(ctx, q).await?;
-            start = end;
+            rest = after;
         }
         tx.commit(ctx).await?;
         Ok((seqs, fresh.len()))
@@ -1022,7 +1033,7 @@ impl LlamaIndexHistoryStore {
         tx.commit(ctx).await?;
         let mut active_tokens = 0u64;
         for row in rows {
-            active_tokens += u64::from(self.decode(row)?.tokens);
+            active_tokens = active_tokens.saturating_add(u64::from(self.decode(row)?.tokens));
         }
         let (total, active) = match counts.first() {
             Some(row) => (row.uint(0)?, row.uint(1)?),
@@ -1295,11 +1306,11 @@ fn render(postgres: bool, table: &str, template: &str) -> String {
     if !postgres {
         return sql;
     }
-    let mut out = String::with_capacity(sql.len() + 16);
-    let mut n = 0;
+    let mut out = String::with_capacity(sql.len().saturating_add(16));
+    let mut n = 0u32;
     for c in sql.chars() {
         if c == '?' {
-            n += 1;
+            n = n.saturating_add(1);
             out.push('$');
             out.push_str(&n.to_string());
         } else {

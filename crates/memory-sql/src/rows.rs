@@ -27,10 +27,10 @@ pub(crate) fn scope_from_row(row: &mut Row, first: usize) -> Result<Scope> {
             .with_source(err)
     };
     let tenant = TenantId::new(row.take_text(first)?).map_err(corrupt)?;
-    let user = row.take_opt_text(first + 1)?;
-    let agent = row.take_opt_text(first + 2)?;
-    let source = row.take_text(first + 3)?;
-    let session = SessionId::new(row.take_text(first + 4)?).map_err(corrupt)?;
+    let user = row.take_opt_text(first.saturating_add(1))?;
+    let agent = row.take_opt_text(first.saturating_add(2))?;
+    let source = row.take_text(first.saturating_add(3))?;
+    let session = SessionId::new(row.take_text(first.saturating_add(4))?).map_err(corrupt)?;
     let mut scope = Scope::new(tenant, session)
         .with_source(source)
         .map_err(corrupt)?;

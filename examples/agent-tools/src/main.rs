@@ -94,8 +94,8 @@ async fn run() -> std::result::Result<(), Box<dyn StdError>> {
     let messages: Vec<ChatMessage> = stored.iter().map(|m| m.message.clone()).collect();
     println!("stored thread ({} messages):", stored.len());
     for (g, group) in Segmentation::of(&messages).groups.iter().enumerate() {
-        println!("  group {}", g + 1);
-        for m in &stored[group.clone()] {
+        println!("  group {}", g.saturating_add(1));
+        for m in stored.get(group.clone()).unwrap_or_default() {
             println!("    {:>2} {}", m.seq, describe(&m.message));
         }
     }

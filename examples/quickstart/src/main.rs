@@ -196,7 +196,7 @@ async fn play(
                 "continuing the conversation of an earlier run: {} turns, {} stored messages \
                  ({} flushed into the memory)",
                 session.turns(),
-                stored.active + stored.archived,
+                stored.active.saturating_add(stored.archived),
                 stored.archived
             );
             (session, Some(saved.version))
@@ -271,7 +271,7 @@ async fn turn(
     counter: &TiktokenCounter,
     transcript: &mut Transcript,
 ) -> Result<(), agent_memory::Error> {
-    println!("\n-- turn {} --", session.turns() + 1);
+    println!("\n-- turn {} --", session.turns().saturating_add(1));
     println!("user: {text}");
     let archived_before = stores.history.count(session.scope()).await?.archived;
     let run = agent.run(text, session).await?;

@@ -81,7 +81,11 @@ fn condense(instructions: &str, prompt: &str) -> String {
         .and_then(|(_, rest)| rest.split_whitespace().next())
         .and_then(|n| n.parse::<usize>().ok())
         .unwrap_or(facts.len());
-    fact_list(&facts[facts.len().saturating_sub(max)..])
+    fact_list(
+        facts
+            .get(facts.len().saturating_sub(max)..)
+            .unwrap_or_default(),
+    )
 }
 
 fn fact_list(facts: &[String]) -> String {
@@ -94,7 +98,9 @@ fn answer(request: &ChatRequest) -> String {
     let users = texts(request, |role| role == Role::User);
     let question = users.last().map(|q| q.to_lowercase()).unwrap_or_default();
     // What the conversation still shows: the user's earlier statements, in the third person.
-    let window: Vec<String> = users[..users.len().saturating_sub(1)]
+    let window: Vec<String> = users
+        .get(..users.len().saturating_sub(1))
+        .unwrap_or_default()
         .iter()
         .flat_map(|t| statements(t))
         .collect();
@@ -169,7 +175,7 @@ fn sentences(text: &str) -> Vec<&str> {
             if !sentence.is_empty() {
                 out.push(sentence);
             }
-            start = i + 1;
+            start = i.saturating_add(c.len_utf8());
         }
     }
     let rest = text[start..].trim();
@@ -196,11 +202,11 @@ fn third_person(sentence: &str) -> Option<String> {
     let mut out: Vec<String> = Vec::new();
     let mut about_user = false;
     let mut i = 0;
-    while i < words.len() {
-        let word = words[i];
+    while let Some(&word) = words.get(i) {
         let core = word.trim_end_matches(|c: char| !c.is_alphanumeric() && c != '\'');
         let tail = &word[core.len()..];
-        let next = words.get(i + 1).map(|w| w.to_lowercase());
+        let following = words.get(i.saturating_add(1)).copied();
+        let next = following.map(str::to_lowercase);
         let (replacement, skip) = match (core.to_lowercase().as_str(), next.as_deref()) {
             ("i", Some("am")) => ("the user is", 1),
             ("i'm", _) => ("the user is", 0),
@@ -214,13 +220,15 @@ fn third_person(sentence: &str) -> Option<String> {
         } else {
             about_user = true;
             let skipped_tail = if skip == 1 {
-                words[i + 1].trim_start_matches(char::is_alphanumeric)
+                following
+                    .unwrap_or_default()
+                    .trim_start_matches(char::is_alphanumeric)
             } else {
                 tail
             };
             out.push(format!("{replacement}{skipped_tail}"));
         }
-        i += 1 + skip;
+        i = i.saturating_add(1).saturating_add(skip);
     }
     if !(about_user || remembered) || out.is_empty() {
         return None;
@@ -265,23 +273,25 @@ fn lower_first(text: &str) -> String {
 fn tagged(text: &str, open: &str, close: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find(open) {
-        let after = &rest[start + open.len()..];
-        let Some(end) = after.find(close) else {
+    while let Some((_, after)) = rest.split_once(open) {
+        let Some((item, next)) = after.split_once(close) else {
             break;
         };
-        let item = after[..end].trim();
+        let item = item.trim();
         if !item.is_empty() {
             out.push(item.to_owned());
         }
-        rest = &after[end + close.len()..];
+        rest = next;
     }
     out
 }
 
 /// The word that follows `marker` in `text` (case-insensitive), without punctuation.
 fn word_after(text: &str, marker: &str) -> Option<String> {
-    let at = text.to_lowercase().find(marker)? + marker.len();
+    let at = text
+        .to_lowercase()
+        .find(marker)?
+        .saturating_add(marker.len());
     let word: String = text
         .get(at..)?
         .chars()

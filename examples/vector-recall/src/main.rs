@@ -93,7 +93,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     ))
     .build()?;
 
-    let (mut flushed, mut flushes) = (0, 0);
+    let (mut flushed, mut flushes) = (0usize, 0u32);
     let mut turns = vec![(
         FACT,
         "Noted: the spare office key is under the blue flower pot.",
@@ -104,8 +104,8 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             .put_messages(&[ChatMessage::user(question), ChatMessage::assistant(answer)])
             .await?;
         if report.messages > 0 {
-            flushed += report.messages;
-            flushes += 1;
+            flushed = flushed.saturating_add(report.messages);
+            flushes = flushes.saturating_add(1);
         }
     }
     println!("flushed {flushed} messages in {flushes} batches out of the short-term window");

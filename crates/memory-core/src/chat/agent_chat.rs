@@ -186,12 +186,14 @@ impl AgentChat {
             return Err(Error::invalid_input("the chat has no agent"));
         }
         let index = match &self.selection {
-            SelectionStrategy::RoundRobin => self.turn % self.participants.len(),
-            SelectionStrategy::Supervisor(choose) => {
-                choose(&self.history, &self.participants()).min(self.participants.len() - 1)
+            SelectionStrategy::RoundRobin => {
+                self.turn.checked_rem(self.participants.len()).unwrap_or(0)
             }
+            SelectionStrategy::Supervisor(choose) => choose(&self.history, &self.participants())
+                .min(self.participants.len().saturating_sub(1)),
         };
-        self.turn += 1;
+        // The turn counter comes from stored chat state: it wraps instead of overflowing.
+        self.turn = self.turn.wrapping_add(1);
         self.invoke_index(index).await
     }
 
@@ -210,7 +212,11 @@ impl AgentChat {
     }
 
     async fn invoke_index(&mut self, index: usize) -> Result<Vec<ChatMessage>> {
-        let participant = self.participants[index].clone();
+        let participant = self
+            .participants
+            .get(index)
+            .cloned()
+            .ok_or_else(|| Error::not_found(format!("the chat has no agent number {index}")))?;
         let key = participant.channel_key();
         let channel_scope = self
             .scope
@@ -223,7 +229,10 @@ impl AgentChat {
             None => AgentSession::new(channel_scope),
         };
         let synced = self.channels.get(&key).map_or(0, |c| c.synced);
-        let new: Vec<ChatMessage> = self.history[synced.min(self.history.len())..]
+        let new: Vec<ChatMessage> = self
+            .history
+            .get(synced..)
+            .unwrap_or_default()
             .iter()
             .filter(|m| m.author_name.as_deref() != Some(participant.agent.name().as_str()))
             .cloned()

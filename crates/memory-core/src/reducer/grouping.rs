@@ -28,24 +28,24 @@ pub struct Segmentation {
 impl Segmentation {
     /// Segments `messages`.
     pub fn of<M: AsRef<ChatMessage>>(messages: &[M]) -> Self {
-        let msg = |i: usize| messages[i].as_ref();
-        let pinned = (!messages.is_empty()
-            && matches!(msg(0).role, Role::System | Role::Developer))
-        .then_some(0);
+        let msg = |i: usize| messages.get(i).map(AsRef::as_ref);
+        let pinned = msg(0)
+            .is_some_and(|m| matches!(m.role, Role::System | Role::Developer))
+            .then_some(0);
         let start = usize::from(pinned.is_some());
         let mut groups: Vec<Range<usize>> = Vec::new();
         let mut i = start;
-        while i < messages.len() {
-            let m = msg(i);
+        while let Some(m) = msg(i) {
+            // `i < messages.len() <= isize::MAX`, so the successor cannot overflow.
+            let after = i.saturating_add(1);
             if m.has_tool_calls() {
                 let calls: HashSet<&str> = m.tool_call_ids().collect();
-                let mut end = i + 1;
-                while end < messages.len() {
-                    let next = msg(end);
+                let mut end = after;
+                while let Some(next) = msg(end) {
                     let answers = next.tool_result_ids().next().is_some()
                         && next.tool_result_ids().all(|id| calls.contains(id));
                     if next.role == Role::Tool && answers {
-                        end += 1;
+                        end = end.saturating_add(1);
                     } else {
                         break;
                     }
@@ -55,17 +55,17 @@ impl Segmentation {
             } else if m.role == Role::Tool && !groups.is_empty() {
                 // An orphaned result stays with whatever precedes it.
                 if let Some(last) = groups.last_mut() {
-                    last.end = i + 1;
+                    last.end = after;
                 }
-                i += 1;
+                i = after;
             } else {
-                groups.push(i..i + 1);
-                i += 1;
+                groups.push(i..after);
+                i = after;
             }
         }
         let last_user = (start..messages.len())
             .rev()
-            .find(|&i| msg(i).role == Role::User);
+            .find(|&i| msg(i).is_some_and(|m| m.role == Role::User));
         let protected_from = match last_user {
             Some(u) => groups
                 .iter()

@@ -53,7 +53,10 @@ impl TokenBudgetReducer {
 impl ChatReducer for TokenBudgetReducer {
     async fn reduce(&self, messages: &[StoredMessage]) -> Result<Reduction> {
         let seg = Segmentation::of(messages);
-        let pinned = seg.pinned.map_or(0, |p| u64::from(messages[p].tokens));
+        let pinned = seg
+            .pinned
+            .and_then(|p| messages.get(p))
+            .map_or(0, |m| u64::from(m.tokens));
         Ok(keep_within(messages, &seg, self.budget, pinned, |m| {
             u64::from(m.tokens)
         }))

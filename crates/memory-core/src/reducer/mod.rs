@@ -65,7 +65,7 @@ impl Reduction {
 
     /// Keeps `pinned` and the suffix from `first_kept`.
     pub fn new(pinned: Option<usize>, first_kept: usize) -> Self {
-        let start = pinned.map_or(0, |p| p + 1);
+        let start = pinned.map_or(0, |p| p.saturating_add(1));
         let mut dropped = Vec::new();
         if first_kept > start {
             dropped.push(start..first_kept);
@@ -86,7 +86,7 @@ impl Reduction {
     /// Also drops the message at `index`.
     pub fn drop_index(mut self, index: usize) -> Self {
         if !self.is_dropped(index) {
-            self.dropped.push(index..index + 1);
+            self.dropped.push(index..index.saturating_add(1));
             self.dropped.sort_by_key(|r| r.start);
         }
         self
@@ -126,7 +126,7 @@ impl Reduction {
             .filter(|(i, _)| !self.is_dropped(*i))
             .map(|(i, m)| (i, &m.message))
             .collect();
-        let mut out = Vec::with_capacity(kept.len() + 1);
+        let mut out = Vec::with_capacity(kept.len().saturating_add(1));
         out.extend(
             kept.iter()
                 .filter(|(i, _)| Some(*i) == self.pinned)
@@ -204,7 +204,12 @@ pub(crate) fn keep_within<M>(
     let mut used = pinned_cost;
     let mut first_group = seg.groups.len();
     for (g, range) in seg.groups.iter().enumerate().rev() {
-        let group_cost: u64 = messages[range.clone()].iter().map(&cost).sum();
+        let group_cost: u64 = messages
+            .get(range.clone())
+            .unwrap_or_default()
+            .iter()
+            .map(&cost)
+            .sum();
         if g >= seg.protected_from || used.saturating_add(group_cost) <= limit {
             used = used.saturating_add(group_cost);
             first_group = g;

@@ -72,12 +72,12 @@ impl ChatReducer for SummarizingReducer {
         let cut = keep_within(messages, &seg, self.target as u64, 0, |m| {
             u64::from(!is_summary(&m.message))
         });
-        let start = seg.pinned.map_or(0, |p| p + 1);
+        let start = seg.pinned.map_or(0, |p| p.saturating_add(1));
         let first_kept = cut.dropped.first().map_or(start, |d| d.end);
         // Earlier summaries are folded into the new one, wherever they sit.
         let mut reduction = Reduction::new(seg.pinned, first_kept);
         let earlier: Vec<usize> = (first_kept..messages.len())
-            .filter(|&i| is_summary(&messages[i].message))
+            .filter(|&i| messages.get(i).is_some_and(|m| is_summary(&m.message)))
             .collect();
         for &i in &earlier {
             reduction = reduction.drop_index(i);

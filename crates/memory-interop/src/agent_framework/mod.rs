@@ -659,7 +659,7 @@ pub fn duplicate_prefix_len(existing: &[AfIdentity], incoming: &[AfIdentity]) ->
     if n == 0 || incoming.is_empty() {
         return 0;
     }
-    let single_user = |overlap: &[AfIdentity]| overlap.len() == 1 && overlap[0].is_id_less_user();
+    let single_user = |overlap: &[AfIdentity]| matches!(overlap, [only] if only.is_id_less_user());
     // Agent Framework 1.23 `filter_new_messages`: a replay of the whole stored transcript keeps
     // what follows it, except that one id-less user message matching at the very start is a
     // new message (a user may say the same thing twice).
@@ -667,11 +667,15 @@ pub fn duplicate_prefix_len(existing: &[AfIdentity], incoming: &[AfIdentity]) ->
         && let Some(start) = incoming.windows(n).position(|w| w == existing)
         && !(start == 0 && single_user(existing))
     {
-        return start + n;
+        return start.saturating_add(n);
     }
     for k in (1..=n.min(incoming.len())).rev() {
-        if existing[n - k..] == incoming[..k] {
-            return if single_user(&incoming[..k]) { 0 } else { k };
+        let (Some(tail), Some(head)) = (existing.get(n.saturating_sub(k)..), incoming.get(..k))
+        else {
+            continue;
+        };
+        if tail == head {
+            return if single_user(head) { 0 } else { k };
         }
     }
     0
@@ -699,7 +703,7 @@ pub fn filter_new_messages<'a>(existing: &[Value], incoming: &'a [Value]) -> &'a
     let existing: Vec<AfIdentity> = existing.iter().map(AfIdentity::of).collect();
     let identities: Vec<AfIdentity> = incoming.iter().map(AfIdentity::of).collect();
     let skip = duplicate_prefix_len(&existing, &identities);
-    &incoming[skip.min(incoming.len())..]
+    incoming.get(skip..).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 //! by Agent Framework's `_storage_key_segment`, and the deprecated legacy format
 //! `{key_prefix}:{session}`.
 
-use data_encoding::BASE32_NOPAD;
+use data_encoding::{BASE32_NOPAD, HEXLOWER};
 use memory_core::{Error, Result};
 use sha2::{Digest, Sha256};
 
@@ -316,11 +316,7 @@ fn storage_key_segment(value: &str, encoded_prefix: &str) -> String {
         return encoded;
     }
     let digest = Sha256::digest(value.as_bytes());
-    let mut hex = String::with_capacity(digest.len() * 2);
-    for byte in digest {
-        hex.push(char::from_digit(u32::from(byte >> 4), 16).unwrap_or('0'));
-        hex.push(char::from_digit(u32::from(byte & 0x0f), 16).unwrap_or('0'));
-    }
+    let hex = HEXLOWER.encode(&digest);
     format!("{encoded_prefix}{DIGEST_MARKER}{hex}")
 }
 
