@@ -161,10 +161,14 @@ fn secret_spans(text: &str) -> Spans {
     let hosts_start = match userinfo_end(rest) {
         Some(at) => {
             let userinfo = &rest[..at];
+            // Offsets inside `text`: every sum is at most `text.len()`.
             if let Some(colon) = userinfo.find(':') {
-                ranges.push(after_scheme + colon + 1..after_scheme + at);
+                ranges.push(
+                    after_scheme.saturating_add(colon).saturating_add(1)
+                        ..after_scheme.saturating_add(at),
+                );
             }
-            after_scheme + at + 1
+            after_scheme.saturating_add(at).saturating_add(1)
         }
         None => after_scheme,
     };
@@ -178,7 +182,7 @@ fn scheme_end(text: &str) -> Option<usize> {
     let mut chars = scheme.chars();
     let valid = chars.next().is_some_and(|c| c.is_ascii_alphabetic())
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'));
-    valid.then_some(scheme.len() + 3)
+    valid.then_some(scheme.len().saturating_add(3))
 }
 
 /// The index of the `@` that ends the user info of `rest` (the URL after `scheme://`): the
@@ -191,7 +195,7 @@ fn userinfo_end(rest: &str) -> Option<usize> {
         .match_indices('@')
         .map(|(i, _)| i)
         .rev()
-        .find(|&i| is_host_list(&rest[i + 1..]))
+        .find(|&i| rest.get(i.saturating_add(1)..).is_some_and(is_host_list))
         .unwrap_or(last);
     let userinfo = &rest[..at];
     (userinfo.contains(':') || !userinfo.contains(['/', '?', '#'])).then_some(at)
@@ -237,18 +241,24 @@ fn query_secrets(text: &str, offset: usize) -> Vec<Range<usize>> {
     let Some(q) = text.find('?') else {
         return Vec::new();
     };
-    let query_end = text[q..].find('#').map_or(text.len(), |i| q + i);
+    // Offsets inside `text`: every sum is at most `text.len()`.
+    let query_end = text[q..]
+        .find('#')
+        .map_or(text.len(), |i| q.saturating_add(i));
     let mut ranges = Vec::new();
-    let mut start = q + 1;
-    for pair in text[q + 1..query_end].split('&') {
+    let mut start = q.saturating_add(1);
+    for pair in text.get(start..query_end).unwrap_or_default().split('&') {
         if let Some((name, value)) = pair.split_once('=')
             && is_secret_param(name)
             && !value.is_empty()
         {
-            let value_start = offset + start + name.len() + 1;
-            ranges.push(value_start..value_start + value.len());
+            let value_start = offset
+                .saturating_add(start)
+                .saturating_add(name.len())
+                .saturating_add(1);
+            ranges.push(value_start..value_start.saturating_add(value.len()));
         }
-        start += pair.len() + 1;
+        start = start.saturating_add(pair.len()).saturating_add(1);
     }
     ranges
 }
@@ -266,23 +276,9 @@ fn is_secret_param(name: &str) -> bool {
 }
 
 fn percent_decode(s: &str) -> String {
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let b = bytes[i];
-        if b == b'%' && i + 2 < bytes.len() {
-            let hex = |c: u8| (c as char).to_digit(16);
-            if let (Some(h), Some(l)) = (hex(bytes[i + 1]), hex(bytes[i + 2])) {
-                out.push((h * 16 + l) as u8);
-                i += 3;
-                continue;
-            }
-        }
-        out.push(b);
-        i += 1;
-    }
-    String::from_utf8_lossy(&out).into_owned()
+    percent_encoding::percent_decode_str(s)
+        .decode_utf8_lossy()
+        .into_owned()
 }
 
 #[cfg(test)]

@@ -309,7 +309,7 @@ impl Precounted<'_> {
         let offset = std::ptr::from_ref(message)
             .addr()
             .checked_sub(self.messages.as_ptr().addr())?;
-        let index = (offset % size == 0).then_some(offset / size)?;
+        let index = (offset.checked_rem(size)? == 0).then_some(offset.checked_div(size)?)?;
         self.messages
             .get(index)
             .filter(|m| std::ptr::eq(*m, message))

@@ -62,7 +62,9 @@ pub fn retry_after(headers: &HeaderMap) -> Option<Duration> {
         return seconds(secs);
     }
     let date = chrono::DateTime::parse_from_rfc2822(value).ok()?;
-    let wait = date.with_timezone(&chrono::Utc) - chrono::Utc::now();
+    let wait = date
+        .with_timezone(&chrono::Utc)
+        .signed_duration_since(chrono::Utc::now());
     Some(wait.to_std().unwrap_or(Duration::ZERO).min(MAX_SERVER_WAIT))
 }
 
@@ -166,7 +168,7 @@ where
     let span = tracing::Span::current();
     let mut attempt: u32 = 0;
     loop {
-        attempt += 1;
+        attempt = attempt.saturating_add(1);
         span.record("attempts", attempt);
         let mut failure = match send_once(info, build(), &classify).await {
             Ok(bytes) => return Ok(bytes),
@@ -195,7 +197,7 @@ where
                 return Err(failure.into_error(info.service, info.what, attempt));
             }
             Retry::After(wait) => wait,
-            Retry::Backoff => policy.backoff(attempt - 1),
+            Retry::Backoff => policy.backoff(attempt.saturating_sub(1)),
         };
         tracing::warn!(
             attempt,
@@ -309,12 +311,12 @@ async fn read_body(
         .await
         .map_err(|err| transport_failure(err, info.host, info.timeout))?
     {
-        let room = cap - body.len();
+        let room = cap.saturating_sub(body.len());
         if chunk.len() > room {
             if success {
                 return Err(too_large());
             }
-            body.extend_from_slice(&chunk[..room]);
+            body.extend_from_slice(chunk.get(..room).unwrap_or_default());
             break;
         }
         body.extend_from_slice(&chunk);

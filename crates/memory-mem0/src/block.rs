@@ -182,10 +182,15 @@ impl MemoryBlock for Mem0MemoryBlock {
             return Ok(empty());
         };
         let scope = scope.in_tenant(context.scope.tenant())?;
-        let recent = &context.messages[context
+        let recent = context
             .messages
-            .len()
-            .saturating_sub(self.retrieval_context_window)..];
+            .get(
+                context
+                    .messages
+                    .len()
+                    .saturating_sub(self.retrieval_context_window)..,
+            )
+            .unwrap_or_default();
         let query = query_text(recent);
         if query.is_empty() {
             return Ok(empty());
@@ -261,7 +266,9 @@ impl MemoryBlock for Mem0MemoryBlock {
         let mut removed = 0u64;
         while removed < excess_tokens {
             let Some(line) = lines.pop() else { break };
-            removed += u64::from(counter.count_text(line)) + 1;
+            removed = removed
+                .saturating_add(u64::from(counter.count_text(line)))
+                .saturating_add(1);
         }
         Ok((!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n"))))
     }

@@ -164,7 +164,7 @@ impl Mem0Client {
                 let all = response::records(self.inner.http.json(call).await?, "list")?;
                 let total = all.len();
                 let size = usize::try_from(request.page_size).unwrap_or(usize::MAX);
-                let start = usize::try_from(request.page - 1)
+                let start = usize::try_from(request.page.saturating_sub(1))
                     .unwrap_or(usize::MAX)
                     .saturating_mul(size);
                 let results: Vec<MemoryRecord> = all.into_iter().skip(start).take(size).collect();

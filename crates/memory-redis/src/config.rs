@@ -188,14 +188,15 @@ impl Timeouts {
     /// The longest a single call may take before it fails: the re-send deadline plus a little
     /// slack for the reconnect backoff.
     pub(crate) fn call_budget(self) -> Duration {
-        self.resend_deadline() + Duration::from_millis(500)
+        self.resend_deadline()
+            .saturating_add(Duration::from_millis(500))
     }
 
     /// How long the cluster client may keep re-sending one request (one connection attempt
     /// plus one answer): it passes before [`call_budget`](Self::call_budget), so no request is
     /// re-sent after its call has failed.
     pub(crate) fn resend_deadline(self) -> Duration {
-        self.connection + self.response
+        self.connection.saturating_add(self.response)
     }
 }
 
@@ -278,7 +279,10 @@ impl Endpoint {
 /// `{base}://[userinfo@]host[tail]` URL per host.
 fn cluster_seeds(base: &str, rest: &str, url: &str) -> Result<Vec<String>> {
     let (userinfo, hosts_and_tail) = match rest.rfind('@') {
-        Some(at) => (Some(&rest[..at]), &rest[at + 1..]),
+        Some(at) => (
+            rest.get(..at),
+            rest.get(at.saturating_add(1)..).unwrap_or_default(),
+        ),
         None => (None, rest),
     };
     let split = hosts_and_tail

@@ -62,8 +62,11 @@ impl Connection {
         let redacted = endpoint.redacted();
         let what = format!("connect to {redacted}");
         // Every attempt may take the connection timeout, plus the waits between them.
-        let budget = timeouts.resend_deadline() * (RECONNECT_RETRIES as u32 + 1)
-            + RECONNECT_MAX_DELAY * RECONNECT_RETRIES as u32;
+        let retries = u32::try_from(RECONNECT_RETRIES).unwrap_or(u32::MAX);
+        let budget = timeouts
+            .resend_deadline()
+            .saturating_mul(retries.saturating_add(1))
+            .saturating_add(RECONNECT_MAX_DELAY.saturating_mul(retries));
         let conn = match endpoint {
             Endpoint::Standalone(url) => {
                 check_tls(url, &redacted)?;

@@ -155,7 +155,7 @@ pub(crate) fn index_range(filter: &ScopeFilter, cursor: Option<&str>) -> (String
     }
     // Every string that starts with the prefix (which ends with `|`) sorts below the prefix
     // with its last `|` replaced by the next byte, `}`.
-    let max = format!("({}}}", &prefix[..prefix.len() - 1]);
+    let max = format!("({}}}", prefix.strip_suffix('|').unwrap_or(&prefix));
     let min = match cursor {
         Some(c) if c >= prefix.as_str() => format!("({c}"),
         _ => format!("[{prefix}"),

@@ -461,7 +461,7 @@ pub(crate) fn scope_page(
             continue;
         }
         smallest.insert(scope_key, scope);
-        if smallest.len() > limit + 1 {
+        if smallest.len() > limit.saturating_add(1) {
             smallest.pop_last();
         }
     }

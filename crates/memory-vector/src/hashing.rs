@@ -43,12 +43,14 @@ impl HashingEmbedder {
                 continue;
             }
             let digest = Sha256::digest(word.as_bytes());
-            let mut bucket = [0u8; 8];
-            bucket.copy_from_slice(&digest[..8]);
-            let h = u64::from_le_bytes(bucket);
-            let index = (h % self.dimensions as u64) as usize;
-            let sign = if digest[8] & 1 == 0 { 1.0 } else { -1.0 };
-            v[index] += sign;
+            let bytes: [u8; 32] = digest.into();
+            let [b0, b1, b2, b3, b4, b5, b6, b7, b8, ..] = bytes;
+            let h = u64::from_le_bytes([b0, b1, b2, b3, b4, b5, b6, b7]);
+            let index = h.checked_rem(self.dimensions as u64).unwrap_or(0) as usize;
+            let sign = if b8 & 1 == 0 { 1.0 } else { -1.0 };
+            if let Some(slot) = v.get_mut(index) {
+                *slot += sign;
+            }
         }
         let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
         if norm > 0.0 {

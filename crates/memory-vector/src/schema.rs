@@ -41,7 +41,7 @@ const POINT_NAMESPACE: Uuid = Uuid::from_u128(0x5d1c_7c1e_9a4f_4f0b_8e3a_2b6f_0c
 
 /// The Qdrant point id of the caller's point `id` in `scope`.
 pub(crate) fn qdrant_point_id(scope_key: &str, id: Uuid) -> Uuid {
-    let mut name = Vec::with_capacity(scope_key.len() + 17);
+    let mut name = Vec::with_capacity(scope_key.len().saturating_add(17));
     name.extend_from_slice(scope_key.as_bytes());
     name.push(0);
     name.extend_from_slice(id.as_bytes());
@@ -292,7 +292,7 @@ pub(crate) fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usiz
     if got.len() < limit || top_k == 0 || got.len() < top_k {
         return None;
     }
-    let boundary = got[top_k - 1];
+    let &boundary = got.get(top_k.saturating_sub(1))?;
     let tied = got.last().is_some_and(|last| *last >= boundary);
     let cap = tie_fetch_cap(top_k);
     (tied && limit < cap).then(|| limit.saturating_mul(2).min(cap))

@@ -74,7 +74,7 @@ impl VectorStore for InMemoryVectorStore {
         };
         if query.top_k < scored.len() {
             if query.top_k > 0 {
-                scored.select_nth_unstable_by(query.top_k - 1, order);
+                scored.select_nth_unstable_by(query.top_k.saturating_sub(1), order);
             }
             scored.truncate(query.top_k);
         }
