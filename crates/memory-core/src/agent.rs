@@ -7,7 +7,7 @@ use tracing::Instrument;
 use crate::context::{ContextProvider, ContextProviders};
 use crate::error::{Error, Result};
 use crate::history::{HistoryStore, StoredMessage, Window};
-use crate::id::AgentId;
+use crate::id::{AgentId, MessageId};
 use crate::message::{ChatMessage, Role};
 use crate::model::{ChatModel, ChatRequest, Usage};
 use crate::reducer::{ChatReducer, ReducerTrigger, Reduction, is_summary};
@@ -21,32 +21,95 @@ pub const DEFAULT_WINDOW: Window = Window::TokenBudget(30_000);
 /// The default limit of model calls in one run.
 pub const DEFAULT_MAX_ITERATIONS: usize = 8;
 
-/// What one run gives as input.
+/// What one run gives as input: its messages, and whether the run derives their ids.
+///
+/// Text (`From<&str>`, `From<String>`) makes one user message whose id the run derives
+/// deterministically from the session's scope, its turn count and the text (see
+/// [`Agent::run`]), so retrying a run whose store write committed but whose reply was lost
+/// stores the turn once in a store that dedupes ids. Messages given as such
+/// (`From<ChatMessage>`, `From<Vec<ChatMessage>>`, [`new`](Self::new)) keep their ids; a retry
+/// that passes the same messages (the same ids) is deduped likewise.
 #[derive(Debug, Clone, PartialEq)]
-pub struct AgentInput(pub Vec<ChatMessage>);
+pub struct AgentInput {
+    messages: Vec<ChatMessage>,
+    derive_ids: bool,
+}
+
+impl AgentInput {
+    /// The given messages, with their own ids.
+    pub fn new(messages: Vec<ChatMessage>) -> Self {
+        Self {
+            messages,
+            derive_ids: false,
+        }
+    }
+
+    /// One user message of `text`, its id derived by the run.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            messages: vec![ChatMessage::user(text.into())],
+            derive_ids: true,
+        }
+    }
+
+    /// The messages.
+    pub fn messages(&self) -> &[ChatMessage] {
+        &self.messages
+    }
+
+    /// Whether the run derives the messages' ids (text input).
+    pub fn derives_ids(&self) -> bool {
+        self.derive_ids
+    }
+
+    /// The messages, taken out.
+    pub fn into_messages(self) -> Vec<ChatMessage> {
+        self.messages
+    }
+}
 
 impl From<&str> for AgentInput {
     fn from(text: &str) -> Self {
-        AgentInput(vec![ChatMessage::user(text)])
+        AgentInput::text(text)
     }
 }
 
 impl From<String> for AgentInput {
     fn from(text: String) -> Self {
-        AgentInput(vec![ChatMessage::user(text)])
+        AgentInput::text(text)
     }
 }
 
 impl From<ChatMessage> for AgentInput {
     fn from(message: ChatMessage) -> Self {
-        AgentInput(vec![message])
+        AgentInput::new(vec![message])
     }
 }
 
 impl From<Vec<ChatMessage>> for AgentInput {
     fn from(messages: Vec<ChatMessage>) -> Self {
-        AgentInput(messages)
+        AgentInput::new(messages)
     }
+}
+
+/// The id of input message `index` of the run at turn `turn` of the session at `scope`: a
+/// UUIDv5 of the scope key, the turn, the index, the role and the content, so the same text
+/// retried at the same turn gets the same id, and the next turn (or other text) another.
+fn derived_input_id(
+    scope: &crate::Scope,
+    turn: u64,
+    index: usize,
+    message: &ChatMessage,
+) -> MessageId {
+    let parts = serde_json::to_string(&message.parts).unwrap_or_default();
+    let name = format!(
+        "agent-memory/input\n{}\n{turn}\n{index}\n{:?}\n{parts}",
+        scope.key(),
+        message.role
+    );
+    // A UUID is 36 characters of the id alphabet: always a valid id.
+    let uuid = uuid::Uuid::new_v5(&uuid::Uuid::NAMESPACE_OID, name.as_bytes()).to_string();
+    MessageId::new(uuid).unwrap_or_else(|_| MessageId::generate())
 }
 
 /// Why a run stopped.
@@ -284,6 +347,14 @@ impl Agent {
     /// untouched), so a run with many tool calls stays within the reducer's limit; it cuts
     /// along [`Segmentation`](crate::Segmentation), so a tool call keeps its results.
     ///
+    /// Retries: text input ([`AgentInput::text`]) gets an id derived from the session's scope,
+    /// its turn count and the text, so retrying a run that failed after its append committed
+    /// (a timeout, a lost reply) with the same text and session stores the input once in a
+    /// store that [dedupes ids](crate::HistoryCapabilities::dedupes_ids); the turn count moves
+    /// only on success, so the retry derives the same id. When the window already holds the
+    /// input's id, that earlier attempt (the input and what followed it) leaves the model's
+    /// view. The retry's answer is a new model call: it is stored after the earlier attempt's.
+    ///
     /// # Errors
     /// Whatever the store, a provider, the model or (between model calls) the reducer returns.
     /// When the model fails, even after tools ran, nothing of the run is stored, the providers
@@ -293,11 +364,19 @@ impl Agent {
         input: impl Into<AgentInput>,
         session: &mut AgentSession,
     ) -> Result<AgentRun> {
-        let AgentInput(input) = input.into();
+        let input = input.into();
+        let derive_ids = input.derives_ids();
+        let mut input = input.into_messages();
         if input.is_empty() {
             return Err(Error::invalid_input(
                 "a run needs at least one input message",
             ));
+        }
+        if derive_ids {
+            let turn = session.turns();
+            for (index, message) in input.iter_mut().enumerate() {
+                message.id = derived_input_id(session.scope(), turn, index, message);
+            }
         }
         let span = tracing::info_span!("agent.run", agent = %self.name, scope = %session.scope());
         self.run_inner(input, session).instrument(span).await
@@ -320,6 +399,20 @@ impl Agent {
                 .instrument(tracing::debug_span!("history.read", window = ?self.window))
                 .await?
         };
+
+        // A retried run whose earlier attempt was stored (its reply lost): the window holds
+        // that attempt from the input on. It leaves the view, so the model sees the turn once.
+        let mut window = window;
+        if let Some(at) = input
+            .first()
+            .and_then(|first| window.iter().position(|m| m.message.id == first.id))
+        {
+            tracing::info!(
+                dropped = window.len() - at,
+                "the input is stored already (a retried run): its earlier attempt leaves the view"
+            );
+            window.truncate(at);
+        }
 
         // 2. The reducer shapes the view before retrieval.
         let window_len = window.len();

@@ -41,8 +41,8 @@ pub use reducer::{
 };
 pub use scope::{Page, PageRequest, Scope, ScopeFilter};
 pub use session::{
-    AgentSession, Conversation, InMemorySessionStore, SessionCapabilities, SessionStore,
-    StoredSession,
+    AgentSession, Conversation, InMemorySessionStore, MAX_SESSION_STATE_BYTES, SessionCapabilities,
+    SessionStore, StoredSession, encode_state,
 };
 pub use tokens::{
     Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter, default_token_counter,

@@ -376,3 +376,103 @@ async fn summarizing_reducer_replaces_old_messages_by_a_stored_summary() {
     assert!(sent[0].starts_with("Summary of the earlier conversation: S2"));
     assert_eq!(&sent[1..], ["q5", "r5", "q6"]);
 }
+
+/// A history store whose first append is stored but answers `Timeout`, as when the commit
+/// happened and its reply was lost.
+#[derive(Debug)]
+struct LostFirstReply {
+    inner: InMemoryHistoryStore,
+    appends: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait]
+impl HistoryStore for LostFirstReply {
+    fn capabilities(&self) -> memory_core::HistoryCapabilities {
+        self.inner.capabilities()
+    }
+    async fn append(
+        &self,
+        scope: &Scope,
+        messages: &[ChatMessage],
+    ) -> Result<memory_core::AppendOutcome> {
+        let outcome = self.inner.append(scope, messages).await?;
+        if self
+            .appends
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst)
+            == 0
+        {
+            return Err(memory_core::Error::new(
+                ErrorKind::Timeout,
+                "the append committed but its reply was lost",
+            ));
+        }
+        Ok(outcome)
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<memory_core::StoredMessage>> {
+        self.inner.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<memory_core::ThreadCount> {
+        self.inner.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+    async fn list_threads(
+        &self,
+        filter: &memory_core::ScopeFilter,
+        page: memory_core::PageRequest,
+    ) -> Result<memory_core::Page<Scope>> {
+        self.inner.list_threads(filter, page).await
+    }
+}
+
+/// D7: a text run whose append committed but timed out, retried with the same text, stores
+/// the input once (its id is derived from the session, its turn and the text), and the retry's
+/// model call does not see the earlier attempt twice.
+#[tokio::test]
+async fn a_retried_text_run_stores_its_input_once() {
+    let model = Arc::new(
+        ScriptedChatModel::new()
+            .reply_text("first answer")
+            .reply_text("retried answer")
+            .reply_text("next"),
+    );
+    let store = Arc::new(LostFirstReply {
+        inner: InMemoryHistoryStore::new(),
+        appends: std::sync::atomic::AtomicUsize::new(0),
+    });
+    assert!(store.capabilities().dedupes_ids);
+    let agent = Agent::builder("helper", model.clone(), store.clone())
+        .build()
+        .unwrap();
+    let mut session = AgentSession::new(random_scope());
+
+    let err = agent.run("hello", &mut session).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Timeout);
+    assert_eq!(session.turns(), 0, "a failed run records no turn");
+    agent.run("hello", &mut session).await.unwrap();
+
+    let stored = store.read(session.scope(), Window::All).await.unwrap();
+    let users: Vec<String> = stored
+        .iter()
+        .filter(|m| m.message.role == Role::User)
+        .map(|m| m.message.text())
+        .collect();
+    assert_eq!(users, ["hello"], "the retried input is stored once");
+    // The retry's model call saw the input once (the earlier attempt left the view).
+    let sent: Vec<String> = model.requests()[1]
+        .messages
+        .iter()
+        .map(ChatMessage::text)
+        .collect();
+    assert_eq!(sent, ["hello"]);
+
+    // The same text at the next turn is a new message.
+    agent.run("hello", &mut session).await.unwrap();
+    let stored = store.read(session.scope(), Window::All).await.unwrap();
+    let hellos = stored
+        .iter()
+        .filter(|m| m.message.text() == "hello")
+        .count();
+    assert_eq!(hellos, 2, "the same text at the next turn is stored again");
+}

@@ -23,6 +23,7 @@
 //! | `…:exp` | string | expiry record of a thread with a TTL (see `purge_expired`) |
 //! | `…:session` | hash | `version`, `state` (JSON), `ttl_ms`, `last_nonce` (of the last save) |
 //! | `…:sexp` | string | expiry record of a session with a TTL |
+//! | `…:sver` | string | the last version the scope's session had: written by every save, kept (no TTL) when the session is deleted or expires, so a re-created session continues above it |
 //! | `…:ack` | string | `<nonce> <reply>` of the last archive, clear or session delete, for 5 minutes |
 //! | `{prefix}:{<tenant>}:threads` | sorted set | the tenant's thread index: scope keys, score 0 ([`thread_index`]) |
 //! | `{prefix}:{|expiring}:threads` | sorted set | threads with an expiry record, scored by a time before which they have not expired ([`expiry_index`]) |
@@ -38,6 +39,8 @@ const SESSION: &str = "session";
 const THREAD_EXPIRY: &str = "exp";
 /// The suffix of a session's expiry record.
 const SESSION_EXPIRY: &str = "sexp";
+/// The suffix of the last version a scope's session had.
+const SESSION_VERSION: &str = "sver";
 /// The suffix of the acknowledgement of a scope's last archive, clear or session delete.
 const ACK: &str = "ack";
 
@@ -169,6 +172,8 @@ pub(crate) struct SessionKeys {
     pub(crate) session: String,
     pub(crate) expiry: String,
     pub(crate) ack: String,
+    /// The session's tombstone: its last version.
+    pub(crate) last_version: String,
 }
 
 impl SessionKeys {
@@ -177,6 +182,7 @@ impl SessionKeys {
             session: key(prefix, scope, SESSION),
             expiry: key(prefix, scope, SESSION_EXPIRY),
             ack: key(prefix, scope, ACK),
+            last_version: key(prefix, scope, SESSION_VERSION),
         }
     }
 }

@@ -89,6 +89,43 @@ async fn a_resent_save_gets_its_own_version_not_a_conflict() {
 }
 
 #[tokio::test]
+async fn a_resent_create_of_a_recreated_session_gets_its_own_version() {
+    let store = store().await;
+    let scope = scope();
+    store
+        .save_once(&scope, &json!(1), None, "c-1")
+        .await
+        .unwrap();
+    store
+        .save_once(&scope, &json!(2), Some(1), "c-2")
+        .await
+        .unwrap();
+    assert!(store.delete(&scope).await.unwrap());
+    // Created again above its last version; the create re-sent gets that version.
+    assert_eq!(
+        store
+            .save_once(&scope, &json!(3), None, "c-3")
+            .await
+            .unwrap(),
+        3
+    );
+    assert_eq!(
+        store
+            .save_once(&scope, &json!(3), None, "c-3")
+            .await
+            .unwrap(),
+        3
+    );
+    let err = store
+        .save_once(&scope, &json!(4), None, "c-4")
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict);
+    let stored = store.load(&scope).await.unwrap().unwrap();
+    assert_eq!((stored.version, stored.state), (3, json!(3)));
+}
+
+#[tokio::test]
 async fn resent_archive_clear_and_delete_get_the_applied_reply() {
     let store = store().await;
     let scope = scope();

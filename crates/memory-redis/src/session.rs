@@ -1,11 +1,18 @@
 //! [`SessionStore`] on Redis: one hash per session, saved by a script that compares versions.
+//!
+//! Tombstones: every save also writes the session's version to `…:sver` (no TTL, same hash
+//! slot), which stays when the session is deleted or expires, so a re-created session continues
+//! above its last version. It costs one small string key (the key name and a number, about 100
+//! bytes) per scope that ever held a session; re-creating the session reuses it. A session
+//! saved before this key existed and left to expire without another save loses its version (it
+//! is re-created at 1); a deleted one keeps it.
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
     Error, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities, SessionStore,
-    StoredSession,
+    StoredSession, encode_state,
 };
 use redis::Value;
 use serde_json::Value as Json;
@@ -110,14 +117,14 @@ impl RedisStore {
     ) -> Result<u64> {
         let keys = SessionKeys::new(self.prefix(), scope);
         let what = format!("save session {scope}");
-        let json = serde_json::to_string(state)?;
+        let json = encode_state(scope, state)?;
         let expected = expected_version.map(|v| v.to_string()).unwrap_or_default();
         let [ttl, grace] = expiry_args(self.default_ttl())?;
         let reply = self
             .eval(
                 &what,
                 &SCRIPTS.save_session,
-                &[&keys.session, &keys.expiry],
+                &[&keys.session, &keys.expiry, &keys.last_version],
                 &[
                     expected.as_bytes(),
                     json.as_bytes(),
@@ -159,7 +166,7 @@ impl RedisStore {
             .eval(
                 &what,
                 &SCRIPTS.delete_session,
-                &[&keys.session, &keys.expiry, &keys.ack],
+                &[&keys.session, &keys.expiry, &keys.ack, &keys.last_version],
                 &[nonce.as_bytes()],
             )
             .await?;

@@ -18,7 +18,7 @@ use crate::prefix::TablePrefix;
 use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 3;
+pub const SCHEMA_VERSION: u32 = 4;
 
 struct Migration {
     version: u32,
@@ -49,6 +49,13 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0003_first_active.sql"),
         postgres: include_str!("../migrations/postgres/0003_first_active.sql"),
         mysql: include_str!("../migrations/mysql/0003_first_active.sql"),
+    },
+    Migration {
+        version: 4,
+        name: "session_nonce",
+        sqlite: include_str!("../migrations/sqlite/0004_session_nonce.sql"),
+        postgres: include_str!("../migrations/postgres/0004_session_nonce.sql"),
+        mysql: include_str!("../migrations/mysql/0004_session_nonce.sql"),
     },
 ];
 

@@ -1,35 +1,70 @@
 //! [`SessionStore`] for [`SqlStore`]: one row per session in `{prefix}sessions`, with a
 //! `version` column for optimistic concurrency. A save with an expected version is a single
 //! conditional `UPDATE`, so a stale writer changes nothing.
+//!
+//! Tombstones: a deleted, expired or purged session keeps its row with state `''` and
+//! `expires_at` 0 (see [`SessionSql`](crate::sql::SessionSql)), so its version survives and a
+//! re-created session continues above it. A tombstone costs one row of the key, the scope
+//! columns and a version (no state) per scope ever deleted or expired; re-creating the session
+//! reuses it. Each save records its nonce (`last_nonce`), so a save retried after its reply was
+//! lost returns its own version (see [`SqlStore::save_session_as`]).
 
 use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
-    SessionStore, StoredSession,
+    Error, ErrorKind, MessageId, Page, PageRequest, Result, Scope, ScopeFilter,
+    SessionCapabilities, SessionStore, StoredSession, encode_state,
 };
 use serde_json::Value;
 
 use crate::driver::{Arg, Col, Query};
+use crate::error::{MAX_RETRIES, backoff, is_retryable};
 use crate::rows::{expiry, now_ms, scope_args, ttl_ms};
 use crate::store::{SqlStore, list_page};
 
+/// A session row as [`SqlStore::probe_session`] reads it.
+struct Probe {
+    version: u64,
+    live: bool,
+    last_nonce: Option<String>,
+}
+
+/// How many times a create retries when the tombstone it revives changes under it, or a save
+/// retries after a lost race or a lost connection (with the same nonce, so a save that was
+/// applied is recognised).
+const SAVE_ATTEMPTS: u32 = MAX_RETRIES;
+
 impl SqlStore {
-    /// The stored version of a live session, for conflict messages.
-    async fn session_version(&self, key: &str) -> Result<Option<u64>> {
+    /// The row at `key`, live or a tombstone, or `None`.
+    async fn probe_session(&self, key: &str) -> Result<Option<Probe>> {
         let rows = self
             .inner
             .db
             .fetch(
                 "read a session's version",
-                Query::shared(&self.inner.session.version)
-                    .text(key)
-                    .int(now_ms()),
-                &[Col::Int],
+                Query::shared(&self.inner.session.probe).text(key),
+                &[Col::Int, Col::Int, Col::Text],
             )
             .await?;
-        rows.first().map(|r| r.uint(0)).transpose()
+        let Some(mut row) = rows.into_iter().next() else {
+            return Ok(None);
+        };
+        let now = now_ms();
+        Ok(Some(Probe {
+            version: row.uint(0)?,
+            live: row.opt_int(1)?.is_none_or(|at| at > now),
+            last_nonce: row.take_opt_text(2)?,
+        }))
+    }
+
+    /// The stored version of a live session, for conflict messages.
+    async fn session_version(&self, key: &str) -> Result<Option<u64>> {
+        Ok(self
+            .probe_session(key)
+            .await?
+            .filter(|p| p.live)
+            .map(|p| p.version))
     }
 
     async fn load_session(&self, scope: &Scope) -> Result<Option<StoredSession>> {
@@ -57,36 +92,23 @@ impl SqlStore {
         Ok(Some(StoredSession { state, version }))
     }
 
-    async fn save_session(
+    /// [`SessionStore::save`] as the request `nonce`: the row records the nonce of its last
+    /// save, so a save re-sent after its reply was lost (the commit happened, the connection
+    /// broke) finds its own write and returns its version instead of a `Conflict`.
+    pub(crate) async fn save_session_as(
         &self,
         scope: &Scope,
         json: &str,
         expected_version: Option<u64>,
+        nonce: &str,
     ) -> Result<u64> {
         let key = scope.key();
         let sql = &self.inner.session;
         let db = &self.inner.db;
-        let now = now_ms();
         let Some(expected) = expected_version else {
-            // An expired session is gone: remove its row so the key can be created again.
-            db.execute(
-                "save a session",
-                Query::shared(&sql.delete_expired).text(&key).int(now),
-            )
-            .await?;
-            let insert = Query::shared(&sql.insert)
-                .text(&key)
-                .args(scope_args(scope))
-                .text(json);
-            return match db.execute("create a session", insert).await {
-                Ok(_) => Ok(1),
-                Err(err) if err.kind() == ErrorKind::Conflict => {
-                    let found = self.session_version(&key).await?;
-                    Err(Error::version_conflict(scope, found, None).with_source(err))
-                }
-                Err(err) => Err(err),
-            };
+            return self.create_session(scope, &key, json, nonce).await;
         };
+        let now = now_ms();
         // A version past `i64::MAX` cannot be stored: it matches no session.
         let updated = match i64::try_from(expected) {
             Ok(expected_i) => {
@@ -94,6 +116,7 @@ impl SqlStore {
                     .text(json)
                     .int(now)
                     .int(now)
+                    .text(nonce)
                     .text(&key)
                     .int(expected_i)
                     .int(now);
@@ -102,10 +125,107 @@ impl SqlStore {
             Err(_) => 0,
         };
         if updated == 0 {
-            let found = self.session_version(&key).await?;
+            let found = self.probe_session(&key).await?.filter(|p| p.live);
+            if let Some(p) = &found
+                && Some(p.version) == expected.checked_add(1)
+                && p.last_nonce.as_deref() == Some(nonce)
+            {
+                // This very save, applied before its reply was lost.
+                return Ok(p.version);
+            }
+            let found = found.map(|p| p.version);
             return Err(Error::version_conflict(scope, found, Some(expected)));
         }
         Ok(expected + 1)
+    }
+
+    /// Creates the session at `key`: version 1 for a key never used, else one past its
+    /// tombstone's version.
+    async fn create_session(
+        &self,
+        scope: &Scope,
+        key: &str,
+        json: &str,
+        nonce: &str,
+    ) -> Result<u64> {
+        let sql = &self.inner.session;
+        let db = &self.inner.db;
+        let insert = Query::shared(&sql.insert)
+            .text(key)
+            .args(scope_args(scope))
+            .text(json)
+            .text(nonce);
+        let first = match db.execute("create a session", insert).await {
+            Ok(_) => return Ok(1),
+            Err(err) if err.kind() == ErrorKind::Conflict => err,
+            Err(err) => return Err(err),
+        };
+        // The key has a row: a live session, this create applied already, or a tombstone.
+        for _ in 0..SAVE_ATTEMPTS {
+            let Some(probe) = self.probe_session(key).await? else {
+                // Not in SQL: rows are never removed. Report the insert's conflict.
+                break;
+            };
+            if probe.live {
+                if probe.last_nonce.as_deref() == Some(nonce) {
+                    return Ok(probe.version);
+                }
+                return Err(
+                    Error::version_conflict(scope, Some(probe.version), None).with_source(first)
+                );
+            }
+            let next = probe.version.checked_add(1).ok_or_else(|| {
+                Error::new(
+                    ErrorKind::LimitExceeded,
+                    format!("session {scope} has used every version a session can have"),
+                )
+            })?;
+            let tombstone = i64::try_from(probe.version).map_err(|_| {
+                Error::serialization(format!("session {scope} holds an impossible version"))
+            })?;
+            let revive = Query::shared(&sql.revive)
+                .text(json)
+                .text(nonce)
+                .text(key)
+                .int(tombstone)
+                .int(now_ms());
+            if db.execute("create a session", revive).await? == 1 {
+                return Ok(next);
+            }
+            // Another writer changed the row first: look again.
+        }
+        let found = self.session_version(key).await?;
+        Err(Error::version_conflict(scope, found, None).with_source(first))
+    }
+
+    /// [`save_session_as`](Self::save_session_as) with a new nonce, retried with that nonce
+    /// after a lost race or a lost connection: a retry of a save that was applied returns its
+    /// version.
+    async fn save_session(
+        &self,
+        scope: &Scope,
+        json: &str,
+        expected_version: Option<u64>,
+    ) -> Result<u64> {
+        let nonce = MessageId::generate();
+        let mut attempt = 0;
+        loop {
+            match self
+                .save_session_as(scope, json, expected_version, nonce.as_str())
+                .await
+            {
+                Err(err)
+                    if attempt + 1 < SAVE_ATTEMPTS
+                        && (is_retryable(&err)
+                            || (err.kind() == ErrorKind::Unavailable && err.is_temporary())) =>
+                {
+                    attempt += 1;
+                    tracing::debug!(%err, attempt, "memory-sql: retrying a session save");
+                    tokio::time::sleep(backoff(attempt)).await;
+                }
+                result => return result,
+            }
+        }
     }
 
     async fn delete_session(&self, key: &str) -> Result<bool> {
@@ -118,8 +238,9 @@ impl SqlStore {
             )
             .await?;
         if deleted == 0 {
-            // An expired row may remain: remove it too (it does not count as existing).
-            db.execute("delete a session", Query::shared(&sql.delete_any).text(key))
+            // An expired row may still hold its state: bury it too (it does not count as
+            // existing).
+            db.execute("delete a session", Query::shared(&sql.bury).text(key))
                 .await?;
         }
         Ok(deleted > 0)
@@ -143,7 +264,7 @@ impl SessionStore for SqlStore {
         state: &Value,
         expected_version: Option<u64>,
     ) -> Result<u64> {
-        let json = serde_json::to_string(state)?;
+        let json = encode_state(scope, state)?;
         self.bounded(
             "save",
             "save a session",
@@ -199,5 +320,89 @@ impl SessionStore for SqlStore {
             .await?;
         tracing::debug!(removed, "session.purge_expired");
         Ok(removed)
+    }
+}
+
+/// A save re-sent after its reply was lost (the commit happened, the connection broke) runs
+/// again with the same nonce: it must get its own version, not a `Conflict`. Simulated by
+/// calling [`SqlStore::save_session_as`] twice with one nonce, on SQLite and on the machine's
+/// PostgreSQL and MariaDB (`AGENT_MEMORY_POSTGRES_URL`, `AGENT_MEMORY_MYSQL_URL`).
+#[cfg(test)]
+mod resend_tests {
+    // Test code: a failed unwrap or panic is how a test reports a failure.
+    #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+    use memory_core::{ErrorKind, MessageId, Scope, SessionStore};
+
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    use crate::SCHEMA_VERSION;
+    use crate::SqlStore;
+
+    /// A store at `url` under the prefix the server suites share.
+    #[cfg(any(feature = "postgres", feature = "mysql"))]
+    async fn open(url: &str) -> SqlStore {
+        SqlStore::builder(url)
+            .table_prefix(format!("amtest_v{SCHEMA_VERSION}_"))
+            .connect()
+            .await
+            .unwrap_or_else(|e| panic!("the database at {url} is needed by this test: {e}"))
+    }
+
+    #[tokio::test]
+    async fn a_resent_save_gets_its_own_version_sqlite() {
+        check(SqlStore::connect("sqlite::memory:").await.unwrap()).await;
+    }
+
+    #[cfg(feature = "postgres")]
+    #[tokio::test]
+    async fn a_resent_save_gets_its_own_version_postgres() {
+        let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
+            .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
+        check(open(&url).await).await;
+    }
+
+    #[cfg(feature = "mysql")]
+    #[tokio::test]
+    async fn a_resent_save_gets_its_own_version_mysql() {
+        let url = std::env::var("AGENT_MEMORY_MYSQL_URL")
+            .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
+        check(open(&url).await).await;
+    }
+
+    async fn check(store: SqlStore) {
+        let scope = Scope::session(format!("resend-{}", MessageId::generate()))
+            .unwrap()
+            .with_tenant(format!("t-{}", MessageId::generate()))
+            .unwrap();
+        let save = |json: &'static str, expected: Option<u64>, nonce: &'static str| {
+            let (store, scope) = (store.clone(), scope.clone());
+            async move { store.save_session_as(&scope, json, expected, nonce).await }
+        };
+        assert_eq!(save(r#"{"n":1}"#, None, "n-1").await.unwrap(), 1);
+        // The create, re-sent: its own write is there.
+        assert_eq!(save(r#"{"n":1}"#, None, "n-1").await.unwrap(), 1);
+        assert_eq!(save(r#"{"n":2}"#, Some(1), "n-2").await.unwrap(), 2);
+        // The update, re-sent: the same version, nothing saved twice.
+        assert_eq!(save(r#"{"n":2}"#, Some(1), "n-2").await.unwrap(), 2);
+        assert_eq!(store.load(&scope).await.unwrap().unwrap().version, 2);
+        // Another writer with the same expected version still conflicts.
+        let err = save(r#"{"n":9}"#, Some(1), "n-other").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+        // A later save applied: the old request no longer matches.
+        assert_eq!(save(r#"{"n":3}"#, Some(2), "n-3").await.unwrap(), 3);
+        let err = save(r#"{"n":2}"#, Some(1), "n-2").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+        // A re-created session: its create re-sent gets its version too.
+        assert!(store.delete(&scope).await.unwrap());
+        assert_eq!(save(r#"{"n":4}"#, None, "n-4").await.unwrap(), 4);
+        assert_eq!(save(r#"{"n":4}"#, None, "n-4").await.unwrap(), 4);
+        let err = save(r#"{"n":5}"#, None, "n-5").await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+        let loaded = store.load(&scope).await.unwrap().unwrap();
+        assert_eq!(
+            (loaded.state, loaded.version),
+            (serde_json::json!({"n": 4}), 4)
+        );
+        store.close().await;
     }
 }

@@ -156,14 +156,18 @@ impl HistorySql {
 }
 
 /// The fixed statements of the session store, rendered for one dialect and prefix at open.
+///
+/// A deleted, expired or purged session stays as a tombstone row: `state` `''`, `expires_at`
+/// 0 (always in the past, so every query for live sessions skips it) and its last `version`,
+/// which a re-creation continues above.
 pub(crate) struct SessionSql {
     pub(crate) load: Arc<str>,
-    pub(crate) version: Arc<str>,
-    pub(crate) delete_expired: Arc<str>,
+    pub(crate) probe: Arc<str>,
     pub(crate) insert: Arc<str>,
+    pub(crate) revive: Arc<str>,
     pub(crate) update: Arc<str>,
     pub(crate) delete_live: Arc<str>,
-    pub(crate) delete_any: Arc<str>,
+    pub(crate) bury: Arc<str>,
     pub(crate) set_ttl: Arc<str>,
     pub(crate) purge: Arc<str>,
 }
@@ -171,38 +175,51 @@ pub(crate) struct SessionSql {
 impl SessionSql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
         let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
+        // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
+        // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
+        // cannot overflow.
+        let max_ttl = to_i64(MAX_TTL.as_millis());
         Self {
             load: r(
                 "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
                  AND (expires_at IS NULL OR expires_at > ?)",
             ),
-            version: r("SELECT version FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
-            delete_expired: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND expires_at IS NOT NULL AND expires_at <= ?"),
+            // The row of a key, live or not: its version, expiry, and the nonce of its last
+            // save.
+            probe: r("SELECT version, expires_at, last_nonce \
+                 FROM {prefix}sessions WHERE scope_key = ?"),
             insert: r(
                 "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
-                 source, session_id, version, state, ttl_ms, expires_at) \
-                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL)",
+                 source, session_id, version, state, ttl_ms, expires_at, last_nonce) \
+                 VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL, ?)",
             ),
-            // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
-            // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
-            // cannot overflow.
+            // Re-creates a deleted or expired session above its last version.
+            revive: r(
+                "UPDATE {prefix}sessions SET state = ?, version = version + 1, \
+                 ttl_ms = NULL, expires_at = NULL, last_nonce = ? \
+                 WHERE scope_key = ? AND version = ? \
+                 AND expires_at IS NOT NULL AND expires_at <= ?",
+            ),
             update: r(&format!(
                 "UPDATE {{prefix}}sessions SET state = ?, version = version + 1, \
                  expires_at = CASE WHEN ttl_ms IS NULL THEN NULL \
-                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END \
+                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END, \
+                 last_nonce = ? \
                  WHERE scope_key = ? AND version = ? \
                  AND (expires_at IS NULL OR expires_at > ?)",
-                max_ttl = to_i64(MAX_TTL.as_millis()),
             )),
-            delete_live: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
-            delete_any: r("DELETE FROM {prefix}sessions WHERE scope_key = ?"),
+            delete_live: r("UPDATE {prefix}sessions \
+                 SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
+                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
+            // Turns an expired row that still holds its state into a tombstone.
+            bury: r("UPDATE {prefix}sessions \
+                 SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
+                 WHERE scope_key = ? AND expires_at <> 0"),
             set_ttl: r("UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = ? \
                  WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
-            purge: r("DELETE FROM {prefix}sessions \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ?"),
+            purge: r("UPDATE {prefix}sessions \
+                 SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
+                 WHERE expires_at > 0 AND expires_at <= ?"),
         }
     }
 }

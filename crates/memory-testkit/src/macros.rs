@@ -239,6 +239,8 @@ macro_rules! __session_checks {
                 save_with_version_on_missing_session_conflicts,
                 load_unknown_is_none,
                 delete_returns_whether_it_existed,
+                recreated_session_never_repeats_a_version,
+                oversized_state_is_refused,
                 list_pages_each_session_once,
                 list_filters_by_user_agent_source_and_tenant,
                 scopes_are_isolated,
@@ -249,6 +251,7 @@ macro_rules! __session_checks {
                 ttl_on_unknown_session_is_not_found,
                 ttl_out_of_range_is_refused,
                 purge_expired_removes_expired_sessions,
+                expired_session_never_repeats_a_version,
             ]
             owned [
                 concurrent_load_modify_save_loses_no_update,

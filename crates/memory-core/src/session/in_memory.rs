@@ -1,6 +1,6 @@
 //! The in-memory [`SessionStore`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -12,9 +12,41 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate};
 
 /// A [`SessionStore`] in process memory. Cloning shares the same data.
+///
+/// Tombstones: a deleted, expired or purged session leaves its key and last version in a map
+/// (a few dozen bytes per scope, never the state), so a re-created session continues above
+/// it; a re-created session takes its tombstone back.
 #[derive(Debug, Clone, Default)]
 pub struct InMemorySessionStore {
-    sessions: Arc<Mutex<BTreeMap<String, Entry>>>,
+    sessions: Arc<Mutex<Sessions>>,
+}
+
+#[derive(Debug, Default)]
+struct Sessions {
+    live: BTreeMap<String, Entry>,
+    /// The last version of each deleted or expired session, by scope key.
+    tombstones: HashMap<String, u64>,
+}
+
+impl Sessions {
+    /// The live entry at `key`; an expired one becomes a tombstone.
+    fn live(&mut self, key: &str, now: Instant) -> Option<&mut Entry> {
+        if self.live.get(key).is_some_and(|e| e.expired(now)) {
+            self.remove(key);
+        }
+        self.live.get_mut(key)
+    }
+
+    /// Removes the entry at `key`, leaving its tombstone; returns whether there was one.
+    fn remove(&mut self, key: &str) -> bool {
+        match self.live.remove(key) {
+            Some(entry) => {
+                self.tombstones.insert(key.to_owned(), entry.stored.version);
+                true
+            }
+            None => false,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -37,24 +69,13 @@ impl InMemorySessionStore {
         Self::default()
     }
 
-    fn lock(&self) -> Result<MutexGuard<'_, BTreeMap<String, Entry>>> {
+    fn lock(&self) -> Result<MutexGuard<'_, Sessions>> {
         self.sessions.lock().map_err(|_| {
             Error::new(
                 ErrorKind::Backend,
                 "the in-memory session store was poisoned by a panic in another thread",
             )
         })
-    }
-
-    fn live<'a>(
-        sessions: &'a mut BTreeMap<String, Entry>,
-        key: &str,
-        now: Instant,
-    ) -> Option<&'a mut Entry> {
-        if sessions.get(key).is_some_and(|e| e.expired(now)) {
-            sessions.remove(key);
-        }
-        sessions.get_mut(key)
     }
 }
 
@@ -66,7 +87,9 @@ impl SessionStore for InMemorySessionStore {
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
         let mut sessions = self.lock()?;
-        Ok(Self::live(&mut sessions, &scope.key(), Instant::now()).map(|e| e.stored.clone()))
+        Ok(sessions
+            .live(&scope.key(), Instant::now())
+            .map(|e| e.stored.clone()))
     }
 
     async fn save(
@@ -75,28 +98,38 @@ impl SessionStore for InMemorySessionStore {
         state: &Value,
         expected_version: Option<u64>,
     ) -> Result<u64> {
+        crate::session::encode_state(scope, state)?;
         let mut sessions = self.lock()?;
         let now = Instant::now();
         let key = scope.key();
-        let current = Self::live(&mut sessions, &key, now).map(|e| e.stored.version);
+        let current = sessions.live(&key, now).map(|e| e.stored.version);
         match (current, expected_version) {
             (None, None) => {
-                sessions.insert(
+                let last = sessions.tombstones.get(&key).copied().unwrap_or(0);
+                let version = last.checked_add(1).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::LimitExceeded,
+                        format!("session {scope} has used every version a session can have"),
+                    )
+                })?;
+                sessions.tombstones.remove(&key);
+                sessions.live.insert(
                     key,
                     Entry {
                         scope: scope.clone(),
                         stored: StoredSession {
                             state: state.clone(),
-                            version: 1,
+                            version,
                         },
                         ttl: None,
                         expires_at: None,
                     },
                 );
-                Ok(1)
+                Ok(version)
             }
             (Some(found), Some(expected)) if found == expected => {
                 let entry = sessions
+                    .live
                     .get_mut(&key)
                     .ok_or_else(|| Error::new(ErrorKind::Backend, "session vanished"))?;
                 entry.stored = StoredSession {
@@ -112,15 +145,16 @@ impl SessionStore for InMemorySessionStore {
 
     async fn delete(&self, scope: &Scope) -> Result<bool> {
         let mut sessions = self.lock()?;
-        let existed = Self::live(&mut sessions, &scope.key(), Instant::now()).is_some();
-        sessions.remove(&scope.key());
+        let key = scope.key();
+        let existed = sessions.live(&key, Instant::now()).is_some();
+        sessions.remove(&key);
         Ok(existed)
     }
 
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         let sessions = self.lock()?;
         let now = Instant::now();
-        Ok(paginate(&sessions, &page, |e| {
+        Ok(paginate(&sessions.live, &page, |e| {
             (!e.expired(now) && e.scope.matches(filter)).then_some(&e.scope)
         }))
     }
@@ -131,7 +165,8 @@ impl SessionStore for InMemorySessionStore {
         }
         let mut sessions = self.lock()?;
         let now = Instant::now();
-        let entry = Self::live(&mut sessions, &scope.key(), now)
+        let entry = sessions
+            .live(&scope.key(), now)
             .ok_or_else(|| Error::not_found(format!("no session at {scope}")))?;
         entry.ttl = ttl;
         entry.expires_at = ttl.map(|ttl| now + ttl);
@@ -141,8 +176,15 @@ impl SessionStore for InMemorySessionStore {
     async fn purge_expired(&self) -> Result<u64> {
         let mut sessions = self.lock()?;
         let now = Instant::now();
-        let before = sessions.len();
-        sessions.retain(|_, e| !e.expired(now));
-        Ok((before - sessions.len()) as u64)
+        let expired: Vec<String> = sessions
+            .live
+            .iter()
+            .filter(|(_, e)| e.expired(now))
+            .map(|(k, _)| k.clone())
+            .collect();
+        for key in &expired {
+            sessions.remove(key);
+        }
+        Ok(expired.len() as u64)
     }
 }

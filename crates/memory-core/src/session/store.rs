@@ -7,16 +7,41 @@ use std::time::Duration;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::history::unsupported_operation;
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
+
+/// The largest session state a [`SessionStore`] accepts, in bytes of its JSON text (8 MiB, as
+/// [`MAX_MESSAGE_BYTES`](crate::MAX_MESSAGE_BYTES)): below what every backend takes in one
+/// request (MariaDB's default 16 MiB packet included).
+pub const MAX_SESSION_STATE_BYTES: usize = 8 * 1024 * 1024;
+
+/// The JSON text a store saves for `state` at `scope`, checked against
+/// [`MAX_SESSION_STATE_BYTES`]: the one encoding and size check every [`SessionStore::save`]
+/// applies before it writes.
+///
+/// # Errors
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) for a state over the limit (the message
+/// names the scope, the size and the limit); `Serialization` if `state` cannot be encoded.
+pub fn encode_state(scope: &Scope, state: &Value) -> Result<String> {
+    let json = serde_json::to_string(state)?;
+    if json.len() > MAX_SESSION_STATE_BYTES {
+        return Err(Error::invalid_input(format!(
+            "the state of session {scope} is {} bytes of JSON; the limit is \
+             {MAX_SESSION_STATE_BYTES}",
+            json.len()
+        )));
+    }
+    Ok(json)
+}
 
 /// A saved session state and its version.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredSession {
     /// The state, as saved.
     pub state: Value,
-    /// The version: 1 after the first save, one more after each save.
+    /// The version: 1 after the first save of a scope, one more after each save (a re-created
+    /// session continues above its last version: versions never repeat for a scope).
     pub version: u64,
 }
 
@@ -75,13 +100,22 @@ impl SessionCapabilities {
 ///   with [`Conflict`](crate::ErrorKind::Conflict) if it exists; with `Some(v)` it replaces the
 ///   state only if the stored version is `v`, else fails with `Conflict` and changes nothing (a
 ///   stale writer never overwrites silently; a missing session is a `Conflict` too). It returns
-///   the new version: 1 on creation, then `v + 1`. Of concurrent saves with the same expected
+///   the new version: on creation 1 for a scope that never held a session, else one more than
+///   the last version the scope had; then `v + 1`. Of concurrent saves with the same expected
 ///   version, exactly one succeeds, so a load-modify-save loop that retries on `Conflict` loses
 ///   no update.
+/// - Versions never repeat for a scope: a session re-created after
+///   [`delete`](SessionStore::delete) or expiry gets a version greater than any it had, so a
+///   writer still holding a version of the old session gets `Conflict` (no ABA). To know that
+///   version, a store keeps a tombstone per deleted or expired scope: its key and last
+///   version, never the state (each store documents what it costs).
+/// - A state whose JSON text is over [`MAX_SESSION_STATE_BYTES`] is
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes nothing (stores check it with
+///   [`encode_state`]).
 /// - [`load`](SessionStore::load) returns the state exactly as saved (every JSON value,
 ///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
 /// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
-///   can be created again at version 1.
+///   can be created again, at a version above its last one.
 /// - [`list`](SessionStore::list) pages through the scopes holding a session that match the
 ///   filter, each once, in a stable order (the same for every page size; the last page has no
 ///   cursor); it never lists another tenant's scope.
@@ -91,9 +125,10 @@ impl SessionCapabilities {
 ///   restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
 ///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
 ///   nothing; an unknown session is [`NotFound`](crate::ErrorKind::NotFound). An expired session
-///   loads as `None`, is not listed, and can be created again at version 1.
+///   loads as `None`, is not listed, and can be created again, at a version above its last one.
 /// - [`purge_expired`](SessionStore::purge_expired) (optional: [`SessionCapabilities::ttl`])
-///   deletes expired sessions now and returns how many it removed; sessions that did not expire
+///   deletes expired sessions now and returns how many it removed (their tombstones stay, so a
+///   purged session too is re-created above its last version); sessions that did not expire
 ///   stay.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
