@@ -315,6 +315,14 @@ impl Corpus {
             }
             (3, Value::String(text)) => self.mutate_string(rng, text),
             (4, _) => *value = interesting_number(rng),
+            (5, _) if rng.u8(0..8) == 0 => {
+                // Deep nesting, around serde_json's recursion limit (128).
+                let mut inner = std::mem::take(value);
+                for _ in 0..100 + rng.usize(..60) {
+                    inner = Value::Array(vec![inner]);
+                }
+                *value = inner;
+            }
             (5, _) => {
                 let inner = std::mem::take(value);
                 *value = if rng.bool() {

@@ -271,6 +271,18 @@ fn session_state(input: &[u8]) {
     let Some(value) = json(input) else { return };
     match AgentSession::deserialize(&value) {
         Ok(session) => {
+            // The decoded windows and histories are used as they are: reading them cannot panic.
+            for agent in session.history_agents() {
+                let _ = session.agent_window(agent);
+                let _ = session.windowed_history(agent.as_str());
+                for last in [0, 1, usize::MAX] {
+                    let _ = session.history_messages(agent.as_str(), last);
+                }
+            }
+            let mut restored = AgentSession::new(session_scope());
+            if let Err(err) = restored.restore(&value) {
+                typed(&err, DECODE, "AgentSession::restore");
+            }
             let encoded = session.serialize();
             assert!(encoded.is_ok(), "a decoded session does not encode");
             if let Ok(encoded) = encoded {
