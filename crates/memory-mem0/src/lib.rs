@@ -7,6 +7,9 @@ mod client;
 mod config;
 mod error;
 mod filters;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 mod on_error;
 mod platform;

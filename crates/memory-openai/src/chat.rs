@@ -164,7 +164,7 @@ struct ToolSpec<'a> {
 
 /// The parts of the chat completion object this crate reads.
 #[derive(Deserialize)]
-struct CompletionResponse {
+pub(crate) struct CompletionResponse {
     choices: Vec<Choice>,
     #[serde(default)]
     usage: Option<UsageWire>,
@@ -219,26 +219,32 @@ impl ChatModel for OpenAiChatModel {
             .http
             .post_json(CHAT_COMPLETIONS, &self.model, &body)
             .await?;
-        let choice =
-            response.choices.into_iter().next().ok_or_else(|| {
-                Error::serialization("the chat completion response has no choices")
-            })?;
-        let message = ChatMessage::from_openai(choice.message).map_err(|err| {
-            Error::serialization(format!(
-                "the chat completion response holds a message this library cannot read: {}",
-                err.message()
-            ))
-            .with_source(err)
-        })?;
-        Ok(ChatResponse {
-            messages: vec![message],
-            conversation_id: None,
-            usage: response.usage.map(|u| Usage {
-                input_tokens: u.prompt_tokens,
-                output_tokens: u.completion_tokens,
-            }),
-        })
+        read_completion(response)
     }
+}
+
+/// The reply a chat completion object holds: its first choice's message and the usage.
+pub(crate) fn read_completion(response: CompletionResponse) -> Result<ChatResponse> {
+    let choice = response
+        .choices
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::serialization("the chat completion response has no choices"))?;
+    let message = ChatMessage::from_openai(choice.message).map_err(|err| {
+        Error::serialization(format!(
+            "the chat completion response holds a message this library cannot read: {}",
+            err.message()
+        ))
+        .with_source(err)
+    })?;
+    Ok(ChatResponse {
+        messages: vec![message],
+        conversation_id: None,
+        usage: response.usage.map(|u| Usage {
+            input_tokens: u.prompt_tokens,
+            output_tokens: u.completion_tokens,
+        }),
+    })
 }
 
 #[cfg(test)]

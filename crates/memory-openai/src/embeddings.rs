@@ -213,12 +213,12 @@ struct EmbeddingsRequest<'a> {
 
 /// The parts of the embeddings answer this crate reads.
 #[derive(Deserialize)]
-struct EmbeddingsResponse {
-    data: Vec<EmbeddingWire>,
+pub(crate) struct EmbeddingsResponse {
+    pub(crate) data: Vec<EmbeddingWire>,
 }
 
 #[derive(Deserialize)]
-struct EmbeddingWire {
+pub(crate) struct EmbeddingWire {
     index: usize,
     embedding: Vec<f32>,
 }
@@ -239,7 +239,7 @@ impl OpenAiEmbedder {
 
 /// Puts the vectors in input order, checking that every input has exactly one vector of the
 /// expected length.
-fn order_by_index(
+pub(crate) fn order_by_index(
     data: Vec<EmbeddingWire>,
     expected: usize,
     dimensions: usize,

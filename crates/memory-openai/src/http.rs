@@ -231,13 +231,13 @@ impl HttpClient {
 
 /// The wait a response asks for: `retry-after-ms` (milliseconds, OpenAI's own header), else
 /// `Retry-After` (seconds or an HTTP date).
-fn retry_hint(headers: &HeaderMap) -> Option<Duration> {
+pub(crate) fn retry_hint(headers: &HeaderMap) -> Option<Duration> {
     retry_after_ms(headers).or_else(|| retry_after(headers))
 }
 
 /// The parts of an error body worth reporting.
 #[derive(Debug, Default, PartialEq)]
-struct ApiErrorDetail {
+pub(crate) struct ApiErrorDetail {
     message: Option<String>,
     kind: Option<String>,
     code: Option<String>,
@@ -248,7 +248,7 @@ impl ApiErrorDetail {
     /// Reads OpenAI's `{"error": {"message", "type", "code", "param"}}`, the
     /// `{"error": "..."}` or `{"message": "..."}` some compatible servers send, or else quotes
     /// the start of the body.
-    fn parse(body: &[u8]) -> Self {
+    pub(crate) fn parse(body: &[u8]) -> Self {
         let as_text = |value: &serde_json::Value| match value {
             serde_json::Value::Null => None,
             serde_json::Value::String(s) if s.is_empty() => None,
@@ -284,13 +284,13 @@ impl ApiErrorDetail {
         }
     }
 
-    fn is_insufficient_quota(&self) -> bool {
+    pub(crate) fn is_insufficient_quota(&self) -> bool {
         self.code.as_deref() == Some("insufficient_quota")
             || self.kind.as_deref() == Some("insufficient_quota")
     }
 
     /// `": message (type: t, code: c, param: p)"`, with the parts that are present.
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         let mut out = String::new();
         if let Some(message) = &self.message {
             out.push_str(": ");

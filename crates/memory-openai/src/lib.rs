@@ -5,6 +5,9 @@
 mod chat;
 mod config;
 mod embeddings;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod http;
 
 pub use chat::{OpenAiChatModel, OpenAiChatModelBuilder};
