@@ -6,6 +6,8 @@
 //! - `cargo xtask test [-- ARGS]`: `services`, then `cargo test` over the whole workspace,
 //!   with a `N passed, M failed` summary.
 //! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
+//! - `cargo xtask faults [-- ARGS]`: the writer-process fault tests (SIGKILL mid-batch, racing
+//!   processes) on every engine at full counts.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
 //! - `cargo xtask fetch-model [--cache-dir DIR]`: download the local embedding model
 //!   (all-MiniLM-L6-v2) outside the repository and print its directory.
@@ -16,6 +18,7 @@
 
 mod bench;
 mod ci;
+mod faults;
 mod fetch_mem0;
 mod fetch_model;
 mod services;
@@ -61,6 +64,16 @@ enum Command {
         #[arg(long)]
         no_tests: bool,
     },
+    /// Run the writer-process fault tests (SIGKILL mid-batch, racing processes) on every
+    /// engine at the full counts: 16 writers in 2 processes × 1,000 appends.
+    ///
+    /// Sets `AGENT_MEMORY_FAULTS_FULL=1` and runs the `fault_writers` tests of memory-sql and
+    /// memory-redis one at a time; `cargo xtask test` runs them with smaller counts.
+    Faults {
+        /// Extra arguments for the test binaries (e.g. a test name filter).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Build and run the benchmark binary (`memory-bench`) in release mode.
     ///
     /// Without `--data`, passes `--data $AGENT_MEMORY_BENCH_DATA`, or else
@@ -100,6 +113,7 @@ fn main() -> ExitCode {
         Command::Services => services::run(),
         Command::Test { args } => test::run(&args),
         Command::Ci { no_tests } => ci::run(no_tests),
+        Command::Faults { args } => faults::run(&args),
         Command::Bench { args } => bench::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
         Command::FetchMem0 { cache_dir } => fetch_mem0::run(cache_dir),

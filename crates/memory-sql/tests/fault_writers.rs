@@ -46,7 +46,8 @@ fn kill_options() -> KillOptions {
         writers: 4,
         count: if writers::full_counts() { 250 } else { 60 },
         batch: 5,
-        kills: 3,
+        kills: if writers::full_counts() { 10 } else { 4 },
+        ack_delay_us: 3000,
     }
 }
 

@@ -87,6 +87,10 @@ pub struct WriterJob {
     pub batch: u32,
     /// The writers, each a task of the child.
     pub writers: Vec<WriterRange>,
+    /// The longest pause, in microseconds, between an append's return and its
+    /// acknowledgement (each pause is random below it): it widens the window in which a kill
+    /// leaves a stored batch unacknowledged, so the retry of such a batch is exercised.
+    pub ack_delay_us: u32,
 }
 
 impl WriterJob {
@@ -104,6 +108,7 @@ impl WriterJob {
             "thread_per_writer": self.thread_per_writer,
             "batch": self.batch,
             "writers": writers,
+            "ack_delay_us": self.ack_delay_us,
         })
         .to_string()
     }
@@ -136,6 +141,7 @@ impl WriterJob {
             thread_per_writer: value.get("thread_per_writer")?.as_bool()?,
             batch,
             writers,
+            ack_delay_us: number(value.get("ack_delay_us")?)?,
         })
     }
 
@@ -203,9 +209,9 @@ pub async fn run_writer_job(store: Arc<dyn HistoryStore>, job: &WriterJob) {
     for range in job.writers.clone() {
         let store = store.clone();
         let scope = job.scope_of(range.writer);
-        let batch = job.batch;
+        let (batch, delay) = (job.batch, job.ack_delay_us);
         tasks.push(tokio::spawn(async move {
-            write_range(&*store, &scope, range, batch).await
+            write_range(&*store, &scope, range, batch, delay).await
         }));
     }
     let mut failures = Vec::new();
@@ -225,6 +231,7 @@ async fn write_range(
     scope: &Scope,
     range: WriterRange,
     batch: u32,
+    ack_delay_us: u32,
 ) -> Result<(), String> {
     let mut index = range.start;
     while index < range.end {
@@ -263,6 +270,10 @@ async fn write_range(
                 messages.len(),
                 outcome.seqs.len()
             ));
+        }
+        if ack_delay_us > 0 {
+            let pause = random_below(u64::from(ack_delay_us));
+            tokio::time::sleep(Duration::from_micros(pause)).await;
         }
         let seqs: Vec<String> = outcome.seqs.iter().map(u64::to_string).collect();
         let line = format!("{ACK_TAG} {} {index} {}\n", range.writer, seqs.join(","));
@@ -685,6 +696,7 @@ fn fresh_job(
         session: format!("s-fault-{}", &uuid[16..]),
         thread_per_writer,
         batch,
+        ack_delay_us: 0,
         writers: (first_writer..first_writer + writers)
             .map(|writer| WriterRange {
                 writer,
@@ -706,6 +718,8 @@ pub struct KillOptions {
     pub batch: u32,
     /// How many processes are killed before a last one finishes the job.
     pub kills: u32,
+    /// The child's [`WriterJob::ack_delay_us`].
+    pub ack_delay_us: u32,
 }
 
 /// What the kill scenario saw.
@@ -715,6 +729,10 @@ pub struct KillReport {
     pub summary: ThreadSummary,
     /// After how many acknowledged appends of its own each killed process was killed.
     pub killed_after: Vec<usize>,
+    /// For each kill, how many batches were stored without an acknowledgement (the kill
+    /// came between the commit and the report); the next process retried them, and the
+    /// final check proved they were not stored again.
+    pub stored_unacknowledged_at_kill: Vec<usize>,
     /// How long the whole scenario took.
     pub elapsed: Duration,
 }
@@ -732,7 +750,7 @@ pub async fn kill_and_resume(
     options: KillOptions,
 ) -> KillReport {
     let started = Instant::now();
-    let plan = fresh_job(
+    let mut plan = fresh_job(
         target,
         1,
         options.writers,
@@ -740,10 +758,12 @@ pub async fn kill_and_resume(
         options.batch,
         false,
     );
+    plan.ack_delay_us = options.ack_delay_us;
     let batches_per_writer = options.count.div_ceil(options.batch) as usize;
     let total_batches = batches_per_writer * options.writers as usize;
     let mut acks: Vec<Ack> = Vec::new();
     let mut killed_after = Vec::new();
+    let mut stored_unacknowledged_at_kill = Vec::new();
     let mut job = plan.clone();
     for _kill in 0..options.kills {
         // Kill somewhere in the next share of the work, then a random moment later.
@@ -766,6 +786,7 @@ pub async fn kill_and_resume(
             summary.acknowledged == acks.len(),
             "acks were counted twice"
         );
+        stored_unacknowledged_at_kill.push(summary.stored_unacknowledged_batches);
         job = continue_job(&plan, &acks);
         if job.writers.is_empty() {
             break;
@@ -779,6 +800,7 @@ pub async fn kill_and_resume(
     KillReport {
         summary,
         killed_after,
+        stored_unacknowledged_at_kill,
         elapsed: started.elapsed(),
     }
 }
