@@ -318,6 +318,17 @@ fn parse_ack_line(line: &str) -> Option<Vec<Ack>> {
         .collect()
 }
 
+/// How [`WriterProcess::wait_for_acks`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckWait {
+    /// The child acknowledged as many appends as asked.
+    Reached,
+    /// The child ended first (its stdout closed).
+    Ended,
+    /// The time ran out first.
+    TimedOut,
+}
+
 /// A running writer child, its acknowledgements read as they come.
 #[derive(Debug)]
 pub struct WriterProcess {
@@ -380,18 +391,19 @@ impl WriterProcess {
         }
     }
 
-    /// Waits until the child acknowledged `batches` appends in all; false when it stopped
-    /// first or `timeout` passed.
-    pub fn wait_for_acks(&mut self, batches: usize, timeout: Duration) -> bool {
+    /// Waits until the child acknowledged `batches` appends in all, it closed its stdout (it
+    /// ended), or `timeout` passed.
+    pub fn wait_for_acks(&mut self, batches: usize, timeout: Duration) -> AckWait {
         let deadline = Instant::now() + timeout;
         while self.acked_batches < batches {
             let left = deadline.saturating_duration_since(Instant::now());
             match self.batches.recv_timeout(left) {
                 Ok(acks) => self.take(acks),
-                Err(_) => return false,
+                Err(mpsc::RecvTimeoutError::Disconnected) => return AckWait::Ended,
+                Err(mpsc::RecvTimeoutError::Timeout) => return AckWait::TimedOut,
             }
         }
-        true
+        AckWait::Reached
     }
 
     fn take(&mut self, acks: Vec<Ack>) {
@@ -767,18 +779,33 @@ pub async fn kill_and_resume(
     let mut job = plan.clone();
     for _kill in 0..options.kills {
         // Kill somewhere in the next share of the work, then a random moment later.
-        let share = (total_batches / (options.kills as usize + 1)).max(1);
+        // Never more than half of what is left, so most kills land mid-run.
+        let remaining: usize = job
+            .writers
+            .iter()
+            .map(|r| (r.end - r.start).div_ceil(options.batch) as usize)
+            .sum();
+        let share = (total_batches / (options.kills as usize + 1))
+            .min(remaining / 2)
+            .max(1);
         let after = 1 + random_below(share as u64) as usize;
         let mut child = WriterProcess::spawn(child_test, &job);
-        let reached = child.wait_for_acks(after, Duration::from_secs(120));
-        std::thread::sleep(Duration::from_micros(random_below(3000)));
-        let got = child.kill();
-        assert!(
-            reached,
-            "the writer child stopped or stalled before {after} acknowledged appends \
-             ({} acknowledged messages)",
-            got.len()
-        );
+        let got = match child.wait_for_acks(after, Duration::from_secs(120)) {
+            AckWait::Reached => {
+                std::thread::sleep(Duration::from_micros(random_below(3000)));
+                child.kill()
+            }
+            // It finished its work before the kill: it must have succeeded.
+            AckWait::Ended => child.finish(Duration::from_secs(60)),
+            AckWait::TimedOut => {
+                let got = child.kill();
+                panic!(
+                    "the writer child stalled before {after} acknowledged appends ({} \
+                     acknowledged messages)",
+                    got.len()
+                );
+            }
+        };
         killed_after.push(got.len().div_ceil(options.batch as usize));
         acks.extend(got);
         let summary = verify_threads(&*store, &plan, &acks, false).await;
