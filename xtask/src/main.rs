@@ -6,6 +6,8 @@
 //! - `cargo xtask test [-- ARGS]`: `services`, then `cargo test` over the whole workspace,
 //!   with a `N passed, M failed` summary.
 //! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
+//! - `cargo xtask faults [-- ARGS]`: the writer-process fault tests (SIGKILL mid-batch, racing
+//!   processes) on every engine at full counts.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
 //! - `cargo xtask fuzz [--inputs N] [--target NAME]`: fuzz every decoder of outside bytes
 //!   (`memory-fuzz`, release mode; 10 million inputs by default); fails on any panic.
@@ -18,6 +20,7 @@
 
 mod bench;
 mod ci;
+mod faults;
 mod fetch_mem0;
 mod fetch_model;
 mod fuzz;
@@ -63,6 +66,16 @@ enum Command {
         /// Skip the test step (`.ci/run` runs `cargo xtask test` on its own first).
         #[arg(long)]
         no_tests: bool,
+    },
+    /// Run the writer-process fault tests (SIGKILL mid-batch, racing processes) on every
+    /// engine at the full counts: 16 writers in 2 processes × 1,000 appends.
+    ///
+    /// Sets `AGENT_MEMORY_FAULTS_FULL=1` and runs the `fault_writers` tests of memory-sql and
+    /// memory-redis one at a time; `cargo xtask test` runs them with smaller counts.
+    Faults {
+        /// Extra arguments for the test binaries (e.g. a test name filter).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
     },
     /// Build and run the benchmark binary (`memory-bench`) in release mode.
     ///
@@ -113,6 +126,7 @@ fn main() -> ExitCode {
         Command::Services => services::run(),
         Command::Test { args } => test::run(&args),
         Command::Ci { no_tests } => ci::run(no_tests),
+        Command::Faults { args } => faults::run(&args),
         Command::Bench { args } => bench::run(&args),
         Command::Fuzz { args } => fuzz::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
