@@ -158,8 +158,11 @@ impl AgentRun {
             .messages
             .iter()
             .rposition(|m| m.role == Role::Tool)
-            .map_or(0, |i| i + 1);
-        let texts: Vec<String> = self.messages[start..]
+            .map_or(0, |i| i.saturating_add(1));
+        let texts: Vec<String> = self
+            .messages
+            .get(start..)
+            .unwrap_or_default()
             .iter()
             .map(ChatMessage::text)
             .collect();
@@ -408,7 +411,7 @@ impl Agent {
             .and_then(|first| window.iter().position(|m| m.message.id == first.id))
         {
             tracing::info!(
-                dropped = window.len() - at,
+                dropped = window.len().saturating_sub(at),
                 "the input is stored already (a retried run): its earlier attempt leaves the view"
             );
             window.truncate(at);
@@ -430,7 +433,7 @@ impl Agent {
                 if reduced > 0 {
                     tracing::info!(
                         dropped = reduced,
-                        kept = window_len - reduced,
+                        kept = window_len.saturating_sub(reduced),
                         "reducer shrank the view"
                     );
                 }
@@ -452,7 +455,7 @@ impl Agent {
 
         // 4. The request: the agent's tools, then the providers' (a provider's tool that
         //    shadows one of the agent's is not offered twice).
-        let mut prefix = Vec::with_capacity(context.messages.len() + 1);
+        let mut prefix = Vec::with_capacity(context.messages.len().saturating_add(1));
         let mut instructions: Vec<&str> = self.instructions.iter().map(String::as_str).collect();
         instructions.extend(context.instructions.iter().map(String::as_str));
         if !instructions.is_empty() {
@@ -483,7 +486,7 @@ impl Agent {
         let mut iterations = 0;
         let mut counter: Option<Arc<dyn TokenCounter>> = None;
         let stop_reason = loop {
-            iterations += 1;
+            iterations = iterations.saturating_add(1);
             let response = match self
                 .model
                 .complete(&request)
@@ -574,7 +577,7 @@ impl Agent {
                         .reduce_in_flight(reducer.as_ref(), counter.as_ref(), &mut conversation)
                         .await
                     {
-                        Ok(dropped) => reduced += dropped,
+                        Ok(dropped) => reduced = reduced.saturating_add(dropped),
                         Err(error) => {
                             tracing::warn!(%error, "the reducer failed between model calls; nothing is stored");
                             return Err(self.fail(session, &input, error).await);
@@ -672,7 +675,7 @@ impl Agent {
         if dropped > 0 {
             tracing::info!(
                 dropped,
-                kept = stored.len() - dropped,
+                kept = stored.len().saturating_sub(dropped),
                 "the reducer shrank the request between tool iterations"
             );
         }
@@ -702,11 +705,12 @@ impl Agent {
             .await?;
         let mut archived = 0;
         for range in archive_ranges(&window, &reduction) {
-            archived += self
+            let moved = self
                 .history
                 .archive(scope, range.clone())
                 .instrument(tracing::debug_span!("history.archive", ?range))
                 .await?;
+            archived = archived.saturating_add(moved);
         }
         if let Some(summary) = reduction.summary {
             self.history
@@ -737,10 +741,12 @@ fn archive_ranges(
     let mut ranges = Vec::new();
     let first_seq = window.first().map_or(1, |m| m.seq);
     if first_seq > 1 {
-        ranges.push(1..=first_seq - 1);
+        ranges.push(1..=first_seq.saturating_sub(1));
     }
     for run in &reduction.dropped {
-        if let (Some(first), Some(last)) = (window.get(run.start), window.get(run.end - 1)) {
+        if let (Some(first), Some(last)) =
+            (window.get(run.start), window.get(run.end.saturating_sub(1)))
+        {
             ranges.push(first.seq..=last.seq);
         }
     }

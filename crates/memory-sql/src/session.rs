@@ -136,7 +136,7 @@ impl SqlStore {
             let found = found.map(|p| p.version);
             return Err(Error::version_conflict(scope, found, Some(expected)));
         }
-        Ok(expected + 1)
+        Ok(expected.saturating_add(1))
     }
 
     /// Creates the session at `key`: version 1 for a key never used, else one past its
@@ -215,11 +215,11 @@ impl SqlStore {
                 .await
             {
                 Err(err)
-                    if attempt + 1 < SAVE_ATTEMPTS
+                    if attempt.saturating_add(1) < SAVE_ATTEMPTS
                         && (is_retryable(&err)
                             || (err.kind() == ErrorKind::Unavailable && err.is_temporary())) =>
                 {
-                    attempt += 1;
+                    attempt = attempt.saturating_add(1);
                     tracing::debug!(%err, attempt, "memory-sql: retrying a session save");
                     tokio::time::sleep(backoff(attempt)).await;
                 }

@@ -423,7 +423,7 @@ async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
             Err(e)
                 if crate::error::is_sqlite_busy(&e) && started.elapsed() < config.busy_timeout =>
             {
-                attempt += 1;
+                attempt = attempt.saturating_add(1);
                 tokio::time::sleep(crate::error::backoff(attempt)).await;
             }
             other => break other.map_err(|e| crate::error::sql_error(&ctx, e))?,

@@ -5,6 +5,10 @@
 // unwrap values that are valid by construction. A panic with a clear message is the intended
 // way to report a broken contract, so the workspace's unwrap/expect/panic lints do not apply.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// For the same reason its arithmetic and indexing are on data the checks built themselves (counts
+// of messages they appended, positions in windows they just read): an overflow or an index out
+// of range is a failed check, reported by the panic.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 pub mod faults;
 pub mod fixtures;

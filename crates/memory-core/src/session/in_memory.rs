@@ -128,16 +128,22 @@ impl SessionStore for InMemorySessionStore {
                 Ok(version)
             }
             (Some(found), Some(expected)) if found == expected => {
+                let next = found.checked_add(1).ok_or_else(|| {
+                    Error::new(
+                        ErrorKind::LimitExceeded,
+                        format!("the session at {scope} has used every version number"),
+                    )
+                })?;
                 let entry = sessions
                     .live
                     .get_mut(&key)
                     .ok_or_else(|| Error::new(ErrorKind::Backend, "session vanished"))?;
                 entry.stored = StoredSession {
                     state: state.clone(),
-                    version: found + 1,
+                    version: next,
                 };
-                entry.expires_at = entry.ttl.map(|ttl| now + ttl);
-                Ok(found + 1)
+                entry.expires_at = entry.ttl.and_then(|ttl| now.checked_add(ttl));
+                Ok(next)
             }
             (found, expected) => Err(Error::version_conflict(scope, found, expected)),
         }
@@ -169,7 +175,7 @@ impl SessionStore for InMemorySessionStore {
             .live(&scope.key(), now)
             .ok_or_else(|| Error::not_found(format!("no session at {scope}")))?;
         entry.ttl = ttl;
-        entry.expires_at = ttl.map(|ttl| now + ttl);
+        entry.expires_at = ttl.and_then(|ttl| now.checked_add(ttl));
         Ok(())
     }
 

@@ -184,7 +184,9 @@ impl AgentSession {
             .get(&agent)
             .map(Vec::as_slice)
             .unwrap_or_default();
-        Ok(&all[all.len().saturating_sub(last)..])
+        Ok(all
+            .get(all.len().saturating_sub(last)..)
+            .unwrap_or_default())
     }
 
     /// `agent`'s history within the session's history window (all of it with no window).
