@@ -483,7 +483,7 @@ impl Agent {
         let mut records: Vec<ToolCallRecord> = Vec::new();
         let mut usage: Option<Usage> = None;
         let mut response_conversation_id: Option<String> = None;
-        let mut iterations = 0;
+        let mut iterations = 0usize;
         let mut counter: Option<Arc<dyn TokenCounter>> = None;
         let stop_reason = loop {
             iterations = iterations.saturating_add(1);
@@ -703,7 +703,7 @@ impl Agent {
                 messages = window.len()
             ))
             .await?;
-        let mut archived = 0;
+        let mut archived = 0u64;
         for range in archive_ranges(&window, &reduction) {
             let moved = self
                 .history
