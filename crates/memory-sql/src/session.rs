@@ -208,7 +208,7 @@ impl SqlStore {
         expected_version: Option<u64>,
     ) -> Result<u64> {
         let nonce = MessageId::generate();
-        let mut attempt = 0;
+        let mut attempt = 0u32;
         loop {
             match self
                 .save_session_as(scope, json, expected_version, nonce.as_str())

@@ -417,7 +417,7 @@ async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
     // Switching a new file to WAL needs a moment alone with it: processes opening it at once
     // may get SQLITE_BUSY at once (no busy wait there), so try again within the busy timeout.
     let started = std::time::Instant::now();
-    let mut attempt = 0;
+    let mut attempt = 0u32;
     let pool = loop {
         match pool.clone().connect_with(options.clone()).await {
             Err(e)
