@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::history::skip_undecodable;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
     PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage, ThreadCount,
@@ -285,17 +286,24 @@ impl AfRedisHistory {
         })
     }
 
-    /// Decodes elements starting at 0-based index `first`.
-    fn decode_all(
-        &self,
-        key: &str,
-        first: i64,
-        elements: &[Vec<u8>],
-    ) -> Result<Vec<StoredMessage>> {
+    /// [`decode`](Self::decode), or `None` with a warning naming the list and the position for
+    /// an element that cannot be decoded: reads leave it out (the `HistoryStore` contract), so
+    /// one bad element never makes the list unreadable.
+    fn decode_or_skip(&self, key: &str, position: i64, element: &[u8]) -> Option<StoredMessage> {
+        self.decode(key, position, element)
+            .inspect_err(|err| {
+                skip_undecodable(&key, u64::try_from(position).unwrap_or_default(), err);
+            })
+            .ok()
+    }
+
+    /// Decodes elements starting at 0-based index `first`, leaving out those that do not
+    /// decode.
+    fn decode_all(&self, key: &str, first: i64, elements: &[Vec<u8>]) -> Vec<StoredMessage> {
         elements
             .iter()
             .zip(first + 1..)
-            .map(|(element, position)| self.decode(key, position, element))
+            .filter_map(|(element, position)| self.decode_or_skip(key, position, element))
             .collect()
     }
 
@@ -317,7 +325,9 @@ impl AfRedisHistory {
         'chunks: loop {
             for (offset, element) in elements.iter().enumerate().rev() {
                 let position = first + 1 + i64::try_from(offset).unwrap_or(i64::MAX);
-                let message = self.decode(key, position, element)?;
+                let Some(message) = self.decode_or_skip(key, position, element) else {
+                    continue;
+                };
                 let total = used + u64::from(message.tokens);
                 if total > budget {
                     break 'chunks;
@@ -469,18 +479,18 @@ impl HistoryStore for AfRedisHistory {
         let messages = match window {
             Window::All | Window::Everything => {
                 let range = self.read_range(&what, &key, 0, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
+                self.decode_all(&key, range.first, &range.elements)
             }
             Window::Last(0) => Vec::new(),
             Window::Last(n) => {
                 let start = i64::try_from(n).map_or(i64::MIN + 1, |n| -n);
                 let range = self.read_range(&what, &key, start, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
+                self.decode_all(&key, range.first, &range.elements)
             }
             Window::After(seq) => {
                 let start = i64::try_from(seq).unwrap_or(i64::MAX);
                 let range = self.read_range(&what, &key, start, -1).await?;
-                self.decode_all(&key, range.first, &range.elements)?
+                self.decode_all(&key, range.first, &range.elements)
             }
             Window::TokenBudget(budget) => self.read_budget(&what, &key, budget).await?,
             other => {
@@ -502,7 +512,7 @@ impl HistoryStore for AfRedisHistory {
         let what = format!("count the Agent Framework list of {scope}");
         let range = self.read_range(&what, &key, 0, -1).await?;
         let mut tokens = 0u64;
-        for message in self.decode_all(&key, range.first, &range.elements)? {
+        for message in self.decode_all(&key, range.first, &range.elements) {
             tokens += u64::from(message.tokens);
         }
         let len = u64::try_from(range.len).unwrap_or_default();

@@ -12,7 +12,7 @@ use memory_core::{
 use serde_json::Value;
 
 use crate::driver::{Arg, Col, Query};
-use crate::rows::{expiry, now_ms, scope_args, ttl_ms};
+use crate::rows::{scope_args, ttl_ms};
 use crate::store::{SqlStore, list_page};
 
 impl SqlStore {
@@ -23,9 +23,7 @@ impl SqlStore {
             .db
             .fetch(
                 "read a session's version",
-                Query::shared(&self.inner.session.version)
-                    .text(key)
-                    .int(now_ms()),
+                Query::shared(&self.inner.session.version).text(key),
                 &[Col::Int],
             )
             .await?;
@@ -39,9 +37,7 @@ impl SqlStore {
             .db
             .fetch(
                 "load a session",
-                Query::shared(&self.inner.session.load)
-                    .text(&key)
-                    .int(now_ms()),
+                Query::shared(&self.inner.session.load).text(&key),
                 &[Col::Int, Col::Text],
             )
             .await?;
@@ -66,12 +62,11 @@ impl SqlStore {
         let key = scope.key();
         let sql = &self.inner.session;
         let db = &self.inner.db;
-        let now = now_ms();
         let Some(expected) = expected_version else {
             // An expired session is gone: remove its row so the key can be created again.
             db.execute(
                 "save a session",
-                Query::shared(&sql.delete_expired).text(&key).int(now),
+                Query::shared(&sql.delete_expired).text(&key),
             )
             .await?;
             let insert = Query::shared(&sql.insert)
@@ -92,11 +87,8 @@ impl SqlStore {
             Ok(expected_i) => {
                 let update = Query::shared(&sql.update)
                     .text(json)
-                    .int(now)
-                    .int(now)
                     .text(&key)
-                    .int(expected_i)
-                    .int(now);
+                    .int(expected_i);
                 db.execute("save a session", update).await?
             }
             Err(_) => 0,
@@ -114,7 +106,7 @@ impl SqlStore {
         let deleted = db
             .execute(
                 "delete a session",
-                Query::shared(&sql.delete_live).text(key).int(now_ms()),
+                Query::shared(&sql.delete_live).text(key),
             )
             .await?;
         if deleted == 0 {
@@ -175,12 +167,11 @@ impl SessionStore for SqlStore {
         const CTX: &str = "set a session's TTL";
         let ttl_ms = ttl.map(ttl_ms).transpose()?;
         let key = scope.key();
-        let now = now_ms();
+        // The expiry is the database's clock + the TTL.
         let q = Query::shared(&self.inner.session.set_ttl)
             .arg(Arg::OptInt(ttl_ms))
-            .arg(Arg::OptInt(expiry(now, ttl_ms)))
-            .text(&key)
-            .int(now);
+            .arg(Arg::OptInt(ttl_ms))
+            .text(&key);
         if self
             .bounded("set_ttl", CTX, self.inner.db.execute(CTX, q))
             .await?
@@ -193,7 +184,7 @@ impl SessionStore for SqlStore {
 
     async fn purge_expired(&self) -> Result<u64> {
         const CTX: &str = "purge expired sessions";
-        let q = Query::shared(&self.inner.session.purge).int(now_ms());
+        let q = Query::shared(&self.inner.session.purge);
         let removed = self
             .bounded("purge_expired", CTX, self.inner.db.execute(CTX, q))
             .await?;

@@ -39,17 +39,21 @@ pub(crate) struct HistorySql {
     pub(crate) purge_select: Arc<str>,
 }
 
-/// `EXISTS` clause: the thread (`?` = key) is live at `?` = now.
+/// `EXISTS` clause: the thread (`?` = key) is live now (by the database's clock).
 const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key = ? \
-                    AND (t.expires_at IS NULL OR t.expires_at > ?))";
+                    AND (t.expires_at IS NULL OR t.expires_at > {now}))";
 
-/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live at
-/// `?` = now, else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
+/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live now
+/// (by the database's clock), else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
 /// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
 /// from the first active message on, past the archived prefix and the index entries archiving
 /// left behind.
 const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
-                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > ?))";
+                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > {now}))";
+
+/// The last column of a locked thread row: its expiry if the thread expired (by the database's
+/// clock), else `NULL` (of the column's own type on every database).
+const EXPIRED: &str = "CASE WHEN expires_at <= {now} THEN expires_at END";
 
 impl HistorySql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
@@ -59,13 +63,15 @@ impl HistorySql {
         Self {
             dialect,
             prefix: prefix.clone(),
-            upsert_thread: r("INSERT INTO {prefix}threads \
+            upsert_thread: r(&format!(
+                "INSERT INTO {{prefix}}threads \
                  (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
                  VALUES (?, ?, ?, ?, ?, ?, ?) \
                  ON CONFLICT (thread_key) DO UPDATE SET thread_key = excluded.thread_key \
-                 RETURNING last_seq, active_count, active_tokens, ttl_ms, expires_at"),
+                 RETURNING last_seq, active_count, active_tokens, ttl_ms, {EXPIRED}"
+            )),
             lock_thread: r(&format!(
-                "SELECT last_seq, active_count, active_tokens, ttl_ms, expires_at \
+                "SELECT last_seq, active_count, active_tokens, ttl_ms, {EXPIRED} \
                  FROM {{prefix}}threads WHERE thread_key = ?{for_update}"
             )),
             insert_thread: r("INSERT INTO {prefix}threads \
@@ -73,7 +79,7 @@ impl HistorySql {
                  VALUES (?, ?, ?, ?, ?, ?, ?)"),
             update_thread: r(
                 "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
-                 active_tokens = ?, ttl_ms = ?, expires_at = ?, \
+                 active_tokens = ?, ttl_ms = ?, expires_at = {now} + ?, \
                  first_active = COALESCE(?, first_active) WHERE thread_key = ?",
             ),
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
@@ -119,11 +125,11 @@ impl HistorySql {
                    ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u(s, i, r, t, c, b)"),
             count: r(
                 "SELECT last_seq, active_count, active_tokens FROM {prefix}threads \
-                 WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                 WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > {now})",
             ),
             lock_live: r(&format!(
                 "SELECT last_seq FROM {{prefix}}threads WHERE thread_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?){for_update}"
+                 AND (expires_at IS NULL OR expires_at > {{now}}){for_update}"
             )),
             archive_counters: r("UPDATE {prefix}threads SET \
                  active_count = active_count - (SELECT COUNT(*) FROM {prefix}messages \
@@ -138,12 +144,14 @@ impl HistorySql {
                  WHERE thread_key = ?"),
             archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
                  WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),
-            set_ttl: r("UPDATE {prefix}threads SET ttl_ms = ?, expires_at = ? \
+            set_ttl: r(
+                "UPDATE {prefix}threads SET ttl_ms = ?, expires_at = {now} + ? \
                  WHERE thread_key = ? AND last_seq > 0 \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
+                 AND (expires_at IS NULL OR expires_at > {now})",
+            ),
             purge_select: r(&format!(
                 "SELECT thread_key FROM {{prefix}}threads \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ? \
+                 WHERE expires_at IS NOT NULL AND expires_at <= {{now}} \
                  ORDER BY expires_at LIMIT {PURGE_BATCH}{for_update}"
             )),
         }
@@ -174,35 +182,37 @@ impl SessionSql {
         Self {
             load: r(
                 "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
+                 AND (expires_at IS NULL OR expires_at > {now})",
             ),
             version: r("SELECT version FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
+                 AND (expires_at IS NULL OR expires_at > {now})"),
             delete_expired: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND expires_at IS NOT NULL AND expires_at <= ?"),
+                 AND expires_at IS NOT NULL AND expires_at <= {now}"),
             insert: r(
                 "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
                  source, session_id, version, state, ttl_ms, expires_at) \
                  VALUES (?, ?, ?, ?, ?, ?, 1, ?, NULL, NULL)",
             ),
-            // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
+            // A save refreshes the expiry: now (the database's clock) + the stored TTL, which `set_ttl` bounds to
             // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
             // cannot overflow.
             update: r(&format!(
                 "UPDATE {{prefix}}sessions SET state = ?, version = version + 1, \
                  expires_at = CASE WHEN ttl_ms IS NULL THEN NULL \
-                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END \
+                   WHEN ttl_ms > {max_ttl} THEN {{now}} + {max_ttl} ELSE {{now}} + ttl_ms END \
                  WHERE scope_key = ? AND version = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
+                 AND (expires_at IS NULL OR expires_at > {{now}})",
                 max_ttl = to_i64(MAX_TTL.as_millis()),
             )),
             delete_live: r("DELETE FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
+                 AND (expires_at IS NULL OR expires_at > {now})"),
             delete_any: r("DELETE FROM {prefix}sessions WHERE scope_key = ?"),
-            set_ttl: r("UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = ? \
-                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
+            set_ttl: r(
+                "UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = {now} + ? \
+                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > {now})",
+            ),
             purge: r("DELETE FROM {prefix}sessions \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ?"),
+                 WHERE expires_at IS NOT NULL AND expires_at <= {now}"),
         }
     }
 }
