@@ -50,6 +50,7 @@ impl SessionStore for RedisStore {
         state: &Json,
         expected_version: Option<u64>,
     ) -> Result<u64> {
+        memory_core::session::check_state_depth(state)?;
         self.save_once(scope, state, expected_version, &request_nonce())
             .await
             .during("save")

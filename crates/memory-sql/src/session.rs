@@ -135,6 +135,7 @@ impl SessionStore for SqlStore {
         state: &Value,
         expected_version: Option<u64>,
     ) -> Result<u64> {
+        memory_core::session::check_state_depth(state)?;
         let json = serde_json::to_string(state)?;
         self.bounded(
             "save",

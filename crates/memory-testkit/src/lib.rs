@@ -8,6 +8,7 @@
 
 pub mod fixtures;
 pub mod history;
+pub mod hostile;
 mod macros;
 pub mod memory;
 pub mod scripted_model;

@@ -75,6 +75,7 @@ impl SessionStore for InMemorySessionStore {
         state: &Value,
         expected_version: Option<u64>,
     ) -> Result<u64> {
+        super::check_state_depth(state)?;
         let mut sessions = self.lock()?;
         let now = Instant::now();
         let key = scope.key();

@@ -11,7 +11,9 @@ use serde_json::Value;
 
 pub use in_memory::InMemorySessionStore;
 pub use state::SESSION_STATE_VERSION;
-pub use store::{SessionCapabilities, SessionStore, StoredSession};
+pub use store::{
+    MAX_STATE_DEPTH, SessionCapabilities, SessionStore, StoredSession, check_state_depth,
+};
 
 use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId, SourceId};

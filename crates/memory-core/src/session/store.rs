@@ -77,7 +77,9 @@ impl SessionCapabilities {
 ///   stale writer never overwrites silently; a missing session is a `Conflict` too). It returns
 ///   the new version: 1 on creation, then `v + 1`. Of concurrent saves with the same expected
 ///   version, exactly one succeeds, so a load-modify-save loop that retries on `Conflict` loses
-///   no update.
+///   no update. A state nested deeper than [`MAX_STATE_DEPTH`] is refused with
+///   [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and changes nothing
+///   ([`check_state_depth`]): it could not be loaded back.
 /// - [`load`](SessionStore::load) returns the state exactly as saved (every JSON value,
 ///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
 /// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
@@ -185,3 +187,36 @@ macro_rules! forward_session_store {
 }
 
 forward_session_store!(Arc, Box);
+
+/// The deepest nesting of arrays and objects a saved session state may have: below the 128
+/// levels serde_json reads back, with room for the messages (at most
+/// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) deep) a state carries a few levels down.
+pub const MAX_STATE_DEPTH: usize = 100;
+
+/// Refuses a session state nested deeper than [`MAX_STATE_DEPTH`], which a store could save but
+/// never load back. Every [`SessionStore::save`] calls it first. Iterative: a value of any depth
+/// is checked without recursion.
+///
+/// # Errors
+/// [`LimitExceeded`](crate::ErrorKind::LimitExceeded) for a state nested too deep.
+pub fn check_state_depth(state: &Value) -> crate::Result<()> {
+    let mut stack = vec![(state, 1usize)];
+    while let Some((value, level)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if level > MAX_STATE_DEPTH {
+            return Err(crate::Error::new(
+                crate::ErrorKind::LimitExceeded,
+                format!(
+                    "the session state nests JSON deeper than {MAX_STATE_DEPTH} levels, which a \
+                     store could not load back"
+                ),
+            ));
+        }
+        stack.extend(children.map(|v| (v, level + 1)));
+    }
+    Ok(())
+}
