@@ -489,7 +489,7 @@ pub async fn undecodable_rows_are_skipped(store: Arc<dyn HistoryStore>, raw: Arc
 /// Stored session states with every field wrong, saved through the store, load back exactly
 /// as saved (the store does not judge them), and [`AgentSession::deserialize_at`] refuses
 /// them with a typed error and never panics. A state nested past
-/// [`MAX_STATE_DEPTH`](memory_core::session::MAX_STATE_DEPTH) is refused at save and the
+/// [`MAX_STATE_DEPTH`] is refused at save and the
 /// session saved before it is not lost; one at the limit loads back equal.
 pub async fn hostile_session_states_are_typed_errors(store: Arc<dyn SessionStore>) {
     let scope = random_scope();
