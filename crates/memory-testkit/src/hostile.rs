@@ -598,3 +598,96 @@ async fn check_state(
         );
     }
 }
+
+/// Stored block-state documents of a [`Memory`](memory_core::Memory) (saved under
+/// [`BLOCK_STATE_SOURCE`](memory_core::memory::BLOCK_STATE_SOURCE)) with every field wrong:
+/// `get` and `flush` answer with a typed error (or a correct result) and never panic, and a
+/// document they refuse is left as it was.
+pub async fn hostile_block_states_are_typed_errors(store: Arc<dyn SessionStore>) {
+    use memory_core::memory::BLOCK_STATE_SOURCE;
+    use memory_core::memory::blocks::StaticMemoryBlock;
+    use memory_core::{InMemoryHistoryStore, Memory};
+
+    let scope = random_scope();
+    let history: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+    let messages: Vec<ChatMessage> = (0..6)
+        .map(|i| message_with_id(&format!("m-{i}"), "a few words of history ".repeat(40)))
+        .collect();
+    history.append(&scope, &messages).await.unwrap();
+    let state_scope = scope.clone().with_source(BLOCK_STATE_SOURCE).unwrap();
+    let good = json!({
+        "format": "agent-memory/memory-blocks",
+        "version": 1,
+        "blocks": {"facts": {"watermark": 0, "state": null}},
+    });
+    let wrong_values = [
+        Value::Null,
+        json!(-1),
+        json!(u64::MAX),
+        json!(1e308),
+        json!("x\0y"),
+        json!([]),
+        json!({}),
+        json!({"\0": [[[[]]]]}),
+    ];
+    let mut documents = Vec::new();
+    for field in ["format", "version", "blocks"] {
+        for wrong in &wrong_values {
+            let mut doc = good.clone();
+            doc[field] = wrong.clone();
+            documents.push(doc);
+        }
+    }
+    for wrong in &wrong_values {
+        let mut doc = good.clone();
+        doc["blocks"]["facts"]["watermark"] = wrong.clone();
+        documents.push(doc.clone());
+        doc["blocks"]["facts"] = wrong.clone();
+        documents.push(doc);
+    }
+    let mut extra = good.clone();
+    extra["password"] = json!("x");
+    documents.extend([extra, json!(null), json!([good.clone()]), json!("blocks")]);
+
+    let mut version = None;
+    for doc in documents {
+        store
+            .save(&state_scope, &doc, version)
+            .await
+            .unwrap_or_else(|e| panic!("save the block state {doc}: {e}"));
+        let memory = Memory::builder(scope.clone(), history.clone(), store.clone())
+            .token_limit(400)
+            .token_flush_size(50)
+            .block(Arc::new(
+                StaticMemoryBlock::new("facts", "static text").unwrap(),
+            ))
+            .build()
+            .unwrap();
+        let results = [
+            ("get", memory.get(&[]).await.map(drop)),
+            ("flush", memory.flush().await.map(drop)),
+        ];
+        let loaded = store
+            .load(&state_scope)
+            .await
+            .unwrap()
+            .expect("still stored");
+        for (what, result) in results {
+            if let Err(err) = result {
+                assert!(
+                    matches!(
+                        err.kind(),
+                        ErrorKind::Serialization | ErrorKind::InvalidInput | ErrorKind::Unsupported
+                    ),
+                    "{what} over the block state {doc}: a typed error, got {err}"
+                );
+                assert_eq!(
+                    loaded.state, doc,
+                    "{what}: a refused document is left as it was"
+                );
+            }
+        }
+        version = Some(loaded.version);
+    }
+    store.delete(&state_scope).await.unwrap();
+}

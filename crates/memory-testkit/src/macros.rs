@@ -49,7 +49,8 @@ macro_rules! history_store_tests {
 /// of a pair `(store, writer)`: a store of the same kind and a
 /// [`RawWriter`](crate::hostile::RawWriter) that writes its stored form directly (it adds the
 /// checks of undecodable rows), and the optional `sessions:` a future of a
-/// [`SessionStore`](memory_core::SessionStore) (it adds the checks of hostile session states).
+/// [`SessionStore`](memory_core::SessionStore) (it adds the checks of hostile session states
+/// and of hostile memory block states).
 /// Every test runs on a multi-thread Tokio runtime with 4 workers, in the module named first;
 /// the module imports `super::*`.
 ///
@@ -101,6 +102,14 @@ macro_rules! hostile_input_tests {
                     $crate::__private::block_on(async {
                         let store = $crate::__private::session_store($sessions.await);
                         $crate::hostile::hostile_session_states_are_typed_errors(store).await;
+                    });
+                }
+
+                #[test]
+                fn hostile_block_states_are_typed_errors() {
+                    $crate::__private::block_on(async {
+                        let store = $crate::__private::session_store($sessions.await);
+                        $crate::hostile::hostile_block_states_are_typed_errors(store).await;
                     });
                 }
             )?
