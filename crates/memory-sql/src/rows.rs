@@ -202,13 +202,14 @@ mod tests {
     async fn expiry_follows_the_database_clock_not_the_hosts() {
         #[cfg(feature = "sqlite")]
         expiry_uses_the_database_clock(SqlStore::in_memory().await.unwrap()).await;
+        #[cfg(any(feature = "postgres", feature = "mysql"))]
         let prefix = format!("amtest_v{}_", crate::SCHEMA_VERSION);
         #[cfg(feature = "postgres")]
         {
             let url = std::env::var("AGENT_MEMORY_POSTGRES_URL")
                 .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned());
             let store = SqlStore::builder(url)
-                .table_prefix(prefix.clone())
+                .table_prefix(prefix.as_str())
                 .connect()
                 .await
                 .expect("the PostgreSQL server is required");
@@ -219,7 +220,7 @@ mod tests {
             let url = std::env::var("AGENT_MEMORY_MYSQL_URL")
                 .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned());
             let store = SqlStore::builder(url)
-                .table_prefix(prefix)
+                .table_prefix(prefix.as_str())
                 .connect()
                 .await
                 .expect("the MySQL/MariaDB server is required");
