@@ -133,13 +133,18 @@ impl<'a> PreparedBatch<'a> {
                     format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
                 ));
             }
-            let tokens = counter.map_or(0, |c| c.count_message(message));
             positions.push(unique.len());
             unique.push(PreparedMessage {
                 message,
                 json,
-                tokens,
+                tokens: 0,
             });
+        }
+        // Counted once every limit is checked: a refused batch costs no counting.
+        if let Some(counter) = counter {
+            for prepared in &mut unique {
+                prepared.tokens = counter.count_message(prepared.message);
+            }
         }
         Ok(Self { unique, positions })
     }
