@@ -27,8 +27,8 @@ pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, 
 pub use error::{Error, ErrorKind, Result};
 pub use history::{
     AppendOutcome, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, MAX_BATCH_BYTES,
-    MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, MAX_READ_PAGE, PreparedBatch, PreparedMessage, Repeats,
-    StoredMessage, ThreadCount, Window,
+    MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE, PreparedBatch,
+    PreparedMessage, Repeats, StoredMessage, ThreadCount, Window,
 };
 pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};

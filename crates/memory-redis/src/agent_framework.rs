@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::history::skip_undecodable;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
     PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage,
@@ -292,17 +293,24 @@ impl AfRedisHistory {
         })
     }
 
-    /// Decodes elements starting at 0-based index `first`.
-    fn decode_all(
-        &self,
-        key: &str,
-        first: i64,
-        elements: &[Vec<u8>],
-    ) -> Result<Vec<StoredMessage>> {
+    /// [`decode`](Self::decode), or `None` with a warning naming the list and the position for
+    /// an element that cannot be decoded: reads leave it out (the `HistoryStore` contract), so
+    /// one bad element never makes the list unreadable.
+    fn decode_or_skip(&self, key: &str, position: i64, element: &[u8]) -> Option<StoredMessage> {
+        self.decode(key, position, element)
+            .inspect_err(|err| {
+                skip_undecodable(&key, u64::try_from(position).unwrap_or_default(), err);
+            })
+            .ok()
+    }
+
+    /// Decodes elements starting at 0-based index `first`, leaving out those that do not
+    /// decode.
+    fn decode_all(&self, key: &str, first: i64, elements: &[Vec<u8>]) -> Vec<StoredMessage> {
         elements
             .iter()
             .zip(first.saturating_add(1)..)
-            .map(|(element, position)| self.decode(key, position, element))
+            .filter_map(|(element, position)| self.decode_or_skip(key, position, element))
             .collect()
     }
 
@@ -330,7 +338,7 @@ impl AfRedisHistory {
                 start.saturating_add(page - 1)
             };
             let range = self.read_range(what, key, start, stop).await?;
-            let mut out = self.decode_all(key, range.first, &range.elements)?;
+            let mut out = self.decode_all(key, range.first, &range.elements);
             out.truncate(most);
             let mut next = range.first + i64::try_from(range.elements.len()).unwrap_or(i64::MAX);
             let mut boundary = range.elements.last().cloned();
@@ -358,7 +366,7 @@ impl AfRedisHistory {
                 if more.elements.is_empty() {
                     break;
                 }
-                let decoded = self.decode_all(key, next, &more.elements)?;
+                let decoded = self.decode_all(key, next, &more.elements);
                 let room = most - out.len();
                 out.extend(decoded.into_iter().take(room));
                 next += i64::try_from(more.elements.len()).unwrap_or(i64::MAX);
@@ -395,7 +403,9 @@ impl AfRedisHistory {
                 let position = first
                     .saturating_add(1)
                     .saturating_add(i64::try_from(offset).unwrap_or(i64::MAX));
-                let message = self.decode(key, position, element)?;
+                let Some(message) = self.decode_or_skip(key, position, element) else {
+                    continue;
+                };
                 let total = used.saturating_add(u64::from(message.tokens));
                 if total > budget {
                     break 'chunks;
@@ -578,7 +588,7 @@ impl HistoryStore for AfRedisHistory {
         let what = format!("count the Agent Framework list of {scope}");
         let range = self.read_range(&what, &key, 0, -1).await?;
         let mut tokens = 0u64;
-        for message in self.decode_all(&key, range.first, &range.elements)? {
+        for message in self.decode_all(&key, range.first, &range.elements) {
             tokens = tokens.saturating_add(u64::from(message.tokens));
         }
         let len = u64::try_from(range.len).unwrap_or_default();

@@ -5,6 +5,7 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::history::skip_undecodable;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
     PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
@@ -753,9 +754,10 @@ impl RedisStore {
     }
 }
 
-/// Decodes the read script's reply: `seq, tokens, active, json` per message. Anything that
-/// is not what the scripts store (a token count over `u32`, a body that is not a message) is
-/// [`Serialization`](memory_core::ErrorKind::Serialization).
+/// Decodes the read script's reply: `seq, tokens, active, json` per message. A reply of another
+/// shape is [`Serialization`](memory_core::ErrorKind::Serialization); a message that does not
+/// decode (a token count over `u32`, a body that is not UTF-8 or not a message) is left out
+/// with a warning naming the thread and its sequence number.
 fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
     let Value::Array(items) = reply else {
         return Err(bad_reply(what, "the read script did not return an array"));
@@ -781,24 +783,28 @@ fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
         let Value::BulkString(body) = &chunk[3] else {
             return Err(bad_reply(what, "a message body is not a string"));
         };
-        let json = std::str::from_utf8(body).map_err(|e| {
-            Error::serialization(format!("{what}: message {seq} is not UTF-8")).with_source(e)
-        })?;
-        let message = ChatMessage::from_json(json).map_err(|e| {
-            Error::serialization(format!("{what}: message {seq} does not decode: {e}"))
-                .with_source(e)
-        })?;
-        let tokens = u32::try_from(tokens).map_err(|_| {
-            Error::serialization(format!(
-                "{what}: message {seq} has an impossible token count {tokens}"
-            ))
-        })?;
-        out.push(StoredMessage {
-            seq,
-            tokens,
-            archived: active == 0,
-            message,
-        });
+        let decoded = decode_message(seq, tokens, body);
+        match decoded {
+            Ok((message, tokens)) => out.push(StoredMessage {
+                seq,
+                tokens,
+                archived: active == 0,
+                message,
+            }),
+            // One bad message never makes the thread unreadable (the `HistoryStore` contract).
+            Err(err) => skip_undecodable(&what, seq, &err),
+        }
     }
     Ok(out)
+}
+
+/// One stored message body and token count, decoded.
+fn decode_message(seq: u64, tokens: u64, body: &[u8]) -> Result<(ChatMessage, u32)> {
+    let json = std::str::from_utf8(body)
+        .map_err(|e| Error::serialization(format!("message {seq} is not UTF-8")).with_source(e))?;
+    let message = ChatMessage::from_json(json)?;
+    let tokens = u32::try_from(tokens).map_err(|_| {
+        Error::serialization(format!("message {seq} has an impossible token count"))
+    })?;
+    Ok((message, tokens))
 }

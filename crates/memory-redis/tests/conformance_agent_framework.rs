@@ -186,3 +186,45 @@ memory_testkit::history_store_tests!(mod af_redis_history_on_redis, async {
 memory_testkit::history_store_tests!(mod af_redis_history_on_redis_cluster, async {
     PerTemplate::new(support::cluster_store().await).await
 });
+
+/// Overwrites elements of Agent Framework lists (position `seq` is list index `seq - 1`).
+#[derive(Debug)]
+struct AfRaw {
+    histories: std::sync::Arc<PerTemplate>,
+    conn: support::RawConn,
+}
+
+#[async_trait]
+impl memory_testkit::hostile::RawWriter for AfRaw {
+    async fn overwrite(&self, scope: &Scope, seq: u64, body: &[u8]) -> Result<bool> {
+        let key = self.histories.history(scope).await?.key_for(scope)?;
+        let mut cmd = redis::cmd("LSET");
+        cmd.arg(&key).arg(seq - 1).arg(body);
+        self.conn
+            .run(&cmd)
+            .await
+            .unwrap_or_else(|e| panic!("LSET {key}: {e}"));
+        Ok(true)
+    }
+}
+
+memory_testkit::hostile_input_tests!(
+    mod af_redis_history_on_redis_hostile,
+    history: async { PerTemplate::new(support::standalone_store().await).await },
+    raw: async {
+        let histories =
+            std::sync::Arc::new(PerTemplate::new(support::standalone_store().await).await);
+        let conn = support::RawConn::standalone().await;
+        (histories.clone(), AfRaw { histories, conn })
+    },
+);
+memory_testkit::hostile_input_tests!(
+    mod af_redis_history_on_redis_cluster_hostile,
+    history: async { PerTemplate::new(support::cluster_store().await).await },
+    raw: async {
+        let histories =
+            std::sync::Arc::new(PerTemplate::new(support::cluster_store().await).await);
+        let conn = support::RawConn::cluster().await;
+        (histories.clone(), AfRaw { histories, conn })
+    },
+);

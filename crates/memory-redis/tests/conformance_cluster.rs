@@ -20,6 +20,17 @@ memory_testkit::memory_suite_tests!(mod redis_store_on_redis_cluster_memory, asy
     let store = std::sync::Arc::new(support::cluster_store().await);
     (store.clone(), store)
 });
+memory_testkit::hostile_input_tests!(
+    mod redis_store_on_redis_cluster_hostile,
+    history: async { support::cluster_store().await },
+    raw: async {
+        (
+            support::cluster_store().await,
+            support::RedisRaw(support::RawConn::cluster().await),
+        )
+    },
+    sessions: async { support::cluster_store().await },
+);
 
 /// The threads of the suite's random scopes spread over the masters: listing must find them on
 /// every node, and every key of one thread must be in one slot.

@@ -20,3 +20,14 @@ memory_testkit::memory_suite_tests!(mod redis_store_on_standalone_redis_memory, 
     let store = std::sync::Arc::new(support::standalone_store().await);
     (store.clone(), store)
 });
+memory_testkit::hostile_input_tests!(
+    mod redis_store_on_standalone_redis_hostile,
+    history: async { support::standalone_store().await },
+    raw: async {
+        (
+            support::standalone_store().await,
+            support::RedisRaw(support::RawConn::standalone().await),
+        )
+    },
+    sessions: async { support::standalone_store().await },
+);

@@ -697,8 +697,10 @@ async fn corrupt_stored_data_is_a_serialization_error() {
         .hset(key(&scope, "tok"), "1", "99999999999")
         .await
         .unwrap();
-    let err = store.read(&scope, Window::All).await.unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    // That message is left out of reads (with a warning); the other one is read (D8).
+    let read = store.read(&scope, Window::All).await.unwrap();
+    assert_eq!(read.iter().map(|m| m.seq).collect::<Vec<_>>(), [2]);
+    // A count that is not a number is a damaged reply: the read fails, typed.
     let () = conn.hset(key(&scope, "tok"), "2", "many").await.unwrap();
     for window in [Window::All, Window::TokenBudget(1000), Window::Last(1)] {
         let err = store.read(&scope, window).await.unwrap_err();

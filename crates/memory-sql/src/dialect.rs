@@ -56,11 +56,29 @@ impl Dialect {
         Self { backend }
     }
 
-    /// Substitutes the prefix and, for PostgreSQL, numbers the placeholders (`$1`, `$2`, …).
+    /// The database's clock in Unix milliseconds, as an SQL expression: the time base of every
+    /// expiry, so that hosts whose clocks disagree agree on when a thread or session expires.
+    pub(crate) fn now_ms(self) -> &'static str {
+        match self.backend {
+            // julianday('now') is the same for the whole statement.
+            Backend::Sqlite => "CAST((julianday('now') - 2440587.5) * 86400000.0 AS INTEGER)",
+            // The transaction's start time.
+            Backend::Postgres => "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)",
+            // UTC, so the session's time zone (and its daylight-saving hour) plays no part.
+            Backend::MySql => {
+                "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(3)) DIV 1000)"
+            }
+        }
+    }
+
+    /// Substitutes the prefix and the database's clock (`{now}`, see [`now_ms`](Self::now_ms))
+    /// and, for PostgreSQL, numbers the placeholders (`$1`, `$2`, …).
     ///
     /// Statements hold no string literals with `?` or `{`: values are always bound.
     pub(crate) fn render(self, prefix: &TablePrefix, template: &str) -> String {
-        let sql = template.replace("{prefix}", prefix.as_str());
+        let sql = template
+            .replace("{prefix}", prefix.as_str())
+            .replace("{now}", self.now_ms());
         match self.backend {
             Backend::Postgres => {
                 let mut out = String::with_capacity(sql.len().saturating_add(16));

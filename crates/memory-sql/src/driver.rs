@@ -49,6 +49,9 @@ pub(crate) enum Value {
     Null,
     Int(i64),
     Text(String),
+    /// A text column whose bytes are not UTF-8 (SQLite stores what it is given): an error
+    /// where the row is used, never for the whole result.
+    NotUtf8,
 }
 
 /// One decoded row.
@@ -74,7 +77,7 @@ impl Row {
         match self.get(i)? {
             Value::Null => Ok(None),
             Value::Int(v) => Ok(Some(*v)),
-            Value::Text(_) => Err(Error::serialization(format!(
+            Value::Text(_) | Value::NotUtf8 => Err(Error::serialization(format!(
                 "column {i} holds text where a number was expected"
             ))),
         }
@@ -98,6 +101,9 @@ impl Row {
             Value::Text(s) => Ok(Some(s)),
             Value::Int(_) => Err(Error::serialization(format!(
                 "column {i} holds a number where text was expected"
+            ))),
+            Value::NotUtf8 => Err(Error::serialization(format!(
+                "column {i} holds text that is not UTF-8"
             ))),
         }
     }
@@ -271,6 +277,7 @@ where
     for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> i16: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> String: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
+    for<'t> Vec<u8>: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
     for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
     for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
@@ -313,6 +320,7 @@ where
     i64: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
     i16: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
     String: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+    Vec<u8>: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
 {
     let mut out = Vec::with_capacity(cols.len());
     for (i, col) in cols.iter().enumerate() {
@@ -323,9 +331,14 @@ where
             Col::Flag => row
                 .try_get::<Option<i16>, _>(i)?
                 .map_or(Value::Null, |v| Value::Int(i64::from(v))),
-            Col::Text => row
-                .try_get::<Option<String>, _>(i)?
-                .map_or(Value::Null, Value::Text),
+            Col::Text => match row.try_get::<Option<String>, _>(i) {
+                Ok(text) => text.map_or(Value::Null, Value::Text),
+                // Bytes that are not UTF-8 spoil their row only (see `Value::NotUtf8`).
+                Err(err) => match row.try_get::<Option<Vec<u8>>, _>(i) {
+                    Ok(Some(bytes)) if std::str::from_utf8(&bytes).is_err() => Value::NotUtf8,
+                    _ => return Err(err),
+                },
+            },
         });
     }
     Ok(Row(out))

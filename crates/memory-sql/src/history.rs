@@ -11,6 +11,7 @@ use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use memory_core::history::skip_undecodable;
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
     PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
@@ -19,7 +20,7 @@ use memory_core::{
 use crate::dialect::{Backend, MAX_PARAMS, MAX_STATEMENT_BYTES};
 use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
-use crate::rows::{expiry, now_ms, scope_args, to_i64, ttl_ms};
+use crate::rows::{MAX_TTL_MS, scope_args, to_i64, ttl_ms};
 use crate::sql::PURGE_BATCH;
 use crate::store::{SqlStore, list_page};
 
@@ -45,7 +46,8 @@ struct ThreadRow {
     active_count: u64,
     active_tokens: u64,
     ttl_ms: Option<i64>,
-    expires_at: Option<i64>,
+    /// Whether the thread expired, by the database's clock.
+    expired: bool,
 }
 
 impl ThreadRow {
@@ -55,7 +57,7 @@ impl ThreadRow {
             active_count: 0,
             active_tokens: 0,
             ttl_ms,
-            expires_at: None,
+            expired: false,
         }
     }
 
@@ -65,7 +67,7 @@ impl ThreadRow {
             active_count: row.uint(1)?,
             active_tokens: row.uint(2)?,
             ttl_ms: row.opt_int(3)?,
-            expires_at: row.opt_int(4)?,
+            expired: row.opt_int(4)?.is_some(),
         })
     }
 }
@@ -102,8 +104,18 @@ fn decode_message(mut row: Row) -> Result<StoredMessage> {
     })
 }
 
-fn decode_messages(rows: Vec<Row>) -> Result<Vec<StoredMessage>> {
-    rows.into_iter().map(decode_message).collect()
+/// Decodes the rows of a read; a row that cannot be decoded is left out, with a warning naming
+/// the thread and its sequence number (the `HistoryStore` contract), so one bad row never makes
+/// the thread unreadable.
+fn decode_messages(key: &str, rows: Vec<Row>) -> Vec<StoredMessage> {
+    rows.into_iter()
+        .filter_map(|row| {
+            let seq = row.uint(0).unwrap_or_default();
+            decode_message(row)
+                .inspect_err(|err| skip_undecodable(&key, seq, err))
+                .ok()
+        })
+        .collect()
 }
 
 /// The length of the next chunk of a batch statement built with one placeholder group per
@@ -315,12 +327,11 @@ impl SqlStore {
     ) -> Result<(Vec<u64>, usize)> {
         const CTX: &str = "append";
         let inner = &self.inner;
-        let now = now_ms();
         let default_ttl = inner.default_ttl_ms;
         let mut tx = inner.db.begin(CTX).await?;
         let mut thread = self.lock_thread(&mut tx, scope, key, default_ttl).await?;
         let mut restarted = false;
-        if thread.expires_at.is_some_and(|at| at <= now) {
+        if thread.expired {
             // An expired thread is gone: the append starts a new one at sequence number 1.
             tx.execute(
                 "append: drop the expired thread",
@@ -353,8 +364,7 @@ impl SqlStore {
         }
         self.insert_messages(&mut tx, key, &new_rows).await?;
         let inserted = new_rows.len();
-        let expires_at = expiry(now, thread.ttl_ms);
-        if inserted > 0 || expires_at.is_some() || thread.last_seq == 0 {
+        if inserted > 0 || thread.ttl_ms.is_some() || thread.last_seq == 0 {
             let active_count = thread.active_count.checked_add(inserted as u64);
             let active_tokens = new_tokens.and_then(|t| thread.active_tokens.checked_add(t));
             let q = Query::shared(&inner.history.update_thread)
@@ -362,7 +372,8 @@ impl SqlStore {
                 .int(counter(key, "active message count", active_count)?)
                 .int(counter(key, "active token count", active_tokens)?)
                 .arg(Arg::OptInt(thread.ttl_ms))
-                .arg(Arg::OptInt(expires_at))
+                // The expiry: the database's clock + the TTL (a corrupt stored TTL is bounded).
+                .arg(Arg::OptInt(thread.ttl_ms.map(|t| t.min(MAX_TTL_MS))))
                 // A thread started again has no archived prefix.
                 .arg(Arg::OptInt(restarted.then_some(1)))
                 .text(key);
@@ -377,13 +388,12 @@ impl SqlStore {
     /// two versions of the thread nor leave a hole.
     async fn read_budget(&self, key: &str, budget: u64) -> Result<Vec<StoredMessage>> {
         const CTX: &str = "read a token-budget window";
-        let now = now_ms();
         let budget = to_i64(budget);
         let first = self
-            .budget_page(None, key, now, i64::MAX, BUDGET_FIRST_PAGE, budget)
+            .budget_page(None, key, i64::MAX, BUDGET_FIRST_PAGE, budget)
             .await?;
         if to_i64(first.len()) < BUDGET_FIRST_PAGE {
-            return Ok(first.into_iter().rev().collect());
+            return Ok(decode_messages(key, first).into_iter().rev().collect());
         }
         let mut tx = self.inner.db.begin_read(CTX).await?;
         let mut newest_first = Vec::new();
@@ -391,15 +401,16 @@ impl SqlStore {
         let mut cursor = i64::MAX;
         let mut page = BUDGET_FIRST_PAGE.saturating_mul(4).min(BUDGET_MAX_PAGE);
         loop {
-            let messages = self
-                .budget_page(Some(&mut tx), key, now, cursor, page, remaining)
+            let rows = self
+                .budget_page(Some(&mut tx), key, cursor, page, remaining)
                 .await?;
-            let full = to_i64(messages.len()) == page;
-            for message in messages {
-                remaining = remaining.saturating_sub(i64::from(message.tokens));
-                cursor = to_i64(message.seq);
-                newest_first.push(message);
+            let full = to_i64(rows.len()) == page;
+            // The budget and the cursor follow the rows, decodable or not.
+            for row in &rows {
+                remaining = remaining.saturating_sub(row.int(1)?);
+                cursor = row.int(0)?;
             }
+            newest_first.extend(decode_messages(key, rows));
             if !full {
                 break;
             }
@@ -410,31 +421,28 @@ impl SqlStore {
         Ok(newest_first)
     }
 
-    /// One page of a budgeted read, newest first: the active messages before `cursor`, at most
-    /// `page` of them, whose tokens total at most `remaining`.
+    /// One page of a budgeted read, newest first: the rows of the active messages before
+    /// `cursor`, at most `page` of them, whose tokens total at most `remaining`.
     async fn budget_page(
         &self,
         tx: Option<&mut Tx<'_>>,
         key: &str,
-        now: i64,
         cursor: i64,
         page: i64,
         remaining: i64,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<Vec<Row>> {
         const CTX: &str = "read a token-budget window";
         let q = Query::shared(&self.inner.history.read_budget)
             .text(key)
             .int(cursor)
             .text(key)
-            .int(now)
             .int(page)
             .text(key)
             .int(remaining);
-        let rows = match tx {
-            Some(tx) => tx.fetch(CTX, q, MESSAGE_COLS).await?,
-            None => self.inner.db.fetch(CTX, q, MESSAGE_COLS).await?,
-        };
-        decode_messages(rows)
+        match tx {
+            Some(tx) => tx.fetch(CTX, q, MESSAGE_COLS).await,
+            None => self.inner.db.fetch(CTX, q, MESSAGE_COLS).await,
+        }
     }
 
     async fn archive_once(&self, key: &str, first: i64, last: i64) -> Result<u64> {
@@ -442,11 +450,7 @@ impl SqlStore {
         let sql = &self.inner.history;
         let mut tx = self.inner.db.begin(CTX).await?;
         let live = tx
-            .fetch(
-                CTX,
-                Query::shared(&sql.lock_live).text(key).int(now_ms()),
-                &[Col::Int],
-            )
+            .fetch(CTX, Query::shared(&sql.lock_live).text(key), &[Col::Int])
             .await?;
         if live.is_empty() {
             tx.commit(CTX).await?;
@@ -484,7 +488,6 @@ impl SqlStore {
         const CTX: &str = "clear";
         let sql = &self.inner.history;
         let mut tx = self.inner.db.begin(CTX).await?;
-        let now = now_ms();
         let rows = tx
             .fetch(CTX, Query::shared(&sql.lock_thread).text(key), THREAD_COLS)
             .await?;
@@ -499,8 +502,7 @@ impl SqlStore {
         tx.execute(CTX, Query::shared(&sql.delete_thread).text(key))
             .await?;
         tx.commit(CTX).await?;
-        let expired = thread.expires_at.is_some_and(|at| at <= now);
-        Ok(if expired { 0 } else { deleted })
+        Ok(if thread.expired { 0 } else { deleted })
     }
 
     async fn purge_threads_once(&self) -> Result<usize> {
@@ -509,11 +511,7 @@ impl SqlStore {
         let mut tx = self.inner.db.begin(CTX).await?;
         let mut keys = Vec::new();
         for mut row in tx
-            .fetch(
-                CTX,
-                Query::shared(&sql.purge_select).int(now_ms()),
-                &[Col::Text],
-            )
+            .fetch(CTX, Query::shared(&sql.purge_select), &[Col::Text])
             .await?
         {
             keys.push(row.take_text(0)?);
@@ -590,8 +588,8 @@ impl HistoryStore for SqlStore {
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let key = scope.key();
         let sql = &self.inner.history;
-        // The `EXISTS` clause of every read: the thread is live now.
-        let live = [Arg::Text(&key), Arg::Int(now_ms())];
+        // The `EXISTS` clause of every read: the thread is live now (by the database's clock).
+        let live = [Arg::Text(&key)];
         let query = match window {
             Window::All => Query::shared(&sql.read_all).text(&key).args(live),
             Window::Everything => Query::shared(&sql.read_everything).text(&key).args(live),
@@ -622,14 +620,12 @@ impl HistoryStore for SqlStore {
                 self.inner.db.fetch("read", query, MESSAGE_COLS),
             )
             .await?;
-        decode_messages(rows)
+        Ok(decode_messages(&key, rows))
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let key = scope.key();
-        let query = Query::shared(&self.inner.history.count)
-            .text(&key)
-            .int(now_ms());
+        let query = Query::shared(&self.inner.history.count).text(&key);
         let rows = self
             .bounded(
                 "count",
@@ -699,12 +695,11 @@ impl HistoryStore for SqlStore {
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let ttl_ms = ttl.map(ttl_ms).transpose()?;
         let key = scope.key();
-        let now = now_ms();
+        // The expiry is the database's clock + the TTL.
         let q = Query::shared(&self.inner.history.set_ttl)
             .arg(Arg::OptInt(ttl_ms))
-            .arg(Arg::OptInt(expiry(now, ttl_ms)))
-            .text(&key)
-            .int(now);
+            .arg(Arg::OptInt(ttl_ms))
+            .text(&key);
         const CTX: &str = "set a thread's TTL";
         let changed = self
             .bounded("set_ttl", CTX, self.inner.db.execute(CTX, q))

@@ -18,6 +18,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use async_trait::async_trait;
+use memory_core::history::skip_undecodable;
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
     AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MessageId, Page,
@@ -721,6 +722,16 @@ impl LlamaIndexHistoryStore {
         })
     }
 
+    /// [`decode`](Self::decode), or `None` with a warning naming the session and the row's
+    /// position for a row that cannot be decoded: the read leaves it out (the `HistoryStore`
+    /// contract), so one bad row never makes the session unreadable.
+    fn decode_or_skip(&self, key: &str, row: Row) -> Option<StoredMessage> {
+        let seq = row.uint(0).unwrap_or_default();
+        self.decode(row)
+            .inspect_err(|err| skip_undecodable(&key, seq, err))
+            .ok()
+    }
+
     /// The token count of a row's message, counted once per row and data.
     fn tokens(&self, row_id: i64, data: &str, message: &ChatMessage) -> u32 {
         let mut hasher = std::hash::DefaultHasher::new();
@@ -768,10 +779,10 @@ impl LlamaIndexHistoryStore {
             }
         };
         let rows = inner.db.fetch(ctx, q, &cols).await?;
-        let mut out = rows
+        let mut out: Vec<StoredMessage> = rows
             .into_iter()
-            .map(|r| self.decode(r))
-            .collect::<Result<Vec<_>>>()?;
+            .filter_map(|r| self.decode_or_skip(key, r))
+            .collect();
         if reverse {
             out.reverse();
         }
@@ -798,7 +809,11 @@ impl LlamaIndexHistoryStore {
             let rows = tx.fetch(ctx, q, &cols).await?;
             let full = rows.len() as i64 == page;
             for row in rows {
-                let message = self.decode(row)?;
+                let seq = row.int(0)?;
+                let Some(message) = self.decode_or_skip(key, row) else {
+                    before = seq;
+                    continue;
+                };
                 let total = used.saturating_add(u64::from(message.tokens));
                 if total > budget {
                     break 'pages;
@@ -1033,7 +1048,9 @@ impl LlamaIndexHistoryStore {
         tx.commit(ctx).await?;
         let mut active_tokens = 0u64;
         for row in rows {
-            active_tokens = active_tokens.saturating_add(u64::from(self.decode(row)?.tokens));
+            if let Some(message) = self.decode_or_skip(key, row) {
+                active_tokens = active_tokens.saturating_add(u64::from(message.tokens));
+            }
         }
         let (total, active) = match counts.first() {
             Some(row) => (row.uint(0)?, row.uint(1)?),

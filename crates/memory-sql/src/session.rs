@@ -20,7 +20,7 @@ use serde_json::Value;
 
 use crate::driver::{Arg, Col, Query};
 use crate::error::{MAX_RETRIES, backoff, is_retryable};
-use crate::rows::{expiry, now_ms, scope_args, ttl_ms};
+use crate::rows::{scope_args, ttl_ms};
 use crate::store::{SqlStore, list_page};
 
 /// A session row as [`SqlStore::probe_session`] reads it.
@@ -50,10 +50,9 @@ impl SqlStore {
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(None);
         };
-        let now = now_ms();
         Ok(Some(Probe {
             version: row.uint(0)?,
-            live: row.opt_int(1)?.is_none_or(|at| at > now),
+            live: row.int(1)? == 1,
             last_nonce: row.take_opt_text(2)?,
         }))
     }
@@ -74,9 +73,7 @@ impl SqlStore {
             .db
             .fetch(
                 "load a session",
-                Query::shared(&self.inner.session.load)
-                    .text(&key)
-                    .int(now_ms()),
+                Query::shared(&self.inner.session.load).text(&key),
                 &[Col::Int, Col::Text],
             )
             .await?;
@@ -108,18 +105,14 @@ impl SqlStore {
         let Some(expected) = expected_version else {
             return self.create_session(scope, &key, json, nonce).await;
         };
-        let now = now_ms();
         // A version past `i64::MAX` cannot be stored: it matches no session.
         let updated = match i64::try_from(expected) {
             Ok(expected_i) => {
                 let update = Query::shared(&sql.update)
                     .text(json)
-                    .int(now)
-                    .int(now)
                     .text(nonce)
                     .text(&key)
-                    .int(expected_i)
-                    .int(now);
+                    .int(expected_i);
                 db.execute("save a session", update).await?
             }
             Err(_) => 0,
@@ -187,8 +180,7 @@ impl SqlStore {
                 .text(json)
                 .text(nonce)
                 .text(key)
-                .int(tombstone)
-                .int(now_ms());
+                .int(tombstone);
             if db.execute("create a session", revive).await? == 1 {
                 return Ok(next);
             }
@@ -234,7 +226,7 @@ impl SqlStore {
         let deleted = db
             .execute(
                 "delete a session",
-                Query::shared(&sql.delete_live).text(key).int(now_ms()),
+                Query::shared(&sql.delete_live).text(key),
             )
             .await?;
         if deleted == 0 {
@@ -296,12 +288,11 @@ impl SessionStore for SqlStore {
         const CTX: &str = "set a session's TTL";
         let ttl_ms = ttl.map(ttl_ms).transpose()?;
         let key = scope.key();
-        let now = now_ms();
+        // The expiry is the database's clock + the TTL.
         let q = Query::shared(&self.inner.session.set_ttl)
             .arg(Arg::OptInt(ttl_ms))
-            .arg(Arg::OptInt(expiry(now, ttl_ms)))
-            .text(&key)
-            .int(now);
+            .arg(Arg::OptInt(ttl_ms))
+            .text(&key);
         if self
             .bounded("set_ttl", CTX, self.inner.db.execute(CTX, q))
             .await?
@@ -314,7 +305,7 @@ impl SessionStore for SqlStore {
 
     async fn purge_expired(&self) -> Result<u64> {
         const CTX: &str = "purge expired sessions";
-        let q = Query::shared(&self.inner.session.purge).int(now_ms());
+        let q = Query::shared(&self.inner.session.purge);
         let removed = self
             .bounded("purge_expired", CTX, self.inner.db.execute(CTX, q))
             .await?;

@@ -39,17 +39,21 @@ pub(crate) struct HistorySql {
     pub(crate) purge_select: Arc<str>,
 }
 
-/// `EXISTS` clause: the thread (`?` = key) is live at `?` = now.
+/// `EXISTS` clause: the thread (`?` = key) is live now (by the database's clock).
 const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key = ? \
-                    AND (t.expires_at IS NULL OR t.expires_at > ?))";
+                    AND (t.expires_at IS NULL OR t.expires_at > {now}))";
 
-/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live at
-/// `?` = now, else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
+/// Scalar subquery: the thread's (`?` = key) first active sequence number if it is live now
+/// (by the database's clock), else `NULL`. `seq >= ACTIVE_FROM` both checks that the thread is live (as
 /// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
 /// from the first active message on, past the archived prefix and the index entries archiving
 /// left behind.
 const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
-                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > ?))";
+                           WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > {now}))";
+
+/// The last column of a locked thread row: its expiry if the thread expired (by the database's
+/// clock), else `NULL` (of the column's own type on every database).
+const EXPIRED: &str = "CASE WHEN expires_at <= {now} THEN expires_at END";
 
 impl HistorySql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
@@ -59,13 +63,15 @@ impl HistorySql {
         Self {
             dialect,
             prefix: prefix.clone(),
-            upsert_thread: r("INSERT INTO {prefix}threads \
+            upsert_thread: r(&format!(
+                "INSERT INTO {{prefix}}threads \
                  (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
                  VALUES (?, ?, ?, ?, ?, ?, ?) \
                  ON CONFLICT (thread_key) DO UPDATE SET thread_key = excluded.thread_key \
-                 RETURNING last_seq, active_count, active_tokens, ttl_ms, expires_at"),
+                 RETURNING last_seq, active_count, active_tokens, ttl_ms, {EXPIRED}"
+            )),
             lock_thread: r(&format!(
-                "SELECT last_seq, active_count, active_tokens, ttl_ms, expires_at \
+                "SELECT last_seq, active_count, active_tokens, ttl_ms, {EXPIRED} \
                  FROM {{prefix}}threads WHERE thread_key = ?{for_update}"
             )),
             insert_thread: r("INSERT INTO {prefix}threads \
@@ -73,7 +79,7 @@ impl HistorySql {
                  VALUES (?, ?, ?, ?, ?, ?, ?)"),
             update_thread: r(
                 "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
-                 active_tokens = ?, ttl_ms = ?, expires_at = ?, \
+                 active_tokens = ?, ttl_ms = ?, expires_at = {now} + ?, \
                  first_active = COALESCE(?, first_active) WHERE thread_key = ?",
             ),
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
@@ -119,11 +125,11 @@ impl HistorySql {
                    ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u(s, i, r, t, c, b)"),
             count: r(
                 "SELECT last_seq, active_count, active_tokens FROM {prefix}threads \
-                 WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > ?)",
+                 WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > {now})",
             ),
             lock_live: r(&format!(
                 "SELECT last_seq FROM {{prefix}}threads WHERE thread_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?){for_update}"
+                 AND (expires_at IS NULL OR expires_at > {{now}}){for_update}"
             )),
             archive_counters: r("UPDATE {prefix}threads SET \
                  active_count = active_count - (SELECT COUNT(*) FROM {prefix}messages \
@@ -138,12 +144,14 @@ impl HistorySql {
                  WHERE thread_key = ?"),
             archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
                  WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),
-            set_ttl: r("UPDATE {prefix}threads SET ttl_ms = ?, expires_at = ? \
+            set_ttl: r(
+                "UPDATE {prefix}threads SET ttl_ms = ?, expires_at = {now} + ? \
                  WHERE thread_key = ? AND last_seq > 0 \
-                 AND (expires_at IS NULL OR expires_at > ?)"),
+                 AND (expires_at IS NULL OR expires_at > {now})",
+            ),
             purge_select: r(&format!(
                 "SELECT thread_key FROM {{prefix}}threads \
-                 WHERE expires_at IS NOT NULL AND expires_at <= ? \
+                 WHERE expires_at IS NOT NULL AND expires_at <= {{now}} \
                  ORDER BY expires_at LIMIT {PURGE_BATCH}{for_update}"
             )),
         }
@@ -175,19 +183,20 @@ pub(crate) struct SessionSql {
 impl SessionSql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
         let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
-        // A save refreshes the expiry: now + the stored TTL, which `set_ttl` bounds to
-        // `MAX_TTL`; one stored before that bound existed is read as `MAX_TTL`, so the sum
-        // cannot overflow.
+        // A save refreshes the expiry: now (the database's clock) + the stored TTL, which
+        // `set_ttl` bounds to `MAX_TTL`; one stored before that bound existed is read as
+        // `MAX_TTL`, so the sum cannot overflow.
         let max_ttl = to_i64(MAX_TTL.as_millis());
         Self {
             load: r(
                 "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
+                 AND (expires_at IS NULL OR expires_at > {now})",
             ),
-            // The row of a key, live or not: its version, expiry, and the nonce of its last
-            // save.
-            probe: r("SELECT version, expires_at, last_nonce \
-                 FROM {prefix}sessions WHERE scope_key = ?"),
+            // The row of a key, live or not: its version, whether it is live (by the
+            // database's clock), and the nonce of its last save.
+            probe: r("SELECT version, \
+                 CASE WHEN expires_at IS NULL OR expires_at > {now} THEN 1 ELSE 0 END, \
+                 last_nonce FROM {prefix}sessions WHERE scope_key = ?"),
             insert: r(
                 "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
                  source, session_id, version, state, ttl_ms, expires_at, last_nonce) \
@@ -198,28 +207,30 @@ impl SessionSql {
                 "UPDATE {prefix}sessions SET state = ?, version = version + 1, \
                  ttl_ms = NULL, expires_at = NULL, last_nonce = ? \
                  WHERE scope_key = ? AND version = ? \
-                 AND expires_at IS NOT NULL AND expires_at <= ?",
+                 AND expires_at IS NOT NULL AND expires_at <= {now}",
             ),
             update: r(&format!(
                 "UPDATE {{prefix}}sessions SET state = ?, version = version + 1, \
                  expires_at = CASE WHEN ttl_ms IS NULL THEN NULL \
-                   WHEN ttl_ms > {max_ttl} THEN ? + {max_ttl} ELSE ? + ttl_ms END, \
+                   WHEN ttl_ms > {max_ttl} THEN {{now}} + {max_ttl} ELSE {{now}} + ttl_ms END, \
                  last_nonce = ? \
                  WHERE scope_key = ? AND version = ? \
-                 AND (expires_at IS NULL OR expires_at > ?)",
+                 AND (expires_at IS NULL OR expires_at > {{now}})",
             )),
             delete_live: r("UPDATE {prefix}sessions \
                  SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
-                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
+                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > {now})"),
             // Turns an expired row that still holds its state into a tombstone.
             bury: r("UPDATE {prefix}sessions \
                  SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
                  WHERE scope_key = ? AND expires_at <> 0"),
-            set_ttl: r("UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = ? \
-                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > ?)"),
+            set_ttl: r(
+                "UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = {now} + ? \
+                 WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > {now})",
+            ),
             purge: r("UPDATE {prefix}sessions \
                  SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
-                 WHERE expires_at > 0 AND expires_at <= ?"),
+                 WHERE expires_at > 0 AND expires_at <= {now}"),
         }
     }
 }

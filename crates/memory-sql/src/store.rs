@@ -11,7 +11,7 @@ use crate::config::{DbUrl, SqlConfig};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
 use crate::prefix::TablePrefix;
-use crate::rows::{now_ms, scope_from_row, to_i64, ttl_ms};
+use crate::rows::{scope_from_row, to_i64, ttl_ms};
 use crate::schema::{self, SCHEMA_VERSION};
 use crate::sql::{HistorySql, SessionSql};
 
@@ -586,9 +586,8 @@ pub(crate) async fn list_page(
         sql.push_str(extra);
     }
     sql.push_str(&format!(
-        " AND (expires_at IS NULL OR expires_at > ?) ORDER BY {key_col} LIMIT ?"
+        " AND (expires_at IS NULL OR expires_at > {{now}}) ORDER BY {key_col} LIMIT ?"
     ));
-    args.push(Arg::Int(now_ms()));
     args.push(Arg::Int(to_i64(limit).saturating_add(1)));
     let inner = &store.inner;
     let q = Query::built(inner.db.dialect.render(&inner.prefix, &sql), true).args(args);

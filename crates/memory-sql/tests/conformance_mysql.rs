@@ -16,3 +16,10 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_mysql_memory, async {
     let store = std::sync::Arc::new(common::mysql_store().await);
     (store.clone(), store)
 });
+
+memory_testkit::hostile_input_tests!(
+    mod sql_store_on_mysql_hostile,
+    history: async { common::mysql_store().await },
+    raw: async { (common::mysql_store().await, common::SqlRaw::mysql().await) },
+    sessions: async { common::mysql_store().await },
+);

@@ -16,3 +16,10 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_postgres_memory, async {
     let store = std::sync::Arc::new(common::postgres_store().await);
     (store.clone(), store)
 });
+
+memory_testkit::hostile_input_tests!(
+    mod sql_store_on_postgres_hostile,
+    history: async { common::postgres_store().await },
+    raw: async { (common::postgres_store().await, common::SqlRaw::postgres().await) },
+    sessions: async { common::postgres_store().await },
+);

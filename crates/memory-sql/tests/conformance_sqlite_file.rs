@@ -16,3 +16,15 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_sqlite_file_memory, async {
     let store = std::sync::Arc::new(common::sqlite_file_store().await);
     (store.clone(), store)
 });
+
+memory_testkit::hostile_input_tests!(
+    mod sql_store_on_sqlite_file_hostile,
+    history: async { common::sqlite_file_store().await },
+    raw: async {
+        let (url, _path) = common::temp_sqlite_url();
+        let store = memory_sql::SqlStore::connect(&url).await.expect("open a SQLite file");
+        let raw = common::SqlRaw::sqlite_file(&url, &store).await;
+        (store, raw)
+    },
+    sessions: async { common::sqlite_file_store().await },
+);

@@ -1,6 +1,8 @@
 //! The whole memory-testkit suite on an in-memory SQLite store.
 #![cfg(feature = "sqlite")]
 
+mod common;
+
 memory_testkit::history_store_tests!(mod sql_store_on_sqlite_memory_history, async {
     memory_sql::SqlStore::in_memory()
         .await
@@ -18,3 +20,24 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_sqlite_memory_memory, async
         .expect("open an in-memory SQLite store"));
     (store.clone(), store)
 });
+
+memory_testkit::hostile_input_tests!(
+    mod sql_store_on_sqlite_memory_hostile,
+    history: async { memory_sql::SqlStore::in_memory().await.expect("open an in-memory SQLite store") },
+    raw: async {
+        // One connection, shared by the store and the raw writer: the same database.
+        let pool = memory_sql::sqlx::sqlite::SqlitePoolOptions::new()
+            .max_connections(1)
+            .idle_timeout(None)
+            .max_lifetime(None)
+            .connect("sqlite::memory:")
+            .await
+            .expect("open an in-memory SQLite database");
+        let store = memory_sql::SqlStore::from_sqlite_pool(pool.clone(), Default::default())
+            .await
+            .expect("open the store on it");
+        let raw = common::SqlRaw::sqlite(pool, &store);
+        (store, raw)
+    },
+    sessions: async { memory_sql::SqlStore::in_memory().await.expect("open an in-memory SQLite store") },
+);

@@ -13,6 +13,7 @@
 pub mod faults;
 pub mod fixtures;
 pub mod history;
+pub mod hostile;
 mod macros;
 pub mod memory;
 pub mod scripted_model;

@@ -42,6 +42,96 @@ macro_rules! history_store_tests {
     };
 }
 
+/// Generates one test per check of the [`hostile`](crate::hostile) input suite.
+///
+/// `history:` is an expression (usually an `async` block) that evaluates to a future of the
+/// [`HistoryStore`](memory_core::HistoryStore) under test; the optional `raw:` gives a future
+/// of a pair `(store, writer)`: a store of the same kind and a
+/// [`RawWriter`](crate::hostile::RawWriter) that writes its stored form directly (it adds the
+/// checks of undecodable rows), and the optional `sessions:` a future of a
+/// [`SessionStore`](memory_core::SessionStore) (it adds the checks of hostile session states
+/// and of hostile memory block states).
+/// Every test runs on a multi-thread Tokio runtime with 4 workers, in the module named first;
+/// the module imports `super::*`.
+///
+/// ```
+/// memory_testkit::hostile_input_tests!(
+///     mod in_memory_hostile,
+///     history: async { memory_core::InMemoryHistoryStore::new() },
+///     sessions: async { memory_core::InMemorySessionStore::new() },
+/// );
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! hostile_input_tests {
+    (
+        mod $module:ident,
+        history: $make:expr
+        $(, raw: $raw:expr)?
+        $(, sessions: $sessions:expr)?
+        $(,)?
+    ) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__hostile_history_tests!(
+                $make;
+                oversized_message_is_refused_whole,
+                oversized_batch_is_refused_whole,
+                deep_json_is_refused_past_the_limit,
+                nul_bytes_are_stored_exactly_or_refused,
+                ids_at_the_length_limit_work_and_one_past_is_refused,
+                huge_windows_are_answered,
+                huge_and_tiny_ttls_are_refused_or_kept,
+            );
+            $(
+                #[test]
+                fn undecodable_rows_are_skipped() {
+                    $crate::__private::block_on(async {
+                        let (store, raw) = $raw.await;
+                        let store = $crate::__private::history_store(store);
+                        let raw: ::std::sync::Arc<dyn $crate::hostile::RawWriter> =
+                            ::std::sync::Arc::new(raw);
+                        $crate::hostile::undecodable_rows_are_skipped(store, raw).await;
+                    });
+                }
+            )?
+            $(
+                #[test]
+                fn hostile_session_states_are_typed_errors() {
+                    $crate::__private::block_on(async {
+                        let store = $crate::__private::session_store($sessions.await);
+                        $crate::hostile::hostile_session_states_are_typed_errors(store).await;
+                    });
+                }
+
+                #[test]
+                fn hostile_block_states_are_typed_errors() {
+                    $crate::__private::block_on(async {
+                        let store = $crate::__private::session_store($sessions.await);
+                        $crate::hostile::hostile_block_states_are_typed_errors(store).await;
+                    });
+                }
+            )?
+        }
+    };
+}
+
+/// One test per history check of the hostile suite.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __hostile_history_tests {
+    ($make:expr; $($check:ident),* $(,)?) => {$(
+        #[test]
+        fn $check() {
+            $crate::__private::block_on(async {
+                let store = $crate::__private::history_store($make.await);
+                $crate::hostile::$check(store).await;
+            });
+        }
+    )*};
+}
+
 /// Generates one test per [`SessionStore`](memory_core::SessionStore) check.
 ///
 /// As [`history_store_tests!`], with a future of any type implementing `SessionStore`; the

@@ -8,6 +8,11 @@ memory_testkit::session_store_tests!(
     mod in_memory_session_store,
     async { memory_core::InMemorySessionStore::new() }
 );
+memory_testkit::hostile_input_tests!(
+    mod in_memory_hostile,
+    history: async { memory_core::InMemoryHistoryStore::new() },
+    sessions: async { memory_core::InMemorySessionStore::new() },
+);
 memory_testkit::vector_store_tests!(
     mod in_memory_vector_store,
     async { memory_core::InMemoryVectorStore::new() }

@@ -14,6 +14,13 @@ pub const MAX_BATCH_MESSAGES: usize = 10_000;
 /// backend takes in one request (Redis's 1 GiB query buffer, MariaDB's packets are split by the
 /// store).
 pub const MAX_BATCH_BYTES: usize = 64 * 1024 * 1024;
+/// The deepest nesting of arrays and objects a stored message may have: in its JSON values
+/// (metadata, [`Part::Data`](crate::Part::Data)) and in the text a store writes for it (the
+/// versioned form, or a peer layout's form). Every decoder that reads messages back reads at
+/// least twice as deep (serde_json stops at 128 levels, Python's `json` and Redis's `cjson` at
+/// about 1000), so a message that is accepted can always be read back, also inside a session
+/// state document that nests it a few levels further.
+pub const MAX_JSON_DEPTH: usize = 64;
 
 /// What a message id repeated inside one batch does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,7 +80,8 @@ impl<'a> PreparedBatch<'a> {
     ///
     /// # Errors
     /// [`ErrorKind::LimitExceeded`] for a batch over [`MAX_BATCH_MESSAGES`] or
-    /// [`MAX_BATCH_BYTES`], or a message over [`MAX_MESSAGE_BYTES`]; `encode`'s error (for
+    /// [`MAX_BATCH_BYTES`], a message over [`MAX_MESSAGE_BYTES`], or a message nested deeper
+    /// than [`MAX_JSON_DEPTH`] (in its values or in the encoded text); `encode`'s error (for
     /// [`new`](Self::new), [`ErrorKind::Serialization`]) if a message cannot be encoded.
     pub fn with_encoder(
         messages: &'a [ChatMessage],
@@ -102,7 +110,12 @@ impl<'a> PreparedBatch<'a> {
                 }
                 seen.insert(message.id.as_str(), unique.len());
             }
+            // Checked before encoding too: a serializer recurses once per level.
+            check_message_depth(message)?;
             let json = encode(message)?;
+            if json_depth(&json) > MAX_JSON_DEPTH {
+                return Err(too_deep(message));
+            }
             if json.len() > MAX_MESSAGE_BYTES {
                 return Err(Error::new(
                     ErrorKind::LimitExceeded,
@@ -120,13 +133,18 @@ impl<'a> PreparedBatch<'a> {
                     format!("the batch is over {MAX_BATCH_BYTES} bytes; append it in parts"),
                 ));
             }
-            let tokens = counter.map_or(0, |c| c.count_message(message));
             positions.push(unique.len());
             unique.push(PreparedMessage {
                 message,
                 json,
-                tokens,
+                tokens: 0,
             });
+        }
+        // Counted once every limit is checked: a refused batch costs no counting.
+        if let Some(counter) = counter {
+            for prepared in &mut unique {
+                prepared.tokens = counter.count_message(prepared.message);
+            }
         }
         Ok(Self { unique, positions })
     }
@@ -138,6 +156,98 @@ impl<'a> PreparedBatch<'a> {
             .map(|&i| unique_seqs.get(i).copied().unwrap_or_default())
             .collect()
     }
+}
+
+/// The error for a message nested deeper than [`MAX_JSON_DEPTH`].
+fn too_deep(message: &ChatMessage) -> Error {
+    Error::new(
+        ErrorKind::LimitExceeded,
+        format!(
+            "message {} nests JSON deeper than {MAX_JSON_DEPTH} levels, which a store could not \
+             read back",
+            message.id
+        ),
+    )
+}
+
+/// Refuses a message whose metadata or data values nest deeper than [`MAX_JSON_DEPTH`]
+/// (counting the value itself as one level when it is an array or object).
+///
+/// # Errors
+/// [`ErrorKind::LimitExceeded`] for a message nested too deep.
+pub fn check_message_depth(message: &ChatMessage) -> Result<()> {
+    // The metadata map is itself an object inside the message object.
+    let values = message
+        .metadata
+        .values()
+        .map(|v| (v, 3))
+        .chain(message.parts.iter().filter_map(|p| match p {
+            // message → parts → part → data
+            crate::Part::Data { data, .. } => Some((data, 4)),
+            _ => None,
+        }));
+    for (value, at) in values {
+        if value_depth_over(value, at, MAX_JSON_DEPTH) {
+            return Err(too_deep(message));
+        }
+    }
+    Ok(())
+}
+
+/// Whether `value`, whose outermost level would be level `at` of the document, nests past
+/// `limit`. Iterative, so a value of any depth is walked without recursion.
+fn value_depth_over(value: &serde_json::Value, at: usize, limit: usize) -> bool {
+    use serde_json::Value;
+    let mut stack = vec![(value, at)];
+    while let Some((value, level)) = stack.pop() {
+        match value {
+            Value::Array(items) => {
+                if level > limit {
+                    return true;
+                }
+                stack.extend(items.iter().map(|v| (v, level + 1)));
+            }
+            Value::Object(map) => {
+                if level > limit {
+                    return true;
+                }
+                stack.extend(map.values().map(|v| (v, level + 1)));
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The deepest nesting of arrays and objects in a JSON text (0 for a scalar), ignoring
+/// brackets inside strings. Text that is not JSON is scanned all the same.
+pub fn json_depth(text: &str) -> usize {
+    let mut depth = 0usize;
+    let mut deepest = 0usize;
+    let mut in_string = false;
+    let mut escaped = false;
+    for byte in text.bytes() {
+        if in_string {
+            if escaped {
+                escaped = false;
+            } else if byte == b'\\' {
+                escaped = true;
+            } else if byte == b'"' {
+                in_string = false;
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 #[cfg(test)]
@@ -222,6 +332,67 @@ mod tests {
         })
         .unwrap();
         assert_eq!(collapsed.unique.len(), 1);
+    }
+
+    /// A metadata value nested `levels` deep (arrays; 1 is `[]`).
+    fn nested(levels: usize) -> serde_json::Value {
+        let mut value = serde_json::Value::Array(Vec::new());
+        for _ in 1..levels {
+            value = serde_json::Value::Array(vec![value]);
+        }
+        value
+    }
+
+    #[test]
+    fn json_depth_counts_nesting_outside_strings() {
+        assert_eq!(json_depth("1"), 0);
+        assert_eq!(json_depth(r#"{"a":[1,{"b":"[[[{{"}]}"#), 3);
+        assert_eq!(json_depth(r#"["\"[[[", []]"#), 2);
+    }
+
+    #[test]
+    fn a_message_at_the_depth_limit_is_stored_and_reads_back_one_past_is_refused() {
+        // message → metadata → value: the value may nest MAX_JSON_DEPTH - 2 levels.
+        let at = message("a", "x").with_metadata("deep", nested(MAX_JSON_DEPTH - 2));
+        let batch = PreparedBatch::new(&words(), std::slice::from_ref(&at)).unwrap();
+        assert_eq!(json_depth(&batch.unique[0].json), MAX_JSON_DEPTH);
+        assert_eq!(ChatMessage::from_json(&batch.unique[0].json).unwrap(), at);
+
+        let past = message("b", "x").with_metadata("deep", nested(MAX_JSON_DEPTH - 1));
+        let err = PreparedBatch::new(&words(), &[past]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        assert!(err.message().contains("deeper than"), "{err}");
+
+        // What used to be stored and then made every read fail (serde_json stops at 128).
+        let unreadable = message("c", "x").with_metadata("deep", nested(125));
+        let err = PreparedBatch::new(&words(), &[unreadable]).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+
+        // Data parts are checked too, and a very deep value is refused without recursion.
+        let data = ChatMessage::new(
+            crate::Role::User,
+            vec![crate::Part::Data {
+                media_type: "x".into(),
+                data: nested(100_000),
+            }],
+        );
+        let err = PreparedBatch::new(&words(), std::slice::from_ref(&data)).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
+        // A deep value's own drop recurses; leak it so the test's stack is not the limit.
+        std::mem::forget(data);
+    }
+
+    #[test]
+    fn the_depth_limit_applies_to_an_encoders_text() {
+        let messages = [message("a", "x")];
+        let deep = format!(
+            "{}{}",
+            "[".repeat(MAX_JSON_DEPTH + 1),
+            "]".repeat(MAX_JSON_DEPTH + 1)
+        );
+        let err = PreparedBatch::with_encoder(&messages, None, Repeats::Keep, |_| Ok(deep.clone()))
+            .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::LimitExceeded);
     }
 
     #[test]

@@ -11,7 +11,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 
 pub use batch::{
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_MESSAGE_BYTES, PreparedBatch, PreparedMessage, Repeats,
+    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, PreparedBatch,
+    PreparedMessage, Repeats, check_message_depth, json_depth,
 };
 pub use in_memory::InMemoryHistoryStore;
 
@@ -212,6 +213,20 @@ impl HistoryCapabilities {
     }
 }
 
+/// What a store does with a stored row it cannot decode while reading a thread: it leaves the
+/// row out of the result and logs a warning naming the thread and the row's sequence number
+/// (never its content, which may be private or be what broke the decoder), so one bad row
+/// never makes its whole thread unreadable. Backends call this from their decode paths; see
+/// the `# Behavior` list of [`HistoryStore`].
+pub fn skip_undecodable(thread: &dyn fmt::Display, seq: u64, error: &Error) {
+    tracing::warn!(
+        thread = %thread,
+        seq,
+        kind = ?error.kind(),
+        "history: a stored message cannot be decoded; the read leaves it out"
+    );
+}
+
 /// The error the default body of an optional operation returns: a sentence naming the store's
 /// type, the operation and the capability that is off.
 pub(crate) fn unsupported_operation<S: ?Sized>(
@@ -261,6 +276,9 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is
 ///   refused with [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written (no
 ///   message, no sequence number, no thread). An empty batch is a no-op.
+///   A message whose JSON (its values, or the text the store writes) nests deeper than
+///   [`MAX_JSON_DEPTH`] is refused the same way, so nothing is stored that could not be read
+///   back.
 /// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order,
 ///   exactly as appended; an unknown thread reads as empty. Budgeted windows use the stored
 ///   counts. Readers concurrent with writers see a gap-free prefix of the thread. A window of
@@ -272,7 +290,11 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   appended meanwhile may be returned after the others (still in sequence order, each once);
 ///   a thread cleared or expired while it runs is read again from its start, so the result
 ///   never mixes two lives of a thread. A store that reads in one step (SQL, in memory) returns
-///   a snapshot.
+///   a snapshot. A stored row that cannot be decoded (written or damaged by another program)
+///   is left out of the result with a warning naming the thread and its sequence number ([`skip_undecodable`]); the
+///   read still returns every other message of the window, and the row keeps its sequence
+///   number and its place in [`count`](HistoryStore::count) (a budgeted window still counts
+///   its stored tokens when the store keeps them).
 /// - [`count`](HistoryStore::count) returns the active and archived counts, the sum of the
 ///   active messages' stored token counts and the highest sequence number assigned; an unknown
 ///   thread counts zero.

@@ -12,7 +12,8 @@ use serde_json::Value;
 pub use in_memory::InMemorySessionStore;
 pub use state::SESSION_STATE_VERSION;
 pub use store::{
-    MAX_SESSION_STATE_BYTES, SessionCapabilities, SessionStore, StoredSession, encode_state,
+    MAX_SESSION_STATE_BYTES, MAX_STATE_DEPTH, SessionCapabilities, SessionStore, StoredSession,
+    check_state_depth, encode_state,
 };
 
 use crate::error::{Error, Result};

@@ -16,14 +16,17 @@ use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 /// request (MariaDB's default 16 MiB packet included).
 pub const MAX_SESSION_STATE_BYTES: usize = 8 * 1024 * 1024;
 
-/// The JSON text a store saves for `state` at `scope`, checked against
-/// [`MAX_SESSION_STATE_BYTES`]: the one encoding and size check every [`SessionStore::save`]
+/// The JSON text a store saves for `state` at `scope`, checked against [`MAX_STATE_DEPTH`]
+/// and [`MAX_SESSION_STATE_BYTES`]: the one encoding and check every [`SessionStore::save`]
 /// applies before it writes.
 ///
 /// # Errors
-/// [`InvalidInput`](crate::ErrorKind::InvalidInput) for a state over the limit (the message
-/// names the scope, the size and the limit); `Serialization` if `state` cannot be encoded.
+/// [`LimitExceeded`](crate::ErrorKind::LimitExceeded) for a state nested too deep
+/// ([`check_state_depth`]); [`InvalidInput`](crate::ErrorKind::InvalidInput) for a state over
+/// the size limit (the message names the scope, the size and the limit); `Serialization` if
+/// `state` cannot be encoded.
 pub fn encode_state(scope: &Scope, state: &Value) -> Result<String> {
+    check_state_depth(state)?;
     let json = serde_json::to_string(state)?;
     if json.len() > MAX_SESSION_STATE_BYTES {
         return Err(Error::invalid_input(format!(
@@ -110,8 +113,9 @@ impl SessionCapabilities {
 ///   version, a store keeps a tombstone per deleted or expired scope: its key and last
 ///   version, never the state (each store documents what it costs).
 /// - A state whose JSON text is over [`MAX_SESSION_STATE_BYTES`] is
-///   [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes nothing (stores check it with
-///   [`encode_state`]).
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput), and a state nested deeper than
+///   [`MAX_STATE_DEPTH`] is [`LimitExceeded`](crate::ErrorKind::LimitExceeded) (it could not be
+///   loaded back); either changes nothing (stores check both with [`encode_state`]).
 /// - [`load`](SessionStore::load) returns the state exactly as saved (every JSON value,
 ///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
 /// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
@@ -220,3 +224,36 @@ macro_rules! forward_session_store {
 }
 
 forward_session_store!(Arc, Box);
+
+/// The deepest nesting of arrays and objects a saved session state may have: below the 128
+/// levels serde_json reads back, with room for the messages (at most
+/// [`MAX_JSON_DEPTH`](crate::MAX_JSON_DEPTH) deep) a state carries a few levels down.
+pub const MAX_STATE_DEPTH: usize = 100;
+
+/// Refuses a session state nested deeper than [`MAX_STATE_DEPTH`], which a store could save but
+/// never load back. [`encode_state`], which every [`SessionStore::save`] calls first, runs it.
+/// Iterative: a value of any depth is checked without recursion.
+///
+/// # Errors
+/// [`LimitExceeded`](crate::ErrorKind::LimitExceeded) for a state nested too deep.
+pub fn check_state_depth(state: &Value) -> crate::Result<()> {
+    let mut stack = vec![(state, 1usize)];
+    while let Some((value, level)) = stack.pop() {
+        let children: Box<dyn Iterator<Item = &Value>> = match value {
+            Value::Array(items) => Box::new(items.iter()),
+            Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        if level > MAX_STATE_DEPTH {
+            return Err(crate::Error::new(
+                crate::ErrorKind::LimitExceeded,
+                format!(
+                    "the session state nests JSON deeper than {MAX_STATE_DEPTH} levels, which a \
+                     store could not load back"
+                ),
+            ));
+        }
+        stack.extend(children.map(|v| (v, level + 1)));
+    }
+    Ok(())
+}

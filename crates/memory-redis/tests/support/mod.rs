@@ -396,3 +396,75 @@ pub fn cluster() -> &'static Cluster {
         Err(e) => panic!("the Redis Cluster the tests need could not be started: {e}"),
     }
 }
+
+/// A direct connection to the test servers, for the hostile suite's checks of undecodable
+/// messages: it writes a stored body as raw bytes, bypassing the store.
+#[derive(Clone)]
+pub enum RawConn {
+    /// The machine's Redis.
+    Standalone(redis::aio::MultiplexedConnection),
+    /// The test cluster.
+    Cluster(redis::cluster_async::ClusterConnection),
+}
+
+impl std::fmt::Debug for RawConn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            RawConn::Standalone(_) => "RawConn::Standalone",
+            RawConn::Cluster(_) => "RawConn::Cluster",
+        })
+    }
+}
+
+impl RawConn {
+    /// A connection to the machine's Redis.
+    pub async fn standalone() -> Self {
+        let client = redis::Client::open(standalone_url()).unwrap();
+        RawConn::Standalone(client.get_multiplexed_async_connection().await.unwrap())
+    }
+
+    /// A connection to the test cluster.
+    pub async fn cluster() -> Self {
+        let nodes: Vec<String> = cluster()
+            .ports()
+            .into_iter()
+            .map(|p| format!("redis://127.0.0.1:{p}"))
+            .collect();
+        let client = redis::cluster::ClusterClient::new(nodes).unwrap();
+        RawConn::Cluster(client.get_async_connection().await.unwrap())
+    }
+
+    /// Runs `cmd`, returning its integer reply.
+    pub async fn run(&self, cmd: &redis::Cmd) -> redis::RedisResult<redis::Value> {
+        match self.clone() {
+            RawConn::Standalone(mut c) => cmd.query_async(&mut c).await,
+            RawConn::Cluster(mut c) => cmd.query_async(&mut c).await,
+        }
+    }
+}
+
+/// Overwrites message bodies of `RedisStore` threads (`…:msg`, a hash of seq → JSON) under
+/// this process's prefix.
+#[derive(Debug, Clone)]
+pub struct RedisRaw(pub RawConn);
+
+#[async_trait::async_trait]
+impl memory_testkit::hostile::RawWriter for RedisRaw {
+    async fn overwrite(
+        &self,
+        scope: &memory_core::Scope,
+        seq: u64,
+        body: &[u8],
+    ) -> memory_core::Result<bool> {
+        let key = format!("{}:{{{}}}:msg", prefix(), scope.key());
+        let mut cmd = redis::cmd("HSET");
+        cmd.arg(&key).arg(seq).arg(body);
+        let added = self
+            .0
+            .run(&cmd)
+            .await
+            .unwrap_or_else(|e| panic!("HSET {key}: {e}"));
+        assert_eq!(added, redis::Value::Int(0), "message {seq} existed");
+        Ok(true)
+    }
+}
