@@ -6,6 +6,7 @@
 // way to report a broken contract, so the workspace's unwrap/expect/panic lints do not apply.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod fault_net;
 pub mod fixtures;
 pub mod history;
 mod macros;
