@@ -20,6 +20,18 @@ pub use servers::{PrivateMariadb, PrivatePostgres};
 /// The longest one call may take while connections are cut before the test calls it a hang.
 pub const CALL_LIMIT: Duration = Duration::from_secs(20);
 
+/// An error and its sources, as text.
+fn chain(err: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = err.to_string();
+    let mut source = err.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
 /// The messages of batch `batch` (ids `b<batch>-m<i>`), `per_batch` of them.
 pub fn batch_messages(batch: usize, per_batch: usize) -> Vec<ChatMessage> {
     (0..per_batch)
@@ -76,8 +88,9 @@ pub async fn append_until_acked(
             Err(e) => {
                 assert!(
                     matches!(e.kind(), ErrorKind::Unavailable | ErrorKind::Timeout),
-                    "a failed append during a fault is temporary, got {:?}: {e}",
-                    e.kind()
+                    "a failed append during a fault is temporary, got {:?}: {}",
+                    e.kind(),
+                    chain(&e)
                 );
                 assert!(
                     e.is_temporary(),
@@ -173,6 +186,21 @@ pub async fn cut_sweep(
     direct: &dyn HistoryStore,
     scope: &Scope,
 ) -> SweepReport {
+    cut_sweep_where(proxy, through, direct, scope, |_| true).await
+}
+
+/// [`cut_sweep`] at only the cut points `keep` selects (to leave out points that meet a known,
+/// separately tested bug).
+///
+/// # Panics
+/// As [`cut_sweep`].
+pub async fn cut_sweep_where(
+    proxy: &CutProxy,
+    through: &dyn HistoryStore,
+    direct: &dyn HistoryStore,
+    scope: &Scope,
+    keep: impl Fn(Cut) -> bool,
+) -> SweepReport {
     const PER_BATCH: usize = 3;
     let limit = Duration::from_secs(30);
     let mut report = SweepReport::default();
@@ -234,7 +262,9 @@ pub async fn cut_sweep(
         Cut::AfterReplyBytes(k) => (1, k),
     });
     cuts.dedup();
+    cuts.retain(|c| keep(*c));
     for cut in cuts {
+        eprintln!("cut sweep: batch {batch}, {cut:?}");
         proxy.arm(cut);
         let failures = append_until_acked(
             through,
