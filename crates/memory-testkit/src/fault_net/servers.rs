@@ -54,11 +54,23 @@ fn on_path(name: &str, extra: &[&str]) -> Option<PathBuf> {
     )
 }
 
-/// The directory of this process's instances.
+/// The directory of this process's instances. The first call removes the directories of
+/// earlier test processes that are gone (their watchdogs killed their servers).
 fn base_dir() -> PathBuf {
-    std::env::temp_dir()
-        .join("memory-testkit-servers")
-        .join(format!("run-{}", std::process::id()))
+    static CLEANED: std::sync::Once = std::sync::Once::new();
+    let root = std::env::temp_dir().join("memory-testkit-servers");
+    CLEANED.call_once(|| {
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("run-")
+                && pid.parse::<u32>().is_ok()
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    root.join(format!("run-{}", std::process::id()))
 }
 
 /// Whether this process runs as root (PostgreSQL refuses to run as root).
