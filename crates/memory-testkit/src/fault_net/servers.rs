@@ -1,0 +1,567 @@
+//! Private database servers a test owns: a PostgreSQL or MariaDB instance in a temporary
+//! directory on a free 127.0.0.1 port, which the test may kill with SIGKILL and restart on the
+//! same port and data directory.
+//!
+//! The machine's shared servers are never touched. Each instance runs in its own process group
+//! (so a kill takes the whole server, as a crash would), has a watchdog shell that kills it once
+//! the test process is gone, and is stopped and its directory removed when the handle drops
+//! (also when the test panics).
+//!
+//! A missing binary is not a test failure on a developer's machine: [`PrivatePostgres::start`]
+//! and [`PrivateMariadb::start`] print why and return `None`. Under `CI=true` it fails the test.
+
+use std::io::Read;
+use std::net::{Ipv4Addr, SocketAddr, TcpListener, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// How long a server may take to start (or to recover after a kill) before the test fails.
+const START_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// A free TCP port on 127.0.0.1 (free when asked; a start retries if it is taken meanwhile).
+pub fn free_port() -> u16 {
+    TcpListener::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind a free port on 127.0.0.1")
+}
+
+/// Reports a missing prerequisite: fails under `CI=true`, otherwise prints the reason (the
+/// caller then skips its test).
+fn missing(what: &str) {
+    let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+    assert!(
+        !ci,
+        "{what} (CI=true: a fault test cannot be skipped in CI)"
+    );
+    eprintln!("skipped: {what}");
+}
+
+/// The first of `candidates` that is an existing file.
+fn first_existing(candidates: impl IntoIterator<Item = PathBuf>) -> Option<PathBuf> {
+    candidates.into_iter().find(|p| p.is_file())
+}
+
+/// `name` in each directory of `PATH`, then in `extra` directories.
+fn on_path(name: &str, extra: &[&str]) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    first_existing(
+        std::env::split_paths(&path)
+            .chain(extra.iter().map(PathBuf::from))
+            .map(|d| d.join(name)),
+    )
+}
+
+/// The directory of this process's instances. The first call removes the directories of
+/// earlier test processes that are gone (their watchdogs killed their servers).
+fn base_dir() -> PathBuf {
+    static CLEANED: std::sync::Once = std::sync::Once::new();
+    let root = std::env::temp_dir().join("memory-testkit-servers");
+    CLEANED.call_once(|| {
+        for entry in std::fs::read_dir(&root).into_iter().flatten().flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if let Some(pid) = name.strip_prefix("run-")
+                && pid.parse::<u32>().is_ok()
+                && !Path::new(&format!("/proc/{pid}")).exists()
+            {
+                let _ = std::fs::remove_dir_all(entry.path());
+            }
+        }
+    });
+    root.join(format!("run-{}", std::process::id()))
+}
+
+/// Whether this process runs as root (PostgreSQL refuses to run as root).
+fn running_as_root() -> bool {
+    Command::new("id")
+        .arg("-u")
+        .output()
+        .is_ok_and(|o| String::from_utf8_lossy(&o.stdout).trim() == "0")
+}
+
+/// The uid and gid of a system user, from `id`.
+fn user_ids(user: &str) -> Option<(u32, u32)> {
+    let id = |flag: &str| -> Option<u32> {
+        let out = Command::new("id").args([flag, user]).output().ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    };
+    Some((id("-u")?, id("-g")?))
+}
+
+/// Kills a process group with SIGKILL (through `kill`, no unsafe code).
+fn kill_group(pgid: u32) {
+    let _ = Command::new("kill")
+        .args(["-9", "--", &format!("-{pgid}")])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status();
+}
+
+/// Starts a shell that kills process group `pgid` once this process (or the group leader) is
+/// gone.
+fn watchdog(pgid: u32) {
+    let owner = std::process::id();
+    let _ = Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "while kill -0 {owner} 2>/dev/null && kill -0 {pgid} 2>/dev/null; do sleep 1; done; \
+             kill -9 -- -{pgid} 2>/dev/null"
+        ))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+}
+
+/// The last lines of a log file, for error messages.
+fn tail(path: &Path) -> String {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let lines: Vec<&str> = text.lines().rev().take(6).collect();
+    lines.into_iter().rev().collect::<Vec<_>>().join(" | ")
+}
+
+/// A process the instance started, in its own process group.
+#[derive(Debug)]
+struct Running {
+    child: Child,
+}
+
+impl Running {
+    fn kill(mut self) {
+        kill_group(self.child.id());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A private PostgreSQL server (trust authentication, `fsync` on) that the test owns.
+#[derive(Debug)]
+pub struct PrivatePostgres {
+    bin: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    ids: Option<(u32, u32)>,
+    running: Option<Running>,
+}
+
+impl PrivatePostgres {
+    /// Initializes a cluster in a new temporary directory and starts it on a free port.
+    /// `None` (with the reason printed) when PostgreSQL's binaries are not installed; under
+    /// `CI=true` that fails instead. Set `AGENT_MEMORY_PG_BIN` to the directory of `initdb`
+    /// and `postgres` to choose an installation.
+    ///
+    /// # Panics
+    /// When the binaries exist but the server cannot be initialized or started.
+    pub fn start() -> Option<Self> {
+        let Some(bin) = Self::find_bin() else {
+            missing(
+                "PostgreSQL's initdb, postgres and pg_isready were not found (AGENT_MEMORY_PG_BIN, PATH, \
+                 /usr/lib/postgresql/*/bin)",
+            );
+            return None;
+        };
+        let ids = if running_as_root() {
+            match user_ids("postgres") {
+                Some(ids) => Some(ids),
+                None => {
+                    missing("running as root and there is no `postgres` user to run PostgreSQL");
+                    return None;
+                }
+            }
+        } else {
+            None
+        };
+        let mut last = String::new();
+        for _attempt in 0..3 {
+            let port = free_port();
+            let dir = base_dir().join(format!("pg-{port}"));
+            let mut server = Self {
+                bin: bin.clone(),
+                dir,
+                port,
+                ids,
+                running: None,
+            };
+            if let Err(e) = server.init() {
+                panic!("could not initialize a private PostgreSQL: {e}");
+            }
+            match server.spawn() {
+                Ok(()) => return Some(server),
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start a private PostgreSQL: {last}");
+    }
+
+    fn find_bin() -> Option<PathBuf> {
+        if let Some(dir) = std::env::var_os("AGENT_MEMORY_PG_BIN") {
+            let dir = PathBuf::from(dir);
+            return dir.join("postgres").is_file().then_some(dir);
+        }
+        let mut versions: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter_map(|e| {
+                let v = e.file_name().to_string_lossy().parse::<u32>().ok()?;
+                let bin = e.path().join("bin");
+                ["initdb", "postgres", "pg_isready"]
+                    .iter()
+                    .all(|p| bin.join(p).is_file())
+                    .then_some((v, bin))
+            })
+            .collect();
+        versions.sort();
+        if let Some((_, bin)) = versions.pop() {
+            return Some(bin);
+        }
+        if let Some(initdb) = on_path("initdb", &[]) {
+            let dir = initdb.parent()?.to_path_buf();
+            if dir.join("postgres").is_file() {
+                return dir.join("pg_isready").is_file().then_some(dir);
+            }
+        }
+        None
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(self.bin.join(program));
+        if let Some((uid, gid)) = self.ids {
+            command.uid(uid).gid(gid);
+        }
+        command.stdin(Stdio::null());
+        command
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    fn init(&self) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("create {:?}: {e}", self.dir))?;
+        if let Some((uid, gid)) = self.ids {
+            std::os::unix::fs::chown(&self.dir, Some(uid), Some(gid))
+                .map_err(|e| format!("chown {:?}: {e}", self.dir))?;
+        }
+        let out = self
+            .command("initdb")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
+            .output()
+            .map_err(|e| format!("run initdb: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "initdb failed: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        Ok(())
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let log_path = self.dir.join("postgres.log");
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&log_path)
+            .map_err(|e| format!("open the log: {e}"))?;
+        let log2 = log.try_clone().map_err(|e| e.to_string())?;
+        let mut child = self
+            .command("postgres")
+            .arg("-D")
+            .arg(self.data())
+            .args(["-p", &self.port.to_string()])
+            .arg("-k")
+            .arg(&self.dir)
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            .args(["-c", "fsync=on", "-c", "synchronous_commit=on"])
+            .args(["-c", "shared_buffers=16MB", "-c", "max_connections=40"])
+            .process_group(0)
+            .stdout(log)
+            .stderr(log2)
+            .spawn()
+            .map_err(|e| format!("run postgres: {e}"))?;
+        watchdog(child.id());
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                kill_group(child.id());
+                return Err(format!(
+                    "postgres on port {} exited with {status}: {}",
+                    self.port,
+                    tail(&log_path)
+                ));
+            }
+            let ready = self
+                .command("pg_isready")
+                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-t", "1"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            if ready {
+                self.running = Some(Running { child });
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                Running { child }.kill();
+                return Err(format!(
+                    "postgres on port {} did not become ready: {}",
+                    self.port,
+                    tail(&log_path)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+
+    /// Kills every process of the server with SIGKILL (no shutdown, no checkpoint) and waits
+    /// for the postmaster to be gone.
+    pub fn kill(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.kill();
+        }
+    }
+
+    /// Starts the server again on the same port and data directory (after
+    /// [`kill`](Self::kill)), and waits until it accepts connections (crash recovery done).
+    ///
+    /// # Panics
+    /// When it does not come back.
+    pub fn restart(&mut self) {
+        self.kill();
+        let mut last = String::new();
+        for _ in 0..20 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("could not restart PostgreSQL on port {}: {last}", self.port);
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A private MariaDB (or MySQL) server that the test owns: `root` without a password (grant
+/// tables skipped), InnoDB with `innodb_flush_log_at_trx_commit=1`, and an empty database
+/// `test`.
+#[derive(Debug)]
+pub struct PrivateMariadb {
+    server: PathBuf,
+    dir: PathBuf,
+    port: u16,
+    root: bool,
+    running: Option<Running>,
+}
+
+impl PrivateMariadb {
+    /// Initializes a data directory in a new temporary directory and starts a server on a free
+    /// port. `None` (with the reason printed) when `mariadbd`/`mariadb-install-db` (or
+    /// `mysqld`/`mysql_install_db`) are not installed; under `CI=true` that fails instead.
+    ///
+    /// # Panics
+    /// When the binaries exist but the server cannot be initialized or started.
+    pub fn start() -> Option<Self> {
+        let sbin = ["/usr/sbin", "/usr/local/sbin", "/usr/libexec"];
+        let server = on_path("mariadbd", &sbin).or_else(|| on_path("mysqld", &sbin));
+        let install =
+            on_path("mariadb-install-db", &[]).or_else(|| on_path("mysql_install_db", &[]));
+        let (Some(server), Some(install)) = (server, install) else {
+            missing("MariaDB's mariadbd and mariadb-install-db were not found (PATH, /usr/sbin)");
+            return None;
+        };
+        let root = running_as_root();
+        let mut last = String::new();
+        for _attempt in 0..5 {
+            let port = free_port();
+            let dir = base_dir().join(format!("mariadb-{port}"));
+            let mut instance = Self {
+                server: server.clone(),
+                dir,
+                port,
+                root,
+                running: None,
+            };
+            if let Err(e) = instance.init(&install) {
+                panic!("could not initialize a private MariaDB: {e}");
+            }
+            match instance.spawn() {
+                Ok(()) => return Some(instance),
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start a private MariaDB: {last}");
+    }
+
+    fn data(&self) -> PathBuf {
+        self.dir.join("data")
+    }
+
+    fn init(&self, install: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(&self.dir).map_err(|e| format!("create {:?}: {e}", self.dir))?;
+        let mut command = Command::new(install);
+        command
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", self.data().display()))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
+            .stdin(Stdio::null());
+        if self.root {
+            command.arg("--user=root");
+        }
+        let out = command
+            .output()
+            .map_err(|e| format!("run {}: {e}", install.display()))?;
+        if !out.status.success() {
+            return Err(format!(
+                "{} failed: {}{}",
+                install.display(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ));
+        }
+        // A database is a directory of the data directory.
+        std::fs::create_dir_all(self.data().join("test"))
+            .map_err(|e| format!("create the database `test`: {e}"))?;
+        Ok(())
+    }
+
+    fn spawn(&mut self) -> Result<(), String> {
+        let log_path = self.dir.join("mariadb.log");
+        let mut command = Command::new(&self.server);
+        command
+            .arg("--no-defaults")
+            .arg(format!("--datadir={}", self.data().display()))
+            .arg(format!("--port={}", self.port))
+            .arg(format!(
+                "--socket={}",
+                self.dir.join("mariadb.sock").display()
+            ))
+            .arg(format!(
+                "--pid-file={}",
+                self.dir.join("mariadb.pid").display()
+            ))
+            .arg(format!("--log-error={}", log_path.display()))
+            .args([
+                "--bind-address=127.0.0.1",
+                "--skip-grant-tables",
+                "--skip-name-resolve",
+                "--skip-log-bin",
+                "--innodb-buffer-pool-size=16M",
+                "--innodb-flush-log-at-trx-commit=1",
+                "--max-connections=40",
+            ])
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if self.root {
+            command.arg("--user=root");
+        }
+        let mut child = command
+            .spawn()
+            .map_err(|e| format!("run {}: {e}", self.server.display()))?;
+        watchdog(child.id());
+        let deadline = Instant::now() + START_TIMEOUT;
+        loop {
+            if let Ok(Some(status)) = child.try_wait() {
+                return Err(format!(
+                    "mariadbd on port {} exited with {status}: {}",
+                    self.port,
+                    tail(&log_path)
+                ));
+            }
+            if greets(self.port) {
+                self.running = Some(Running { child });
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                Running { child }.kill();
+                return Err(format!(
+                    "mariadbd on port {} did not become ready: {}",
+                    self.port,
+                    tail(&log_path)
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// `mysql://root@127.0.0.1:<port>/test`.
+    pub fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/test", self.port)
+    }
+
+    /// Kills the server with SIGKILL (no shutdown, no flush) and waits for it to be gone.
+    pub fn kill(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.kill();
+        }
+    }
+
+    /// Starts the server again on the same port and data directory (after
+    /// [`kill`](Self::kill)), and waits until it greets clients (crash recovery done).
+    ///
+    /// # Panics
+    /// When it does not come back.
+    pub fn restart(&mut self) {
+        self.kill();
+        let mut last = String::new();
+        for _ in 0..20 {
+            match self.spawn() {
+                Ok(()) => return,
+                Err(e) => last = e,
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        panic!("could not restart MariaDB on port {}: {last}", self.port);
+    }
+}
+
+impl Drop for PrivateMariadb {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// Whether a MySQL-protocol server on `port` sends its handshake (protocol version 10), which
+/// it does once it accepts connections.
+fn greets(port: u16) -> bool {
+    let addr = SocketAddr::from((Ipv4Addr::LOCALHOST, port));
+    let Ok(mut stream) = TcpStream::connect_timeout(&addr, Duration::from_millis(500)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(1000)));
+    let mut head = [0u8; 5];
+    stream.read_exact(&mut head).is_ok() && head[4] == 10
+}
