@@ -44,6 +44,9 @@ const CORRUPT: &str = "AMCORRUPT";
 pub(crate) fn redis_error(what: &str, err: RedisError) -> Error {
     let kind = classify(&err);
     let message = match kind {
+        ErrorKind::Unavailable if err.kind() == redis::ErrorKind::Parse => {
+            format!("{what}: the connection broke inside redis's reply")
+        }
         ErrorKind::Unavailable => format!("{what}: redis is unavailable ({})", err.category()),
         ErrorKind::Timeout => format!("{what}: redis did not answer in time"),
         ErrorKind::Serialization if err.code() == Some(CORRUPT) => {
@@ -103,9 +106,11 @@ fn classify(err: &RedisError) -> ErrorKind {
             | ServerErrorKind::TryAgain
             | ServerErrorKind::BusyLoading,
         ) => ErrorKind::Unavailable,
-        redis::ErrorKind::Parse | redis::ErrorKind::UnexpectedReturnType => {
-            ErrorKind::Serialization
-        }
+        // A reply the protocol parser cannot read is a broken connection (a server never
+        // sends malformed RESP; a connection cut inside a reply does): the request may or may
+        // not have run, and a retry on a new connection can succeed.
+        redis::ErrorKind::Parse => ErrorKind::Unavailable,
+        redis::ErrorKind::UnexpectedReturnType => ErrorKind::Serialization,
         redis::ErrorKind::InvalidClientConfig => ErrorKind::InvalidInput,
         _ => ErrorKind::Backend,
     }
@@ -136,6 +141,10 @@ mod tests {
         assert_eq!(redis_error("x", io).kind(), ErrorKind::Unavailable);
         let timeout = RedisError::from(std::io::Error::from(std::io::ErrorKind::TimedOut));
         assert_eq!(redis_error("x", timeout).kind(), ErrorKind::Timeout);
+        let cut = RedisError::from((redis::ErrorKind::Parse, "Unexpected end of input"));
+        let cut = redis_error("x", cut);
+        assert_eq!(cut.kind(), ErrorKind::Unavailable);
+        assert!(cut.is_temporary());
         let config = RedisError::from((redis::ErrorKind::InvalidClientConfig, "bad"));
         assert_eq!(redis_error("x", config).kind(), ErrorKind::InvalidInput);
         let shape = RedisError::from((redis::ErrorKind::UnexpectedReturnType, "bad"));

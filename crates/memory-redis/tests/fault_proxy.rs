@@ -70,13 +70,11 @@ async fn appends_survive_connections_cut_before_the_reply() {
 }
 
 /// Every cut point, also inside the reply. A reply cut short after its first bytes (e.g. 10 of
-/// an append's reply) fails the append with `Serialization` ("unexpected reply from redis:
-/// Incompatible type - Parse error"), not temporary, although the script ran and the
-/// connection was lost: redis-rs reports the truncated reply as `ErrorKind::Parse`, which
-/// `error.rs` maps to a permanent `Serialization`. A caller that retries temporary errors
-/// stops there.
+/// an append's reply) is what redis-rs reports as a `Parse` error; the append must fail with a
+/// temporary `Unavailable` (the script may have run, the connection is gone), so the caller's
+/// retry with the same ids stores the batch once. (Before the fix it was a permanent
+/// `Serialization` error and the retry loop stopped.)
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "bug: memory-redis maps a reply truncated by a dropped connection (redis-rs Parse) to a permanent Serialization error instead of a temporary Unavailable"]
 async fn appends_survive_connections_cut_mid_append() {
     let started = Instant::now();
     let url = support::standalone_url();
