@@ -459,11 +459,13 @@ impl HistoryStore for AfRedisHistory {
     /// rule deduplicates against the list's tail, see [`append`](#method.append)); counts
     /// purged threads: no ([`purge_expired`](#method.purge_expired) returns 0); lists every
     /// thread: no (sessions whose key segment became a digest, or that are not valid
-    /// [`SessionId`]s, are not listed).
+    /// [`SessionId`]s, are not listed). Reduces on append: when `max_messages` is set (the
+    /// append trims the list).
     fn capabilities(&self) -> HistoryCapabilities {
         HistoryCapabilities::none()
             .with_ttl(true)
             .with_multi_process(true)
+            .with_reduces_on_append(self.inner.max_messages.is_some())
     }
 
     /// Appends the messages that Agent Framework's deduplication finds new, atomically: one

@@ -26,7 +26,10 @@ use crate::store::{RedisStore, expiry_args, request_nonce};
 #[async_trait]
 impl SessionStore for RedisStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::none().with_ttl(true)
+        // Every save applies the store's default TTL, when one is configured.
+        SessionCapabilities::none()
+            .with_ttl(true)
+            .with_expires_by_default(self.default_ttl().is_some())
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

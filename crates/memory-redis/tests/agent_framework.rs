@@ -1377,3 +1377,33 @@ async fn timeouts_too_long_to_add_up_are_refused() {
         assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
     }
 }
+
+/// Agent Framework's list trims itself on append when `max_messages` is set, so it says so
+/// (`reduces_on_append`); and it cannot archive, so a `Memory` refuses it either way (a flush
+/// would hand a batch to the blocks and then fail to archive it, every time).
+#[tokio::test]
+async fn a_memory_refuses_the_agent_framework_list() {
+    use std::sync::Arc;
+    let prefix = unique_prefix();
+    let bounded = builder(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
+        .max_messages(3)
+        .default_ttl(LEFTOVER_TTL)
+        .connect()
+        .await
+        .unwrap();
+    assert!(bounded.capabilities().reduces_on_append);
+    let unbounded = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    assert!(!unbounded.capabilities().reduces_on_append);
+    assert!(!unbounded.capabilities().archive);
+    for store in [bounded, unbounded] {
+        let err = memory_core::Memory::builder(
+            session("refused"),
+            Arc::new(store),
+            Arc::new(memory_core::InMemorySessionStore::new()),
+        )
+        .build()
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+    }
+    cleanup(&prefix).await;
+}

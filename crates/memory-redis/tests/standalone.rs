@@ -831,3 +831,19 @@ async fn max_messages_makes_a_memory_refuse_the_store() {
         .build()
         .unwrap();
 }
+
+/// Sessions expire by default exactly when the store has a default TTL (every save applies
+/// it): a `Memory` then keeps its block states alive with its thread, and only then.
+#[tokio::test]
+async fn sessions_expire_by_default_only_with_a_default_ttl() {
+    use memory_core::SessionStore;
+    let with_ttl = standalone_store().await;
+    assert!(SessionStore::capabilities(&with_ttl).expires_by_default);
+    let without = RedisStore::builder(&standalone_url())
+        .key_prefix(prefix())
+        .connect()
+        .await
+        .unwrap();
+    assert!(!SessionStore::capabilities(&without).expires_by_default);
+    assert!(SessionStore::capabilities(&without).ttl);
+}

@@ -242,7 +242,10 @@ impl SqlStore {
 #[async_trait]
 impl SessionStore for SqlStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::none().with_ttl(true)
+        // No default TTL for sessions: one expires only after a `set_ttl` call.
+        SessionCapabilities::none()
+            .with_ttl(true)
+            .with_expires_by_default(false)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

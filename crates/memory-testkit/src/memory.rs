@@ -954,16 +954,15 @@ pub async fn memory_reset_forgets_every_block(
     );
 }
 
-/// With a session store whose sessions expire, the block states live as long as the thread:
+/// With a session store whose sessions expire by default
+/// ([`SessionCapabilities::expires_by_default`]), the block states live as long as the thread:
 /// each `put` restarts their clock as the append restarts the thread's, so the states of a
-/// thread in use never expire between flushes.
+/// thread in use never expire between flushes. Without it, a `put` that flushes nothing leaves
+/// the block states alone (no save).
 pub async fn memory_block_state_lives_as_long_as_its_thread(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
 ) {
-    if !sessions.capabilities().ttl {
-        return;
-    }
     let scope = random_scope();
     let (_, blocks) = recorders(&["recorder"]);
     let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
@@ -977,6 +976,31 @@ pub async fn memory_block_state_lives_as_long_as_its_thread(
         .clone()
         .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
         .expect_ok("the block state's scope");
+    if !sessions.capabilities().expires_by_default {
+        let version = |stored: Option<memory_core::StoredSession>| stored.map(|s| s.version);
+        let before = version(
+            sessions
+                .load(&state_scope)
+                .await
+                .expect_ok("load the block states"),
+        );
+        let report = memory
+            .put(ChatMessage::user("a short message"))
+            .await
+            .expect_ok("put a short message");
+        assert_eq!(report.messages, 0, "a short message does not flush");
+        assert_eq!(
+            version(
+                sessions
+                    .load(&state_scope)
+                    .await
+                    .expect_ok("load the block states")
+            ),
+            before,
+            "sessions do not expire by default: a put that flushed nothing saves no state"
+        );
+        return;
+    }
     sessions
         .set_ttl(&state_scope, Some(Duration::from_millis(1500)))
         .await

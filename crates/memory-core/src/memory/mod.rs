@@ -198,10 +198,20 @@ impl MemoryBuilder {
     /// with one name; [`ErrorKind::Unsupported`] for a history store whose appends move
     /// messages out of the active window themselves
     /// ([`HistoryCapabilities::reduces_on_append`](crate::HistoryCapabilities::reduces_on_append),
-    /// a Redis store with `max_messages`): those messages would never reach the blocks.
+    /// a Redis store with `max_messages`): those messages would never reach the blocks; and
+    /// for a history store without
+    /// [`archive`](crate::HistoryCapabilities::archive) (Agent Framework's Redis list): a flush
+    /// would deliver its batch to the blocks and then fail to archive it, every time.
     pub fn build(self) -> Result<Memory> {
         let memory = self.memory;
         memory.config.validate()?;
+        if !memory.history.capabilities().archive {
+            return Err(Error::unsupported(
+                "a memory cannot run over a history store that cannot archive messages (such as \
+                 Agent Framework's Redis list): a flush moves the messages it hands to the \
+                 memory blocks out of the window by archiving them; use a store with archive",
+            ));
+        }
         if memory.history.capabilities().reduces_on_append {
             return Err(Error::unsupported(
                 "a memory cannot run over a history store whose appends move the oldest \
@@ -292,12 +302,22 @@ impl Memory {
     }
 
     /// Deletes the session's long-term memory and its short-term messages (LlamaIndex's
-    /// `reset`): each block [`forget`](MemoryBlock::forget)s what it keeps outside its state
-    /// (the vector block's points), then the block states are deleted, then the thread.
+    /// `reset`): the thread is cleared, then each block [`forget`](MemoryBlock::forget)s what
+    /// it keeps outside its state (the vector block's points), then the block states are
+    /// deleted.
     ///
-    /// The order makes a failed reset safe to run again: until the states are deleted, they
-    /// only point at data that is being forgotten; once they are gone, a thread left behind
-    /// is delivered to the blocks afresh, never judged by an old watermark.
+    /// The thread goes first so that nothing of it can be flushed again once the blocks
+    /// forgot. A reset that fails part-way is safe and is finished by running it again:
+    /// - the clear failed: nothing changed;
+    /// - a `forget` or the state deletion failed: the thread is empty, and the block states
+    ///   (and what a block did not forget yet) stay until the next reset. A thread written
+    ///   meanwhile is a new incarnation (its seq-1 message is not the one the states recorded),
+    ///   so a flush delivers it from its first message, never judged by an old watermark; what
+    ///   the blocks remembered of the old thread stays visible until the reset is re-run.
+    ///
+    /// A flush running concurrently with a reset may deliver messages the clear is removing;
+    /// the blocks' `forget` then removes what it delivered, unless it saved after the state
+    /// deletion (reset a session while nothing else writes to it).
     ///
     /// # Errors
     /// The stores' and the blocks' errors; run `reset` again after one.
@@ -310,6 +330,7 @@ impl Memory {
             }
             Err(e) => return Err(e),
         };
+        self.history.clear(&self.scope).await?;
         for block in &self.blocks {
             block
                 .forget(&self.scope, &states.record(block.name()).state)
@@ -318,7 +339,6 @@ impl Memory {
         self.states
             .delete(&state::state_scope(&self.scope)?)
             .await?;
-        self.history.clear(&self.scope).await?;
         Ok(())
     }
 
@@ -329,9 +349,10 @@ impl Memory {
     ) -> Result<FlushReport> {
         self.history.append(scope, messages).await?;
         let report = self.flush_in(scope).await?;
-        if report.deliveries == 0 && self.states.capabilities().ttl {
+        if report.deliveries == 0 && self.states.capabilities().expires_by_default {
             // The thread's clock restarted with the append; the block states' restarts with a
-            // save, so they would expire first while the thread lives on.
+            // save, so they would expire first while the thread lives on. A store whose
+            // sessions only expire after a `set_ttl` call keeps them without this.
             state::touch(self.states.as_ref(), scope).await?;
         }
         Ok(report)
@@ -343,12 +364,10 @@ impl Memory {
             return Ok(FlushReport::default());
         }
         let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens = count.active_tokens);
-        self.flush_window(scope, count.last_seq)
-            .instrument(span)
-            .await
+        self.flush_window(scope).instrument(span).await
     }
 
-    async fn flush_window(&self, scope: &Scope, last_seq: u64) -> Result<FlushReport> {
+    async fn flush_window(&self, scope: &Scope) -> Result<FlushReport> {
         let window = self.history.read(scope, Window::All).await?;
         let n = select_flush(
             &window,
@@ -364,6 +383,16 @@ impl Memory {
         'retry: loop {
             attempt += 1;
             let mut states = state::load(self.states.as_ref(), scope).await?;
+            // Counted after the states were loaded: every watermark in them was taken from
+            // messages that existed before this count, so in the same incarnation of the thread
+            // its last seq is at least every watermark (a count from before the load could be
+            // overtaken by another process's append and flush).
+            let last_seq = self
+                .history
+                .count(scope)
+                .await?
+                .last_seq
+                .max(window.last().map_or(0, |m| m.seq));
             check_incarnation(&mut states, &window, last_seq);
             for block in &self.blocks {
                 let mut record = states.record(block.name());
@@ -573,7 +602,9 @@ impl Memory {
         let mut n = fits.max(RETRIEVAL_CONTEXT_MESSAGES);
         loop {
             let window = self.history.read(scope, Window::Last(n)).await?;
-            let complete = (window.len() as u64) < n as u64 || window.len() as u64 >= count.active;
+            // Only a short read proves the window whole: `count` may be stale (an append since
+            // then makes `n` messages a partial window even when `n >= count.active`).
+            let complete = window.len() < n;
             if complete {
                 let tokens = window.iter().map(|m| u64::from(m.tokens)).sum();
                 return Ok((window, 0, tokens));
@@ -596,6 +627,7 @@ impl Memory {
 /// at 1 after a `clear` or an expiry, so a watermark of the old thread would skip the new
 /// thread's first messages. Told apart by message ids: the seq-1 message's id, and the id of
 /// each block's watermark message when the window still holds it; and by the thread's last seq
+/// (`last_seq`, counted after `states` were loaded, so never older than a watermark in them)
 /// being below a watermark. The blocks' states are kept. Then records the thread's seq-1 id
 /// when the window starts there.
 fn check_incarnation(states: &mut state::BlockStates, window: &[StoredMessage], last_seq: u64) {

@@ -1,6 +1,16 @@
 //! The durable per-session state of a memory's blocks: each block's own state and the sequence
 //! number of the last message it was given (its watermark), in one versioned document in a
 //! [`SessionStore`].
+//!
+//! # Versions
+//! - 1: `format`, `version`, `blocks` (each block's `watermark`, `state`, and, when written
+//!   by a later binary, `watermark_id`).
+//! - 2: adds the top-level `thread` (the id of the thread's seq-1 message).
+//!
+//! Both are read (a version-1 document loads with no `thread`; a version-1 document that
+//! already has one, written before the version was bumped, keeps it). Every save writes
+//! version 2, so the upgrade is one-way: once a memory saved a session's document, a binary
+//! that only knows version 1 refuses it with a version error instead of misreading it.
 
 use std::collections::BTreeMap;
 
@@ -12,7 +22,10 @@ use crate::scope::Scope;
 use crate::session::SessionStore;
 
 const FORMAT: &str = "agent-memory/memory-blocks";
-const VERSION: u64 = 1;
+/// The version written.
+const VERSION: u64 = 2;
+/// The versions read.
+const READ_VERSIONS: [u64; 2] = [1, 2];
 /// The source id under which a session's block states are saved.
 pub const BLOCK_STATE_SOURCE: &str = "memory.blocks";
 
@@ -66,7 +79,7 @@ pub(crate) async fn load(store: &dyn SessionStore, scope: &Scope) -> Result<Bloc
     };
     let doc: Document = serde_json::from_value(stored.state)
         .map_err(|e| Error::serialization(format!("invalid memory block state: {e}")))?;
-    if doc.format != FORMAT || doc.version != VERSION {
+    if doc.format != FORMAT || !READ_VERSIONS.contains(&doc.version) {
         return Err(Error::serialization(format!(
             "memory block state {:?} version {} is not supported",
             doc.format, doc.version

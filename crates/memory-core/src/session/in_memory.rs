@@ -82,7 +82,10 @@ impl InMemorySessionStore {
 #[async_trait]
 impl SessionStore for InMemorySessionStore {
     fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::none().with_ttl(true)
+        // No default TTL: a session expires only after a `set_ttl` call.
+        SessionCapabilities::none()
+            .with_ttl(true)
+            .with_expires_by_default(false)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {

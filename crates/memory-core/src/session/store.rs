@@ -67,12 +67,20 @@ pub struct StoredSession {
 pub struct SessionCapabilities {
     /// Sessions can expire ([`SessionStore::set_ttl`], [`SessionStore::purge_expired`]).
     pub ttl: bool,
+    /// Sessions expire without a [`SessionStore::set_ttl`] call: the store gives every saved
+    /// session a default TTL (each save restarts its clock). Code that keeps a session alive
+    /// as long as something else (a `Memory`'s block states as long as their thread) saves it
+    /// again only when this is `true`.
+    pub expires_by_default: bool,
 }
 
 impl SessionCapabilities {
     /// No optional operation.
     pub const fn none() -> Self {
-        Self { ttl: false }
+        Self {
+            ttl: false,
+            expires_by_default: false,
+        }
     }
 
     /// Sets whether [`SessionStore::set_ttl`] and [`SessionStore::purge_expired`] are
@@ -80,6 +88,14 @@ impl SessionCapabilities {
     #[must_use]
     pub const fn with_ttl(mut self, ttl: bool) -> Self {
         self.ttl = ttl;
+        self
+    }
+
+    /// Sets whether sessions expire without a [`SessionStore::set_ttl`] call (a default TTL
+    /// applied by every save).
+    #[must_use]
+    pub const fn with_expires_by_default(mut self, expires: bool) -> Self {
+        self.expires_by_default = expires;
         self
     }
 }
@@ -130,6 +146,8 @@ impl SessionCapabilities {
 ///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
 ///   nothing; an unknown session is [`NotFound`](crate::ErrorKind::NotFound). An expired session
 ///   loads as `None`, is not listed, and can be created again, at a version above its last one.
+/// - [`SessionCapabilities::expires_by_default`] is `true` exactly when a session saved without
+///   a `set_ttl` call expires on its own (the store's default TTL, restarted by each save).
 /// - [`purge_expired`](SessionStore::purge_expired) (optional: [`SessionCapabilities::ttl`])
 ///   deletes expired sessions now and returns how many it removed (their tombstones stay, so a
 ///   purged session too is re-created above its last version); sessions that did not expire

@@ -13,7 +13,7 @@ use crate::memory::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
     escape_memory_text, validate_block_name,
 };
-use crate::message::{ChatMessage, Part, tagged_transcript};
+use crate::message::tagged_transcript;
 use crate::model::Embedder;
 use crate::scope::Scope;
 use crate::tokens::TokenCounter;
@@ -70,10 +70,13 @@ impl RetrievalPostprocessor for SimilarityCutoff {
 /// shows the `similarity_top_k` most similar batches.
 ///
 /// A batch's point id is derived from the scope, the block, the batch's sequence range and its
-/// first message's id (the thread's incarnation: seqs restart after a `clear`), so a redone
-/// flush upserts the same point again instead of adding a second one, and a re-created thread
-/// never overwrites the old thread's batches. The recalled text is escaped
-/// ([`escape_memory_text`]). The block's state is O(1): a count and the latest batches.
+/// first and last messages' ids (the thread's incarnation: seqs restart after a `clear`), so a
+/// redone flush upserts the same point again instead of adding a second one, and a re-created
+/// thread never overwrites the old thread's batches (even with content-derived message ids,
+/// unless both ends of the batch are the same messages). The point keeps the raw text; what is
+/// recalled is escaped ([`escape_memory_text`]) when it is read, whatever the payload says, so
+/// whoever can write the vector collection cannot forge the `<memory>` block. The block's state
+/// is O(1): a count and the latest batches.
 /// [`forget`](MemoryBlock::forget) deletes the session's points.
 #[derive(Debug, Clone)]
 pub struct VectorMemoryBlock {
@@ -217,33 +220,46 @@ impl VectorState {
     }
 }
 
-/// The `<message role='…'>` transcript of a batch with each message's text escaped
-/// ([`escape_memory_text`]): what the block shows, so a remembered message cannot close the
-/// `<memory>` block or forge one.
-fn escaped_transcript(messages: &[StoredMessage]) -> String {
-    let escaped: Vec<ChatMessage> = messages
+/// The raw `[role, body]` of each message of a batch that has a body (as in
+/// [`tagged_transcript`]): what a point keeps, so the recalled text can be built and escaped
+/// when it is read.
+fn transcript_lines(messages: &[StoredMessage]) -> Value {
+    let lines: Vec<Value> = messages
         .iter()
-        .map(|m| {
-            let mut message = m.message.clone();
-            for part in &mut message.parts {
-                match part {
-                    Part::Text { text } => *text = escape_memory_text(text).into_owned(),
-                    Part::ToolCall {
-                        name, arguments, ..
-                    } => {
-                        *name = escape_memory_text(name).into_owned();
-                        *arguments = escape_memory_text(arguments).into_owned();
-                    }
-                    Part::ToolResult { content, .. } => {
-                        *content = escape_memory_text(content).into_owned();
-                    }
-                    _ => {}
-                }
-            }
-            message
+        .filter_map(|m| {
+            let line = tagged_transcript(std::iter::once(&m.message));
+            let body = line
+                .strip_prefix(&format!("<message role='{}'>", m.message.role.as_str()))?
+                .strip_suffix("</message>")?
+                .to_owned();
+            Some(json!([m.message.role.as_str(), body]))
         })
         .collect();
-    tagged_transcript(escaped.iter())
+    Value::Array(lines)
+}
+
+/// The text a point recalls, escaped ([`escape_memory_text`]) here, at read time, whatever its
+/// payload claims: a `<message role='…'>` line per stored `[role, body]` (role and body
+/// escaped), or, for a point without them (written by an earlier version), its whole `text`
+/// escaped (text an earlier version stored escaped is then shown escaped twice, never raw).
+fn recalled_text(payload: &serde_json::Map<String, Value>) -> Option<String> {
+    if let Some(lines) = payload.get("lines").and_then(Value::as_array) {
+        let rendered: Vec<String> = lines
+            .iter()
+            .filter_map(|line| {
+                let role = line.get(0)?.as_str()?;
+                let body = line.get(1)?.as_str()?;
+                Some(format!(
+                    "<message role='{}'>{}</message>",
+                    escape_memory_text(role).replace('\'', "&#39;"),
+                    escape_memory_text(body)
+                ))
+            })
+            .collect();
+        return Some(rendered.join("\n"));
+    }
+    let text = payload.get("text").and_then(Value::as_str)?;
+    Some(escape_memory_text(text).into_owned())
 }
 
 #[async_trait]
@@ -281,17 +297,9 @@ impl MemoryBlock for VectorMemoryBlock {
         for p in &self.postprocessors {
             results = p.process(results);
         }
-        // Points written since the text is escaped say so; older ones are escaped whole here.
         let texts: Vec<String> = results
             .iter()
-            .filter_map(|r| {
-                let text = r.payload.get("text").and_then(Value::as_str)?;
-                Some(if r.payload.get("escaped") == Some(&Value::Bool(true)) {
-                    text.to_owned()
-                } else {
-                    escape_memory_text(text).into_owned()
-                })
-            })
+            .filter_map(|r| recalled_text(&r.payload))
             .collect();
         Ok(BlockContent::Text(texts.join("\n")))
     }
@@ -305,26 +313,27 @@ impl MemoryBlock for VectorMemoryBlock {
         if embedded.is_empty() {
             return Ok(());
         }
-        let text = escaped_transcript(context.messages);
-        // The first message's id names the thread's incarnation: after a `clear` or an expiry,
-        // seqs restart at 1 and a new batch 1-10 must not replace the old one.
+        // The first and last messages' ids name the thread's incarnation: after a `clear` or
+        // an expiry, seqs restart at 1 and a new batch 1-10 must not replace the old one, even
+        // when ids derive from content and the new thread starts with the same message.
         let first_id = first.message.id.as_str().to_owned();
+        let last_id = last.message.id.as_str();
         let id = Uuid::new_v5(
             &Uuid::NAMESPACE_OID,
             format!(
-                "{}#{}#{first_seq}-{last_seq}#{first_id}",
+                "{}#{}#{first_seq}-{last_seq}#{first_id}#{last_id}",
                 context.scope.key(),
                 self.name
             )
             .as_bytes(),
         );
-        let vector = self.embed_one(embedded).await?;
+        let vector = self.embed_one(embedded.clone()).await?;
         let payload = json!({
             "first_seq": first_seq,
             "last_seq": last_seq,
             "first_id": first_id,
-            "text": text,
-            "escaped": true,
+            "text": embedded,
+            "lines": transcript_lines(context.messages),
         });
         let point = VectorPoint {
             id,
@@ -335,7 +344,7 @@ impl MemoryBlock for VectorMemoryBlock {
             .upsert(&self.vector_scope(context.scope)?, &[point])
             .await?;
         let mut state = VectorState::of(context.state);
-        state.points += 1;
+        state.points = state.points.saturating_add(1);
         state.recent.push(Batch {
             first: first_seq,
             last: last_seq,
