@@ -329,27 +329,38 @@ impl AfRedisHistory {
         most: Option<usize>,
     ) -> Result<Vec<StoredMessage>> {
         let page = i64::try_from(MAX_READ_PAGE).unwrap_or(i64::MAX);
+        // The last index of a page, counted from its first.
+        let span = page.saturating_sub(1);
         let most = most.unwrap_or(usize::MAX);
         'attempts: for _ in 0..=READ_RESTARTS {
             // A negative start whose page would reach past the end reads to the end (-1).
             let stop = if start < 0 {
-                start.saturating_add(page - 1).min(-1)
+                start.saturating_add(span).min(-1)
             } else {
-                start.saturating_add(page - 1)
+                start.saturating_add(span)
             };
             let range = self.read_range(what, key, start, stop).await?;
             let mut out = self.decode_all(key, range.first, &range.elements);
             out.truncate(most);
-            let mut next = range.first + i64::try_from(range.elements.len()).unwrap_or(i64::MAX);
+            let mut next = range
+                .first
+                .saturating_add(i64::try_from(range.elements.len()).unwrap_or(i64::MAX));
             let mut boundary = range.elements.last().cloned();
             let mut len = range.len;
             while next < len && out.len() < most {
                 let more = match boundary.take() {
                     Some(last) => {
                         let mut more = self
-                            .read_range(what, key, next - 1, next.saturating_add(page - 1))
+                            .read_range(
+                                what,
+                                key,
+                                next.saturating_sub(1),
+                                next.saturating_add(span),
+                            )
                             .await?;
-                        if more.first != next - 1 || more.elements.first() != Some(&last) {
+                        if more.first != next.saturating_sub(1)
+                            || more.elements.first() != Some(&last)
+                        {
                             tracing::debug!(key, "history.read: the list shifted between pages");
                             continue 'attempts;
                         }
@@ -359,7 +370,7 @@ impl AfRedisHistory {
                     // A first page that ended before the list began (a `Last(n)` longer than
                     // the list): nothing read yet, so nothing to check.
                     None => {
-                        self.read_range(what, key, next, next.saturating_add(page - 1))
+                        self.read_range(what, key, next, next.saturating_add(span))
                             .await?
                     }
                 };
@@ -367,9 +378,9 @@ impl AfRedisHistory {
                     break;
                 }
                 let decoded = self.decode_all(key, next, &more.elements);
-                let room = most - out.len();
+                let room = most.saturating_sub(out.len());
                 out.extend(decoded.into_iter().take(room));
-                next += i64::try_from(more.elements.len()).unwrap_or(i64::MAX);
+                next = next.saturating_add(i64::try_from(more.elements.len()).unwrap_or(i64::MAX));
                 boundary = more.elements.last().cloned();
                 len = more.len;
             }

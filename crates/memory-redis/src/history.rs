@@ -47,7 +47,8 @@ impl HistoryStore for RedisStore {
             .map_or_else(|| "0".to_owned(), |n| n.to_string());
         let [ttl, grace] = expiry_args(self.default_ttl())?;
         let tokens: Vec<String> = batch.unique.iter().map(|m| m.tokens.to_string()).collect();
-        let mut args: Vec<&[u8]> = Vec::with_capacity(4 + 3 * batch.unique.len());
+        let mut args: Vec<&[u8]> =
+            Vec::with_capacity(batch.unique.len().saturating_mul(3).saturating_add(4));
         args.extend([
             max.as_bytes(),
             self.overflow().as_arg().as_bytes(),
@@ -131,11 +132,11 @@ impl HistoryStore for RedisStore {
             }
         };
         let what = format!("read {window:?} of thread {scope}");
-        let mut attempt = 0;
+        let mut attempt = 0usize;
         let messages = loop {
             match self.read_pages(scope, &what, walk).await.during("read")? {
                 Some(messages) => break messages,
-                None if attempt < READ_RESTARTS => attempt += 1,
+                None if attempt < READ_RESTARTS => attempt = attempt.saturating_add(1),
                 None => {
                     return Err(Error::conflict(format!(
                         "{what}: the thread was cleared and written again while it was read, \
@@ -302,7 +303,7 @@ impl RedisStore {
                 return Err(bad_reply(what, "the read script returned no page header"));
             }
             let body = items.split_off(2);
-            let (Value::BulkString(mark), Value::BulkString(next)) = (&items[0], &items[1]) else {
+            let [Value::BulkString(mark), Value::BulkString(next)] = items.as_slice() else {
                 return Err(bad_reply(what, "the page header is not two strings"));
             };
             match &born {
@@ -501,7 +502,7 @@ impl RedisStore {
                     _ => gone.push(scope),
                 }
             }
-            purged += self.purge_gone(what, &gone).await?;
+            purged = purged.saturating_add(self.purge_gone(what, &gone).await?);
             drop.extend(gone.iter().map(Scope::key));
             if !rescore.is_empty() {
                 let mut add = redis::cmd("ZADD");
@@ -567,10 +568,10 @@ impl RedisStore {
                     .skip(1)
                     .collect()
             };
-        let mut purged = 0;
+        let mut purged = 0u64;
         for reply in replies {
             if crate::conn::pipeline_integer(what, reply)? > 0 {
-                purged += 1;
+                purged = purged.saturating_add(1);
             }
         }
         Ok(purged)
@@ -687,7 +688,7 @@ impl RedisStore {
         let (mut min, max) = keys::index_range(filter, page.cursor.as_deref());
         let mut live: Vec<Scope> = Vec::new();
         let mut examined = 0usize;
-        let fetch = (limit + 1).min(LIST_EXAMINED_BASE);
+        let fetch = limit.saturating_add(1).min(LIST_EXAMINED_BASE);
         loop {
             let mut range = redis::cmd("ZRANGEBYLEX");
             range
@@ -734,7 +735,7 @@ impl RedisStore {
                 }
             }
             self.unindex_threads(tenant, &stale).await?;
-            examined += members.len();
+            examined = examined.saturating_add(members.len());
             let exhausted = members.len() < fetch;
             min = format!("({last}");
             if exhausted {
@@ -770,17 +771,21 @@ fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
     }
     let mut out = Vec::with_capacity(items.len() / 4);
     for chunk in items.chunks_exact(4) {
-        let (Some(seq), Some(tokens), Some(active)) = (
-            unsigned(&chunk[0]),
-            unsigned(&chunk[1]),
-            unsigned(&chunk[2]),
-        ) else {
+        let [seq, tokens, active, body] = chunk else {
+            return Err(bad_reply(
+                what,
+                "the read script returned a partial message",
+            ));
+        };
+        let (Some(seq), Some(tokens), Some(active)) =
+            (unsigned(seq), unsigned(tokens), unsigned(active))
+        else {
             return Err(bad_reply(
                 what,
                 "a seq, token count or flag is not a number",
             ));
         };
-        let Value::BulkString(body) = &chunk[3] else {
+        let Value::BulkString(body) = body else {
             return Err(bad_reply(what, "a message body is not a string"));
         };
         let decoded = decode_message(seq, tokens, body);

@@ -142,11 +142,11 @@ where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let mut attempt = 0;
+    let mut attempt = 0u32;
     loop {
         match op().await {
             Err(err) if is_retryable(&err) => {
-                attempt += 1;
+                attempt = attempt.saturating_add(1);
                 if attempt > MAX_RETRIES {
                     return Err(retries_exhausted(ctx, err));
                 }
@@ -217,11 +217,11 @@ impl SqlStore {
         } else {
             let ids: Vec<&str> = ids.collect();
             let mysql = self.inner.db.dialect.backend == Backend::MySql;
-            let mut start = 0;
-            while start < ids.len() {
-                let (len, cache) = batch_chunk(mysql, ids.len() - start, MAX_PARAMS - 1);
-                let chunk = &ids[start..start + len];
-                start += len;
+            let mut rest = ids.as_slice();
+            while !rest.is_empty() {
+                let (len, cache) = batch_chunk(mysql, rest.len(), MAX_PARAMS.saturating_sub(1));
+                let (chunk, after) = rest.split_at(len.clamp(1, rest.len()));
+                rest = after;
                 let placeholders = vec!["?"; chunk.len()].join(", ");
                 let sql = self.inner.history.render(&format!(
                     "SELECT message_id, seq FROM {{prefix}}messages \
@@ -259,20 +259,21 @@ impl SqlStore {
         } else {
             MAX_PARAMS / PARAMS_PER_ROW
         };
-        let mut start = 0;
-        while start < rows.len() {
-            let mut end = start;
-            let mut bytes = 0;
-            while end < rows.len()
-                && (end == start
-                    || (end - start < max_rows
-                        && bytes + rows[end].1.json.len() <= MAX_STATEMENT_BYTES))
-            {
-                bytes += rows[end].1.json.len();
-                end += 1;
+        let mut rest = rows;
+        while !rest.is_empty() {
+            // At most `max_rows` rows and MAX_STATEMENT_BYTES bytes of bodies, at least one row.
+            let mut take = 0usize;
+            let mut bytes = 0usize;
+            for (_, m) in rest.iter().take(max_rows) {
+                let with = bytes.saturating_add(m.json.len());
+                if take > 0 && with > MAX_STATEMENT_BYTES {
+                    break;
+                }
+                bytes = with;
+                take = take.saturating_add(1);
             }
-            let (len, cache) = batch_chunk(mysql, end - start, max_rows);
-            let chunk = &rows[start..start + len];
+            let (len, cache) = batch_chunk(mysql, take, max_rows);
+            let (chunk, after) = rest.split_at(len.clamp(1, rest.len()));
             let q = if postgres {
                 Query::shared(&self.inner.history.insert_messages_pg)
                     .text(key)
@@ -290,7 +291,8 @@ impl SqlStore {
                         Arg::Texts(chunk.iter().map(|(_, m)| m.json.as_str()).collect()),
                     ])
             } else {
-                let mut sql = String::with_capacity(120 + chunk.len() * 26);
+                let mut sql =
+                    String::with_capacity(chunk.len().saturating_mul(26).saturating_add(120));
                 sql.push_str(
                     "INSERT INTO {prefix}messages \
                      (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
@@ -314,7 +316,7 @@ impl SqlStore {
                 q
             };
             tx.execute(CTX, q).await?;
-            start += len;
+            rest = after;
         }
         Ok(())
     }
@@ -522,15 +524,15 @@ impl SqlStore {
         }
         let mysql = self.inner.db.dialect.backend == Backend::MySql;
         for table in ["messages", "threads"] {
-            let mut start = 0;
-            while start < keys.len() {
+            let mut rest = keys.as_slice();
+            while !rest.is_empty() {
                 let (len, cache) = if mysql {
-                    batch_chunk(true, keys.len() - start, PURGE_BATCH)
+                    batch_chunk(true, rest.len(), PURGE_BATCH)
                 } else {
-                    (keys.len(), false)
+                    (rest.len(), false)
                 };
-                let chunk = &keys[start..start + len];
-                start += len;
+                let (chunk, after) = rest.split_at(len.clamp(1, rest.len()));
+                rest = after;
                 let placeholders = vec!["?"; chunk.len()].join(", ");
                 let q = Query::built(
                     sql.render(&format!(
