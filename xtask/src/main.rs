@@ -17,6 +17,7 @@
 //!   into a virtualenv outside the repository and print its `python`.
 //!
 //! Each command lives in its own module; this file only parses the command line.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 mod bench;
 mod ci;

@@ -53,6 +53,8 @@ fn state_of(chat: &AgentChat) -> Vec<u8> {
 }
 
 #[tokio::test]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 async fn agents_take_turns_with_their_own_sub_histories() {
     let mut team = Team::new();
     let scope = random_scope();

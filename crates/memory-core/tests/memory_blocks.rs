@@ -19,6 +19,8 @@ use memory_testkit::fixtures::random_scope;
 /// A test embedder: each word hashed into one of 64 buckets, normalised. Texts that share
 /// words are similar; nothing else is.
 #[derive(Debug)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 struct BagOfWordsTestEmbedder;
 
 #[async_trait]

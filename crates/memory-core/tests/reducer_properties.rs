@@ -12,6 +12,8 @@ use memory_core::{
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 enum Event {
     User,
     Assistant,

@@ -1,5 +1,7 @@
 //! The whole memory-testkit suite on an in-memory SQLite store.
 #![cfg(feature = "sqlite")]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod common;
 

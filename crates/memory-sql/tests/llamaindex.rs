@@ -4,6 +4,8 @@
 //! appends and scope mapping (the conformance suite is in conformance_llamaindex.rs).
 #![cfg(all(feature = "sqlite", feature = "postgres"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod common;
 

@@ -2,6 +2,8 @@
 //! one line of its contract that the features built on it rely on, and the memory checks that
 //! depend on that line must fail. (The honest in-memory stores pass every memory check:
 //! tests/in_memory.rs.)
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::ops::RangeInclusive;
 use std::panic::AssertUnwindSafe;

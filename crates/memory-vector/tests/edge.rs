@@ -23,6 +23,8 @@ memory_testkit::vector_store_tests!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 async fn all_checks_on_one_store() {
     memory_testkit::run_all_vector_checks(std::sync::Arc::new(fresh_store().await)).await;
 }

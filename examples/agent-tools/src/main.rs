@@ -10,6 +10,7 @@
 //!
 //! The thread is stored in an in-memory SQLite database, or in the store `AGENT_MEMORY_URL`
 //! names. Run it with `cargo run -p agent-tools`.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 use std::error::Error as StdError;
 use std::process::ExitCode;

@@ -12,6 +12,7 @@
 //! the window dropped the messages that held the answers.
 //!
 //! Run it with `cargo run -p quickstart`; add `RUST_LOG=info` to see the tracing spans.
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 mod stand_in;
 

@@ -7,6 +7,7 @@
 //! export AGENT_MEMORY_MODEL_DIR=$(cargo xtask fetch-model)
 //! cargo run -p vector-recall
 //! ```
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 use std::sync::Arc;
 
