@@ -126,7 +126,7 @@ impl<'a> PreparedBatch<'a> {
                     ),
                 ));
             }
-            batch_bytes += json.len();
+            batch_bytes = batch_bytes.saturating_add(json.len());
             if batch_bytes > MAX_BATCH_BYTES {
                 return Err(Error::new(
                     ErrorKind::LimitExceeded,
@@ -205,13 +205,13 @@ fn value_depth_over(value: &serde_json::Value, at: usize, limit: usize) -> bool 
                 if level > limit {
                     return true;
                 }
-                stack.extend(items.iter().map(|v| (v, level + 1)));
+                stack.extend(items.iter().map(|v| (v, level.saturating_add(1))));
             }
             Value::Object(map) => {
                 if level > limit {
                     return true;
                 }
-                stack.extend(map.values().map(|v| (v, level + 1)));
+                stack.extend(map.values().map(|v| (v, level.saturating_add(1))));
             }
             _ => {}
         }
@@ -240,7 +240,7 @@ pub fn json_depth(text: &str) -> usize {
         match byte {
             b'"' => in_string = true,
             b'[' | b'{' => {
-                depth += 1;
+                depth = depth.saturating_add(1);
                 deepest = deepest.max(depth);
             }
             b']' | b'}' => depth = depth.saturating_sub(1),

@@ -76,7 +76,8 @@ impl Thread {
     }
 
     fn touch(&mut self, now: Instant) {
-        self.expires_at = self.ttl.map(|ttl| now + ttl);
+        // A TTL too long for the clock to represent never runs out.
+        self.expires_at = self.ttl.and_then(|ttl| now.checked_add(ttl));
     }
 }
 
@@ -165,13 +166,13 @@ impl HistoryStore for InMemoryHistoryStore {
             .get_mut(&key)
             .ok_or_else(|| Error::new(ErrorKind::Backend, "thread vanished under its lock"))?;
         let mut unique_seqs = Vec::with_capacity(batch.unique.len());
-        let mut inserted = 0;
+        let mut inserted = 0usize;
         for prepared in &batch.unique {
             if let Some(&seq) = thread.ids.get(prepared.message.id.as_str()) {
                 unique_seqs.push(seq);
                 continue;
             }
-            let seq = thread.messages.len() as u64 + 1;
+            let seq = (thread.messages.len() as u64).saturating_add(1);
             thread
                 .ids
                 .insert(prepared.message.id.as_str().to_owned(), seq);
@@ -181,12 +182,12 @@ impl HistoryStore for InMemoryHistoryStore {
                 archived: false,
                 message: prepared.message.clone(),
             });
-            thread.active += 1;
+            thread.active = thread.active.saturating_add(1);
             thread.active_tokens = thread
                 .active_tokens
                 .saturating_add(u64::from(prepared.tokens));
             unique_seqs.push(seq);
-            inserted += 1;
+            inserted = inserted.saturating_add(1);
         }
         thread.touch(now);
         tracing::debug!(scope = %scope, inserted, "history.append");
@@ -204,7 +205,9 @@ impl HistoryStore for InMemoryHistoryStore {
         let messages = &thread.messages;
         let active_from_end = || messages.iter().rev().filter(|m| !m.archived);
         let out: Vec<StoredMessage> = match window {
-            Window::All => messages[thread.first_active..]
+            Window::All => messages
+                .get(thread.first_active..)
+                .unwrap_or_default()
                 .iter()
                 .filter(|m| !m.archived)
                 .cloned()
@@ -214,7 +217,9 @@ impl HistoryStore for InMemoryHistoryStore {
                 let start = usize::try_from(seq)
                     .unwrap_or(usize::MAX)
                     .clamp(thread.first_active, messages.len());
-                messages[start..]
+                messages
+                    .get(start..)
+                    .unwrap_or_default()
                     .iter()
                     .filter(|m| !m.archived)
                     .cloned()
@@ -248,7 +253,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 None => ThreadCount::default(),
                 Some(t) => ThreadCount {
                     active: t.active,
-                    archived: t.messages.len() as u64 - t.active,
+                    archived: (t.messages.len() as u64).saturating_sub(t.active),
                     active_tokens: t.active_tokens,
                     last_seq: t.messages.len() as u64,
                 },
@@ -262,16 +267,17 @@ impl HistoryStore for InMemoryHistoryStore {
             return Ok(0);
         };
         let len = thread.messages.len() as u64;
-        let first = (*seqs.start()).max(thread.first_active as u64 + 1);
+        let first = (*seqs.start()).max((thread.first_active as u64).saturating_add(1));
         let last = (*seqs.end()).min(len);
-        let mut moved = 0;
+        let mut moved = 0u64;
         if first <= last {
-            for m in &mut thread.messages[(first - 1) as usize..last as usize] {
+            let range = first.saturating_sub(1) as usize..last as usize;
+            for m in thread.messages.get_mut(range).unwrap_or_default() {
                 if !m.archived {
                     m.archived = true;
-                    moved += 1;
-                    thread.active -= 1;
-                    thread.active_tokens -= u64::from(m.tokens);
+                    moved = moved.saturating_add(1);
+                    thread.active = thread.active.saturating_sub(1);
+                    thread.active_tokens = thread.active_tokens.saturating_sub(u64::from(m.tokens));
                 }
             }
             while thread
@@ -279,7 +285,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 .get(thread.first_active)
                 .is_some_and(|m| m.archived)
             {
-                thread.first_active += 1;
+                thread.first_active = thread.first_active.saturating_add(1);
             }
         }
         tracing::debug!(scope = %scope, moved, first, last, "history.archive");
@@ -323,7 +329,7 @@ impl HistoryStore for InMemoryHistoryStore {
         let now = Instant::now();
         let before = threads.len();
         threads.retain(|_, t| !t.expired(now));
-        Ok((before - threads.len()) as u64)
+        Ok(before.saturating_sub(threads.len()) as u64)
     }
 }
 

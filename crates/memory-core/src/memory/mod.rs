@@ -374,26 +374,27 @@ impl Memory {
             self.config.flush_threshold(),
             self.config.token_flush_size,
         );
-        if n == 0 {
+        let flushed = window.get(..n).unwrap_or_default();
+        let (Some(first), Some(last)) = (flushed.first(), flushed.last()) else {
             return Ok(FlushReport::default());
-        }
-        let flushed = &window[..n];
-        let mut deliveries = 0;
-        let mut attempt = 0;
+        };
+        let (first_seq, last_seq) = (first.seq, last.seq);
+        let mut deliveries = 0usize;
+        let mut attempt = 0usize;
         'retry: loop {
-            attempt += 1;
+            attempt = attempt.saturating_add(1);
             let mut states = state::load(self.states.as_ref(), scope).await?;
             // Counted after the states were loaded: every watermark in them was taken from
             // messages that existed before this count, so in the same incarnation of the thread
             // its last seq is at least every watermark (a count from before the load could be
             // overtaken by another process's append and flush).
-            let last_seq = self
+            let thread_last_seq = self
                 .history
                 .count(scope)
                 .await?
                 .last_seq
                 .max(window.last().map_or(0, |m| m.seq));
-            check_incarnation(&mut states, &window, last_seq);
+            check_incarnation(&mut states, &window, thread_last_seq);
             for block in &self.blocks {
                 let mut record = states.record(block.name());
                 let fresh: Vec<StoredMessage> = flushed
@@ -421,7 +422,7 @@ impl Memory {
                 let discarded = record.state.clone();
                 states.blocks.insert(block.name().to_owned(), record);
                 match state::save(self.states.as_ref(), scope, &mut states).await {
-                    Ok(()) => deliveries += 1,
+                    Ok(()) => deliveries = deliveries.saturating_add(1),
                     Err(e) if e.kind() == ErrorKind::Conflict => {
                         let current = state::load(self.states.as_ref(), scope).await?;
                         block
@@ -442,7 +443,6 @@ impl Memory {
             }
             break;
         }
-        let (first_seq, last_seq) = (flushed[0].seq, flushed[n - 1].seq);
         self.history.archive(scope, first_seq..=last_seq).await?;
         let tokens = flushed.iter().map(|m| u64::from(m.tokens)).sum();
         tracing::info!(
@@ -486,32 +486,29 @@ impl Memory {
                 contents.push((i, content));
             }
         }
-        let mut order: Vec<usize> = contents
+        let mut order: Vec<(usize, &Arc<dyn MemoryBlock>)> = contents
             .iter()
-            .map(|(i, _)| *i)
-            .filter(|&i| self.blocks[i].priority() > 0)
+            .filter_map(|(i, _)| self.blocks.get(*i).map(|block| (*i, block)))
+            .filter(|(_, block)| block.priority() > 0)
             .collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(self.blocks[i].priority()));
-        for block_index in order {
+        order.sort_by_key(|(_, block)| std::cmp::Reverse(block.priority()));
+        for (block_index, block) in order {
             let used = self.render_tokens(&contents);
-            if used <= budget {
+            let over = used.saturating_sub(budget);
+            if over == 0 {
                 break;
             }
             let Some(at) = contents.iter().position(|(i, _)| *i == block_index) else {
                 continue;
             };
             let (_, content) = contents.remove(at);
-            let block = &self.blocks[block_index];
-            match block
-                .truncate(content, used - budget, self.counter.as_ref())
-                .await?
-            {
+            match block.truncate(content, over, self.counter.as_ref()).await? {
                 Some(shorter) if !shorter.is_empty() => contents.insert(at, (block_index, shorter)),
                 _ => {}
             }
             tracing::info!(
                 block = block.name(),
-                over = used - budget,
+                over,
                 "memory block truncated to fit the token limit"
             );
         }
@@ -524,7 +521,7 @@ impl Memory {
         }
         let texts: Vec<(String, String)> = contents
             .iter()
-            .map(|(i, c)| (self.blocks[*i].name().to_owned(), c.text()))
+            .filter_map(|(i, c)| Some((self.blocks.get(*i)?.name().to_owned(), c.text())))
             .collect();
         Some(render_memory(
             texts.iter().map(|(n, t)| (n.as_str(), t.as_str())),
@@ -543,8 +540,8 @@ impl Memory {
     ) -> Result<Vec<ChatMessage>> {
         let (mut window, view_from, history_tokens) = self.read_for_get(scope).await?;
         let mut context: Vec<ChatMessage> = window
-            [window.len().saturating_sub(RETRIEVAL_CONTEXT_MESSAGES)..]
             .iter()
+            .skip(window.len().saturating_sub(RETRIEVAL_CONTEXT_MESSAGES))
             .map(|m| m.message.clone())
             .collect();
         // What `read_for_get` read before a user message only served the retrieval context.
@@ -555,7 +552,7 @@ impl Memory {
             .block_contents(scope, &context, limit.saturating_sub(history_tokens))
             .await?;
         let memory_tokens = self.render_tokens(&contents);
-        if memory_tokens + history_tokens > limit {
+        if memory_tokens.saturating_add(history_tokens) > limit {
             let keep_from = drop_oldest_to_fit(&window, limit.saturating_sub(memory_tokens));
             if keep_from > 0 {
                 tracing::info!(
@@ -613,10 +610,14 @@ impl Memory {
             // it is older than anything `get` can keep, and a group starts there.
             let turn = window
                 .iter()
-                .take(window.len().saturating_sub(fits) + 1)
+                .take(window.len().saturating_sub(fits).saturating_add(1))
                 .position(|m| m.message.role == Role::User);
             if let Some(from) = turn {
-                return Ok((window, from, count.active_tokens.max(limit + 1)));
+                return Ok((
+                    window,
+                    from,
+                    count.active_tokens.max(limit.saturating_add(1)),
+                ));
             }
             n = n.saturating_mul(2);
         }
@@ -635,7 +636,8 @@ fn check_incarnation(states: &mut state::BlockStates, window: &[StoredMessage], 
         window
             .binary_search_by_key(&seq, |m| m.seq)
             .ok()
-            .map(|i| window[i].message.id.as_str())
+            .and_then(|i| window.get(i))
+            .map(|m| m.message.id.as_str())
     };
     let first_changed = states
         .thread
@@ -675,11 +677,16 @@ pub(crate) fn select_flush(window: &[StoredMessage], threshold: u64, flush_size:
     let seg = Segmentation::of(window);
     let mut groups = seg.groups.clone();
     if let Some(p) = seg.pinned {
-        groups.insert(0, p..p + 1);
+        groups.insert(0, p..p.saturating_add(1));
     }
     let protected_start = seg.group_start(seg.protected_from, window.len());
     let tokens = |r: &std::ops::Range<usize>| -> u64 {
-        window[r.clone()].iter().map(|m| u64::from(m.tokens)).sum()
+        window
+            .get(r.clone())
+            .unwrap_or_default()
+            .iter()
+            .map(|m| u64::from(m.tokens))
+            .sum()
     };
     let mut popped = 0u64;
     let mut end = 0usize;
@@ -688,10 +695,10 @@ pub(crate) fn select_flush(window: &[StoredMessage], threshold: u64, flush_size:
         .filter(|g| g.end <= protected_start)
         .peekable();
     while let Some(group) = next.peek() {
-        if popped >= flush_size && total - popped <= threshold {
+        if popped >= flush_size && total.saturating_sub(popped) <= threshold {
             break;
         }
-        popped += tokens(group);
+        popped = popped.saturating_add(tokens(group));
         end = group.end;
         next.next();
     }
@@ -714,16 +721,19 @@ fn drop_oldest_to_fit(window: &[StoredMessage], budget: u64) -> usize {
     let mut cut = 0;
     let mut starts: Vec<std::ops::Range<usize>> = seg.groups.clone();
     if let Some(p) = seg.pinned {
-        starts.insert(0, p..p + 1);
+        starts.insert(0, p..p.saturating_add(1));
     }
     for group in starts {
         if remaining <= budget || group.end > protected_start {
             break;
         }
-        remaining -= window[group.clone()]
+        let group_tokens: u64 = window
+            .get(group.clone())
+            .unwrap_or_default()
             .iter()
             .map(|m| u64::from(m.tokens))
-            .sum::<u64>();
+            .sum();
+        remaining = remaining.saturating_sub(group_tokens);
         cut = group.end;
     }
     cut

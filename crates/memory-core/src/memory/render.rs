@@ -32,7 +32,7 @@ pub fn escape_memory_text(text: &str) -> Cow<'_, str> {
     if !text.contains(['&', '<', '>']) {
         return Cow::Borrowed(text);
     }
-    let mut out = String::with_capacity(text.len() + 16);
+    let mut out = String::with_capacity(text.len().saturating_add(16));
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
@@ -81,9 +81,8 @@ pub(crate) fn insert_memory(
             .map(|_| 0),
         InsertMethod::User => messages.iter().rposition(|m| m.role == Role::User),
     };
-    match target {
-        Some(i) => {
-            let message = &mut messages[i];
+    match target.and_then(|i| messages.get_mut(i)) {
+        Some(message) => {
             parts.append(&mut message.parts);
             message.parts = parts;
         }

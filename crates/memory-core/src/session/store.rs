@@ -271,7 +271,7 @@ pub fn check_state_depth(state: &Value) -> crate::Result<()> {
                 ),
             ));
         }
-        stack.extend(children.map(|v| (v, level + 1)));
+        stack.extend(children.map(|v| (v, level.saturating_add(1))));
     }
     Ok(())
 }

@@ -95,16 +95,15 @@ impl FactExtractionMemoryBlock {
 fn parse_facts(text: &str) -> Vec<String> {
     let mut facts = Vec::new();
     let mut rest = text;
-    while let Some(start) = rest.find("<fact>") {
-        let after = &rest[start + "<fact>".len()..];
-        let Some(end) = after.find("</fact>") else {
+    while let Some((_, after)) = rest.split_once("<fact>") {
+        let Some((fact, next)) = after.split_once("</fact>") else {
             break;
         };
-        let fact = after[..end].trim();
+        let fact = fact.trim();
         if !fact.is_empty() {
             facts.push(unescape_memory_text(fact));
         }
-        rest = &after[end + "</fact>".len()..];
+        rest = next;
     }
     facts
 }
@@ -181,9 +180,9 @@ impl MemoryBlock for FactExtractionMemoryBlock {
         let mut removed = 0u64;
         while removed < excess_tokens && !facts.is_empty() {
             let fact = facts.remove(0);
-            removed += u64::from(
+            removed = removed.saturating_add(u64::from(
                 counter.count_text(&format!("<fact>{}</fact>\n", escape_memory_text(&fact))),
-            );
+            ));
         }
         Ok((!facts.is_empty()).then(|| BlockContent::Text(render(&facts))))
     }

@@ -274,12 +274,15 @@ impl MemoryBlock for VectorMemoryBlock {
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
         let has_batches = VectorState::of(context.state).points > 0;
-        let recent = &context.messages[context
+        let query: Vec<String> = context
             .messages
-            .len()
-            .saturating_sub(self.retrieval_context_window)..];
-        let query: Vec<String> = recent
             .iter()
+            .skip(
+                context
+                    .messages
+                    .len()
+                    .saturating_sub(self.retrieval_context_window),
+            )
             .map(|m| m.text())
             .filter(|t| !t.trim().is_empty())
             .collect();
@@ -405,7 +408,10 @@ impl MemoryBlock for VectorMemoryBlock {
         let mut removed = 0u64;
         while removed < excess_tokens {
             let Some(line) = lines.pop() else { break };
-            removed += u64::from(counter.count_text(line)) + 1;
+            // The line's tokens plus one for its newline.
+            removed = removed
+                .saturating_add(u64::from(counter.count_text(line)))
+                .saturating_add(1);
         }
         Ok((!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n"))))
     }
