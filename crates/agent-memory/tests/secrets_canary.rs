@@ -9,10 +9,11 @@
 //! The servers of the other backend tests are used for real (PostgreSQL trusts every password,
 //! so the canary password connects; MariaDB and Redis get a user whose password is the
 //! canary).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 use std::error::Error as StdError;
 use std::io::Write;

@@ -1,7 +1,10 @@
 //! The agent loop: what it sends the model, what it stores, how providers, reducers, service-held
 //! history and failures behave.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::{Arc, Mutex};
 
@@ -17,8 +20,6 @@ use serde_json::json;
 /// A provider that adds one instruction and one message, counts its runs in its session state,
 /// and records what it was told after each run.
 #[derive(Debug)]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 struct RecordingProvider {
     source: SourceId,
     seen: Mutex<Vec<String>>,

@@ -1,6 +1,9 @@
 //! Multi-agent memory: AgentChat turns, the five restore cases, hostile states, team sessions.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::io::Read as _;
 use std::sync::Arc;
@@ -53,8 +56,6 @@ fn state_of(chat: &AgentChat) -> Vec<u8> {
 }
 
 #[tokio::test]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 async fn agents_take_turns_with_their_own_sub_histories() {
     let mut team = Team::new();
     let scope = random_scope();

@@ -2,10 +2,11 @@
 //! unknown tools, bad arguments and tool errors go back to the model; the iteration limit; the
 //! whole exchange stored as one batch with every call beside its results; reducers (stored and
 //! in flight) keeping the groups whole; providers seeing the tool messages.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -1,7 +1,10 @@
 //! H3: a large append is counted on Tokio's blocking pool, so that the executor's thread keeps
 //! running other tasks; a small one is counted inline.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -32,8 +35,6 @@ fn watching_counter(ticks: Arc<AtomicU64>, saw_ticks: Arc<AtomicBool>) -> Arc<dy
 }
 
 #[tokio::test(flavor = "current_thread")]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 async fn a_large_append_does_not_stall_the_executor() {
     let ticks = Arc::new(AtomicU64::new(0));
     let saw_ticks = Arc::new(AtomicBool::new(false));

@@ -1,7 +1,10 @@
 //! The JSON test vectors of docs/format/ pin the message and session formats: every valid
 //! vector decodes and re-encodes to the same JSON, every invalid one is a typed error.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -33,8 +36,6 @@ fn files(dir: &Path, prefix: &str) -> Vec<PathBuf> {
 }
 
 #[test]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 fn message_vectors_round_trip() {
     let found = files(&vectors_dir(), "message-");
     assert!(found.len() >= 5, "message vectors missing: {found:?}");

@@ -4,10 +4,11 @@
 //!
 //! Each check is a generic function over the trait, called with the pointer types, so the
 //! forwarding impl (not auto-deref to the pointee) is what runs.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

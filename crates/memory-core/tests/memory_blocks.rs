@@ -1,6 +1,9 @@
 //! The built-in memory blocks, and a Memory used by an Agent as a context provider.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 
@@ -19,8 +22,6 @@ use memory_testkit::fixtures::random_scope;
 /// A test embedder: each word hashed into one of 64 buckets, normalised. Texts that share
 /// words are similar; nothing else is.
 #[derive(Debug)]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 struct BagOfWordsTestEmbedder;
 
 #[async_trait]

@@ -1,6 +1,9 @@
 //! Properties of the message grouping and of the reducers that cut along it.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::collections::HashMap;
 
@@ -12,8 +15,6 @@ use memory_core::{
 use proptest::prelude::*;
 
 #[derive(Debug, Clone)]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 enum Event {
     User,
     Assistant,

@@ -1,8 +1,8 @@
 //! The short fuzz run CI does: every target on its seeds and a few thousand generated inputs,
 //! with a fixed seed. `cargo xtask fuzz` runs the long version.
-
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
 use memory_fuzz::{fuzz, hex, targets};
 
 /// Inputs per target: enough to cover every seed and then mutate them, a few seconds in all.

@@ -1,10 +1,11 @@
 //! The real samples written by Agent Framework 1.23 and LlamaIndex 0.14.25 (docs/interop/vectors/,
 //! copied byte for byte from the shared interop notes) pin the conversions of
 //! `memory_interop`: every sample reads into our types and writes back to the same bytes.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -3,10 +3,11 @@
 //! `POST /v3/memories/search/`: a flushed batch goes to Mem0 once with its sequence range as
 //! metadata, recalled memories fill the block's section, the scoping rule holds, and failures
 //! degrade or fail as configured.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 mod support;
 

@@ -4,10 +4,11 @@
 //! `org_id` / `project_id` parameters of the mem0ai 2.2 Python client: every request must carry
 //! exactly the documented method, path (ending in `/`), headers and JSON body, and documented
 //! answers, failures included, must map to the right results and error kinds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 mod support;
 

@@ -3,10 +3,11 @@
 //! reference and the self-hosted `server/main.py` describe: the scoping rules (no search scope,
 //! no search request), what is searched and remembered, the degrade and fail paths, and the
 //! session state (the scoping ids, never the key).
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 mod support;
 

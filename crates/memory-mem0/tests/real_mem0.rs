@@ -9,10 +9,11 @@
 //! `mem0ai` that `cargo xtask test` (or `cargo xtask fetch-mem0`) installs. Without the
 //! variable the tests say so and pass, except in CI (`CI=true`), where it is a failure — as
 //! the local-model tests of memory-vector do with `AGENT_MEMORY_MODEL_DIR`.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 use std::io::{BufRead, BufReader, Read};
 use std::path::PathBuf;

@@ -5,10 +5,11 @@
 //! and `POST /reset`, answering as the open-source `Memory` does (`{"results": [...]}`, `null`
 //! for an unknown id, `{"detail": ...}` for failures). Paths have no trailing `/`; no
 //! `Authorization` header is sent unless a gateway key is configured.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 mod support;
 

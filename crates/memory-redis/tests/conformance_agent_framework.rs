@@ -18,11 +18,11 @@
 //! `purge_expired` returns 0, and expired lists are gone all the same) and `lists_every_thread`
 //! (a session id whose key segment is over 180 characters becomes a digest and cannot be
 //! listed; no other scope is listed in its place).
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod support;
 

@@ -1,11 +1,11 @@
 //! The memory-testkit suites against a Redis Cluster of three masters that the test tooling
 //! starts on loopback ports (and stops when the test process ends). The store runs with its
 //! default options (no TTL), the standalone suite covers the TTL-on-every-thread path.
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod support;
 

@@ -1,11 +1,11 @@
 //! The memory-testkit suites against a standalone Redis: the machine's, or the one
 //! `AGENT_MEMORY_REDIS_URL` names. Data is written under a per-process key prefix with a TTL,
 //! so runs never collide and leave nothing behind for long.
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod support;
 

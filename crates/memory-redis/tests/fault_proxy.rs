@@ -3,11 +3,11 @@
 //! append (before the script call, inside it, after it before the reply, inside the reply).
 //! Each append is retried with the same ids until acknowledged; afterwards every message is
 //! stored once, in order, with gap-free seqs, and no failed append left part of its batch.
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod support;
 

@@ -2,10 +2,11 @@
 //! sources, for passwords holding `/ ? # @ :` (URL-encoded, as they must be in a URL) and
 //! unencoded, against a Redis user created for the test with `ACL SETUSER`, and against a host
 //! that does not answer.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Tests fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Tests fail loudly.
 
 mod support;
 

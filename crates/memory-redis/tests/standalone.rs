@@ -1,11 +1,11 @@
 //! Focused tests against the machine's Redis (or `AGENT_MEMORY_REDIS_URL`): `max_messages`
 //! and its overflow modes, the key layout, round trips, reusing an application's connection,
 //! option validation, and fast, password-free failures.
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod support;
 

@@ -44,15 +44,16 @@ impl SqlStore {
             .fetch(
                 "read a session's version",
                 Query::shared(&self.inner.session.probe).text(key),
-                &[Col::Int, Col::Int, Col::Text],
+                &[Col::Int, Col::Int, Col::Text, Col::Int],
             )
             .await?;
         let Some(mut row) = rows.into_iter().next() else {
             return Ok(None);
         };
+        let now = row.int(3)?;
         Ok(Some(Probe {
             version: row.uint(0)?,
-            live: row.int(1)? == 1,
+            live: row.opt_int(1)?.is_none_or(|at| at > now),
             last_nonce: row.take_opt_text(2)?,
         }))
     }

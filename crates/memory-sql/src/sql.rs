@@ -192,11 +192,10 @@ impl SessionSql {
                 "SELECT version, state FROM {prefix}sessions WHERE scope_key = ? \
                  AND (expires_at IS NULL OR expires_at > {now})",
             ),
-            // The row of a key, live or not: its version, whether it is live (by the
-            // database's clock), and the nonce of its last save.
-            probe: r("SELECT version, \
-                 CASE WHEN expires_at IS NULL OR expires_at > {now} THEN 1 ELSE 0 END, \
-                 last_nonce FROM {prefix}sessions WHERE scope_key = ?"),
+            // The row of a key, live or not: its version, expiry and the nonce of its last
+            // save, and the database's clock to judge the expiry by.
+            probe: r("SELECT version, expires_at, last_nonce, {now} \
+                 FROM {prefix}sessions WHERE scope_key = ?"),
             insert: r(
                 "INSERT INTO {prefix}sessions (scope_key, tenant, user_id, agent_id, \
                  source, session_id, version, state, ttl_ms, expires_at, last_nonce) \

@@ -1,10 +1,11 @@
 //! A multi-agent chat saved in SQLite by one process is restored by another, which continues it
 //! where it stopped: the chat state goes through the SessionStore, each agent's sub-history
 //! through the HistoryStore, both in one SQLite file.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code fails loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test code fails loudly.
 
 use std::sync::Arc;
 

@@ -3,12 +3,12 @@
 //! middle of a run of appends and restarted on the same port and data directory.
 //!
 //! Without the server binaries the tests print why and pass (under `CI=true` they fail).
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // Test code: a failed unwrap or panic is how a test reports a failure.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![cfg(any(feature = "postgres", feature = "mysql"))]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};

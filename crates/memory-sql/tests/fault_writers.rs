@@ -6,10 +6,11 @@
 //!
 //! CI runs smaller counts; `cargo xtask faults` (`AGENT_MEMORY_FAULTS_FULL=1`) runs the issue's
 //! 16 writers in 2 processes × 1,000 appends.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code fails loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test code fails loudly.
 
 mod common;
 

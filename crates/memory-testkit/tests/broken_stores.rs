@@ -5,12 +5,12 @@
 //! answers `Unsupported`, here through the trait's default body) passes the checks of that
 //! operation, and a store that lies about a capability (declares it and refuses the operation,
 //! or declares it absent and performs it) fails every check of that operation.
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 // The broken stores are test doubles: unwrapping a poisoned lock or a cursor they wrote
 // themselves is the simplest correct thing for them to do.
 #![allow(clippy::unwrap_used)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::future::Future;
 use std::ops::RangeInclusive;

@@ -1,7 +1,7 @@
 //! Every suite against memory-core's in-memory stores, the reference implementations.
-
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
 memory_testkit::history_store_tests!(
     mod in_memory_history_store,
     async { memory_core::InMemoryHistoryStore::new() }

@@ -1,10 +1,11 @@
 //! Real semantics with the local model: all-MiniLM-L6-v2 from `AGENT_MEMORY_MODEL_DIR`
 //! (`cargo xtask fetch-model` prints it). Without the variable the tests say so and pass,
 //! except in CI (`CI=true`), where a missing model is a failure.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::sync::Arc;
 

@@ -1,6 +1,9 @@
 //! The vector conformance suite on the embedded Qdrant engine, plus persistence across opens.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use memory_core::{Scope, VectorPoint, VectorQuery, VectorStore};
 use memory_vector::QdrantEdgeStore;
@@ -23,8 +26,6 @@ memory_testkit::vector_store_tests!(
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
-#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 async fn all_checks_on_one_store() {
     memory_testkit::run_all_vector_checks(std::sync::Arc::new(fresh_store().await)).await;
 }

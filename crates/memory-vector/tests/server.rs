@@ -6,10 +6,11 @@
 //!
 //! With `QDRANT_URL` set (and `QDRANT_API_KEY` if the server needs one), the suite also runs
 //! against that real server, in a fresh collection.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 use std::collections::HashMap;
 use std::path::PathBuf;

@@ -3,10 +3,11 @@
 //! (`POST /v1/embeddings`) and its error codes: the requests must carry exactly the headers and
 //! JSON bodies the reference documents, and the documented answers, including failures, must map
 //! to the right results and error kinds.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test helpers fail loudly.
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // Test helpers fail loudly.
 
 mod chat;
 mod embeddings;
