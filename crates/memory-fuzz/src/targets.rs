@@ -350,10 +350,17 @@ fn memory_block_state(input: &[u8]) {
     };
     let states = Arc::new(InMemorySessionStore::new());
     let saved = block_on(states.save(&state_scope, &value, None));
+    // A store refuses only what it could not load back (too deep) or too large: nothing is
+    // stored then, so there is nothing for a memory to read.
+    let refused = matches!(&saved, Some(Err(e))
+        if matches!(e.kind(), ErrorKind::LimitExceeded | ErrorKind::InvalidInput));
     assert!(
-        matches!(saved, Some(Ok(_))),
-        "the in-memory store refused a save"
+        refused || matches!(saved, Some(Ok(_))),
+        "the in-memory store failed a save: {saved:?}"
     );
+    if refused {
+        return;
+    }
     let static_block = StaticMemoryBlock::new("core_info", "The user is Dana.");
     let Ok(static_block) = static_block else {
         return;
