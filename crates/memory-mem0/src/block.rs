@@ -166,8 +166,20 @@ impl MemoryBlock for Mem0MemoryBlock {
     }
 
     /// [`Memory::reset`](memory_core::memory::Memory::reset) deletes what the block stored
-    /// for the session: see [`Mem0MemoryBlock::forget`].
+    /// for this session only: when the session's storage scope names a run (`run_id`), its
+    /// memories are deleted ([`Mem0MemoryBlock::forget`]); a storage scope without a run (a
+    /// user's or an agent's memories, shared by all their sessions) is long-term memory that
+    /// outlives a session, and a reset of one session leaves it alone. Call
+    /// [`Mem0MemoryBlock::forget`] to erase such a scope on purpose.
     async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
+        let resolved = Mem0SessionState::resolve(state, &self.defaults)?;
+        if resolved.storage_scope.run_id().is_none() {
+            tracing::debug!(
+                block = %self.name,
+                "mem0.block.forget: the storage scope is shared by other sessions; kept"
+            );
+            return Ok(());
+        }
         Mem0MemoryBlock::forget(self, scope, state).await
     }
 

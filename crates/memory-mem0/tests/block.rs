@@ -497,31 +497,42 @@ async fn forget_deletes_the_storage_scope_of_the_blocks_tenant_only() {
     assert_eq!(err.kind(), ErrorKind::Unavailable);
 }
 
-/// `Memory::reset` reaches the Mem0 block: what it stored for the session is deleted with the
-/// thread, so it cannot resurface in a later conversation of the same session.
+/// `Memory::reset` reaches the Mem0 block: what it stored for the session's own run is deleted
+/// with the thread, so it cannot resurface in a later conversation of the same session; a
+/// user's memories (a storage scope without a run, shared by all their sessions) are kept.
 #[tokio::test]
-async fn memory_reset_deletes_what_the_block_stored_for_the_session() {
+async fn memory_reset_deletes_what_the_block_stored_for_the_session_run() {
     let server = MockServer::start().await;
     let fake = FakeMem0::default();
     Mock::given(wiremock::matchers::any())
         .respond_with(fake.clone())
         .mount(&server)
         .await;
-    let block = || Mem0MemoryBlock::new(platform(&server), alice()).with_search_scope(alice());
-    let acme = memory_in("acme", block());
+    let run = || alice().with_run_id("chat-1").unwrap();
+    let session_block = || Mem0MemoryBlock::new(platform(&server), run()).with_search_scope(run());
+    let bob = || Mem0Scope::user("bob").unwrap();
+    let user_block = || Mem0MemoryBlock::new(platform(&server), bob()).with_search_scope(bob());
+    let acme = memory_in("acme", session_block());
     acme.put_messages(&conversation()).await.unwrap();
-    memory_in("globex", block())
+    memory_in("globex", session_block())
         .put_messages(&conversation())
         .await
         .unwrap();
-    assert_eq!(fake.memories.lock().unwrap().len(), 4);
+    let users = memory_in("acme", user_block());
+    users.put_messages(&conversation()).await.unwrap();
+    assert_eq!(fake.memories.lock().unwrap().len(), 6);
     acme.reset().await.unwrap();
-    let owners: Vec<String> = fake
+    users.reset().await.unwrap();
+    let mut owners: Vec<String> = fake
         .memories
         .lock()
         .unwrap()
         .iter()
         .map(|m| m.0.clone())
         .collect();
-    assert_eq!(owners, ["globex~alice", "globex~alice"]);
+    owners.sort();
+    assert_eq!(
+        owners,
+        ["acme~bob", "acme~bob", "globex~alice", "globex~alice"]
+    );
 }

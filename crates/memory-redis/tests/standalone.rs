@@ -760,6 +760,21 @@ async fn corrupt_stored_data_is_a_serialization_error() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Serialization, "{err}");
+    // A corrupt session can still be deleted (it is how it is removed), and created again.
+    assert!(store.delete(&scope).await.unwrap());
+    assert!(store.load(&scope).await.unwrap().is_none());
+    store
+        .save(&scope, &serde_json::json!(3), None)
+        .await
+        .unwrap();
+    // A damaged tombstone does not block a create either.
+    store.delete(&scope).await.unwrap();
+    let () = conn.set(key(&scope, "sver"), "garbage").await.unwrap();
+    let version = store
+        .save(&scope, &serde_json::json!(4), None)
+        .await
+        .unwrap();
+    assert!(version >= 1);
 }
 
 /// `purge_expired` checks the expiry records in pipelined batches: a few round trips for many

@@ -222,7 +222,7 @@ impl SessionSql {
             // Turns an expired row that still holds its state into a tombstone.
             bury: r("UPDATE {prefix}sessions \
                  SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
-                 WHERE scope_key = ? AND expires_at <> 0"),
+                 WHERE scope_key = ? AND expires_at > 0 AND expires_at <= {now}"),
             set_ttl: r(
                 "UPDATE {prefix}sessions SET ttl_ms = ?, expires_at = {now} + ? \
                  WHERE scope_key = ? AND (expires_at IS NULL OR expires_at > {now})",

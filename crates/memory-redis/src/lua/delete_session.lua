@@ -5,9 +5,11 @@
 local ack, nonce, sver = KEYS[3], ARGV[1], KEYS[4]
 local again = replayed(ack, nonce)
 if again then return again end
--- A session saved before `sver` existed has none yet: keep its version now.
-local version = stored_int(redis.call('HGET', KEYS[1], 'version'), 'the session version')
-local last = stored_int(redis.call('GET', sver), 'the last session version')
+-- A session saved before `sver` existed has none yet: keep its version now. A version damaged
+-- by another program is not kept, but never stops the delete (a corrupt session must remain
+-- deletable).
+local version = lenient_int(redis.call('HGET', KEYS[1], 'version'))
+local last = lenient_int(redis.call('GET', sver))
 if version and (not last or last < version) then redis.call('SET', sver, itos(version)) end
 local n = redis.call('DEL', KEYS[1])
 redis.call('DEL', KEYS[2])

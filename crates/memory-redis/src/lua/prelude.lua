@@ -45,6 +45,14 @@ local function stored_int(value, what)
   corrupt(what .. ' is not an integer: ' .. string.sub(tostring(value), 1, 40))
 end
 
+-- As stored_int, but a value that is not an integer reads as absent (nil) instead of raising:
+-- for numbers a call only uses to do better (a tombstone's version), never to decide what to keep.
+local function lenient_int(value)
+  if type(value) == 'number' then return value end
+  if value and string.match(value, '^%-?%d+$') then return tonumber(value) end
+  return nil
+end
+
 -- As stored_int, but absent is corrupt too.
 local function required_int(value, what)
   local n = stored_int(value, what)

@@ -19,7 +19,8 @@ if expected == '' then
     if cur[3] == nonce then return {1, stored} end
     return {0, cur[1]}
   end
-  local last = stored_int(redis.call('GET', sver), 'the last session version') or 0
+  -- A tombstone damaged by another program counts as none: the session can still be created.
+  local last = lenient_int(redis.call('GET', sver)) or 0
   version = last + 1
   ttl = ARGV[3]
   redis.call('HSET', key, 'version', itos(version), 'state', state, 'ttl_ms', ttl,
