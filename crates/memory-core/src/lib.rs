@@ -27,9 +27,10 @@ pub use agent::{
 pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext};
 pub use error::{Error, ErrorKind, Result};
 pub use history::{
-    AppendOutcome, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, MAX_BATCH_BYTES,
-    MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE, PreparedBatch,
-    PreparedMessage, Repeats, StoredMessage, ThreadCount, Window,
+    AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
+    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE,
+    NO_EPOCH, PreparedBatch, PreparedMessage, Repeats, StoredMessage, ThreadCount, ThreadCursor,
+    Window,
 };
 pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};

@@ -2,14 +2,15 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::ops::RangeInclusive;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 
 use super::{
-    AppendOutcome, HistoryCapabilities, HistoryStore, PreparedBatch, StoredMessage, ThreadCount,
-    Window,
+    AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, NO_EPOCH, PreparedBatch,
+    StoredMessage, ThreadCount, ThreadCursor, Window,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::ChatMessage;
@@ -55,11 +56,22 @@ struct Thread {
     active_tokens: u64,
     ttl: Option<Duration>,
     expires_at: Option<Instant>,
+    /// See [`HistoryStore::read_since`]: a value from [`next_epoch`], new at creation and after
+    /// every archive that moved a message.
+    epoch: u64,
+}
+
+/// A process-wide source of epochs: no two threads, and no two shapes of one thread, of any
+/// in-memory store of this process ever share one.
+fn next_epoch() -> u64 {
+    static EPOCHS: AtomicU64 = AtomicU64::new(NO_EPOCH.saturating_add(1));
+    EPOCHS.fetch_add(1, Ordering::Relaxed)
 }
 
 impl Thread {
     fn new(scope: Scope, ttl: Option<Duration>) -> Self {
         Self {
+            epoch: next_epoch(),
             scope,
             messages: Vec::new(),
             ids: HashMap::new(),
@@ -73,6 +85,69 @@ impl Thread {
 
     fn expired(&self, now: Instant) -> bool {
         self.expires_at.is_some_and(|at| at <= now)
+    }
+
+    fn count(&self) -> ThreadCount {
+        ThreadCount {
+            active: self.active,
+            archived: (self.messages.len() as u64).saturating_sub(self.active),
+            active_tokens: self.active_tokens,
+            last_seq: self.messages.len() as u64,
+        }
+    }
+
+    /// The active messages `window` selects whose seqs are above `after` (0: the whole window).
+    fn window(&self, window: Window, after: u64) -> Vec<StoredMessage> {
+        let messages = &self.messages;
+        let from = usize::try_from(after).unwrap_or(usize::MAX);
+        let active_from_end = || {
+            messages
+                .get(from.min(messages.len())..)
+                .unwrap_or_default()
+                .iter()
+                .rev()
+                .filter(|m| !m.archived)
+        };
+        let forward_from = |start: usize| {
+            messages
+                .get(start.max(from).clamp(self.first_active, messages.len())..)
+                .unwrap_or_default()
+                .iter()
+                .filter(|m| !m.archived)
+                .cloned()
+                .collect()
+        };
+        match window {
+            Window::All => forward_from(self.first_active),
+            Window::Everything => messages
+                .get(from.min(messages.len())..)
+                .unwrap_or_default()
+                .to_vec(),
+            Window::After(seq) => forward_from(usize::try_from(seq).unwrap_or(usize::MAX)),
+            Window::Last(n) => {
+                let mut v: Vec<_> = active_from_end().take(n).cloned().collect();
+                v.reverse();
+                v
+            }
+            Window::TokenBudget(budget) => {
+                // The budget is spent from the newest message whatever `after` is: with a
+                // cursor, the messages at or below it only stop the walk, they are not
+                // returned.
+                let mut used = 0u64;
+                let mut v: Vec<_> = messages
+                    .iter()
+                    .rev()
+                    .filter(|m| !m.archived)
+                    .take_while(|m| {
+                        used = used.saturating_add(u64::from(m.tokens));
+                        used <= budget && m.seq > after
+                    })
+                    .cloned()
+                    .collect();
+                v.reverse();
+                v
+            }
+        }
     }
 
     fn touch(&mut self, now: Instant) {
@@ -144,6 +219,7 @@ impl HistoryStore for InMemoryHistoryStore {
             .with_dedupes_ids(true)
             .with_counts_purged(true)
             .with_lists_every_thread(true)
+            .with_cursor_reads(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -199,66 +275,16 @@ impl HistoryStore for InMemoryHistoryStore {
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         let mut threads = self.lock()?;
-        let Some(thread) = Self::live(&mut threads, &scope.key(), Instant::now()) else {
-            return Ok(Vec::new());
-        };
-        let messages = &thread.messages;
-        let active_from_end = || messages.iter().rev().filter(|m| !m.archived);
-        let out: Vec<StoredMessage> = match window {
-            Window::All => messages
-                .get(thread.first_active..)
-                .unwrap_or_default()
-                .iter()
-                .filter(|m| !m.archived)
-                .cloned()
-                .collect(),
-            Window::Everything => messages.clone(),
-            Window::After(seq) => {
-                let start = usize::try_from(seq)
-                    .unwrap_or(usize::MAX)
-                    .clamp(thread.first_active, messages.len());
-                messages
-                    .get(start..)
-                    .unwrap_or_default()
-                    .iter()
-                    .filter(|m| !m.archived)
-                    .cloned()
-                    .collect()
-            }
-            Window::Last(n) => {
-                let mut v: Vec<_> = active_from_end().take(n).cloned().collect();
-                v.reverse();
-                v
-            }
-            Window::TokenBudget(budget) => {
-                let mut used = 0u64;
-                let mut v: Vec<_> = active_from_end()
-                    .take_while(|m| {
-                        used = used.saturating_add(u64::from(m.tokens));
-                        used <= budget
-                    })
-                    .cloned()
-                    .collect();
-                v.reverse();
-                v
-            }
-        };
-        Ok(out)
+        Ok(Self::live(&mut threads, &scope.key(), Instant::now())
+            .map(|thread| thread.window(window, 0))
+            .unwrap_or_default())
     }
 
     async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
         let mut threads = self.lock()?;
-        Ok(
-            match Self::live(&mut threads, &scope.key(), Instant::now()) {
-                None => ThreadCount::default(),
-                Some(t) => ThreadCount {
-                    active: t.active,
-                    archived: (t.messages.len() as u64).saturating_sub(t.active),
-                    active_tokens: t.active_tokens,
-                    last_seq: t.messages.len() as u64,
-                },
-            },
-        )
+        Ok(Self::live(&mut threads, &scope.key(), Instant::now())
+            .map(|t| t.count())
+            .unwrap_or_default())
     }
 
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
@@ -286,6 +312,9 @@ impl HistoryStore for InMemoryHistoryStore {
                 .is_some_and(|m| m.archived)
             {
                 thread.first_active = thread.first_active.saturating_add(1);
+            }
+            if moved > 0 {
+                thread.epoch = next_epoch();
             }
         }
         tracing::debug!(scope = %scope, moved, first, last, "history.archive");
@@ -330,6 +359,34 @@ impl HistoryStore for InMemoryHistoryStore {
         let before = threads.len();
         threads.retain(|_, t| !t.expired(now));
         Ok(before.saturating_sub(threads.len()) as u64)
+    }
+
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        let mut threads = self.lock()?;
+        let thread = Self::live(&mut threads, &scope.key(), Instant::now());
+        let (epoch, count) = thread
+            .as_ref()
+            .map_or((NO_EPOCH, ThreadCount::default()), |t| (t.epoch, t.count()));
+        let current = match since {
+            Some(cursor) => cursor.check(scope, epoch, count.last_seq)?,
+            None => false,
+        };
+        let (delta, after) = match since {
+            Some(cursor) if current => (Delta::Appended, cursor.seq()),
+            _ => (Delta::Whole, 0),
+        };
+        let messages = thread.map(|t| t.window(window, after)).unwrap_or_default();
+        Ok(CursorRead::new(
+            delta,
+            messages,
+            ThreadCursor::new(scope, epoch, count.last_seq),
+            count,
+        ))
     }
 }
 

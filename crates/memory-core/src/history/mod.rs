@@ -1,6 +1,7 @@
 //! [`HistoryStore`]: the durable, ordered, per-thread chat history.
 
 mod batch;
+mod cursor;
 mod in_memory;
 
 use std::fmt;
@@ -14,6 +15,7 @@ pub use batch::{
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, PreparedBatch,
     PreparedMessage, Repeats, check_message_depth, json_depth,
 };
+pub use cursor::{CursorRead, Delta, NO_EPOCH, ThreadCursor};
 pub use in_memory::InMemoryHistoryStore;
 
 use crate::error::{Error, Result};
@@ -144,6 +146,8 @@ pub struct HistoryCapabilities {
     /// active window later, such as a [`Memory`](crate::Memory) flush, never sees them, so a
     /// `Memory` refuses such a store.
     pub reduces_on_append: bool,
+    /// [`HistoryStore::read_since`] is supported: a cursor read answered in one round trip.
+    pub cursor_reads: bool,
 }
 
 impl HistoryCapabilities {
@@ -157,6 +161,7 @@ impl HistoryCapabilities {
             counts_purged: false,
             lists_every_thread: false,
             reduces_on_append: false,
+            cursor_reads: false,
         }
     }
 
@@ -211,6 +216,13 @@ impl HistoryCapabilities {
         self.reduces_on_append = reduces_on_append;
         self
     }
+
+    /// Sets whether [`HistoryStore::read_since`] is supported.
+    #[must_use]
+    pub const fn with_cursor_reads(mut self, cursor_reads: bool) -> Self {
+        self.cursor_reads = cursor_reads;
+        self
+    }
 }
 
 /// What a store does with a stored row it cannot decode while reading a thread: it leaves the
@@ -246,8 +258,8 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 /// never visible through another.
 ///
 /// Six methods are required. [`archive`](HistoryStore::archive),
-/// [`set_ttl`](HistoryStore::set_ttl) and [`purge_expired`](HistoryStore::purge_expired) are
-/// optional: their default bodies return [`Unsupported`](crate::ErrorKind::Unsupported), and a
+/// [`set_ttl`](HistoryStore::set_ttl), [`purge_expired`](HistoryStore::purge_expired) and
+/// [`read_since`](HistoryStore::read_since) are optional: their default bodies return [`Unsupported`](crate::ErrorKind::Unsupported), and a
 /// store that implements them says so in [`capabilities`](HistoryStore::capabilities). They are
 /// optional because a layout shared with another program may have no place for them (Agent
 /// Framework's Redis list has no archive; LlamaIndex's table has no expiry). Listing, counting
@@ -329,6 +341,21 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   backend whose server expires data by itself, like Redis, reports the threads that expired
 ///   since the last purge); without it the number is not that count (a layout that keeps no
 ///   expiry record, like Agent Framework's, returns 0).
+/// - [`read_since`](HistoryStore::read_since) (optional: [`HistoryCapabilities::cursor_reads`])
+///   answers in one round trip to the server, as one snapshot. The thread has an *epoch*
+///   ([`NO_EPOCH`] while it holds no message): appends never change it; an archive that moves
+///   a message, a clear, an expiry, an append that moves messages out of the window
+///   ([`HistoryCapabilities::reduces_on_append`]) and a re-created thread each give it a value
+///   it never had before for that scope. Without a cursor, or with a cursor of another epoch, the
+///   answer is [`Delta::Whole`] with the messages [`read`](HistoryStore::read) would return for
+///   the window. With a cursor of the current epoch it is [`Delta::Appended`] with the messages
+///   the window selects whose sequence numbers are above the cursor's (so a reader that held
+///   the window at the cursor has the window now once it adds them and trims the result to the
+///   window: [`Window::Last`] by count, [`Window::TokenBudget`] by the stored token counts).
+///   Either way it returns the thread's counts (as [`count`](HistoryStore::count)) and the
+///   cursor of what it read (the epoch and the thread's last sequence number). A cursor made for
+///   another scope, or of the current epoch but above the thread's last sequence number, is
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput) (see [`ThreadCursor::check`]).
 #[async_trait]
 pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
@@ -386,6 +413,26 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
             "ttl",
         ))
     }
+
+    /// Reads what the window gained since `since` (or the whole window without a cursor, or
+    /// when the thread changed otherwise), with the thread's counts and the next cursor, in one
+    /// round trip.
+    ///
+    /// Optional ([`HistoryCapabilities::cursor_reads`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        let _ = (scope, window, since);
+        Err(unsupported_operation::<Self>(
+            "read_since",
+            "HistoryCapabilities",
+            "cursor_reads",
+        ))
+    }
 }
 
 /// Forwards the trait through smart pointers, so `Arc<dyn HistoryStore>` and `Box<dyn HistoryStore>`
@@ -426,6 +473,9 @@ macro_rules! forward_history_store {
             }
             async fn purge_expired(&self) -> Result<u64> {
                 (**self).purge_expired().await
+            }
+            async fn read_since(&self, scope: &Scope, window: Window, since: Option<ThreadCursor>) -> Result<CursorRead> {
+                (**self).read_since(scope, window, since).await
             }
         }
     )*};
