@@ -20,11 +20,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId, Page, PageRequest,
-    Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionId, SessionStore,
-    StoredMessage, StoredSession, TenantId, ThreadCount, VectorPoint, VectorQuery, VectorStore,
-    Window,
+    AppendOutcome, ChatMessage, CursorRead, Delta, Error, ErrorKind, HistoryCapabilities,
+    HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId,
+    NO_EPOCH, Page, PageRequest, Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities,
+    SessionId, SessionStore, StoredMessage, StoredSession, TenantId, ThreadCount, ThreadCursor,
+    VectorPoint, VectorQuery, VectorStore, Window,
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::{history, session, vector};
@@ -827,4 +827,228 @@ fn checks_take_arc_stores() {
     block_on(history::concurrent_writers_to_one_thread(Arc::new(
         InMemoryHistoryStore::new(),
     )));
+}
+
+/// How a store breaks cursor reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum CursorFlaw {
+    /// Declares `cursor_reads`, refuses `read_since` with `Unsupported` (the trait's default).
+    ClaimsButRefuses,
+    /// Declares no `cursor_reads`, answers `read_since`.
+    PerformsUndeclared,
+    /// Gives every thread that holds messages the same epoch, forever: an archive, a clear or
+    /// an expiry never moves it, so a reader gets a stale `Appended` answer.
+    EpochNeverMoves,
+    /// Reads the messages, then counts the thread in a second step: the cursor may hold appends
+    /// the messages do not (a reader following it skips them).
+    CursorAheadOfMessages,
+}
+
+/// An in-memory store with one flaw of `read_since`.
+#[derive(Debug)]
+struct BrokenCursor {
+    inner: InMemoryHistoryStore,
+    flaw: CursorFlaw,
+}
+
+fn broken_cursor(flaw: CursorFlaw) -> BrokenCursor {
+    BrokenCursor {
+        inner: InMemoryHistoryStore::new(),
+        flaw,
+    }
+}
+
+#[memory_core::async_trait]
+impl HistoryStore for BrokenCursor {
+    fn capabilities(&self) -> HistoryCapabilities {
+        self.inner
+            .capabilities()
+            .with_cursor_reads(self.flaw != CursorFlaw::PerformsUndeclared)
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.inner.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.inner.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.inner.count(scope).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.inner.archive(scope, seqs).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.inner.list_threads(filter, page).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.inner.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.inner.purge_expired().await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        match self.flaw {
+            CursorFlaw::ClaimsButRefuses => Err(Error::unsupported("no cursor reads")),
+            CursorFlaw::PerformsUndeclared => self.inner.read_since(scope, window, since).await,
+            CursorFlaw::EpochNeverMoves => {
+                let count = self.inner.count(scope).await?;
+                let epoch = if count.active + count.archived > 0 {
+                    1
+                } else {
+                    NO_EPOCH
+                };
+                let current = match since {
+                    Some(cursor) => cursor.check(scope, epoch, count.last_seq)?,
+                    None => false,
+                };
+                let after = since.filter(|_| current).map_or(0, |c| c.seq());
+                let messages = self
+                    .inner
+                    .read(scope, window)
+                    .await?
+                    .into_iter()
+                    .filter(|m| m.seq > after)
+                    .collect();
+                let delta = if current {
+                    Delta::Appended
+                } else {
+                    Delta::Whole
+                };
+                Ok(CursorRead::new(
+                    delta,
+                    messages,
+                    ThreadCursor::new(scope, epoch, count.last_seq),
+                    count,
+                ))
+            }
+            CursorFlaw::CursorAheadOfMessages => {
+                let out = self.inner.read_since(scope, window, since).await?;
+                tokio::time::sleep(Duration::from_millis(2)).await;
+                let later = self.inner.count(scope).await?;
+                Ok(CursorRead::new(
+                    out.delta,
+                    out.messages,
+                    ThreadCursor::new(scope, out.cursor.epoch(), later.last_seq),
+                    later,
+                ))
+            }
+        }
+    }
+}
+
+/// Every cursor-read check that takes a shared store.
+fn every_cursor_check() -> Vec<(&'static str, Check)> {
+    checks![
+        cursor_read_without_cursor_is_the_whole_window,
+        cursor_read_returns_what_was_appended,
+        cursor_read_after_archive_is_whole,
+        cursor_read_after_clear_is_whole,
+        cursor_read_after_expiry_is_whole,
+        cursor_of_another_scope_is_refused,
+        cursor_from_the_future_is_refused,
+        cursor_read_of_unknown_thread_is_whole_and_empty,
+    ]
+}
+
+/// Whether the racing cursor check fails (panics) on `store`.
+fn racing_check_fails(store: impl HistoryStore) -> bool {
+    let store: Arc<dyn HistoryStore> = Arc::new(store);
+    std::panic::catch_unwind(AssertUnwindSafe(|| {
+        block_on(history::cursor_reads_racing_appends_skip_no_message(store))
+    }))
+    .is_err()
+}
+
+#[test]
+fn cursor_checks_pass_on_a_store_without_cursor_reads() {
+    for (name, check) in every_cursor_check() {
+        assert!(
+            !fails(&NoArchiveHistory::default(), check),
+            "{name} must pass on a store that honestly has no cursor reads"
+        );
+    }
+    assert!(!racing_check_fails(NoArchiveHistory::default()));
+}
+
+#[test]
+fn every_cursor_check_catches_a_store_that_lies_about_cursor_reads() {
+    for flaw in [CursorFlaw::ClaimsButRefuses, CursorFlaw::PerformsUndeclared] {
+        for (name, check) in every_cursor_check() {
+            assert!(
+                fails(&broken_cursor(flaw), check),
+                "{name} must fail on a store with the flaw {flaw:?}"
+            );
+        }
+        assert!(
+            racing_check_fails(broken_cursor(flaw)),
+            "the racing check must fail on a store with the flaw {flaw:?}"
+        );
+    }
+}
+
+#[test]
+#[should_panic(
+    expected = "read_since(All, None) on a store without the cursor_reads capability: expected an \
+                error of kind unsupported"
+)]
+fn cursor_check_names_an_undeclared_cursor_read() {
+    block_on(history::cursor_read_without_cursor_is_the_whole_window(
+        &broken_cursor(CursorFlaw::PerformsUndeclared),
+    ));
+}
+
+#[test]
+#[should_panic(
+    expected = "after an archive that moved 2 messages: read_since(All) answers Delta::Whole"
+)]
+fn archive_check_catches_a_stale_appended_answer() {
+    block_on(history::cursor_read_after_archive_is_whole(&broken_cursor(
+        CursorFlaw::EpochNeverMoves,
+    )));
+}
+
+#[test]
+fn every_check_of_a_changed_thread_catches_an_epoch_that_never_moves() {
+    let changed = checks![
+        cursor_read_after_archive_is_whole,
+        cursor_read_after_clear_is_whole,
+        cursor_read_after_expiry_is_whole,
+    ];
+    for (name, check) in changed {
+        assert!(
+            fails(&broken_cursor(CursorFlaw::EpochNeverMoves), check),
+            "{name} must fail on a store whose epoch never moves"
+        );
+    }
+}
+
+/// The whole suite, as a backend runs it, fails on a store whose epoch never moves.
+#[test]
+#[should_panic(expected = "answers Delta::Whole")]
+fn the_whole_suite_fails_on_a_store_whose_epoch_never_moves() {
+    block_on(memory_testkit::run_all_history_checks(Arc::new(
+        broken_cursor(CursorFlaw::EpochNeverMoves),
+    )));
+}
+
+#[test]
+fn racing_check_catches_a_cursor_ahead_of_its_messages() {
+    assert!(
+        racing_check_fails(broken_cursor(CursorFlaw::CursorAheadOfMessages)),
+        "the racing check must fail on a store whose cursor is counted after its messages"
+    );
+}
+
+/// The honest cursor reads of the in-memory store pass where the flawed ones fail.
+#[test]
+fn racing_check_passes_on_the_in_memory_store() {
+    assert!(!racing_check_fails(InMemoryHistoryStore::new()));
 }
