@@ -17,7 +17,7 @@ use memory_core::memory::blocks::{RetrievalPostprocessor, SimilarityCutoff};
 use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext};
 use memory_core::{
     AiContext, AppendOutcome, ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse,
-    ContextProvider, Embedder, ErrorKind, FnTokenCounter, HistoryCapabilities, HistoryStore,
+    ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, HistoryCapabilities, HistoryStore,
     InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
     InvokingContext, MediaTokenCosts, MemoryBlock, MessageCountReducer, Page, PageRequest, Result,
     Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, SourceId, StoredMessage,
@@ -45,6 +45,7 @@ async fn history_through<S: HistoryStore>(store: S) {
             .with_dedupes_ids(true)
             .with_counts_purged(true)
             .with_lists_every_thread(true)
+            .with_cursor_reads(true)
     );
     let out = store
         .append(&s, &[ChatMessage::user("a"), ChatMessage::assistant("b")])
@@ -62,12 +63,24 @@ async fn history_through<S: HistoryStore>(store: S) {
         .await
         .unwrap();
     assert_eq!(listed.items, vec![s.clone()]);
+    let first = store.read_since(&s, Window::All, None).await.unwrap();
+    assert_eq!((first.delta, first.messages.len()), (Delta::Whole, 1));
+    store.append(&s, &[ChatMessage::user("c")]).await.unwrap();
+    let next = store
+        .read_since(&s, Window::All, Some(first.cursor))
+        .await
+        .unwrap();
+    assert_eq!(
+        (next.delta, next.messages.len(), next.cursor.seq()),
+        (Delta::Appended, 1, 3),
+        "read_since reaches the pointee's own implementation"
+    );
     store
         .set_ttl(&s, Some(Duration::from_secs(60)))
         .await
         .unwrap();
     assert_eq!(store.purge_expired().await.unwrap(), 0);
-    assert_eq!(store.clear(&s).await.unwrap(), 2);
+    assert_eq!(store.clear(&s).await.unwrap(), 3);
 }
 
 #[tokio::test]
@@ -117,6 +130,10 @@ async fn history_defaults_through<S: HistoryStore>(store: S) {
                 .unwrap_err(),
         ),
         ("purge_expired", store.purge_expired().await.unwrap_err()),
+        (
+            "read_since",
+            store.read_since(&s, Window::All, None).await.unwrap_err(),
+        ),
     ];
     for (operation, err) in errors {
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{operation}: {err}");
