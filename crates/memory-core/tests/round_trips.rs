@@ -11,13 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use memory_core::history::{CursorRead, ThreadCursor};
-use memory_core::memory::Memory;
 use memory_core::memory::blocks::StaticMemoryBlock;
+use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext, Memory, MemoryBlock};
 use memory_core::{
-    Agent, AgentSession, AppendOutcome, ChatMessage, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, InMemorySessionStore, MessageCountReducer, Page, PageRequest,
-    ReducerTrigger, Result, Scope, ScopeFilter, SessionCapabilities, SessionStore, StoredMessage,
-    StoredSession, ThreadCount, Window, async_trait,
+    Agent, AgentSession, AppendOutcome, ChatMessage, ChatModel, ChatRequest, ChatResponse,
+    HistoryCapabilities, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
+    MessageCountReducer, Page, PageRequest, ReducerTrigger, Result, Scope, ScopeFilter,
+    SessionCapabilities, SessionStore, StoredMessage, StoredSession, ThreadCount, Window,
+    async_trait,
 };
 use memory_testkit::ScriptedChatModel;
 use memory_testkit::fixtures::random_scope;
@@ -363,4 +364,198 @@ async fn an_after_message_added_reducer_does_not_read_again() {
         let count = stores.history.count(&scope).await.unwrap();
         assert_eq!((count.active, count.archived), (4, 2));
     }
+}
+
+/// A block that records the retrieval context of each `get` and answers with a long text (a
+/// priority 1 block: truncated, here left out, when the token budget is short).
+#[derive(Debug, Default)]
+struct RecordingGets {
+    seen: Mutex<Vec<Vec<String>>>,
+}
+
+#[async_trait]
+impl MemoryBlock for RecordingGets {
+    fn name(&self) -> &str {
+        "recording"
+    }
+    fn priority(&self) -> u32 {
+        1
+    }
+    async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
+        let texts: Vec<String> = context.messages.iter().map(ChatMessage::text).collect();
+        let text = format!("seen {} messages; {}", texts.len(), "filler ".repeat(300));
+        self.seen.lock().unwrap().push(texts);
+        Ok(BlockContent::Text(text))
+    }
+    async fn put(&self, _context: BlockPutContext<'_>) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// 40 turns (more messages than the 32 of the retrieval context, with flushes and a budget
+/// that sometimes leaves the block out) through an agent whose window the memory uses, and
+/// through one whose window (a token budget read without counts) it cannot use: the memory
+/// gives the blocks the same retrieval context and the model the same requests.
+#[tokio::test]
+async fn the_memory_adds_the_same_context_from_the_agents_window_as_from_its_own_reads() {
+    const TURNS: usize = 40;
+    let mut runs = Vec::new();
+    for (cursor_reads, window) in [(true, Window::All), (false, Window::TokenBudget(30_000))] {
+        let stores = stores(cursor_reads);
+        let scope = Scope::session("same-context").unwrap();
+        let block = Arc::new(RecordingGets::default());
+        let memory = Arc::new(
+            Memory::builder(
+                scope.clone(),
+                stores.history.clone(),
+                stores.sessions.clone(),
+            )
+            .token_limit(800)
+            .token_flush_size(100)
+            .block(block.clone())
+            .build()
+            .unwrap(),
+        );
+        let model = answers(TURNS);
+        let agent = Agent::builder("helper", model.clone(), stores.history.clone())
+            .window(window)
+            .context_provider(memory)
+            .build()
+            .unwrap();
+        let mut session = AgentSession::new(scope.clone());
+        for turn in 0..TURNS {
+            agent
+                .run(format!("question {turn} about the rollout"), &mut session)
+                .await
+                .unwrap();
+        }
+        let calls = stores.calls.take();
+        let archived = stores.history.count(&scope).await.unwrap().archived;
+        let seen = std::mem::take(&mut *block.seen.lock().unwrap());
+        runs.push((seen, model.requests(), archived, calls));
+    }
+    let (held, fallback) = (&runs[0], &runs[1]);
+    assert!(
+        held.0.iter().any(|context| context.len() > 32),
+        "the context was capped"
+    );
+    assert!(held.2 > 0, "the memory flushed");
+    let left_out = |requests: &[ChatRequest]| {
+        requests
+            .iter()
+            .filter(|r| !r.messages[0].text().contains("seen"))
+            .count()
+    };
+    assert!(
+        left_out(&held.1) > 0,
+        "the budget left the block out at times"
+    );
+    assert_eq!(
+        held.0, fallback.0,
+        "the blocks saw the same retrieval context"
+    );
+    // Message ids differ between the runs (the scripted answers get fresh ids); the rest not.
+    let sent = |requests: &[ChatRequest]| -> Vec<Vec<(memory_core::Role, String)>> {
+        requests
+            .iter()
+            .map(|r| r.messages.iter().map(|m| (m.role, m.text())).collect())
+            .collect()
+    };
+    assert_eq!(
+        sent(&held.1),
+        sent(&fallback.1),
+        "the model saw the same requests"
+    );
+    assert_eq!(held.2, fallback.2, "the same messages were flushed");
+    assert!(
+        held.3.len() < fallback.3.len(),
+        "the memory that used the agent's window made fewer round trips"
+    );
+}
+
+/// A memory over another history store than the agent's stores the run itself.
+#[tokio::test]
+async fn a_memory_over_another_store_stores_the_turn_itself() {
+    let agents = stores(true);
+    let memories = stores(true);
+    let scope = random_scope();
+    let memory = memory(&memories, &scope, 30_000);
+    let agent = Agent::builder("helper", answers(2), agents.history.clone())
+        .window(Window::All)
+        .context_provider(memory)
+        .build()
+        .unwrap();
+    let mut session = AgentSession::new(scope.clone());
+    for turn in 0..2 {
+        agent
+            .run(format!("question {turn}"), &mut session)
+            .await
+            .unwrap();
+        assert_eq!(
+            agents.calls.take(),
+            ["history.read_since", "history.append"]
+        );
+        assert_eq!(
+            memories.calls.take(),
+            [
+                "history.count",
+                "history.read",
+                "sessions.load",
+                "history.append",
+                "history.count"
+            ]
+        );
+    }
+    assert_eq!(memories.history.count(&scope).await.unwrap().active, 4);
+}
+
+/// A model that appends a message of another writer to the thread while it answers.
+#[derive(Debug)]
+struct InterleavingModel {
+    history: Arc<dyn HistoryStore>,
+    scope: Scope,
+}
+
+#[async_trait]
+impl ChatModel for InterleavingModel {
+    async fn complete(&self, _request: &ChatRequest) -> Result<ChatResponse> {
+        self.history
+            .append(&self.scope, &[ChatMessage::user("another writer")])
+            .await?;
+        Ok(ChatResponse {
+            messages: vec![ChatMessage::assistant("answer")],
+            ..ChatResponse::default()
+        })
+    }
+}
+
+/// When another writer appended between the agent's read and its append, the memory cannot
+/// add the batch to the window's tokens: it counts, as before.
+#[tokio::test]
+async fn a_memory_counts_when_another_writer_appended_during_the_run() {
+    let stores = stores(true);
+    let scope = random_scope();
+    let memory = memory(&stores, &scope, 30_000);
+    let model = Arc::new(InterleavingModel {
+        history: stores.history.clone(),
+        scope: scope.clone(),
+    });
+    let agent = Agent::builder("helper", model, stores.history.clone())
+        .window(Window::All)
+        .context_provider(memory)
+        .build()
+        .unwrap();
+    let mut session = AgentSession::new(scope.clone());
+    agent.run("question", &mut session).await.unwrap();
+    assert_eq!(
+        stores.calls.take(),
+        [
+            "history.read_since",
+            "sessions.load",
+            "history.append",
+            "history.append",
+            "history.count"
+        ]
+    );
+    assert_eq!(stores.history.count(&scope).await.unwrap().active, 3);
 }

@@ -147,3 +147,113 @@ impl<'a> StoredTurn<'a> {
                 .all(|(seq, want)| *seq == want)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, clippy::indexing_slicing)]
+
+    use super::*;
+    use crate::history::InMemoryHistoryStore;
+    use crate::message::ChatMessage;
+
+    fn messages(seqs: std::ops::RangeInclusive<u64>) -> Vec<StoredMessage> {
+        seqs.map(|seq| StoredMessage {
+            seq,
+            tokens: 10,
+            archived: false,
+            message: ChatMessage::user(format!("m{seq}")),
+        })
+        .collect()
+    }
+
+    fn count(active: u64, last_seq: u64) -> ThreadCount {
+        ThreadCount {
+            active,
+            archived: 0,
+            active_tokens: active.saturating_mul(10),
+            last_seq,
+        }
+    }
+
+    #[test]
+    fn a_window_is_whole_only_when_it_shows_it() {
+        let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+        let held = messages(3..=7);
+        let read = |window| ReadWindow::new(&store, window, &held);
+        assert!(read(Window::All).is_whole());
+        assert!(read(Window::Last(6)).is_whole(), "a short Last read");
+        assert!(
+            !read(Window::Last(5)).is_whole(),
+            "a full Last read may hide more"
+        );
+        assert!(!read(Window::TokenBudget(50)).is_whole());
+        assert!(
+            read(Window::TokenBudget(50))
+                .with_count(count(5, 7))
+                .is_whole()
+        );
+        assert!(
+            !read(Window::TokenBudget(50))
+                .with_count(count(9, 7))
+                .is_whole()
+        );
+        assert!(!read(Window::Everything).with_count(count(5, 7)).is_whole());
+
+        assert_eq!(read(Window::All).active_tokens(), Some(50));
+        assert_eq!(read(Window::TokenBudget(50)).active_tokens(), None);
+        assert_eq!(
+            read(Window::TokenBudget(50))
+                .with_count(count(9, 12))
+                .active_tokens(),
+            Some(90)
+        );
+    }
+
+    #[test]
+    fn the_newest_messages_come_from_a_window_that_holds_them() {
+        let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+        let held = messages(3..=7);
+        let read = |window| ReadWindow::new(&store, window, &held);
+        let seqs =
+            |m: Option<&[StoredMessage]>| m.map(|m| m.iter().map(|m| m.seq).collect::<Vec<_>>());
+        assert_eq!(
+            seqs(read(Window::TokenBudget(50)).newest(2)),
+            Some(vec![6, 7])
+        );
+        assert_eq!(seqs(read(Window::TokenBudget(50)).newest(8)), None);
+        assert_eq!(seqs(read(Window::All).newest(8)), Some(vec![3, 4, 5, 6, 7]));
+        assert_eq!(seqs(read(Window::Last(5)).newest(8)), None);
+        assert_eq!(seqs(read(Window::Everything).newest(2)), None);
+    }
+
+    #[test]
+    fn an_append_follows_a_read_only_when_numbered_right_after_it() {
+        let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+        let other: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+        let held = messages(3..=7);
+        let read = ReadWindow::new(&store, Window::All, &held);
+        assert!(read.is_from(&store) && !read.is_from(&other));
+        assert_eq!(read.last_seq(), 7);
+        assert_eq!(read.with_count(count(5, 9)).last_seq(), 9);
+        let outcome = |seqs: Vec<u64>, inserted| AppendOutcome { seqs, inserted };
+        let next = outcome(vec![8, 9], 2);
+        assert!(StoredTurn::new(&store, &next).follows(&read));
+        assert!(StoredTurn::new(&store, &next).is_in(&store));
+        assert!(!StoredTurn::new(&store, &next).is_in(&other));
+        assert!(!StoredTurn::new(&store, &next).follows(&read.with_count(count(5, 9))));
+        let gap = outcome(vec![9, 10], 2);
+        assert!(
+            !StoredTurn::new(&store, &gap).follows(&read),
+            "another writer appended"
+        );
+        let deduped = outcome(vec![6, 8], 1);
+        assert!(
+            !StoredTurn::new(&store, &deduped).follows(&read),
+            "a retried batch"
+        );
+        let empty: Vec<StoredMessage> = Vec::new();
+        let first = ReadWindow::new(&store, Window::All, &empty);
+        assert!(StoredTurn::new(&store, &outcome(vec![1, 2], 2)).follows(&first));
+        assert!(!StoredTurn::new(&store, &outcome(vec![4, 5], 2)).follows(&first));
+    }
+}
