@@ -8,6 +8,7 @@ use std::time::Duration;
 use memory_core::{Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
 
 use crate::config::{DbUrl, SqlConfig};
+use crate::cursor::CursorSql;
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
 use crate::prefix::TablePrefix;
@@ -33,6 +34,7 @@ pub(crate) struct Inner {
     pub(crate) prefix: TablePrefix,
     pub(crate) history: HistorySql,
     pub(crate) session: SessionSql,
+    pub(crate) cursor: CursorSql,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) default_ttl: Option<Duration>,
     /// `default_ttl` in milliseconds, checked at open.
@@ -144,6 +146,7 @@ impl SqlStore {
             inner: Arc::new(Inner {
                 history: HistorySql::new(dialect, &prefix),
                 session: SessionSql::new(dialect, &prefix),
+                cursor: CursorSql::new(dialect, &prefix),
                 db,
                 prefix,
                 counter: config.token_counter,
