@@ -21,6 +21,14 @@ use crate::sql::{HistorySql, SessionSql};
 ///
 /// Both traits share one pool and one schema. Cloning is cheap and shares the pool.
 ///
+/// Cursor reads ([`read_since`](memory_core::HistoryStore::read_since)) are one statement: the
+/// thread row keeps an `epoch` (schema v5: drawn at random for a new row, set afresh by an
+/// archive that moves a message and by an append that restarts an expired thread), and one
+/// `SELECT` returns it with the thread's counts and the window's messages, above the cursor
+/// when the cursor's epoch is the row's. Only a [`TokenBudget`](memory_core::Window::TokenBudget)
+/// window read whole whose budget outlasts the newest 1,024 sequence numbers takes more: it
+/// continues as the paged budgeted read, in one read-only snapshot.
+///
 /// Open one with [`SqlStore::connect`] or [`SqlStore::builder`] from a URL, or wrap the
 /// application's sqlx pool with `from_sqlite_pool`, `from_postgres_pool` or `from_mysql_pool`.
 /// Every constructor creates or upgrades the schema (see the crate docs).
