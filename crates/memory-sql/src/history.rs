@@ -13,10 +13,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
-    PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+    AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore, Page,
+    PageRequest, PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
 };
 
+use crate::cursor::fresh_epoch;
 use crate::dialect::{Backend, MAX_PARAMS, MAX_STATEMENT_BYTES};
 use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
@@ -25,7 +27,7 @@ use crate::sql::PURGE_BATCH;
 use crate::store::{SqlStore, list_page};
 
 /// Columns of a message row as reads select them.
-const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
+pub(crate) const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
 /// Columns of a thread row as writers lock it.
 const THREAD_COLS: &[Col] = &[Col::Int, Col::Int, Col::Int, Col::Int, Col::Int];
 /// The first page of a budgeted read, in messages. A window that fits in it is read with one
@@ -107,7 +109,7 @@ fn decode_message(mut row: Row) -> Result<StoredMessage> {
 /// Decodes the rows of a read; a row that cannot be decoded is left out, with a warning naming
 /// the thread and its sequence number (the `HistoryStore` contract), so one bad row never makes
 /// the thread unreadable.
-fn decode_messages(key: &str, rows: Vec<Row>) -> Vec<StoredMessage> {
+pub(crate) fn decode_messages(key: &str, rows: Vec<Row>) -> Vec<StoredMessage> {
     rows.into_iter()
         .filter_map(|row| {
             let seq = row.uint(0).unwrap_or_default();
@@ -378,6 +380,8 @@ impl SqlStore {
                 .arg(Arg::OptInt(thread.ttl_ms.map(|t| t.min(MAX_TTL_MS))))
                 // A thread started again has no archived prefix.
                 .arg(Arg::OptInt(restarted.then_some(1)))
+                // epoch: a thread started again gets a fresh epoch (cursor reads).
+                .arg(Arg::OptInt(restarted.then(fresh_epoch)))
                 .text(key);
             tx.execute("append: update the thread", q).await?;
         }
@@ -398,13 +402,26 @@ impl SqlStore {
             return Ok(decode_messages(key, first).into_iter().rev().collect());
         }
         let mut tx = self.inner.db.begin_read(CTX).await?;
+        let window = self.budget_pages(&mut tx, key, budget).await?;
+        tx.commit(CTX).await?;
+        Ok(window)
+    }
+
+    /// A budgeted window read in pages in `tx` (a snapshot), growing from four times the first
+    /// page; for a window too long for one statement.
+    pub(crate) async fn budget_pages(
+        &self,
+        tx: &mut Tx<'_>,
+        key: &str,
+        budget: i64,
+    ) -> Result<Vec<StoredMessage>> {
         let mut newest_first = Vec::new();
         let mut remaining = budget;
         let mut cursor = i64::MAX;
         let mut page = BUDGET_FIRST_PAGE.saturating_mul(4).min(BUDGET_MAX_PAGE);
         loop {
             let rows = self
-                .budget_page(Some(&mut tx), key, cursor, page, remaining)
+                .budget_page(Some(&mut *tx), key, cursor, page, remaining)
                 .await?;
             let full = to_i64(rows.len()) == page;
             // The budget and the cursor follow the rows, decodable or not.
@@ -418,7 +435,6 @@ impl SqlStore {
             }
             page = page.saturating_mul(2).min(BUDGET_MAX_PAGE);
         }
-        tx.commit(CTX).await?;
         newest_first.reverse();
         Ok(newest_first)
     }
@@ -471,6 +487,11 @@ impl SqlStore {
             .int(last)
             .text(key)
             .int(last)
+            // A fresh epoch when the range holds an active message (the archive moves it).
+            .text(key)
+            .int(first)
+            .int(last)
+            .int(fresh_epoch())
             .text(key);
         tx.execute(CTX, counters).await?;
         let moved = tx
@@ -559,6 +580,7 @@ impl HistoryStore for SqlStore {
             .with_dedupes_ids(true)
             .with_counts_purged(true)
             .with_lists_every_thread(true)
+            .with_cursor_reads(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -710,6 +732,20 @@ impl HistoryStore for SqlStore {
             return Err(Error::not_found(format!("no thread at {scope}")));
         }
         Ok(())
+    }
+
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        self.bounded(
+            "read_since",
+            "read since a cursor",
+            self.cursor_read(scope, window, since),
+        )
+        .await
     }
 
     async fn purge_expired(&self) -> Result<u64> {

@@ -48,7 +48,7 @@ const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key =
 /// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
 /// from the first active message on, past the archived prefix and the index entries archiving
 /// left behind.
-const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
+pub(crate) const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
                            WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > {now}))";
 
 /// The last column of a locked thread row: its expiry if the thread expired (by the database's
@@ -77,10 +77,13 @@ impl HistorySql {
             insert_thread: r("INSERT INTO {prefix}threads \
                  (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
                  VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            // epoch: the `COALESCE(?, epoch)` sets a fresh epoch when the append restarts an
+            // expired thread (`NULL` otherwise: appends keep the epoch).
             update_thread: r(
                 "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
                  active_tokens = ?, ttl_ms = ?, expires_at = {now} + ?, \
-                 first_active = COALESCE(?, first_active) WHERE thread_key = ?",
+                 first_active = COALESCE(?, first_active), epoch = COALESCE(?, epoch) \
+                 WHERE thread_key = ?",
             ),
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
             delete_thread: r("DELETE FROM {prefix}threads WHERE thread_key = ?"),
@@ -140,7 +143,10 @@ impl HistorySql {
                  first_active = CASE WHEN first_active BETWEEN ? AND ? \
                    THEN COALESCE((SELECT MIN(seq) FROM {prefix}messages \
                      WHERE thread_key = ? AND archived = 0 AND seq > ?), last_seq + 1) \
-                   ELSE first_active END \
+                   ELSE first_active END, \
+                 epoch = CASE WHEN EXISTS (SELECT 1 FROM {prefix}messages \
+                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?) \
+                   THEN ? ELSE epoch END \
                  WHERE thread_key = ?"),
             archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
                  WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),

@@ -301,7 +301,8 @@ async fn upgrade_from_v1(target: Target) {
     assert!(!raw.has_index(&messages_table, &index).await);
     v1.close().await;
     // This build's statements need the current schema: write the data with it, then take the
-    // tables back to v1 (the v2 index, the v3 and v4 columns dropped, their records removed).
+    // tables back to v1 (the v2 index, the v3, v4 and v5 columns dropped, their records
+    // removed).
     let v1 = open(&url, &prefix).await;
     let scope = Scope::session("upgrade")
         .unwrap()
@@ -328,6 +329,8 @@ async fn upgrade_from_v1(target: Target) {
         "ALTER TABLE {prefix}sessions DROP COLUMN last_nonce"
     ))
     .await;
+    raw.exec(&format!("ALTER TABLE {prefix}threads DROP COLUMN epoch"))
+        .await;
     raw.exec(&format!(
         "DELETE FROM {prefix}schema_migrations WHERE version > 1"
     ))
@@ -337,7 +340,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &m.message).collect();
@@ -348,18 +351,45 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 4, "one row per applied version");
+    assert_eq!(versions, 5, "one row per applied version");
     // v3 starts the thread's active window at its first active message.
     let first_active = raw
         .int(&format!("SELECT first_active FROM {prefix}threads"))
         .await;
     assert_eq!(first_active, 3);
+    // v5 gives the existing thread an epoch (never 0) and keeps its indexes (SQLite rebuilds
+    // the table).
+    let epoch = raw.int(&format!("SELECT epoch FROM {prefix}threads")).await;
+    assert!(epoch > 0, "{epoch}");
+    assert!(
+        raw.has_index(
+            &format!("{prefix}threads"),
+            &format!("{prefix}threads_tenant")
+        )
+        .await
+    );
+    assert!(
+        raw.has_index(
+            &format!("{prefix}threads"),
+            &format!("{prefix}threads_expiry")
+        )
+        .await
+    );
+    let read = store.read_since(&scope, Window::All, None).await.unwrap();
+    assert_eq!(read.cursor.epoch(), epoch.unsigned_abs());
+    assert_eq!(read.messages.len(), 3);
     // And it keeps working on the upgraded schema.
     let out = store
         .append(&scope, &[ChatMessage::assistant("after the upgrade")])
         .await
         .unwrap();
     assert_eq!(out.seqs, vec![6]);
+    let since = store
+        .read_since(&scope, Window::All, Some(read.cursor))
+        .await
+        .unwrap();
+    assert_eq!(since.delta, memory_core::Delta::Appended);
+    assert_eq!(since.messages.len(), 1);
     // v4: a session of the old schema saves on (its row has no nonce yet), and once deleted
     // it is re-created above its last version.
     assert_eq!(store.save(&scope, &state, Some(1)).await.unwrap(), 2);
@@ -895,6 +925,25 @@ async fn round_trips(store: SqlStore, backend: Backend) {
     assert_eq!((budget, last, count), (1, 1, 1));
     // A create is one INSERT (a re-create after delete or expiry adds a probe and an UPDATE).
     assert_eq!((create, save, load), (1, 1, 1));
+    // A cursor read is one statement, whole or appended.
+    let whole = store
+        .read_since(&scope, Window::TokenBudget(30_000), None)
+        .await
+        .unwrap();
+    let read_whole = measure(store.round_trips());
+    store
+        .append(&scope, &[ChatMessage::user("q3")])
+        .await
+        .unwrap();
+    measure(store.round_trips());
+    let since = store
+        .read_since(&scope, Window::TokenBudget(30_000), Some(whole.cursor))
+        .await
+        .unwrap();
+    let read_appended = measure(store.round_trips());
+    println!("{backend}: read_since whole {read_whole}, read_since appended {read_appended}");
+    assert_eq!(since.messages.len(), 1);
+    assert_eq!((read_whole, read_appended), (1, 1));
     store.clear(&scope).await.unwrap();
     SessionStore::delete(&store, &scope).await.unwrap();
 }
