@@ -136,10 +136,11 @@ impl Stores {
             sessions,
             counter,
             temp_db,
-            origin: _,
+            origin,
         } = self;
         drop((history, sessions));
-        if let Counter::Sql(store) = counter {
+        // A second handle on another's objects leaves their pool open.
+        if let (Counter::Sql(store), false) = (counter, matches!(origin, Origin::SameObjects)) {
             store.close().await;
         }
         // Deletes the file, now that no connection holds it.
@@ -154,6 +155,9 @@ enum Origin {
     /// Data that lives in the store object itself (the in-memory stores, `sqlite::memory:`):
     /// a second object is the same object.
     Shared,
+    /// The objects of another [`Stores`] ([`reopen`](Stores::reopen) of a `Shared` one):
+    /// closing it closes nothing.
+    SameObjects,
     /// A SQL database at this URL.
     Sql(String),
     /// A Redis server or cluster at this URL.
@@ -164,6 +168,7 @@ impl std::fmt::Debug for Origin {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             Origin::Shared => "Shared",
+            Origin::SameObjects => "SameObjects",
             Origin::Sql(_) => "Sql(..)",
             Origin::Redis(_) => "Redis(..)",
         })
@@ -178,12 +183,12 @@ impl Stores {
     /// says which). Closing it never deletes this one's SQLite file.
     pub(crate) async fn reopen(&self) -> BenchResult<Stores> {
         match &self.origin {
-            Origin::Shared => Ok(Self {
+            Origin::Shared | Origin::SameObjects => Ok(Self {
                 history: Arc::clone(&self.history),
                 sessions: Arc::clone(&self.sessions),
                 counter: self.counter.clone(),
                 temp_db: None,
-                origin: Origin::Shared,
+                origin: Origin::SameObjects,
             }),
             Origin::Sql(url) => Ok(Self::sql(
                 sql_store(url).await?,
@@ -201,7 +206,7 @@ impl Stores {
     /// `"same_object"`.
     pub(crate) fn reopen_kind(&self) -> &'static str {
         match self.origin {
-            Origin::Shared => "same_object",
+            Origin::Shared | Origin::SameObjects => "same_object",
             Origin::Sql(_) | Origin::Redis(_) => "new_connection",
         }
     }
@@ -536,5 +541,45 @@ mod tests {
         assert!(stores.round_trips() > 0);
         stores.close().await;
         assert!(!path.exists());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_reopened_store_sees_and_writes_the_same_thread() {
+        let scope =
+            memory_core::Scope::session(format!("bench-reopen-{}", uuid::Uuid::new_v4())).unwrap();
+        for (name, kind) in [
+            ("in-memory", "same_object"),
+            ("sqlite-memory", "same_object"),
+            ("sqlite-file", "new_connection"),
+        ] {
+            let stores = (find(name).unwrap().connect)().await.unwrap();
+            let second = stores.reopen().await.unwrap();
+            assert_eq!(stores.reopen_kind(), kind, "{name}");
+            second
+                .history
+                .append(&scope, &[memory_core::ChatMessage::user("from the second")])
+                .await
+                .unwrap();
+            let window = stores
+                .history
+                .read(&scope, memory_core::Window::All)
+                .await
+                .unwrap();
+            assert_eq!(window.len(), 1, "{name}");
+            assert_eq!(window[0].message.text(), "from the second", "{name}");
+            let path = stores.temp_db.as_ref().map(|db| db.path.clone());
+            second.close().await;
+            // Closing the second object leaves the first one's data (and SQLite file) alone.
+            assert_eq!(
+                stores.history.count(&scope).await.unwrap().active,
+                1,
+                "{name}"
+            );
+            if let Some(path) = &path {
+                assert!(path.exists(), "{name}");
+            }
+            stores.history.clear(&scope).await.unwrap();
+            stores.close().await;
+        }
     }
 }
