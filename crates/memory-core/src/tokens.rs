@@ -154,7 +154,7 @@ pub enum Encoding {
 }
 
 /// A [`TokenCounter`] on a tiktoken encoding: the counts of tiktoken's
-/// `encode_ordinary(text).len()`, from compact tables ([`crate::bpe`]) rather than tiktoken's
+/// `encode_ordinary(text).len()`, from compact tables (`bpe.rs`) rather than tiktoken's
 /// own (a tenth of their memory). Each encoding's tables are built once per process, on its
 /// first count, and shared by every counter.
 ///
@@ -183,7 +183,7 @@ impl TiktokenCounter {
         }
     }
 
-    /// The encoding's compact tables ([`crate::bpe`]), built on the first count of the
+    /// The encoding's compact tables (`bpe.rs`), built on the first count of the
     /// encoding; `None` only if they could not be built.
     fn compact(&self) -> Option<&'static Bpe> {
         match self.encoding {
