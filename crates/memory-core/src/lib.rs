@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+mod bpe;
 pub mod chat;
 pub mod context;
 pub mod error;
