@@ -427,6 +427,14 @@ impl HistoryStore for LostFirstReply {
     ) -> Result<memory_core::Page<Scope>> {
         self.inner.list_threads(filter, page).await
     }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.inner.read_since(scope, window, since).await
+    }
 }
 
 /// D7: a text run whose append committed but timed out, retried with the same text, stores

@@ -62,6 +62,14 @@ impl HistoryStore for CountingStore {
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         self.inner.archive(scope, seqs).await
     }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.inner.read_since(scope, window, since).await
+    }
 }
 
 /// A calculator tool: `{"a": 2, "b": 3}` gives `5`.

@@ -130,6 +130,18 @@ impl HistoryStore for PerTemplate {
         self.history(scope).await?.archive(scope, seqs).await
     }
 
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.history(scope)
+            .await?
+            .read_since(scope, window, since)
+            .await
+    }
+
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.history(scope).await?.clear(scope).await
     }

@@ -19,6 +19,9 @@
 //!   and count as before, with no archived message.
 //! - `ttl`: the TTL and purge checks run when it is declared; otherwise `set_ttl` and
 //!   `purge_expired` must be refused and the thread left as it was.
+//! - `cursor_reads`: the cursor-read checks (`cursor_*`, with [`assemble`], what a reader does
+//!   with an answer) run when it is declared; otherwise every `read_since` must be refused and
+//!   the thread left as it was.
 //!
 //! The guarantees a store may keep or not select too: when one is declared its checks run in
 //! full; otherwise they assert the weaker behaviour the trait's `# Behavior` list gives for it,
@@ -54,6 +57,16 @@ use crate::fixtures::{
     ExpectOk, ID_PUNCTUATION, chat_messages, expect_error_kind, message_with_id, numbered_messages,
     random_scope, random_tenant, scope_in, seqs, tenant_filter, text_of_bytes, texts,
     tricky_messages,
+};
+
+mod cursor;
+
+pub use cursor::{
+    assemble, cursor_from_the_future_is_refused, cursor_of_another_scope_is_refused,
+    cursor_read_after_archive_is_whole, cursor_read_after_clear_is_whole,
+    cursor_read_after_expiry_is_whole, cursor_read_of_unknown_thread_is_whole_and_empty,
+    cursor_read_returns_what_was_appended, cursor_read_without_cursor_is_the_whole_window,
+    cursor_reads_racing_appends_skip_no_message,
 };
 
 /// A short TTL the expiry checks wait out.

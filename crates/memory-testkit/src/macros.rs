@@ -303,9 +303,18 @@ macro_rules! __history_checks {
                 oversized_message_is_refused_atomically,
                 oversized_batch_is_refused,
                 token_counts_match_the_counter,
+                cursor_read_without_cursor_is_the_whole_window,
+                cursor_read_returns_what_was_appended,
+                cursor_read_after_archive_is_whole,
+                cursor_read_after_clear_is_whole,
+                cursor_read_after_expiry_is_whole,
+                cursor_of_another_scope_is_refused,
+                cursor_from_the_future_is_refused,
+                cursor_read_of_unknown_thread_is_whole_and_empty,
             ]
             owned [
                 concurrent_writers_to_one_thread,
+                cursor_reads_racing_appends_skip_no_message,
             ]
         }
     };

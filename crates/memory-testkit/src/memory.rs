@@ -322,6 +322,14 @@ impl HistoryStore for FaultyHistoryStore {
     async fn purge_expired(&self) -> Result<u64> {
         self.inner.purge_expired().await
     }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.inner.read_since(scope, window, since).await
+    }
 }
 
 /// A memory over the stores with the suite's numbers (flush past 500 tokens, at least 100)
@@ -1549,6 +1557,14 @@ impl HistoryStore for CountingHistoryStore {
     }
     async fn purge_expired(&self) -> Result<u64> {
         self.inner.purge_expired().await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.inner.read_since(scope, window, since).await
     }
 }
 

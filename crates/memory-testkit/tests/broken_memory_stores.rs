@@ -103,6 +103,14 @@ impl HistoryStore for ArchiveDoesNothing {
         let active = self.0.read(scope, Window::All).await?;
         Ok(active.iter().filter(|m| seqs.contains(&m.seq)).count() as u64)
     }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.0.read_since(scope, window, since).await
+    }
 }
 
 /// A history store that stores each batch but its last message (and acknowledges the whole
@@ -133,6 +141,14 @@ impl HistoryStore for DropsLastOfBatch {
     }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         self.0.archive(scope, seqs).await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.0.read_since(scope, window, since).await
     }
 }
 

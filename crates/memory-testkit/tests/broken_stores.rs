@@ -225,6 +225,14 @@ impl HistoryStore for BrokenHistory {
             _ => self.inner.purge_expired().await,
         }
     }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.inner.read_since(scope, window, since).await
+    }
 }
 
 /// A history check, its future boxed.
@@ -484,6 +492,14 @@ impl HistoryStore for PromisesLess {
     }
     async fn purge_expired(&self) -> Result<u64> {
         self.0.purge_expired().await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<memory_core::ThreadCursor>,
+    ) -> Result<memory_core::CursorRead> {
+        self.0.read_since(scope, window, since).await
     }
 }
 

@@ -506,6 +506,16 @@ impl HistoryStore for ReadLog {
     async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
         self.inner.archive(scope, seqs).await
     }
+    /// Logged as one read of `window`, like `read`.
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<crate::ThreadCursor>,
+    ) -> Result<crate::CursorRead> {
+        self.reads.lock().unwrap().push(window);
+        self.inner.read_since(scope, window, since).await
+    }
 }
 
 /// A thread of `turns` turns: a user message, a tool call and its result, an answer; the last
