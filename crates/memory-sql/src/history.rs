@@ -323,6 +323,79 @@ impl SqlStore {
         Ok(())
     }
 
+    /// PostgreSQL: the whole append as one statement (`APPEND_PG` in `sql.rs`). `None` when
+    /// it changed nothing and the transaction must go on statement by statement (it holds the
+    /// thread row's lock then): another writer changed the thread since the statement's
+    /// snapshot, the thread expired, a counter is corrupt, or the batch is too large for one
+    /// statement.
+    async fn append_one_statement(
+        &self,
+        tx: &mut Tx<'_>,
+        scope: &Scope,
+        key: &str,
+        batch: &PreparedBatch<'_>,
+    ) -> Result<Option<(Vec<u64>, usize)>> {
+        const CTX: &str = "append";
+        let bytes = batch
+            .unique
+            .iter()
+            .fold(0usize, |sum, m| sum.saturating_add(m.json.len()));
+        if bytes > MAX_STATEMENT_BYTES {
+            return Ok(None);
+        }
+        let default_ttl = self.inner.default_ttl_ms;
+        let messages = &batch.unique;
+        let q = Query::shared(&self.inner.history.append_pg)
+            .text(key)
+            .args(scope_args(scope))
+            .arg(Arg::OptInt(default_ttl))
+            .args([
+                Arg::Texts(messages.iter().map(|m| m.message.id.as_str()).collect()),
+                Arg::Texts(messages.iter().map(|m| m.message.role.as_str()).collect()),
+                Arg::Ints(messages.iter().map(|m| i64::from(m.tokens)).collect()),
+                Arg::Ints(
+                    messages
+                        .iter()
+                        .map(|m| m.message.created_at.timestamp_millis())
+                        .collect(),
+                ),
+                Arg::Texts(messages.iter().map(|m| m.json.as_str()).collect()),
+            ])
+            // The expiry: the database's clock + the TTL (bounded).
+            .arg(Arg::OptInt(default_ttl.map(|t| t.min(MAX_TTL_MS))));
+        let rows = tx.fetch(CTX, q, &[Col::Text, Col::Int, Col::Int]).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        if rows.len() != messages.len() {
+            return Err(Error::serialization(format!(
+                "thread {key:?}: the append answered {} rows for {} messages",
+                rows.len(),
+                messages.len()
+            )));
+        }
+        let mut seqs = HashMap::with_capacity(rows.len());
+        let mut inserted = 0usize;
+        for mut row in rows {
+            let seq = row.uint(1)?;
+            if row.int(2)? != 0 {
+                inserted = inserted.saturating_add(1);
+            }
+            seqs.insert(row.take_text(0)?, seq);
+        }
+        let unique_seqs = messages
+            .iter()
+            .map(|m| {
+                seqs.get(m.message.id.as_str()).copied().ok_or_else(|| {
+                    Error::serialization(format!(
+                        "thread {key:?}: the append answered no sequence number for a message"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        Ok(Some((unique_seqs, inserted)))
+    }
+
     async fn append_once(
         &self,
         scope: &Scope,
@@ -332,7 +405,19 @@ impl SqlStore {
         const CTX: &str = "append";
         let inner = &self.inner;
         let default_ttl = inner.default_ttl_ms;
+        // A transaction even around PostgreSQL's single statement: a client that gives up
+        // (the operation timeout) while the statement waits for the thread's lock never sends
+        // `COMMIT`, so the append it gave up on is never applied. Alone, the statement would
+        // commit on its own once the lock came free.
         let mut tx = inner.db.begin(CTX).await?;
+        if inner.db.dialect.backend == Backend::Postgres
+            && let Some(done) = self
+                .append_one_statement(&mut tx, scope, key, batch)
+                .await?
+        {
+            tx.commit(CTX).await?;
+            return Ok(done);
+        }
         let mut thread = self.lock_thread(&mut tx, scope, key, default_ttl).await?;
         let mut restarted = false;
         if thread.expired {
@@ -342,6 +427,8 @@ impl SqlStore {
                 Query::shared(&inner.history.delete_messages).text(key),
             )
             .await?;
+            // The thread row is reset by the `update_thread` below (`first_active` back at
+            // 1, a fresh epoch: `restarted`).
             thread = ThreadRow::fresh(default_ttl);
             restarted = true;
         }

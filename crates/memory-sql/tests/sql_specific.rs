@@ -917,7 +917,9 @@ async fn round_trips(store: SqlStore, backend: Backend) {
          TokenBudget read {budget}, Last read {last}, count {count}, session create {create}, \
          session save {save}, session load {load}"
     );
+    // PostgreSQL: one statement between `BEGIN` and `COMMIT`.
     let (expected_new, expected_existing) = match backend {
+        Backend::Postgres => (3, 3),
         Backend::MySql => (6, 6),
         _ => (5, 6),
     };
@@ -1367,4 +1369,126 @@ async fn active_window_starts_at_the_first_active_message() {
     first_active_window(common::sqlite_file_store().await).await;
     first_active_window(common::postgres_store().await).await;
     first_active_window(common::mysql_store().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL's one-statement append and the writer it waited for
+// ---------------------------------------------------------------------------------------------
+
+/// A writer of the thread that holds its row in an open transaction, as another process would.
+async fn hold_thread(
+    pool: &sqlx::PgPool,
+    statements: &[String],
+    key: &str,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    for sql in statements {
+        sqlx::query(AssertSqlSafe(sql.clone()))
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    tx
+}
+
+/// The append's statement reads the messages in the snapshot of its start, and acts on the
+/// thread row after waiting for the writer that held it: a message that writer committed
+/// meanwhile is found (its sequence number returned, not stored twice), and the new ones follow.
+#[tokio::test]
+async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
+    let url = Target::Postgres.url();
+    let prefix = unique_prefix("amwaitw");
+    let store = Arc::new(open(&url, &prefix).await);
+    let scope = Scope::session("waited").unwrap();
+    let key = scope.key();
+    store
+        .append(&scope, &[ChatMessage::user("first")])
+        .await
+        .unwrap();
+    let racing = ChatMessage::user("racing");
+    let body = racing.to_json().unwrap().replace('\'', "''");
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let holder = hold_thread(
+        &pool,
+        &[
+            format!(
+                "UPDATE {prefix}threads SET last_seq = 2, active_count = 2 WHERE thread_key = $1"
+            ),
+            format!(
+                "INSERT INTO {prefix}messages (thread_key, seq, message_id, role, tokens, \
+                 archived, created_at, body) VALUES ($1, 2, '{}', 'user', 0, 0, 0, '{body}')",
+                racing.id
+            ),
+        ],
+        &key,
+    )
+    .await;
+    let batch = vec![racing.clone(), ChatMessage::user("after")];
+    let append = tokio::spawn({
+        let store = Arc::clone(&store);
+        let scope = scope.clone();
+        async move { store.append(&scope, &batch).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append waits for the thread's lock"
+    );
+    holder.commit().await.unwrap();
+    let out = append.await.unwrap().unwrap();
+    assert_eq!((out.seqs, out.inserted), (vec![2, 3], 1));
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    assert_gap_free(&all);
+    assert_eq!(all.len(), 3);
+    assert_eq!(store.count(&scope).await.unwrap().last_seq, 3);
+    store.close().await;
+    Raw::Postgres(pool).drop_tables(&prefix).await;
+}
+
+/// A clear that commits while the append waits: the append's snapshot still shows the cleared
+/// messages, yet the append starts the thread again at 1 and stores every message, including
+/// the one whose id the cleared thread held.
+#[tokio::test]
+async fn an_append_after_a_clear_it_waited_for_starts_again_postgres() {
+    let url = Target::Postgres.url();
+    let prefix = unique_prefix("amwaitc");
+    let store = Arc::new(open(&url, &prefix).await);
+    let scope = Scope::session("cleared").unwrap();
+    let key = scope.key();
+    let old = [ChatMessage::user("a"), ChatMessage::user("b")];
+    store.append(&scope, &old).await.unwrap();
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let holder = hold_thread(
+        &pool,
+        &[
+            format!("DELETE FROM {prefix}threads WHERE thread_key = $1"),
+            format!("DELETE FROM {prefix}messages WHERE thread_key = $1"),
+        ],
+        &key,
+    )
+    .await;
+    let batch = vec![old[1].clone(), ChatMessage::user("c")];
+    let append = tokio::spawn({
+        let store = Arc::clone(&store);
+        let scope = scope.clone();
+        async move { store.append(&scope, &batch).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append waits for the thread's lock"
+    );
+    holder.commit().await.unwrap();
+    let out = append.await.unwrap().unwrap();
+    assert_eq!((out.seqs, out.inserted), (vec![1, 2], 2));
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    assert_gap_free(&all);
+    let ids: Vec<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
+    assert_eq!(ids, [old[1].id.as_str(), all[1].message.id.as_str()]);
+    assert_eq!(all[1].message.text(), "c");
+    let count = store.count(&scope).await.unwrap();
+    assert_eq!((count.last_seq, count.active), (2, 2));
+    store.close().await;
+    Raw::Postgres(pool).drop_tables(&prefix).await;
 }
