@@ -73,6 +73,8 @@ pub(crate) enum Workload {
     VectorSearch,
     /// Embed the first N message texts with the local model, 32 per batch.
     Embed,
+    /// Decode the stored JSON bodies of N messages (`ChatMessage::from_json`).
+    DecodeMessage,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -90,7 +92,7 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 11] = [
+    pub(crate) const ALL: [Workload; 12] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -102,6 +104,7 @@ impl Workload {
         Workload::VectorUpsert,
         Workload::VectorSearch,
         Workload::Embed,
+        Workload::DecodeMessage,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -118,6 +121,7 @@ impl Workload {
             Workload::VectorUpsert => "vector_upsert",
             Workload::VectorSearch => "vector_search",
             Workload::Embed => "embed",
+            Workload::DecodeMessage => "decode_message",
         }
     }
 
@@ -154,13 +158,14 @@ impl Workload {
                 "embed the first N message texts with the local model (all-MiniLM-L6-v2), 32 per \
                  batch"
             }
+            Workload::DecodeMessage => "decode the stored JSON bodies of N messages (from_json)",
         }
     }
 
     /// What the workload runs on.
     pub(crate) fn backend_kind(self) -> BackendKind {
         match self {
-            Workload::CountTokens => BackendKind::None,
+            Workload::CountTokens | Workload::DecodeMessage => BackendKind::None,
             Workload::VectorUpsert | Workload::VectorSearch => BackendKind::Vector,
             Workload::Embed => BackendKind::Embedder,
             _ => BackendKind::Stores,
@@ -232,7 +237,9 @@ pub(crate) async fn run(
     };
     // The peak before the workload: the data set, and the stores once opened.
     let mut start_rss = peak_rss_mb();
-    let reports = if case.workload.backend_kind() == BackendKind::None {
+    let reports = if case.workload == Workload::DecodeMessage {
+        decode_message(&ctx)?
+    } else if case.workload.backend_kind() == BackendKind::None {
         count_tokens(&ctx)?
     } else if !case.workload.uses_backend() {
         vectors::run(&ctx, &mut start_rss).await?
@@ -253,7 +260,8 @@ pub(crate) async fn run(
             Workload::CountTokens
             | Workload::VectorUpsert
             | Workload::VectorSearch
-            | Workload::Embed => {
+            | Workload::Embed
+            | Workload::DecodeMessage => {
                 return Err(format!("{} runs on no chat store", ctx.workload).into());
             }
         };
@@ -866,6 +874,47 @@ fn count_tokens(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
         );
     }
     Ok(reports)
+}
+
+/// `decode_message`: decode the stored bodies (the versioned JSON form) of the N messages, as a
+/// store's read does; one operation decodes all N, and `ns_per_message` is the median
+/// operation's time over N. One line.
+fn decode_message(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(20).max(1);
+    let bodies: Vec<String> = ctx
+        .thread()
+        .iter()
+        .map(|m| m.to_chat().to_json())
+        .collect::<memory_core::Result<_>>()?;
+    let bytes: usize = bodies.iter().map(String::len).sum();
+    for body in &bodies {
+        if ChatMessage::from_json(body)?.to_json()? != *body {
+            return Err("a message does not survive its JSON round trip".into());
+        }
+    }
+    let mut recorder = Recorder::new(ops);
+    for _ in 0..ops {
+        let started = Instant::now();
+        for body in &bodies {
+            black_box(ChatMessage::from_json(black_box(body))?);
+        }
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    let per_message = |d: std::time::Duration| round(d.as_secs_f64() * 1e9 / ctx.n as f64, 1);
+    Ok(vec![
+        Report::with_units(
+            ctx.workload,
+            ctx.backend,
+            ctx.n,
+            &stats,
+            (ops * ctx.n) as f64,
+        )
+        .field("rate_unit", "messages")
+        .field("ns_per_message", per_message(stats.p50))
+        .field("ns_per_message_p99", per_message(stats.p99))
+        .field("avg_bytes", average(bytes, ctx.n)),
+    ])
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 mod openai;
 mod part;
+mod part_de;
 mod transcript;
 
 use chrono::{DateTime, Utc};

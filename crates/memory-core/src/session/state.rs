@@ -46,6 +46,41 @@ struct StateRead<S> {
 
 type StateV1 = StateRead<Scope>;
 type StateV2 = StateRead<String>;
+/// A state of either version, read in one pass (see [`decode_str`]).
+type StateAnyVersion = StateRead<ScopeAnyVersion>;
+
+/// The scope of a state read before its version is checked: the canonical key (version 2) or
+/// the object (version 1).
+enum ScopeAnyVersion {
+    Key(String),
+    Object(Scope),
+}
+
+impl<'de> Deserialize<'de> for ScopeAnyVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScopeVisitor;
+        impl<'de> serde::de::Visitor<'de> for ScopeVisitor {
+            type Value = ScopeAnyVersion;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a scope key or a scope object")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(ScopeAnyVersion::Key(key.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Self::Value, E> {
+                Ok(ScopeAnyVersion::Key(key))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                Scope::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ScopeAnyVersion::Object)
+            }
+        }
+        deserializer.deserialize_any(ScopeVisitor)
+    }
+}
 
 /// Version 2 as written, borrowing the session (no copy of the histories).
 #[derive(Serialize)]
@@ -177,7 +212,37 @@ pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
     })
 }
 
+/// Decodes a state from its text.
+///
+/// The common case, a valid state, is read in one pass ([`decode_one_pass`]). Anything that
+/// pass does not accept is decoded again by [`decode_str_checked`], the header first and then
+/// the body of its version, which gives the precise error (or, for a form only the checked
+/// decoder reads, the session): the one pass is never more lenient than the checked decode, so
+/// both give the same answer.
 pub(crate) fn decode_str(json: &str) -> Result<AgentSession> {
+    match decode_one_pass(json) {
+        Some(session) => Ok(session),
+        None => decode_str_checked(json),
+    }
+}
+
+/// Reads a state of either version in one pass, or `None` when it is not a valid state of a
+/// supported version whose scope has its version's form.
+fn decode_one_pass(json: &str) -> Option<AgentSession> {
+    let state: StateAnyVersion = serde_json::from_str(json).ok()?;
+    if state.format != FORMAT {
+        return None;
+    }
+    let scope = match (state.version, &state.scope) {
+        (1, ScopeAnyVersion::Object(scope)) => scope.clone(),
+        (2, ScopeAnyVersion::Key(key)) => Scope::from_key(key).ok()?,
+        _ => return None,
+    };
+    Some(from_state(scope, state))
+}
+
+/// Decodes a state from its text: the header, then the body of the header's version.
+fn decode_str_checked(json: &str) -> Result<AgentSession> {
     let header: Header = serde_json::from_str(json).map_err(|e| {
         if e.is_data() {
             Error::serialization("a session state must be a JSON object")
