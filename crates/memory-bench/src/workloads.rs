@@ -718,8 +718,9 @@ async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
     ])
 }
 
-/// `session_roundtrip`: a session holding N messages in one agent's history; four lines:
-/// `serialize` (`serialize()` + `serde_json::to_string`), `deserialize`
+/// `session_roundtrip`: a session holding N messages in one agent's history; five lines:
+/// `serialize` (`serialize()` + `serde_json::to_string`), `to_json` (`AgentSession::to_json`,
+/// the same text written without a value tree), `deserialize`
 /// (`AgentSession::from_json`), and the backend's `save` and `load` of the state.
 async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let rounds = ctx.ops.unwrap_or((100_000 / ctx.n).clamp(10, 200)).max(1);
@@ -742,6 +743,19 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
     }
     let serialize = recorder.finish();
     let bytes = json.len();
+
+    // The same text, written straight from the session (`to_json`, no value tree).
+    if session.to_json()? != json {
+        return Err("to_json and serialize() write different texts".into());
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let encoded = session.to_json()?;
+        recorder.push(started.elapsed());
+        black_box(encoded);
+    }
+    let to_json = recorder.finish();
 
     if AgentSession::from_json(&json)? != session {
         return Err("the session does not survive its JSON round trip".into());
@@ -801,6 +815,7 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
 
     Ok([
         ("serialize", &serialize, 0.0),
+        ("to_json", &to_json, 0.0),
         ("deserialize", &deserialize, 0.0),
         ("save", &save, save_trips.per_op(save.ops)),
         ("load", &load, load_trips.per_op(load.ops)),
@@ -973,7 +988,7 @@ mod tests {
             };
             let reports = run(&case, &data, Some(5)).await.unwrap();
             let expected = match workload {
-                Workload::SessionRoundtrip => 4,
+                Workload::SessionRoundtrip => 5,
                 Workload::CountTokens => 2,
                 _ => 1,
             };

@@ -427,6 +427,66 @@ mod tests {
     }
 
     #[test]
+    fn the_one_pass_decode_never_accepts_what_the_checked_decode_refuses() {
+        let good = sample().serialize().unwrap();
+        let mut v1 = good.clone();
+        v1["version"] = json!(1);
+        v1["scope"] = serde_json::to_value(sample().scope()).unwrap();
+        let mut states: Vec<String> = vec![good.to_string(), v1.to_string()];
+        for (field, value) in [
+            ("version", json!(3)),
+            ("version", json!(1)),
+            ("version", json!(0)),
+            ("version", json!(2.0)),
+            ("version", json!("2")),
+            ("format", json!("other")),
+            ("format", json!(null)),
+            ("scope", json!("default|~|~|history")),
+            ("scope", json!({"tenant": "default", "session": "s-1", "source": "history"})),
+            ("scope", json!(["default", null, null, "s-1", "history"])),
+            ("turns", json!("three")),
+            ("password", json!("x")),
+        ] {
+            for base in [&good, &v1] {
+                let mut state = base.clone();
+                state[field] = value.clone();
+                states.push(state.to_string());
+            }
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/format");
+        for dir in [dir.clone(), dir.join("invalid")] {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_file() {
+                    states.push(std::fs::read_to_string(path).unwrap());
+                }
+            }
+        }
+        let mut accepted = 0;
+        for text in &states {
+            let checked = decode_str_checked(text);
+            match decode_one_pass(text) {
+                Some(session) => {
+                    accepted += 1;
+                    assert_eq!(checked.unwrap(), session, "{text}");
+                }
+                None => {
+                    // The fallback answers: what decode_str returns is the checked answer.
+                    assert_eq!(
+                        decode_str(text).map_err(|e| e.to_string()),
+                        checked.map_err(|e| e.to_string()),
+                        "{text}"
+                    );
+                }
+            }
+        }
+        // The valid states of both versions take the one pass.
+        assert!(accepted >= 4, "{accepted}");
+        assert!(decode_one_pass(&good.to_string()).is_some());
+        assert!(decode_one_pass(&v1.to_string()).is_some());
+    }
+
+    #[test]
     fn deep_nesting_is_refused_without_overflow() {
         let deep = "[".repeat(100_000) + &"]".repeat(100_000);
         let err = AgentSession::from_json(&deep).unwrap_err();
