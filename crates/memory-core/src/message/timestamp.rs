@@ -43,9 +43,9 @@ fn write<'b>(time: &DateTime<Utc>, buf: &'b mut [u8; 30]) -> Option<&'b str> {
     out.digits(time.second(), 2);
     if nanos != 0 {
         out.byte(b'.');
-        if nanos % 1_000_000 == 0 {
+        if nanos.is_multiple_of(1_000_000) {
             out.digits(nanos / 1_000_000, 3);
-        } else if nanos % 1_000 == 0 {
+        } else if nanos.is_multiple_of(1_000) {
             out.digits(nanos / 1_000, 6);
         } else {
             out.digits(nanos, 9);
@@ -74,7 +74,7 @@ impl Writer<'_> {
     fn digits(&mut self, value: u32, width: u32) {
         let mut divisor = 10u32.saturating_pow(width.saturating_sub(1));
         while divisor > 0 {
-            let digit = (value / divisor) % 10;
+            let digit = value.checked_div(divisor).unwrap_or(0) % 10;
             // A decimal digit is below 10: the cast cannot truncate.
             self.byte(b'0'.saturating_add(u8::try_from(digit).unwrap_or(0)));
             divisor /= 10;
@@ -118,8 +118,10 @@ fn parse(text: &str) -> Option<DateTime<Utc>> {
     }
     let num = |from: usize, to: usize| -> Option<u32> {
         b.get(from..to)?.iter().try_fold(0u32, |acc, &c| {
-            c.is_ascii_digit()
-                .then(|| acc.saturating_mul(10).saturating_add(u32::from(c - b'0')))
+            c.is_ascii_digit().then(|| {
+                acc.saturating_mul(10)
+                    .saturating_add(u32::from(c.saturating_sub(b'0')))
+            })
         })
     };
     let year = i32::try_from(num(0, 4)?).ok()?;

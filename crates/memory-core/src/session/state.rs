@@ -442,7 +442,10 @@ mod tests {
             ("format", json!("other")),
             ("format", json!(null)),
             ("scope", json!("default|~|~|history")),
-            ("scope", json!({"tenant": "default", "session": "s-1", "source": "history"})),
+            (
+                "scope",
+                json!({"tenant": "default", "session": "s-1", "source": "history"}),
+            ),
             ("scope", json!(["default", null, null, "s-1", "history"])),
             ("turns", json!("three")),
             ("password", json!("x")),
