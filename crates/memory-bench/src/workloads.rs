@@ -81,6 +81,8 @@ pub(crate) enum Workload {
     VectorSearch,
     /// Embed the first N message texts with the local model, 32 per batch.
     Embed,
+    /// Decode the stored JSON bodies of N messages (`ChatMessage::from_json`).
+    DecodeMessage,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -98,7 +100,7 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 14] = [
+    pub(crate) const ALL: [Workload; 15] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -113,6 +115,7 @@ impl Workload {
         Workload::VectorUpsert,
         Workload::VectorSearch,
         Workload::Embed,
+        Workload::DecodeMessage,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -132,6 +135,7 @@ impl Workload {
             Workload::VectorUpsert => "vector_upsert",
             Workload::VectorSearch => "vector_search",
             Workload::Embed => "embed",
+            Workload::DecodeMessage => "decode_message",
         }
     }
 
@@ -177,13 +181,14 @@ impl Workload {
                 "embed the first N message texts with the local model (all-MiniLM-L6-v2), 32 per \
                  batch"
             }
+            Workload::DecodeMessage => "decode the stored JSON bodies of N messages (from_json)",
         }
     }
 
     /// What the workload runs on.
     pub(crate) fn backend_kind(self) -> BackendKind {
         match self {
-            Workload::CountTokens => BackendKind::None,
+            Workload::CountTokens | Workload::DecodeMessage => BackendKind::None,
             Workload::VectorUpsert | Workload::VectorSearch => BackendKind::Vector,
             Workload::Embed => BackendKind::Embedder,
             _ => BackendKind::Stores,
@@ -255,7 +260,9 @@ pub(crate) async fn run(
     };
     // The peak before the workload: the data set, and the stores once opened.
     let mut start_rss = peak_rss_mb();
-    let reports = if case.workload.backend_kind() == BackendKind::None {
+    let reports = if case.workload == Workload::DecodeMessage {
+        decode_message(&ctx)?
+    } else if case.workload.backend_kind() == BackendKind::None {
         count_tokens(&ctx)?
     } else if !case.workload.uses_backend() {
         vectors::run(&ctx, &mut start_rss).await?
@@ -279,7 +286,8 @@ pub(crate) async fn run(
             Workload::CountTokens
             | Workload::VectorUpsert
             | Workload::VectorSearch
-            | Workload::Embed => {
+            | Workload::Embed
+            | Workload::DecodeMessage => {
                 return Err(format!("{} runs on no chat store", ctx.workload).into());
             }
         };
@@ -751,8 +759,9 @@ async fn bulk_import(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>>
     ])
 }
 
-/// `session_roundtrip`: a session holding N messages in one agent's history; four lines:
-/// `serialize` (`serialize()` + `serde_json::to_string`), `deserialize`
+/// `session_roundtrip`: a session holding N messages in one agent's history; five lines:
+/// `serialize` (`serialize()` + `serde_json::to_string`), `to_json` (`AgentSession::to_json`,
+/// the same text written without a value tree), `deserialize`
 /// (`AgentSession::from_json`), and the backend's `save` and `load` of the state.
 async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Report>> {
     let rounds = ctx.ops.unwrap_or((100_000 / ctx.n).clamp(10, 200)).max(1);
@@ -775,6 +784,19 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
     }
     let serialize = recorder.finish();
     let bytes = json.len();
+
+    // The same text, written straight from the session (`to_json`, no value tree).
+    if session.to_json()? != json {
+        return Err("to_json and serialize() write different texts".into());
+    }
+    let mut recorder = Recorder::new(rounds);
+    for _ in 0..rounds {
+        let started = Instant::now();
+        let encoded = session.to_json()?;
+        recorder.push(started.elapsed());
+        black_box(encoded);
+    }
+    let to_json = recorder.finish();
 
     if AgentSession::from_json(&json)? != session {
         return Err("the session does not survive its JSON round trip".into());
@@ -834,6 +856,7 @@ async fn session_roundtrip(ctx: &Ctx<'_>, stores: &Stores) -> BenchResult<Vec<Re
 
     Ok([
         ("serialize", &serialize, 0.0),
+        ("to_json", &to_json, 0.0),
         ("deserialize", &deserialize, 0.0),
         ("save", &save, save_trips.per_op(save.ops)),
         ("load", &load, load_trips.per_op(load.ops)),
@@ -909,6 +932,47 @@ fn count_tokens(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
     Ok(reports)
 }
 
+/// `decode_message`: decode the stored bodies (the versioned JSON form) of the N messages, as a
+/// store's read does; one operation decodes all N, and `ns_per_message` is the median
+/// operation's time over N. One line.
+fn decode_message(ctx: &Ctx<'_>) -> BenchResult<Vec<Report>> {
+    let ops = ctx.ops.unwrap_or(20).max(1);
+    let bodies: Vec<String> = ctx
+        .thread()
+        .iter()
+        .map(|m| m.to_chat().to_json())
+        .collect::<memory_core::Result<_>>()?;
+    let bytes: usize = bodies.iter().map(String::len).sum();
+    for body in &bodies {
+        if ChatMessage::from_json(body)?.to_json()? != *body {
+            return Err("a message does not survive its JSON round trip".into());
+        }
+    }
+    let mut recorder = Recorder::new(ops);
+    for _ in 0..ops {
+        let started = Instant::now();
+        for body in &bodies {
+            black_box(ChatMessage::from_json(black_box(body))?);
+        }
+        recorder.push(started.elapsed());
+    }
+    let stats = recorder.finish();
+    let per_message = |d: std::time::Duration| round(d.as_secs_f64() * 1e9 / ctx.n as f64, 1);
+    Ok(vec![
+        Report::with_units(
+            ctx.workload,
+            ctx.backend,
+            ctx.n,
+            &stats,
+            (ops * ctx.n) as f64,
+        )
+        .field("rate_unit", "messages")
+        .field("ns_per_message", per_message(stats.p50))
+        .field("ns_per_message_p99", per_message(stats.p99))
+        .field("avg_bytes", average(bytes, ctx.n)),
+    ])
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -965,7 +1029,7 @@ mod tests {
             };
             let reports = run(&case, &data, Some(5)).await.unwrap();
             let expected = match workload {
-                Workload::SessionRoundtrip => 4,
+                Workload::SessionRoundtrip => 5,
                 Workload::CountTokens => 2,
                 _ => 1,
             };

@@ -3,6 +3,8 @@
 
 mod openai;
 mod part;
+mod part_de;
+mod timestamp;
 mod transcript;
 
 use chrono::{DateTime, Utc};
@@ -261,6 +263,7 @@ struct WireMessageRef<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     author_name: Option<&'a str>,
     parts: &'a [Part],
+    #[serde(serialize_with = "timestamp::serialize")]
     created_at: &'a DateTime<Utc>,
     #[serde(skip_serializing_if = "serde_json::Map::is_empty")]
     metadata: &'a serde_json::Map<String, serde_json::Value>,
@@ -289,6 +292,7 @@ struct WireMessage {
     #[serde(default)]
     author_name: Option<String>,
     parts: Vec<Part>,
+    #[serde(deserialize_with = "timestamp::deserialize")]
     created_at: DateTime<Utc>,
     #[serde(default)]
     metadata: serde_json::Map<String, serde_json::Value>,

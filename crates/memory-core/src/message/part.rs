@@ -4,8 +4,9 @@ use serde::{Deserialize, Serialize};
 
 /// One piece of a message's content.
 ///
-/// In JSON a part is an object tagged by `"type"` (docs/format.md).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// In JSON a part is an object tagged by `"type"` (docs/format.md); it is read in one pass by
+/// the reader in `part_de.rs`.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Part {

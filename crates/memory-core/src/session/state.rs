@@ -46,6 +46,41 @@ struct StateRead<S> {
 
 type StateV1 = StateRead<Scope>;
 type StateV2 = StateRead<String>;
+/// A state of either version, read in one pass (see [`decode_str`]).
+type StateAnyVersion = StateRead<ScopeAnyVersion>;
+
+/// The scope of a state read before its version is checked: the canonical key (version 2) or
+/// the object (version 1).
+enum ScopeAnyVersion {
+    Key(String),
+    Object(Scope),
+}
+
+impl<'de> Deserialize<'de> for ScopeAnyVersion {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ScopeVisitor;
+        impl<'de> serde::de::Visitor<'de> for ScopeVisitor {
+            type Value = ScopeAnyVersion;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a scope key or a scope object")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Self::Value, E> {
+                Ok(ScopeAnyVersion::Key(key.to_owned()))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Self::Value, E> {
+                Ok(ScopeAnyVersion::Key(key))
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<Self::Value, A::Error> {
+                Scope::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(ScopeAnyVersion::Object)
+            }
+        }
+        deserializer.deserialize_any(ScopeVisitor)
+    }
+}
 
 /// Version 2 as written, borrowing the session (no copy of the histories).
 #[derive(Serialize)]
@@ -177,7 +212,37 @@ pub(crate) fn decode(value: &Value) -> Result<AgentSession> {
     })
 }
 
+/// Decodes a state from its text.
+///
+/// The common case, a valid state, is read in one pass ([`decode_one_pass`]). Anything that
+/// pass does not accept is decoded again by [`decode_str_checked`], the header first and then
+/// the body of its version, which gives the precise error (or, for a form only the checked
+/// decoder reads, the session): the one pass is never more lenient than the checked decode, so
+/// both give the same answer.
 pub(crate) fn decode_str(json: &str) -> Result<AgentSession> {
+    match decode_one_pass(json) {
+        Some(session) => Ok(session),
+        None => decode_str_checked(json),
+    }
+}
+
+/// Reads a state of either version in one pass, or `None` when it is not a valid state of a
+/// supported version whose scope has its version's form.
+fn decode_one_pass(json: &str) -> Option<AgentSession> {
+    let state: StateAnyVersion = serde_json::from_str(json).ok()?;
+    if state.format != FORMAT {
+        return None;
+    }
+    let scope = match (state.version, &state.scope) {
+        (1, ScopeAnyVersion::Object(scope)) => scope.clone(),
+        (2, ScopeAnyVersion::Key(key)) => Scope::from_key(key).ok()?,
+        _ => return None,
+    };
+    Some(from_state(scope, state))
+}
+
+/// Decodes a state from its text: the header, then the body of the header's version.
+fn decode_str_checked(json: &str) -> Result<AgentSession> {
     let header: Header = serde_json::from_str(json).map_err(|e| {
         if e.is_data() {
             Error::serialization("a session state must be a JSON object")
@@ -359,6 +424,69 @@ mod tests {
         future["version"] = json!(3);
         let err = AgentSession::deserialize_at(&future, s.scope()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Serialization);
+    }
+
+    #[test]
+    fn the_one_pass_decode_never_accepts_what_the_checked_decode_refuses() {
+        let good = sample().serialize().unwrap();
+        let mut v1 = good.clone();
+        v1["version"] = json!(1);
+        v1["scope"] = serde_json::to_value(sample().scope()).unwrap();
+        let mut states: Vec<String> = vec![good.to_string(), v1.to_string()];
+        for (field, value) in [
+            ("version", json!(3)),
+            ("version", json!(1)),
+            ("version", json!(0)),
+            ("version", json!(2.0)),
+            ("version", json!("2")),
+            ("format", json!("other")),
+            ("format", json!(null)),
+            ("scope", json!("default|~|~|history")),
+            (
+                "scope",
+                json!({"tenant": "default", "session": "s-1", "source": "history"}),
+            ),
+            ("scope", json!(["default", null, null, "s-1", "history"])),
+            ("turns", json!("three")),
+            ("password", json!("x")),
+        ] {
+            for base in [&good, &v1] {
+                let mut state = base.clone();
+                state[field] = value.clone();
+                states.push(state.to_string());
+            }
+        }
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/format");
+        for dir in [dir.clone(), dir.join("invalid")] {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                if path.is_file() {
+                    states.push(std::fs::read_to_string(path).unwrap());
+                }
+            }
+        }
+        let mut accepted = 0;
+        for text in &states {
+            let checked = decode_str_checked(text);
+            match decode_one_pass(text) {
+                Some(session) => {
+                    accepted += 1;
+                    assert_eq!(checked.unwrap(), session, "{text}");
+                }
+                None => {
+                    // The fallback answers: what decode_str returns is the checked answer.
+                    assert_eq!(
+                        decode_str(text).map_err(|e| e.to_string()),
+                        checked.map_err(|e| e.to_string()),
+                        "{text}"
+                    );
+                }
+            }
+        }
+        // The valid states of both versions take the one pass.
+        assert!(accepted >= 4, "{accepted}");
+        assert!(decode_one_pass(&good.to_string()).is_some());
+        assert!(decode_one_pass(&v1.to_string()).is_some());
     }
 
     #[test]

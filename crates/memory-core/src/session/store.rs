@@ -255,13 +255,10 @@ pub const MAX_STATE_DEPTH: usize = 100;
 /// # Errors
 /// [`LimitExceeded`](crate::ErrorKind::LimitExceeded) for a state nested too deep.
 pub fn check_state_depth(state: &Value) -> crate::Result<()> {
+    // Only arrays and objects go on the stack (a scalar adds no level): no allocation per
+    // value.
     let mut stack = vec![(state, 1usize)];
     while let Some((value, level)) = stack.pop() {
-        let children: Box<dyn Iterator<Item = &Value>> = match value {
-            Value::Array(items) => Box::new(items.iter()),
-            Value::Object(map) => Box::new(map.values()),
-            _ => continue,
-        };
         if level > MAX_STATE_DEPTH {
             return Err(crate::Error::new(
                 crate::ErrorKind::LimitExceeded,
@@ -271,7 +268,13 @@ pub fn check_state_depth(state: &Value) -> crate::Result<()> {
                 ),
             ));
         }
-        stack.extend(children.map(|v| (v, level.saturating_add(1))));
+        let inner = level.saturating_add(1);
+        let nested = |v: &&Value| matches!(v, Value::Array(_) | Value::Object(_));
+        match value {
+            Value::Array(items) => stack.extend(items.iter().filter(nested).map(|v| (v, inner))),
+            Value::Object(map) => stack.extend(map.values().filter(nested).map(|v| (v, inner))),
+            _ => {}
+        }
     }
     Ok(())
 }
