@@ -293,3 +293,22 @@ async fn concurrent_readers_of_one_thread_all_get_the_window() {
     );
     assert_eq!(cached.last().unwrap().seq, 100);
 }
+
+#[tokio::test]
+async fn a_zero_budget_keeps_nothing_and_still_reads_right() {
+    let cache = WindowCache::with_config(
+        InMemoryHistoryStore::new(),
+        WindowCacheConfig::new().with_max_bytes(0),
+    );
+    let scope = scope();
+    for text in ["a", "b", "c"] {
+        append(&cache, &scope, &[text]).await;
+        let window = cache.read(&scope, Window::Last(2)).await.unwrap();
+        assert_eq!(
+            window,
+            cache.inner().read(&scope, Window::Last(2)).await.unwrap()
+        );
+    }
+    assert_eq!(cache.cached_windows(), 0);
+    assert_eq!(cache.cached_bytes(), 0);
+}
