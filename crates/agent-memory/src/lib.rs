@@ -7,6 +7,10 @@ mod open;
 
 pub use memory_core::*;
 
+/// Layers over any history store (same trait in, same trait out): the window cache that
+/// [`open`] puts in front of every history store it opens.
+pub use memory_layers as layers;
+
 /// SQLite, PostgreSQL and MySQL/MariaDB stores (features `sqlite`, `postgres`, `mysql`), and
 /// LlamaIndex's table (feature `llamaindex`).
 #[cfg(any(
@@ -39,4 +43,4 @@ pub use memory_mem0 as mem0;
 /// `agent-framework`, `llamaindex`).
 #[cfg(any(feature = "agent-framework", feature = "llamaindex"))]
 pub use memory_interop as interop;
-pub use open::{DEFAULT_URL, Stores, URL_ENV, open, open_default};
+pub use open::{DEFAULT_URL, OpenOptions, Stores, URL_ENV, open, open_default};

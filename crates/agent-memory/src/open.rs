@@ -6,6 +6,7 @@ use std::sync::Arc;
 use memory_core::{
     Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result, SessionStore,
 };
+use memory_layers::{WindowCache, WindowCacheConfig};
 
 /// The URL [`open_default`] opens when [`URL_ENV`] is not set: with the `sqlite` feature (on by
 /// default) a SQLite file in the current directory, so memory survives a restart; without it,
@@ -52,6 +53,78 @@ impl Stores {
     }
 }
 
+/// How [`open`] and [`open_default`] open stores: by default, the history store is wrapped in
+/// a [`WindowCache`] (with [`WindowCacheConfig::new`]: 64 MiB), so reading a thread's window
+/// again moves only what it gained since (one cursor read; a pass-through on a backend without
+/// cursor reads).
+///
+/// ```no_run
+/// # async fn run() -> agent_memory::Result<()> {
+/// use agent_memory::OpenOptions;
+/// use agent_memory::layers::WindowCacheConfig;
+///
+/// // The history store as the backend gives it, without the cache:
+/// let plain = OpenOptions::new().without_window_cache().open("memory:").await?;
+/// // A smaller cache:
+/// let small = OpenOptions::new()
+///     .window_cache(WindowCacheConfig::new().with_max_bytes(8 * 1024 * 1024))
+///     .open_default()
+///     .await?;
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OpenOptions {
+    window_cache: WindowCacheConfig,
+}
+
+impl OpenOptions {
+    /// The defaults: the window cache on, with [`WindowCacheConfig::new`].
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the window cache's settings ([`WindowCacheConfig::disabled`] turns it off).
+    #[must_use]
+    pub fn window_cache(mut self, config: WindowCacheConfig) -> Self {
+        self.window_cache = config;
+        self
+    }
+
+    /// Turns the window cache off: [`Stores::history`] is the backend's store itself.
+    #[must_use]
+    pub fn without_window_cache(self) -> Self {
+        self.window_cache(WindowCacheConfig::disabled())
+    }
+
+    /// Opens the stores of the backend `url` names; see [`open`].
+    ///
+    /// # Errors
+    /// As [`open`].
+    pub async fn open(&self, url: &str) -> Result<Stores> {
+        let stores = open_backend(url).await?;
+        if !self.window_cache.enabled() {
+            return Ok(stores);
+        }
+        Ok(Stores {
+            history: Arc::new(WindowCache::with_config(stores.history, self.window_cache)),
+            sessions: stores.sessions,
+        })
+    }
+
+    /// Opens the URL in the [`URL_ENV`] environment variable, or [`DEFAULT_URL`]; see
+    /// [`open_default`].
+    ///
+    /// # Errors
+    /// As [`open`].
+    pub async fn open_default(&self) -> Result<Stores> {
+        match std::env::var(URL_ENV) {
+            Ok(url) if !url.trim().is_empty() => self.open(url.trim()).await,
+            _ => self.open(DEFAULT_URL).await,
+        }
+    }
+}
+
 /// Opens the stores of the backend `url` names:
 ///
 /// | URL | backend | feature |
@@ -65,10 +138,18 @@ impl Stores {
 /// A URL whose backend is not in this build is an error naming the feature to enable. Errors
 /// never repeat the URL, which may hold a password.
 ///
+/// The history store comes wrapped in a [`WindowCache`] with its default settings; open with
+/// [`OpenOptions`] to size it or turn it off ([`OpenOptions::without_window_cache`]).
+///
 /// # Errors
 /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an unknown scheme or a
 /// backend whose feature is off; the backend's own errors when it cannot connect.
 pub async fn open(url: &str) -> Result<Stores> {
+    OpenOptions::new().open(url).await
+}
+
+/// The backend's own stores, without layers.
+async fn open_backend(url: &str) -> Result<Stores> {
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     match scheme {
         "memory" => Ok(Stores {
@@ -112,15 +193,13 @@ fn not_in_this_build(scheme: &str) -> Error {
     ))
 }
 
-/// Opens the URL in the [`URL_ENV`] environment variable, or [`DEFAULT_URL`].
+/// Opens the URL in the [`URL_ENV`] environment variable, or [`DEFAULT_URL`], with the
+/// default [`OpenOptions`] (the window cache on).
 ///
 /// # Errors
 /// As [`open`].
 pub async fn open_default() -> Result<Stores> {
-    match std::env::var(URL_ENV) {
-        Ok(url) if !url.trim().is_empty() => open(url.trim()).await,
-        _ => open(DEFAULT_URL).await,
-    }
+    OpenOptions::new().open_default().await
 }
 
 #[cfg(test)]
@@ -157,6 +236,31 @@ mod tests {
     async fn memory_opens() {
         let stores = open("memory:").await.unwrap();
         assert!(stores.history.capabilities().ttl);
+    }
+
+    #[tokio::test]
+    async fn the_history_store_is_cached_unless_turned_off() {
+        use memory_core::{ChatMessage, Scope, Window};
+        let cached = open("memory:").await.unwrap();
+        assert!(format!("{:?}", cached.history).starts_with("WindowCache"));
+        let plain = OpenOptions::new()
+            .without_window_cache()
+            .open("memory:")
+            .await
+            .unwrap();
+        assert!(format!("{:?}", plain.history).starts_with("InMemoryHistoryStore"));
+        let scope = Scope::session("cached").unwrap();
+        for stores in [&cached, &plain] {
+            for text in ["one", "two", "three"] {
+                stores
+                    .history
+                    .append(&scope, &[ChatMessage::user(text)])
+                    .await
+                    .unwrap();
+                let window = stores.history.read(&scope, Window::Last(2)).await.unwrap();
+                assert_eq!(window.last().unwrap().message.text(), text);
+            }
+        }
     }
 
     #[cfg(feature = "sqlite")]

@@ -7,15 +7,21 @@
 //! The SQL backends use tables prefixed `bench_` and the Redis backends keys prefixed `bench:`,
 //! so benchmark data never meets the tests' or an application's. Every case also works in a
 //! random scope of its own and clears it afterwards.
+//!
+//! Every backend's history store runs through memory-layers' [`WindowCache`], as
+//! `agent_memory::open` gives it, unless the runner was started with `--no-cache`
+//! ([`set_window_cache`]): the old path, to compare.
 
 use std::future::Future;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use memory_core::{HistoryStore, InMemoryHistoryStore, InMemorySessionStore, SessionStore};
+use memory_layers::WindowCache;
 use memory_redis::RedisStore;
 use memory_sql::SqlStore;
 
@@ -43,6 +49,29 @@ pub(crate) const REDIS_ENV: &str = "AGENT_MEMORY_REDIS_URL";
 const REDIS_DEFAULT: &str = "redis://127.0.0.1:6379";
 /// The Redis Cluster's URL variable (`redis+cluster://h1:p1,h2:p2,…`); no default.
 pub(crate) const REDIS_CLUSTER_ENV: &str = "AGENT_MEMORY_REDIS_CLUSTER_URL";
+
+/// Whether the history stores run through the window cache (`--no-cache` turns it off).
+static WINDOW_CACHE: AtomicBool = AtomicBool::new(true);
+
+/// Sets whether the stores opened from now on put a [`WindowCache`] in front of the history
+/// store (the default) or not (`--no-cache`).
+pub(crate) fn set_window_cache(on: bool) {
+    WINDOW_CACHE.store(on, Ordering::Relaxed);
+}
+
+/// Whether the stores opened now run their history store through the window cache.
+pub(crate) fn window_cache() -> bool {
+    WINDOW_CACHE.load(Ordering::Relaxed)
+}
+
+/// The history store the workloads use: `store`, behind the window cache unless it is off.
+fn history(store: Arc<dyn HistoryStore>) -> Arc<dyn HistoryStore> {
+    if window_cache() {
+        Arc::new(WindowCache::new(store))
+    } else {
+        store
+    }
+}
 
 /// Where a backend's store calls are counted: each SQL statement or Redis request is one
 /// network (or, for SQLite, library) round trip.
@@ -77,7 +106,7 @@ impl Drop for TempDb {
 /// The stores a backend provides for one case.
 #[derive(Debug)]
 pub(crate) struct Stores {
-    /// The chat history store.
+    /// The chat history store (behind the window cache unless `--no-cache`).
     pub(crate) history: Arc<dyn HistoryStore>,
     /// The session state store.
     pub(crate) sessions: Arc<dyn SessionStore>,
@@ -90,7 +119,7 @@ impl Stores {
     /// The in-memory stores of memory-core.
     pub(crate) fn in_memory() -> Self {
         Self {
-            history: Arc::new(InMemoryHistoryStore::new()),
+            history: history(Arc::new(InMemoryHistoryStore::new())),
             sessions: Arc::new(InMemorySessionStore::new()),
             counter: Counter::None,
             temp_db: None,
@@ -100,7 +129,7 @@ impl Stores {
 
     fn sql(store: SqlStore, temp_db: Option<TempDb>, origin: Origin) -> Self {
         Self {
-            history: Arc::new(store.clone()),
+            history: history(Arc::new(store.clone())),
             sessions: Arc::new(store.clone()),
             counter: Counter::Sql(store),
             temp_db,
@@ -110,7 +139,7 @@ impl Stores {
 
     fn redis(store: RedisStore, origin: Origin) -> Self {
         Self {
-            history: Arc::new(store.clone()),
+            history: history(Arc::new(store.clone())),
             sessions: Arc::new(store.clone()),
             counter: Counter::Redis(store),
             temp_db: None,

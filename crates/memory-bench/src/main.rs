@@ -74,6 +74,12 @@ struct Cli {
     #[arg(long, value_name = "K")]
     ops: Option<usize>,
 
+    /// Runs the history stores without the window cache (memory-layers' `WindowCache`, on by
+    /// default as `agent_memory::open` gives it), to measure the path without it. Every line
+    /// says which it measured in its `window_cache` field.
+    #[arg(long)]
+    no_cache: bool,
+
     /// Lists the workloads and backends and exits.
     #[arg(long)]
     list: bool,
@@ -314,6 +320,9 @@ fn run_case_process(exe: &Path, cli: &Cli, case: &Case) -> BenchResult<()> {
     if let Some(ops) = cli.ops {
         command.arg("--ops").arg(ops.to_string());
     }
+    if cli.no_cache {
+        command.arg("--no-cache");
+    }
     let mut child = command.spawn()?;
     let stdout = child
         .stdout
@@ -349,10 +358,22 @@ fn run_child(cli: &Cli, spec: &str) -> BenchResult<()> {
         )
         .into());
     }
+    backends::set_window_cache(!cli.no_cache);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
     let reports = runtime.block_on(workloads::run(&case, &data, cli.ops))?;
+    let uses_stores = case.workload.backend_kind() == BackendKind::Stores;
+    let reports: Vec<_> = reports
+        .into_iter()
+        .map(|report| {
+            if uses_stores {
+                report.field("window_cache", backends::window_cache())
+            } else {
+                report
+            }
+        })
+        .collect();
     let mut out = std::io::stdout().lock();
     for report in &reports {
         eprintln!("  {}", report.summary());
@@ -435,6 +456,8 @@ mod tests {
             ]
         );
         assert_eq!(cli.ns, vec![10, 20]);
+        assert!(!cli.no_cache);
+        assert!(Cli::parse_from(["memory-bench", "--data", "x", "--no-cache"]).no_cache);
         assert_eq!(plan(&cli).unwrap().len(), 6);
         let unknown = Cli::parse_from(["memory-bench", "--data", "x", "--backend", "nope"]);
         assert!(plan(&unknown).is_err());

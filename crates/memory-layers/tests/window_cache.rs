@@ -1,0 +1,314 @@
+//! What the window cache does beyond the store contract: one round trip per refresh, no
+//! trust in a delta that does not continue the window, a byte budget, the off switch.
+// Test code: a failed unwrap or panic is how a test reports a failure.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
+use std::ops::RangeInclusive;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use memory_core::{
+    AppendOutcome, ChatMessage, CursorRead, Delta, HistoryCapabilities, HistoryStore,
+    InMemoryHistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
+};
+use memory_layers::{WindowCache, WindowCacheConfig};
+
+/// What a [`Spy`] does to the store's cursor reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tamper {
+    /// Nothing: the store's answers as they are.
+    None,
+    /// Leaves the first message out of every `Appended` delta, as a store does with a row it
+    /// cannot decode.
+    DropFirstOfDelta,
+    /// Hides the cursor reads: `capabilities().cursor_reads` is false.
+    NoCursorReads,
+}
+
+/// A store that counts the calls the cache makes to it, and can tamper with them.
+#[derive(Debug)]
+struct Spy {
+    inner: InMemoryHistoryStore,
+    tamper: Tamper,
+    reads: AtomicU64,
+    cursor_reads: AtomicU64,
+}
+
+impl Spy {
+    fn new(tamper: Tamper) -> Arc<Self> {
+        Arc::new(Self {
+            inner: InMemoryHistoryStore::new(),
+            tamper,
+            reads: AtomicU64::new(0),
+            cursor_reads: AtomicU64::new(0),
+        })
+    }
+
+    /// The (reads, cursor reads) made so far.
+    fn calls(&self) -> (u64, u64) {
+        (
+            self.reads.load(Ordering::SeqCst),
+            self.cursor_reads.load(Ordering::SeqCst),
+        )
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl HistoryStore for Spy {
+    fn capabilities(&self) -> HistoryCapabilities {
+        let caps = self.inner.capabilities();
+        if self.tamper == Tamper::NoCursorReads {
+            let mut caps = caps;
+            caps.cursor_reads = false;
+            return caps;
+        }
+        caps
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.inner.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.inner.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.inner.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.inner.list_threads(filter, page).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.inner.archive(scope, seqs).await
+    }
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
+        self.inner.set_ttl(scope, ttl).await
+    }
+    async fn purge_expired(&self) -> Result<u64> {
+        self.inner.purge_expired().await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        self.cursor_reads.fetch_add(1, Ordering::SeqCst);
+        let mut answer = self.inner.read_since(scope, window, since).await?;
+        if self.tamper == Tamper::DropFirstOfDelta
+            && answer.delta == Delta::Appended
+            && !answer.messages.is_empty()
+        {
+            answer.messages.remove(0);
+        }
+        Ok(answer)
+    }
+}
+
+fn scope() -> Scope {
+    Scope::session(format!("s-{}", uuid::Uuid::new_v4().simple())).unwrap()
+}
+
+fn texts(messages: &[StoredMessage]) -> Vec<String> {
+    messages.iter().map(|m| m.message.text()).collect()
+}
+
+async fn append(store: &impl HistoryStore, scope: &Scope, texts: &[&str]) {
+    let messages: Vec<ChatMessage> = texts.iter().map(|t| ChatMessage::user(*t)).collect();
+    store.append(scope, &messages).await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refresh_after_an_append_is_one_cursor_read_and_no_plain_read() {
+    let spy = Spy::new(Tamper::None);
+    let cache = WindowCache::new(spy.clone());
+    let scope = scope();
+    append(&cache, &scope, &["a", "b", "c"]).await;
+    assert_eq!(
+        texts(&cache.read(&scope, Window::Last(2)).await.unwrap()),
+        ["b", "c"]
+    );
+    assert_eq!(spy.calls(), (0, 1), "a miss is one cursor read");
+
+    append(&cache, &scope, &["d"]).await;
+    assert_eq!(
+        texts(&cache.read(&scope, Window::Last(2)).await.unwrap()),
+        ["c", "d"]
+    );
+    assert_eq!(
+        spy.calls(),
+        (0, 2),
+        "a refresh is one more cursor read, nothing else"
+    );
+    let stats = cache.stats();
+    assert_eq!((stats.misses, stats.hits, stats.refetches), (1, 1, 0));
+
+    // Nothing new: still one call, same window.
+    assert_eq!(
+        texts(&cache.read(&scope, Window::Last(2)).await.unwrap()),
+        ["c", "d"]
+    );
+    assert_eq!(spy.calls(), (0, 3));
+    assert_eq!(cache.stats().hits, 2);
+}
+
+#[tokio::test]
+async fn an_archive_or_a_clear_replaces_the_window() {
+    let spy = Spy::new(Tamper::None);
+    let cache = WindowCache::new(spy.clone());
+    let scope = scope();
+    append(&cache, &scope, &["a", "b", "c"]).await;
+    cache.read(&scope, Window::All).await.unwrap();
+    cache.archive(&scope, 1..=2).await.unwrap();
+    assert_eq!(
+        texts(&cache.read(&scope, Window::All).await.unwrap()),
+        ["c"]
+    );
+    assert_eq!(cache.stats().reloads, 1);
+
+    assert_eq!(cache.cached_windows(), 1);
+    cache.clear(&scope).await.unwrap();
+    assert_eq!(
+        cache.cached_windows(),
+        0,
+        "a clear drops the thread's windows"
+    );
+    append(&cache, &scope, &["x"]).await;
+    assert_eq!(
+        texts(&cache.read(&scope, Window::All).await.unwrap()),
+        ["x"]
+    );
+}
+
+#[tokio::test]
+async fn a_delta_with_a_gap_is_not_merged() {
+    // The store leaves the first appended message out of each delta: the cache must notice
+    // and serve the whole window instead.
+    let spy = Spy::new(Tamper::DropFirstOfDelta);
+    let cache = WindowCache::new(spy.clone());
+    let scope = scope();
+    append(&cache, &scope, &["a", "b"]).await;
+    cache.read(&scope, Window::Last(10)).await.unwrap();
+    append(&cache, &scope, &["c", "d"]).await;
+    let window = cache.read(&scope, Window::Last(10)).await.unwrap();
+    assert_eq!(texts(&window), ["a", "b", "c", "d"]);
+    assert_eq!(
+        window,
+        spy.inner.read(&scope, Window::Last(10)).await.unwrap()
+    );
+    assert_eq!(cache.stats().refetches, 1);
+}
+
+#[tokio::test]
+async fn a_budget_that_stops_at_a_large_new_message_is_read_whole() {
+    // The newest message fits, the one before it does not: the window is the newest alone,
+    // though the cached window and the delta together would fit the budget.
+    let store = InMemoryHistoryStore::new();
+    let cache = WindowCache::new(store);
+    let scope = scope();
+    append(&cache, &scope, &["small"]).await;
+    let budget = Window::TokenBudget(20);
+    assert_eq!(texts(&cache.read(&scope, budget).await.unwrap()), ["small"]);
+    let large = "many words in this message ".repeat(20);
+    append(&cache, &scope, &[large.as_str(), "tail"]).await;
+    let window = cache.read(&scope, budget).await.unwrap();
+    assert_eq!(texts(&window), ["tail"]);
+    assert_eq!(window, cache.inner().read(&scope, budget).await.unwrap());
+    assert_eq!(cache.stats().refetches, 1);
+}
+
+#[tokio::test]
+async fn without_cursor_reads_or_when_disabled_it_is_a_pass_through() {
+    for (spy, config) in [
+        (Spy::new(Tamper::NoCursorReads), WindowCacheConfig::new()),
+        (Spy::new(Tamper::None), WindowCacheConfig::disabled()),
+    ] {
+        let cache = WindowCache::with_config(spy.clone(), config);
+        assert!(!cache.is_caching());
+        assert_eq!(cache.capabilities(), spy.capabilities());
+        let scope = scope();
+        append(&cache, &scope, &["a"]).await;
+        cache.read(&scope, Window::All).await.unwrap();
+        cache.read(&scope, Window::All).await.unwrap();
+        assert_eq!(spy.calls(), (2, 0));
+        assert_eq!(cache.stats().passed_through, 2);
+        assert_eq!(cache.cached_windows(), 0);
+    }
+}
+
+#[tokio::test]
+async fn the_byte_budget_bounds_what_is_kept() {
+    let budget = 64 * 1024;
+    let cache = WindowCache::with_config(
+        InMemoryHistoryStore::new(),
+        WindowCacheConfig::new().with_max_bytes(budget),
+    );
+    let text = "x".repeat(1_000);
+    for _ in 0..200 {
+        let scope = scope();
+        append(&cache, &scope, &[text.as_str(), text.as_str()]).await;
+        assert_eq!(cache.read(&scope, Window::All).await.unwrap().len(), 2);
+        assert!(cache.cached_bytes() <= budget, "{}", cache.cached_bytes());
+    }
+    assert!(cache.cached_windows() > 0 && cache.cached_windows() < 200);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn concurrent_readers_of_one_thread_all_get_the_window() {
+    let cache = Arc::new(WindowCache::new(InMemoryHistoryStore::new()));
+    let scope = scope();
+    let mut tasks = Vec::new();
+    for writer in 0..4 {
+        let (cache, scope) = (cache.clone(), scope.clone());
+        tasks.push(tokio::spawn(async move {
+            for i in 0..25 {
+                let message = ChatMessage::user(format!("w{writer}-{i}"));
+                let own = cache.append(&scope, &[message]).await.unwrap().seqs[0];
+                let window = cache.read(&scope, Window::Last(7)).await.unwrap();
+                // At most 3 other messages were appended since this writer's own: the window
+                // is a run of consecutive messages that holds it.
+                assert!(window.len() <= 7);
+                assert!(window.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+                assert!(
+                    window.iter().any(|m| m.seq == own),
+                    "{own} not in the window"
+                );
+            }
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
+    }
+    let cached = cache.read(&scope, Window::Last(7)).await.unwrap();
+    assert_eq!(
+        cached,
+        cache.inner().read(&scope, Window::Last(7)).await.unwrap()
+    );
+    assert_eq!(cached.last().unwrap().seq, 100);
+}
+
+#[tokio::test]
+async fn a_zero_budget_keeps_nothing_and_still_reads_right() {
+    let cache = WindowCache::with_config(
+        InMemoryHistoryStore::new(),
+        WindowCacheConfig::new().with_max_bytes(0),
+    );
+    let scope = scope();
+    for text in ["a", "b", "c"] {
+        append(&cache, &scope, &[text]).await;
+        let window = cache.read(&scope, Window::Last(2)).await.unwrap();
+        assert_eq!(
+            window,
+            cache.inner().read(&scope, Window::Last(2)).await.unwrap()
+        );
+    }
+    assert_eq!(cache.cached_windows(), 0);
+    assert_eq!(cache.cached_bytes(), 0);
+}
