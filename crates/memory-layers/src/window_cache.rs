@@ -73,6 +73,29 @@ fn bump(counter: &AtomicU64) {
     counter.fetch_add(1, Ordering::Relaxed);
 }
 
+/// A window as the cache served it, with the cursor and counts of the store's answer when the
+/// window came from a cursor read (a fallback plain read has neither).
+struct Served {
+    messages: Vec<StoredMessage>,
+    read: Option<(ThreadCursor, ThreadCount)>,
+}
+
+impl Served {
+    fn answered(messages: Vec<StoredMessage>, answer: &CursorRead) -> Self {
+        Self {
+            messages,
+            read: Some((answer.cursor, answer.count)),
+        }
+    }
+
+    fn plain(messages: Vec<StoredMessage>) -> Self {
+        Self {
+            messages,
+            read: None,
+        }
+    }
+}
+
 /// A layer that keeps, for each thread and window read through it, the decoded window and the
 /// store's [`ThreadCursor`], and refreshes it with one
 /// [`read_since`](HistoryStore::read_since): a read then moves only what the thread gained
@@ -97,7 +120,10 @@ fn bump(counter: &AtomicU64) {
 /// # Behavior
 /// - It is a [`HistoryStore`] with the wrapped store's
 ///   [`capabilities`](HistoryStore::capabilities): every method but
-///   [`read`](HistoryStore::read) is forwarded as it is.
+///   [`read`](HistoryStore::read) and [`read_since`](HistoryStore::read_since) without a cursor
+///   is forwarded as it is. `read_since(scope, window, None)` (how the `Agent` reads its window)
+///   is served like `read`, with the cursor and counts of the store's answer (a caller that
+///   passes its own cursor keeps its own window: that call is forwarded).
 /// - A [`read`](HistoryStore::read) returns what the wrapped store's `read` would return at
 ///   that moment; it never serves a window without asking the store. On a window it holds, it
 ///   calls `read_since` with the window's cursor (one round trip): [`Delta::Appended`] adds the
@@ -199,18 +225,22 @@ impl<S: HistoryStore> WindowCache<S> {
         windows: &Cache<WindowKey, Arc<CachedWindow>, ByBytes>,
         key: WindowKey,
         window: Window,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<Served> {
         let answer = self.inner.read_since(&key.scope, window, None).await?;
         match answer.delta {
-            Delta::Whole => Ok(self.keep(
-                windows,
-                key,
-                CachedWindow::whole(answer.messages, answer.cursor),
-            )),
+            Delta::Whole => {
+                let (cursor, count) = (answer.cursor, answer.count);
+                let messages =
+                    self.keep(windows, key, CachedWindow::whole(answer.messages, cursor));
+                Ok(Served {
+                    messages,
+                    read: Some((cursor, count)),
+                })
+            }
             // Without a cursor the answer is whole; a store that says otherwise is not trusted.
             _ => {
                 windows.remove(&key);
-                self.inner.read(&key.scope, window).await
+                Ok(Served::plain(self.inner.read(&key.scope, window).await?))
             }
         }
     }
@@ -234,7 +264,7 @@ impl<S: HistoryStore> WindowCache<S> {
         key: WindowKey,
         window: Window,
         cached: Arc<CachedWindow>,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<Served> {
         let answer = match self
             .inner
             .read_since(&key.scope, window, Some(cached.cursor()))
@@ -255,12 +285,16 @@ impl<S: HistoryStore> WindowCache<S> {
             Delta::Appended => {
                 if answer.messages.is_empty() && answer.cursor == cached.cursor() {
                     bump(&self.counters.hits);
-                    return Ok(cached.to_messages());
+                    return Ok(Served::answered(cached.to_messages(), &answer));
                 }
+                let read = Some((answer.cursor, answer.count));
                 match cached.extended(key.shape, answer.messages, answer.cursor) {
                     Some(extended) => {
                         bump(&self.counters.hits);
-                        Ok(self.keep(windows, key, extended))
+                        Ok(Served {
+                            messages: self.keep(windows, key, extended),
+                            read,
+                        })
                     }
                     None => {
                         bump(&self.counters.refetches);
@@ -271,19 +305,42 @@ impl<S: HistoryStore> WindowCache<S> {
             }
             Delta::Whole => {
                 bump(&self.counters.reloads);
-                Ok(self.keep(
-                    windows,
-                    key,
-                    CachedWindow::whole(answer.messages, answer.cursor),
-                ))
+                let read = Some((answer.cursor, answer.count));
+                Ok(Served {
+                    messages: self.keep(
+                        windows,
+                        key,
+                        CachedWindow::whole(answer.messages, answer.cursor),
+                    ),
+                    read,
+                })
             }
             // A kind of answer this cache does not know: trust only a plain read.
             _ => {
                 bump(&self.counters.refetches);
                 windows.remove(&key);
-                self.inner.read(&key.scope, window).await
+                Ok(Served::plain(self.inner.read(&key.scope, window).await?))
             }
         }
+    }
+
+    /// Serves `window` of `scope` from the cache (`None`: the cache does not keep this window).
+    async fn serve(&self, scope: &Scope, window: Window) -> Option<Result<Served>> {
+        let (Some(windows), Some(shape)) = (&self.windows, WindowShape::of(window)) else {
+            bump(&self.counters.passed_through);
+            return None;
+        };
+        let key = WindowKey {
+            scope: scope.clone(),
+            shape,
+        };
+        Some(match windows.get(&key) {
+            Some(cached) => self.refresh(windows, key, window, cached).await,
+            None => {
+                bump(&self.counters.misses);
+                self.load(windows, key, window).await
+            }
+        })
     }
 }
 
@@ -309,20 +366,9 @@ impl<S: HistoryStore> HistoryStore for WindowCache<S> {
     }
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        let (Some(windows), Some(shape)) = (&self.windows, WindowShape::of(window)) else {
-            bump(&self.counters.passed_through);
-            return self.inner.read(scope, window).await;
-        };
-        let key = WindowKey {
-            scope: scope.clone(),
-            shape,
-        };
-        match windows.get(&key) {
-            Some(cached) => self.refresh(windows, key, window, cached).await,
-            None => {
-                bump(&self.counters.misses);
-                self.load(windows, key, window).await
-            }
+        match self.serve(scope, window).await {
+            Some(served) => Ok(served?.messages),
+            None => self.inner.read(scope, window).await,
         }
     }
 
@@ -364,6 +410,20 @@ impl<S: HistoryStore> HistoryStore for WindowCache<S> {
         window: Window,
         since: Option<ThreadCursor>,
     ) -> Result<CursorRead> {
-        self.inner.read_since(scope, window, since).await
+        // A caller with its own cursor keeps its own window: forwarded. Without one, the
+        // caller wants the whole window (the agent's turn): served from the cache.
+        if since.is_some() {
+            return self.inner.read_since(scope, window, since).await;
+        }
+        match self.serve(scope, window).await {
+            Some(served) => match served? {
+                Served {
+                    messages,
+                    read: Some((cursor, count)),
+                } => Ok(CursorRead::new(Delta::Whole, messages, cursor, count)),
+                Served { read: None, .. } => self.inner.read_since(scope, window, None).await,
+            },
+            None => self.inner.read_since(scope, window, None).await,
+        }
     }
 }

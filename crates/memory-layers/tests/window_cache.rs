@@ -312,3 +312,53 @@ async fn a_zero_budget_keeps_nothing_and_still_reads_right() {
     assert_eq!(cache.cached_windows(), 0);
     assert_eq!(cache.cached_bytes(), 0);
 }
+
+#[tokio::test]
+async fn a_cursor_read_without_a_cursor_is_served_from_the_cache_with_the_stores_counts() {
+    // The Agent reads its window with `read_since(scope, window, None)`: the cache answers it
+    // from the window it holds, with one cursor read to the store and the store's counts.
+    let spy = Spy::new(Tamper::None);
+    let cache = WindowCache::new(spy.clone());
+    let scope = scope();
+    append(&cache, &scope, &["a", "b", "c"]).await;
+    let first = cache
+        .read_since(&scope, Window::Last(2), None)
+        .await
+        .unwrap();
+    assert_eq!(first.delta, Delta::Whole);
+    assert_eq!(texts(&first.messages), ["b", "c"]);
+    assert_eq!(spy.calls(), (0, 1));
+
+    append(&cache, &scope, &["d"]).await;
+    let second = cache
+        .read_since(&scope, Window::Last(2), None)
+        .await
+        .unwrap();
+    assert_eq!(
+        second.delta,
+        Delta::Whole,
+        "no cursor given: the whole window"
+    );
+    assert_eq!(texts(&second.messages), ["c", "d"]);
+    assert_eq!(second.count, spy.count(&scope).await.unwrap());
+    assert_eq!(second.cursor.seq(), 4);
+    assert_eq!(
+        spy.calls(),
+        (0, 2),
+        "one cursor read with the cached cursor"
+    );
+    assert_eq!(cache.stats().hits, 1);
+
+    // A caller with its own cursor is answered by the store itself.
+    let own = cache
+        .read_since(&scope, Window::Last(2), Some(second.cursor))
+        .await
+        .unwrap();
+    assert_eq!((own.delta, own.messages.len()), (Delta::Appended, 0));
+    assert_eq!(spy.calls(), (0, 3));
+    assert_eq!(
+        cache.stats().hits,
+        1,
+        "forwarded, not served from the cache"
+    );
+}
