@@ -443,7 +443,7 @@ impl Agent {
             _ if window.iter().any(|m| is_summary(&m.message)) => {
                 Reduction::keep_all().view(&window)
             }
-            _ => window.into_iter().map(|m| m.message).collect(),
+            _ => window.into_iter().map(|m| m.into_message()).collect(),
         };
 
         // 3. Context providers.
@@ -661,7 +661,7 @@ impl Agent {
                 seq,
                 tokens: counter.count_message(&message),
                 archived: false,
-                message,
+                message: Arc::new(message),
             })
             .collect();
         let reduction = reducer
@@ -680,7 +680,7 @@ impl Agent {
             );
         }
         *conversation = if reduction.is_noop() {
-            stored.into_iter().map(|m| m.message).collect()
+            stored.into_iter().map(|m| m.into_message()).collect()
         } else {
             reduction.view(&stored)
         };

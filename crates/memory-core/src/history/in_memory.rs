@@ -256,7 +256,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 seq,
                 tokens: prepared.tokens,
                 archived: false,
-                message: prepared.message.clone(),
+                message: Arc::new(prepared.message.clone()),
             });
             thread.active = thread.active.saturating_add(1);
             thread.active_tokens = thread

@@ -24,6 +24,12 @@ use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 
 /// A message as a store holds it: its per-thread sequence number, its token count (computed
 /// once, when it was appended) and whether it was archived out of the active window.
+///
+/// The message is shared ([`Arc`]): a store or cache that keeps decoded messages hands out a
+/// window by cloning pointers, not by copying every message's id, parts and metadata (a
+/// 30,000-token window of ~500 messages cost ~85 µs in deep clones). Read it through
+/// [`AsRef`] or deref; take an owned copy with [`into_message`](Self::into_message), which
+/// copies only when the message is still shared.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredMessage {
     /// Position in the thread: 1 for the first message, then consecutive.
@@ -33,8 +39,32 @@ pub struct StoredMessage {
     /// Whether the message was archived (it stays stored and readable, out of the active
     /// window).
     pub archived: bool,
-    /// The message.
-    pub message: ChatMessage,
+    /// The message, shared with the store or cache that holds it (see above).
+    pub message: Arc<ChatMessage>,
+}
+
+impl StoredMessage {
+    /// A stored message; `message` is a [`ChatMessage`] or an already shared
+    /// `Arc<ChatMessage>`.
+    pub fn new(
+        seq: u64,
+        tokens: u32,
+        archived: bool,
+        message: impl Into<Arc<ChatMessage>>,
+    ) -> Self {
+        Self {
+            seq,
+            tokens,
+            archived,
+            message: message.into(),
+        }
+    }
+
+    /// The message, owned: moved out when this is its only holder, otherwise copied.
+    #[must_use]
+    pub fn into_message(self) -> ChatMessage {
+        Arc::unwrap_or_clone(self.message)
+    }
 }
 
 impl AsRef<ChatMessage> for StoredMessage {

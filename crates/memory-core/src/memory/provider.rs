@@ -32,7 +32,7 @@ impl ContextProvider for Memory {
             )
             .await?
             .into_iter()
-            .map(|m| m.message)
+            .map(|m| m.into_message())
             .collect();
         recent.extend(context.input.iter().cloned());
         let contents = self.block_contents(context.scope, &recent, budget).await?;
