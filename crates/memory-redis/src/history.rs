@@ -794,7 +794,7 @@ fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
                 seq,
                 tokens,
                 archived: active == 0,
-                message,
+                message: message.into(),
             }),
             // One bad message never makes the thread unreadable (the `HistoryStore` contract).
             Err(err) => skip_undecodable(&what, seq, &err),

@@ -718,7 +718,7 @@ impl LlamaIndexHistoryStore {
             seq,
             tokens,
             archived: status != ACTIVE,
-            message,
+            message: message.into(),
         })
     }
 
