@@ -512,3 +512,31 @@ macro_rules! forward_history_store {
 }
 
 forward_history_store!(Arc, Box);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stored_message_shares_or_owns_its_message() {
+        let shared = Arc::new(ChatMessage::user("hi"));
+        let stored = StoredMessage::new(3, 7, true, Arc::clone(&shared));
+        assert_eq!((stored.seq, stored.tokens, stored.archived), (3, 7, true));
+        assert!(
+            Arc::ptr_eq(&stored.message, &shared),
+            "an Arc is kept, not copied"
+        );
+        assert_eq!(stored.as_ref(), &*shared);
+        assert_eq!(stored.clone().into_message(), *shared);
+
+        let owned = StoredMessage::new(1, 1, false, ChatMessage::assistant("hello"));
+        let text_ptr = owned.message.parts.as_ptr();
+        let message = owned.into_message();
+        assert_eq!(message.text(), "hello");
+        assert_eq!(
+            message.parts.as_ptr(),
+            text_ptr,
+            "a sole holder moves the message out"
+        );
+    }
+}
