@@ -83,6 +83,7 @@ pub(crate) struct Stores {
     pub(crate) sessions: Arc<dyn SessionStore>,
     counter: Counter,
     temp_db: Option<TempDb>,
+    origin: Origin,
 }
 
 impl Stores {
@@ -93,24 +94,27 @@ impl Stores {
             sessions: Arc::new(InMemorySessionStore::new()),
             counter: Counter::None,
             temp_db: None,
+            origin: Origin::Shared,
         }
     }
 
-    fn sql(store: SqlStore, temp_db: Option<TempDb>) -> Self {
+    fn sql(store: SqlStore, temp_db: Option<TempDb>, origin: Origin) -> Self {
         Self {
             history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
             counter: Counter::Sql(store),
             temp_db,
+            origin,
         }
     }
 
-    fn redis(store: RedisStore) -> Self {
+    fn redis(store: RedisStore, origin: Origin) -> Self {
         Self {
             history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
             counter: Counter::Redis(store),
             temp_db: None,
+            origin,
         }
     }
 
@@ -132,13 +136,79 @@ impl Stores {
             sessions,
             counter,
             temp_db,
+            origin,
         } = self;
         drop((history, sessions));
-        if let Counter::Sql(store) = counter {
+        // A second handle on another's objects leaves their pool open.
+        if let (Counter::Sql(store), false) = (counter, matches!(origin, Origin::SameObjects)) {
             store.close().await;
         }
         // Deletes the file, now that no connection holds it.
         drop(temp_db);
+    }
+}
+
+/// Where a backend's stores came from, so that [`Stores::reopen`] can open a second store
+/// object over the same data. Its `Debug` never shows a URL (it may hold a password).
+#[derive(Clone)]
+enum Origin {
+    /// Data that lives in the store object itself (the in-memory stores, `sqlite::memory:`):
+    /// a second object is the same object.
+    Shared,
+    /// The objects of another [`Stores`] ([`reopen`](Stores::reopen) of a `Shared` one):
+    /// closing it closes nothing.
+    SameObjects,
+    /// A SQL database at this URL.
+    Sql(String),
+    /// A Redis server or cluster at this URL.
+    Redis(String),
+}
+
+impl std::fmt::Debug for Origin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Origin::Shared => "Shared",
+            Origin::SameObjects => "SameObjects",
+            Origin::Sql(_) => "Sql(..)",
+            Origin::Redis(_) => "Redis(..)",
+        })
+    }
+}
+
+impl Stores {
+    /// A second, fresh store object over the same data, with its own connections and its own
+    /// round-trip counter: the stores a second process (or a process's first turn) would have.
+    /// Where the data lives in the object (in-memory, `sqlite::memory:`), it shares this one's
+    /// objects, since a new object would hold no data ([`reopen_kind`](Self::reopen_kind)
+    /// says which). Closing it never deletes this one's SQLite file.
+    pub(crate) async fn reopen(&self) -> BenchResult<Stores> {
+        match &self.origin {
+            Origin::Shared | Origin::SameObjects => Ok(Self {
+                history: Arc::clone(&self.history),
+                sessions: Arc::clone(&self.sessions),
+                counter: self.counter.clone(),
+                temp_db: None,
+                origin: Origin::SameObjects,
+            }),
+            Origin::Sql(url) => Ok(Self::sql(
+                sql_store(url).await?,
+                None,
+                Origin::Sql(url.clone()),
+            )),
+            Origin::Redis(url) => Ok(Self::redis(
+                redis_store(url).await?,
+                Origin::Redis(url.clone()),
+            )),
+        }
+    }
+
+    /// What [`reopen`](Self::reopen) gives, for the JSON lines: `"new_connection"` or
+    /// `"same_object"`.
+    pub(crate) fn reopen_kind(&self) -> &'static str {
+        match self.origin {
+            Origin::Shared | Origin::SameObjects => "same_object",
+            Origin::Sql(_) | Origin::Redis(_) => "new_connection",
+        }
     }
 }
 
@@ -345,26 +415,31 @@ fn sqlite_file() -> ConnectFuture {
         let temp_db = TempDb { path };
         let url = format!("sqlite://{}", temp_db.path.display());
         let store = sql_store(&url).await?;
-        Ok(Stores::sql(store, Some(temp_db)))
+        let origin = Origin::Sql(url);
+        Ok(Stores::sql(store, Some(temp_db), origin))
     })
 }
 
 /// A private in-memory SQLite database.
 fn sqlite_memory() -> ConnectFuture {
-    Box::pin(async { Ok(Stores::sql(sql_store("sqlite::memory:").await?, None)) })
+    Box::pin(async {
+        let store = sql_store("sqlite::memory:").await?;
+        // A second connection to `sqlite::memory:` would be a database of its own.
+        Ok(Stores::sql(store, None, Origin::Shared))
+    })
 }
 
 fn postgres() -> ConnectFuture {
     Box::pin(async {
         let url = url_from_env(POSTGRES_ENV, POSTGRES_DEFAULT);
-        Ok(Stores::sql(sql_store(&url).await?, None))
+        Ok(Stores::sql(sql_store(&url).await?, None, Origin::Sql(url)))
     })
 }
 
 fn mariadb() -> ConnectFuture {
     Box::pin(async {
         let url = url_from_env(MYSQL_ENV, MYSQL_DEFAULT).replacen("mariadb:", "mysql:", 1);
-        Ok(Stores::sql(sql_store(&url).await?, None))
+        Ok(Stores::sql(sql_store(&url).await?, None, Origin::Sql(url)))
     })
 }
 
@@ -379,7 +454,7 @@ async fn redis_store(url: &str) -> BenchResult<RedisStore> {
 fn redis() -> ConnectFuture {
     Box::pin(async {
         let url = url_from_env(REDIS_ENV, REDIS_DEFAULT);
-        Ok(Stores::redis(redis_store(&url).await?))
+        Ok(Stores::redis(redis_store(&url).await?, Origin::Redis(url)))
     })
 }
 
@@ -397,7 +472,7 @@ fn redis_cluster() -> ConnectFuture {
                 format!("{REDIS_CLUSTER_ENV} does not name a cluster (redis+cluster://…)").into(),
             );
         }
-        Ok(Stores::redis(store))
+        Ok(Stores::redis(store, Origin::Redis(url)))
     })
 }
 
@@ -466,5 +541,45 @@ mod tests {
         assert!(stores.round_trips() > 0);
         stores.close().await;
         assert!(!path.exists());
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
+    async fn a_reopened_store_sees_and_writes_the_same_thread() {
+        let scope =
+            memory_core::Scope::session(format!("bench-reopen-{}", uuid::Uuid::new_v4())).unwrap();
+        for (name, kind) in [
+            ("in-memory", "same_object"),
+            ("sqlite-memory", "same_object"),
+            ("sqlite-file", "new_connection"),
+        ] {
+            let stores = (find(name).unwrap().connect)().await.unwrap();
+            let second = stores.reopen().await.unwrap();
+            assert_eq!(stores.reopen_kind(), kind, "{name}");
+            second
+                .history
+                .append(&scope, &[memory_core::ChatMessage::user("from the second")])
+                .await
+                .unwrap();
+            let window = stores
+                .history
+                .read(&scope, memory_core::Window::All)
+                .await
+                .unwrap();
+            assert_eq!(window.len(), 1, "{name}");
+            assert_eq!(window[0].message.text(), "from the second", "{name}");
+            let path = stores.temp_db.as_ref().map(|db| db.path.clone());
+            second.close().await;
+            // Closing the second object leaves the first one's data (and SQLite file) alone.
+            assert_eq!(
+                stores.history.count(&scope).await.unwrap().active,
+                1,
+                "{name}"
+            );
+            if let Some(path) = &path {
+                assert!(path.exists(), "{name}");
+            }
+            stores.history.clear(&scope).await.unwrap();
+            stores.close().await;
+        }
     }
 }

@@ -117,10 +117,35 @@ pub(crate) fn percentile(sorted: &[Duration], p: f64) -> Duration {
 /// The process's peak resident set size (`VmHWM` of `/proc/self/status`) in MiB, or `None`
 /// where it cannot be read (not Linux).
 pub(crate) fn peak_rss_mb() -> Option<f64> {
+    status_mb("VmHWM:")
+}
+
+/// The process's current resident set size (`VmRSS` of `/proc/self/status`) in MiB, or `None`
+/// where it cannot be read (not Linux).
+pub(crate) fn rss_mb() -> Option<f64> {
+    status_mb("VmRSS:")
+}
+
+/// The resident set when [`record_base_rss`] first ran (at the start of `main`, before the data
+/// set is read or a runtime built): the binary and its libraries alone. Where nothing recorded
+/// it (the unit tests), the resident set now. `None` off Linux.
+pub(crate) fn base_rss_mb() -> Option<f64> {
+    *BASE_RSS_MB.get_or_init(rss_mb)
+}
+
+/// Records [`base_rss_mb`]; later calls keep the first figure.
+pub(crate) fn record_base_rss() {
+    BASE_RSS_MB.get_or_init(rss_mb);
+}
+
+static BASE_RSS_MB: std::sync::OnceLock<Option<f64>> = std::sync::OnceLock::new();
+
+/// A `kB` line of `/proc/self/status` (`VmHWM:`, `VmRSS:`) in MiB.
+fn status_mb(key: &str) -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let line = status.lines().find(|l| l.starts_with(key))?;
     let kb: f64 = line
-        .trim_start_matches("VmHWM:")
+        .trim_start_matches(key)
         .trim()
         .trim_end_matches("kB")
         .trim()

@@ -120,6 +120,7 @@ impl Case {
 }
 
 fn main() -> ExitCode {
+    harness::record_base_rss();
     let cli = Cli::parse();
     let result = if cli.list {
         list()

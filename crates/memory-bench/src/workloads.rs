@@ -24,6 +24,8 @@ use crate::data::DataMessage;
 use crate::harness::{Ctx, Recorder, Report, Stats, fresh_scope, peak_rss_mb, round};
 use crate::{BenchResult, Case, vectors};
 
+mod turns;
+
 /// The context window every workload reads: what the model would get.
 const WINDOW: Window = Window::TokenBudget(30_000);
 /// The most messages one bulk-import append carries.
@@ -57,6 +59,12 @@ pub(crate) enum Workload {
     AgentRun,
     /// `Memory::get` with a static block on a thread of N imported through `put_messages`.
     MemoryGet,
+    /// `agent_turn` on a history-store object opened for the op: a process's first turn.
+    AgentTurnCold,
+    /// `agent_turn` while a second store object appends one message before each turn.
+    AgentTurnShared,
+    /// `Agent::run` with a `Memory` provider holding a fact-extraction block.
+    MemoryTurn,
     /// Append one message.
     AppendOne,
     /// Read the 30,000-token window.
@@ -90,10 +98,13 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 11] = [
+    pub(crate) const ALL: [Workload; 14] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
+        Workload::AgentTurnCold,
+        Workload::AgentTurnShared,
+        Workload::MemoryTurn,
         Workload::AppendOne,
         Workload::ReadWindow,
         Workload::BulkImport,
@@ -110,6 +121,9 @@ impl Workload {
             Workload::AgentTurn => "agent_turn",
             Workload::AgentRun => "agent_run",
             Workload::MemoryGet => "memory_get",
+            Workload::AgentTurnCold => "agent_turn_cold",
+            Workload::AgentTurnShared => "agent_turn_shared",
+            Workload::MemoryTurn => "memory_turn",
             Workload::AppendOne => "append_one",
             Workload::ReadWindow => "read_window",
             Workload::BulkImport => "bulk_import",
@@ -138,6 +152,15 @@ impl Workload {
             Workload::AgentRun => "Agent::run with an offline constant-reply model",
             Workload::MemoryGet => {
                 "Memory::get with a static block (token_limit 30,000) after put_messages of N"
+            }
+            Workload::AgentTurnCold => {
+                "agent_turn on a store object opened for the op (a process's first turn)"
+            }
+            Workload::AgentTurnShared => {
+                "agent_turn after a second store object appended one message to the thread"
+            }
+            Workload::MemoryTurn => {
+                "Agent::run with a Memory provider holding a fact-extraction block (fixed fact)"
             }
             Workload::AppendOne => "append one message to a thread of N",
             Workload::ReadWindow => "read the 30,000-token window of a thread of N",
@@ -246,6 +269,9 @@ pub(crate) async fn run(
             Workload::AgentTurn => agent_turn(&ctx, &stores).await?,
             Workload::AgentRun => agent_run(&ctx, &stores).await?,
             Workload::MemoryGet => memory_get(&ctx, &stores).await?,
+            Workload::AgentTurnCold => turns::agent_turn_cold(&ctx, &stores).await?,
+            Workload::AgentTurnShared => turns::agent_turn_shared(&ctx, &stores).await?,
+            Workload::MemoryTurn => turns::memory_turn(&ctx, &stores).await?,
             Workload::AppendOne => append_one(&ctx, &stores).await?,
             Workload::ReadWindow => read_window(&ctx, &stores).await?,
             Workload::BulkImport => bulk_import(&ctx, &stores).await?,
@@ -266,8 +292,23 @@ pub(crate) async fn run(
             Some(mb) => report.field("start_rss_mb", round(mb, 1)),
             None => report,
         })
+        .map(with_common_fields)
         .map(Report::with_peak_rss)
         .collect())
+}
+
+/// The fields every line carries beyond the workload's own: `round_trips_per_op` (0 for the
+/// workloads that make no store call: token counting, the vector stores, embedding, decoding)
+/// and `base_rss_mb`, the process's resident set when it began, before the data set was read
+/// (see [`harness::base_rss_mb`](crate::harness::base_rss_mb)).
+fn with_common_fields(mut report: Report) -> Report {
+    if !report.extra.contains_key("round_trips_per_op") {
+        report = report.field("round_trips_per_op", 0.0);
+    }
+    match crate::harness::base_rss_mb() {
+        Some(mb) => report.field("base_rss_mb", round(mb, 1)),
+        None => report,
+    }
 }
 
 /// Appends `messages` to the thread of `scope` in batches (setup, untimed).
@@ -930,6 +971,13 @@ mod tests {
             };
             assert_eq!(reports.len(), expected, "{workload:?}");
             for report in reports {
+                assert!(
+                    report.extra.contains_key("round_trips_per_op"),
+                    "{workload:?} {report:?}"
+                );
+                if cfg!(target_os = "linux") {
+                    assert!(report.extra.contains_key("base_rss_mb"), "{report:?}");
+                }
                 assert_eq!(report.workload, workload.name());
                 assert_eq!(report.n, 20);
                 assert!(report.ops > 0 && report.ops_per_s > 0.0, "{report:?}");

@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use tracing::Instrument;
 
-use crate::context::{ContextProvider, ContextProviders};
+use crate::context::{ContextProvider, ContextProviders, ReadWindow, StoredTurn};
 use crate::error::{Error, Result};
-use crate::history::{HistoryStore, StoredMessage, Window};
+use crate::history::{AppendOutcome, HistoryStore, StoredMessage, ThreadCount, Window};
 use crate::id::{AgentId, MessageId};
 use crate::message::{ChatMessage, Role};
 use crate::model::{ChatModel, ChatRequest, Usage};
@@ -223,6 +223,7 @@ pub struct Agent {
     providers: ContextProviders,
     tools: Tools,
     max_iterations: usize,
+    counter: Option<Arc<dyn TokenCounter>>,
 }
 
 /// Builds an [`Agent`].
@@ -237,6 +238,7 @@ pub struct AgentBuilder {
     providers: Vec<Arc<dyn ContextProvider>>,
     tools: Vec<Arc<dyn Tool>>,
     max_iterations: usize,
+    counter: Option<Arc<dyn TokenCounter>>,
 }
 
 impl AgentBuilder {
@@ -280,6 +282,15 @@ impl AgentBuilder {
         self
     }
 
+    /// Sets the tokenizer the agent counts messages with that the store has not counted: the
+    /// request between model calls (when a reducer is set), and the run's own messages when an
+    /// `AfterMessageAdded` reducer works on the window the agent holds (default: the stores'
+    /// default, [`default_token_counter`]). Give it the history store's counter.
+    pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
+        self.counter = Some(counter);
+        self
+    }
+
     /// Builds the agent.
     ///
     /// # Errors
@@ -302,6 +313,7 @@ impl AgentBuilder {
             window: self.window,
             reducer: self.reducer,
             providers: ContextProviders::new(self.providers)?,
+            counter: self.counter,
         })
     }
 }
@@ -323,6 +335,7 @@ impl Agent {
             providers: Vec::new(),
             tools: Vec::new(),
             max_iterations: DEFAULT_MAX_ITERATIONS,
+            counter: None,
         }
     }
 
@@ -393,19 +406,27 @@ impl Agent {
         let scope = session.scope().clone();
         let service_id = session.service_conversation_id().map(str::to_owned);
 
-        // 1. The history window, unless the service holds the history.
-        let window: Vec<StoredMessage> = if service_id.is_some() {
-            Vec::new()
+        // 1. The history window, unless the service holds the history: one round trip, with
+        //    the thread's counts when the store answers cursor reads.
+        let (read, read_count): (Vec<StoredMessage>, Option<ThreadCount>) = if service_id.is_some()
+        {
+            (Vec::new(), None)
         } else {
-            self.history
-                .read(&scope, self.window)
+            self.read_window(&scope)
                 .instrument(tracing::debug_span!("history.read", window = ?self.window))
                 .await?
         };
+        let read_window = service_id.is_none().then(|| {
+            let held = ReadWindow::new(&self.history, self.window, &read);
+            match read_count {
+                Some(count) => held.with_count(count),
+                None => held,
+            }
+        });
 
         // A retried run whose earlier attempt was stored (its reply lost): the window holds
         // that attempt from the input on. It leaves the view, so the model sees the turn once.
-        let mut window = window;
+        let mut window: &[StoredMessage] = &read;
         if let Some(at) = input
             .first()
             .and_then(|first| window.iter().position(|m| m.message.id == first.id))
@@ -414,7 +435,7 @@ impl Agent {
                 dropped = window.len().saturating_sub(at),
                 "the input is stored already (a retried run): its earlier attempt leaves the view"
             );
-            window.truncate(at);
+            window = window.get(..at).unwrap_or_default();
         }
 
         // 2. The reducer shapes the view before retrieval.
@@ -423,7 +444,7 @@ impl Agent {
         let view: Vec<ChatMessage> = match &self.reducer {
             Some((reducer, ReducerTrigger::BeforeMessagesRetrieval)) if !window.is_empty() => {
                 let reduction = reducer
-                    .reduce(&window)
+                    .reduce(window)
                     .instrument(tracing::debug_span!(
                         "reducer.reduce",
                         messages = window.len()
@@ -437,19 +458,19 @@ impl Agent {
                         "reducer shrank the view"
                     );
                 }
-                reduction.view(&window)
+                reduction.view(window)
             }
             // Stored summaries go first in the view, where they belong in time.
             _ if window.iter().any(|m| is_summary(&m.message)) => {
-                Reduction::keep_all().view(&window)
+                Reduction::keep_all().view(window)
             }
-            _ => window.into_iter().map(|m| m.into_message()).collect(),
+            _ => window.iter().map(|m| (*m.message).clone()).collect(),
         };
 
         // 3. Context providers.
         let context = self
             .providers
-            .invoking(session, &input)
+            .invoking(session, &input, read_window)
             .instrument(tracing::debug_span!("providers.invoking"))
             .await?;
 
@@ -484,7 +505,7 @@ impl Agent {
         let mut usage: Option<Usage> = None;
         let mut response_conversation_id: Option<String> = None;
         let mut iterations = 0usize;
-        let mut counter: Option<Arc<dyn TokenCounter>> = None;
+        let mut counter: Option<Arc<dyn TokenCounter>> = self.counter.clone();
         let stop_reason = loop {
             iterations = iterations.saturating_add(1);
             let response = match self
@@ -591,28 +612,42 @@ impl Agent {
         // 6. Store the input and everything the run produced as one batch, or follow the
         //    service's conversation.
         let mut archived = 0;
+        let mut appended: Option<(AppendOutcome, bool)> = None;
         match (response_conversation_id, session.conversation()) {
             (Some(id), _) => session.set_service_conversation_id(id),
             (None, Conversation::Service(_)) => {}
             (None, Conversation::Local) => {
                 let mut batch = input.clone();
                 batch.extend(produced.iter().cloned());
-                self.history
+                let outcome = self
+                    .history
                     .append(&scope, &batch)
                     .instrument(tracing::debug_span!(
                         "history.append",
                         messages = batch.len()
                     ))
                     .await?;
+                let mut changed = false;
                 if let Some((reducer, ReducerTrigger::AfterMessageAdded)) = &self.reducer {
-                    archived = self.reduce_stored(reducer.as_ref(), session).await?;
+                    let held = read_window.as_ref().and_then(|read| {
+                        self.window_after_append(read, &batch, &outcome, &mut counter)
+                    });
+                    let (moved, summarized) =
+                        self.reduce_stored(reducer.as_ref(), session, held).await?;
+                    archived = moved;
+                    changed = moved > 0 || summarized;
                 }
+                appended = Some((outcome, changed));
             }
         }
 
-        // 7. Providers learn from the run: the input, and every call, result and answer.
+        // 7. Providers learn from the run: the input, and every call, result and answer, with
+        //    what was stored.
+        let stored = appended.as_ref().map(|(outcome, changed)| {
+            StoredTurn::new(&self.history, outcome).with_reduced(*changed)
+        });
         self.providers
-            .invoked(session, &input, Some(&produced), None)
+            .invoked(session, &input, Some(&produced), None, read_window, stored)
             .instrument(tracing::debug_span!("providers.invoked"))
             .await?;
         session.record_turn()?;
@@ -635,7 +670,7 @@ impl Agent {
     async fn fail(&self, session: &mut AgentSession, input: &[ChatMessage], error: Error) -> Error {
         if let Err(provider_error) = self
             .providers
-            .invoked(session, input, None, Some(&error))
+            .invoked(session, input, None, Some(&error), None, None)
             .await
         {
             tracing::warn!(%provider_error, "a provider failed while being told of the run's failure");
@@ -687,15 +722,97 @@ impl Agent {
         Ok(dropped)
     }
 
-    /// Applies the reducer to the stored window: archives what it drops (and every active
-    /// message older than the window) and stores the summary it wrote, if any.
+    /// Reads the agent's window: with [`read_since`](HistoryStore::read_since) (no cursor: the
+    /// whole window and the thread's counts in one round trip) when the store answers cursor
+    /// reads (and does not refuse it as unsupported), else with [`read`](HistoryStore::read)
+    /// (no counts).
+    async fn read_window(
+        &self,
+        scope: &crate::Scope,
+    ) -> Result<(Vec<StoredMessage>, Option<ThreadCount>)> {
+        if self.history.capabilities().cursor_reads {
+            match self.history.read_since(scope, self.window, None).await {
+                Ok(read) => return Ok((read.messages, Some(read.count))),
+                // A wrapper that forwards the capabilities but not `read_since` (its default
+                // answers without a round trip): read as without cursor reads.
+                Err(e) if e.kind() == crate::ErrorKind::Unsupported => {}
+                Err(e) => return Err(e),
+            }
+        }
+        Ok((self.history.read(scope, self.window).await?, None))
+    }
+
+    /// The agent's window of the thread right after its append of `batch`, built from the
+    /// window it read and the append's sequence numbers (the run's messages counted with the
+    /// agent's counter), when the append directly follows the read (nothing was appended in
+    /// between) and the window kind allows it; `None` otherwise (the caller reads instead).
+    fn window_after_append(
+        &self,
+        read: &ReadWindow<'_>,
+        batch: &[ChatMessage],
+        outcome: &AppendOutcome,
+        counter: &mut Option<Arc<dyn TokenCounter>>,
+    ) -> Option<Vec<StoredMessage>> {
+        if outcome.seqs.len() != batch.len()
+            || !StoredTurn::new(&self.history, outcome).follows(read)
+        {
+            return None;
+        }
+        let counter = counter.get_or_insert_with(default_token_counter);
+        let mut window: Vec<StoredMessage> = read.messages.to_vec();
+        window.extend(
+            batch
+                .iter()
+                .zip(&outcome.seqs)
+                .map(|(message, seq)| StoredMessage {
+                    seq: *seq,
+                    tokens: counter.count_message(message),
+                    archived: false,
+                    message: Arc::new(message.clone()),
+                }),
+        );
+        match self.window {
+            Window::All | Window::After(_) => {}
+            Window::Last(n) => {
+                window.drain(..window.len().saturating_sub(n));
+            }
+            Window::TokenBudget(budget) => {
+                let mut spent = 0u64;
+                let fits = window
+                    .iter()
+                    .rev()
+                    .take_while(|m| {
+                        spent = spent.saturating_add(u64::from(m.tokens));
+                        spent <= budget
+                    })
+                    .count();
+                window.drain(..window.len().saturating_sub(fits));
+            }
+            _ => return None,
+        }
+        Some(window)
+    }
+
+    /// Applies the reducer to the stored window (`held`, the agent's window after its append,
+    /// or else read again): archives what it drops (and every active message older than the
+    /// window) and stores the summary it wrote, if any. Returns how many messages it archived
+    /// and whether it stored a summary.
     async fn reduce_stored(
         &self,
         reducer: &dyn ChatReducer,
         session: &AgentSession,
-    ) -> Result<u64> {
+        held: Option<Vec<StoredMessage>>,
+    ) -> Result<(u64, bool)> {
         let scope = session.scope();
-        let window = self.history.read(scope, self.window).await?;
+        let window = match held {
+            Some(window) => window,
+            None => {
+                self.history
+                    .read(scope, self.window)
+                    .instrument(tracing::debug_span!("history.read_after_append"))
+                    .await?
+            }
+        };
         let reduction = reducer
             .reduce(&window)
             .instrument(tracing::debug_span!(
@@ -712,6 +829,7 @@ impl Agent {
                 .await?;
             archived = archived.saturating_add(moved);
         }
+        let summarized = reduction.summary.is_some();
         if let Some(summary) = reduction.summary {
             self.history
                 .append(scope, &[summary])
@@ -724,7 +842,7 @@ impl Agent {
                 "reducer archived messages out of the active window"
             );
         }
-        Ok(archived)
+        Ok((archived, summarized))
     }
 }
 

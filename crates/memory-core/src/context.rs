@@ -15,6 +15,10 @@ use crate::model::ToolDefinition;
 use crate::scope::Scope;
 use crate::session::AgentSession;
 
+mod turn;
+
+pub use turn::{ReadWindow, StoredTurn};
+
 /// What providers add to a run.
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct AiContext {
@@ -35,8 +39,9 @@ impl AiContext {
     }
 }
 
-/// What a provider sees before a run.
+/// What a provider sees before a run. Made with [`new`](Self::new) (fields may be added).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct InvokingContext<'a> {
     /// The session's scope.
     pub scope: &'a Scope,
@@ -45,10 +50,32 @@ pub struct InvokingContext<'a> {
     /// The provider's own state in the session (`Value::Null` when it has none yet). Whatever
     /// the provider leaves here is saved with the session.
     pub state: &'a mut Value,
+    /// The history window the agent read for this run from its store (at the session's scope),
+    /// when it read one (`None` when the service holds the conversation, or outside an agent).
+    pub window: Option<ReadWindow<'a>>,
 }
 
-/// What a provider sees after a run.
+impl<'a> InvokingContext<'a> {
+    /// The context of a run at `scope` with `input`, the provider's `state`, and no window.
+    pub fn new(scope: &'a Scope, input: &'a [ChatMessage], state: &'a mut Value) -> Self {
+        Self {
+            scope,
+            input,
+            state,
+            window: None,
+        }
+    }
+
+    /// The same, with the window the agent read.
+    pub fn with_window(mut self, window: Option<ReadWindow<'a>>) -> Self {
+        self.window = window;
+        self
+    }
+}
+
+/// What a provider sees after a run. Made with [`new`](Self::new) (fields may be added).
 #[derive(Debug)]
+#[non_exhaustive]
 pub struct InvokedContext<'a> {
     /// The session's scope.
     pub scope: &'a Scope,
@@ -60,6 +87,44 @@ pub struct InvokedContext<'a> {
     pub error: Option<&'a Error>,
     /// The provider's own state in the session.
     pub state: &'a mut Value,
+    /// The history window the agent read before the model (as in [`InvokingContext`]).
+    pub window: Option<ReadWindow<'a>>,
+    /// What the agent stored of a successful run (`request` then `response`, one batch), when
+    /// it stored it (`None` after a failure, or when the service holds the conversation).
+    pub stored: Option<StoredTurn<'a>>,
+}
+
+impl<'a> InvokedContext<'a> {
+    /// The context after a run at `scope` with `request`, answered with `response` or failed
+    /// with `error`, the provider's `state`, and no window or stored turn.
+    pub fn new(
+        scope: &'a Scope,
+        request: &'a [ChatMessage],
+        response: Option<&'a [ChatMessage]>,
+        error: Option<&'a Error>,
+        state: &'a mut Value,
+    ) -> Self {
+        Self {
+            scope,
+            request,
+            response,
+            error,
+            state,
+            window: None,
+            stored: None,
+        }
+    }
+
+    /// The same, with the window the agent read and what it stored.
+    pub fn with_history(
+        mut self,
+        window: Option<ReadWindow<'a>>,
+        stored: Option<StoredTurn<'a>>,
+    ) -> Self {
+        self.window = window;
+        self.stored = stored;
+        self
+    }
 }
 
 /// A source of long-term context for an agent.
@@ -72,15 +137,19 @@ pub struct InvokedContext<'a> {
 ///   of one agent never share it: [`ContextProviders::new`] refuses that with
 ///   [`InvalidInput`](crate::ErrorKind::InvalidInput).
 /// - [`invoking`](ContextProvider::invoking) is called once per run, before the model, in the
-///   order the providers were given, with the session's scope, the run's new input and the
-///   provider's own state (`Value::Null` until the provider first leaves one). It returns what
+///   order the providers were given, with the session's scope, the run's new input, the
+///   provider's own state (`Value::Null` until the provider first leaves one) and the history
+///   window the agent read, if it read one (a provider over the same store can use it instead
+///   of reading). It returns what
 ///   to add: instructions (appended to the agent's, in provider order), messages (placed before
 ///   the history) and tools. What it leaves in `state` is saved with the session when it
 ///   returns `Ok`; when it fails, its state change is dropped, the later providers and the
 ///   model are not called, nothing is stored, and the run returns its error.
 /// - [`invoked`](ContextProvider::invoked) is called once per run after the model: with
 ///   `response` set (and `error` `None`) after a successful run, once the history holds the
-///   run's messages (or the session follows the service's conversation); with `error` set (and `response` `None`) when the model failed. Every provider is
+///   run's messages (or the session follows the service's conversation), with what the agent
+///   stored ([`StoredTurn`]: a provider over the same store need not append or count again);
+///   with `error` set (and `response` `None`) when the model failed. Every provider is
 ///   told, in order, even when an earlier one fails; its state change is saved even when it
 ///   returns an error. After a successful run the first error is the run's error (the messages
 ///   stay stored); after a failed model call, provider errors are logged and the model's error
@@ -167,6 +236,7 @@ impl ContextProviders {
         &self,
         session: &mut AgentSession,
         input: &[ChatMessage],
+        window: Option<ReadWindow<'_>>,
     ) -> Result<AiContext> {
         let mut merged = AiContext::default();
         for provider in &self.providers {
@@ -174,11 +244,7 @@ impl ContextProviders {
             let mut state = session.provider_state(&source).cloned().unwrap_or_default();
             let scope = session.scope().clone();
             let added = provider
-                .invoking(InvokingContext {
-                    scope: &scope,
-                    input,
-                    state: &mut state,
-                })
+                .invoking(InvokingContext::new(&scope, input, &mut state).with_window(window))
                 .await?;
             session.set_provider_state(source, state);
             merged.extend(added);
@@ -197,6 +263,8 @@ impl ContextProviders {
         request: &[ChatMessage],
         response: Option<&[ChatMessage]>,
         error: Option<&Error>,
+        window: Option<ReadWindow<'_>>,
+        stored: Option<StoredTurn<'_>>,
     ) -> Result<()> {
         let mut first_error = None;
         for provider in &self.providers {
@@ -204,13 +272,10 @@ impl ContextProviders {
             let mut state = session.provider_state(&source).cloned().unwrap_or_default();
             let scope = session.scope().clone();
             let outcome = provider
-                .invoked(InvokedContext {
-                    scope: &scope,
-                    request,
-                    response,
-                    error,
-                    state: &mut state,
-                })
+                .invoked(
+                    InvokedContext::new(&scope, request, response, error, &mut state)
+                        .with_history(window, stored),
+                )
                 .await;
             session.set_provider_state(source, state);
             if let Err(e) = outcome {

@@ -4,6 +4,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+mod bpe;
 pub mod chat;
 pub mod context;
 pub mod error;
@@ -24,7 +25,10 @@ pub mod vector;
 pub use agent::{
     Agent, AgentBuilder, AgentInput, AgentRun, DEFAULT_MAX_ITERATIONS, DEFAULT_WINDOW, StopReason,
 };
-pub use context::{AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext};
+pub use context::{
+    AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext, ReadWindow,
+    StoredTurn,
+};
 pub use error::{Error, ErrorKind, Result};
 pub use history::{
     AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use tiktoken_rs::CoreBPE;
 
+use crate::bpe::{self, Bpe};
+
 use crate::message::{ChatMessage, MediaKind, Part};
 
 /// The fixed costs of media parts, which text tokenizers cannot measure. The defaults are
@@ -151,8 +153,10 @@ pub enum Encoding {
     Cl100kBase,
 }
 
-/// A [`TokenCounter`] on a tiktoken encoding. The encoding tables are loaded once per process,
-/// on first use, and shared by every counter.
+/// A [`TokenCounter`] on a tiktoken encoding: the counts of tiktoken's
+/// `encode_ordinary(text).len()`, from compact tables (`bpe.rs`) rather than tiktoken's
+/// own (a tenth of their memory). Each encoding's tables are built once per process, on its
+/// first count, and shared by every counter.
 ///
 /// ```
 /// use memory_core::{TiktokenCounter, TokenCounter};
@@ -169,8 +173,9 @@ pub struct TiktokenCounter {
 impl TiktokenCounter {
     /// A counter on `encoding`.
     ///
-    /// The encoding's tables (tens of megabytes) are loaded on the first count, once per
-    /// process, not here.
+    /// The encoding's tables (a few megabytes: about 4 MiB resident for `o200k_base`, 2 MiB
+    /// for `cl100k_base`) are built on the first count, once per process and encoding, not
+    /// here.
     pub fn new(encoding: Encoding) -> Self {
         Self {
             encoding,
@@ -178,7 +183,17 @@ impl TiktokenCounter {
         }
     }
 
-    fn bpe(&self) -> &'static CoreBPE {
+    /// The encoding's compact tables (`bpe.rs`), built on the first count of the
+    /// encoding; `None` only if they could not be built.
+    fn compact(&self) -> Option<&'static Bpe> {
+        match self.encoding {
+            Encoding::O200kBase => bpe::O200K.as_ref(),
+            Encoding::Cl100kBase => bpe::CL100K.as_ref(),
+        }
+    }
+
+    /// tiktoken-rs's own encoder: the fallback should the compact tables fail to build.
+    fn tiktoken(&self) -> &'static CoreBPE {
         match self.encoding {
             Encoding::O200kBase => tiktoken_rs::o200k_base_singleton(),
             Encoding::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
@@ -219,7 +234,11 @@ impl fmt::Debug for TiktokenCounter {
 impl TokenCounter for TiktokenCounter {
     fn count_text(&self, text: &str) -> u32 {
         // Special-token text in user content is ordinary text to the API.
-        u32::try_from(self.bpe().encode_ordinary(text).len()).unwrap_or(u32::MAX)
+        let count = match self.compact() {
+            Some(bpe) => bpe.count(text),
+            None => self.tiktoken().encode_ordinary(text).len(),
+        };
+        u32::try_from(count).unwrap_or(u32::MAX)
     }
 
     fn media_costs(&self) -> MediaTokenCosts {

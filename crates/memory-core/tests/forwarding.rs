@@ -286,24 +286,20 @@ async fn provider_through<P: ContextProvider>(provider: P, recording: &Recording
     let input = [ChatMessage::user("hi")];
     let mut state = Value::Null;
     let added = provider
-        .invoking(InvokingContext {
-            scope: &s,
-            input: &input,
-            state: &mut state,
-        })
+        .invoking(InvokingContext::new(&s, &input, &mut state))
         .await
         .unwrap();
     assert_eq!(added.instructions, ["from recording"]);
     assert_eq!(state, json!({"seen": 1}));
     let response = [ChatMessage::assistant("hello"), ChatMessage::assistant("!")];
     provider
-        .invoked(InvokedContext {
-            scope: &s,
-            request: &input,
-            response: Some(&response),
-            error: None,
-            state: &mut state,
-        })
+        .invoked(InvokedContext::new(
+            &s,
+            &input,
+            Some(&response),
+            None,
+            &mut state,
+        ))
         .await
         .unwrap();
     assert_eq!(

@@ -113,6 +113,11 @@ const BUDGET_MAX_CHUNK: i64 = 1024;
 ///   nothing again, unless the batch is a single id-less `user` message, which Agent
 ///   Framework's rules take for a new turn; a re-sent `clear` returns 0. The layout has no key
 ///   to record a request in.
+/// - **No cursor reads.** [`read_since`](HistoryStore::read_since) is
+///   [`Unsupported`](memory_core::ErrorKind::Unsupported): a cursor read needs an epoch that
+///   every writer changes when the window loses messages, and the list has no place for one,
+///   nor would Python's provider change it when it trims or clears the list. Read a window
+///   ([`read`](HistoryStore::read)) instead.
 #[derive(Clone)]
 pub struct AfRedisHistory {
     inner: Arc<Inner>,
@@ -471,7 +476,8 @@ impl HistoryStore for AfRedisHistory {
     /// purged threads: no ([`purge_expired`](#method.purge_expired) returns 0); lists every
     /// thread: no (sessions whose key segment became a digest, or that are not valid
     /// [`SessionId`]s, are not listed). Reduces on append: when `max_messages` is set (the
-    /// append trims the list).
+    /// append trims the list). Cursor reads: no (no epoch: Python's provider, which trims and
+    /// clears the same list, would never change one; see "No cursor reads").
     fn capabilities(&self) -> HistoryCapabilities {
         HistoryCapabilities::none()
             .with_ttl(true)

@@ -7,12 +7,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, Page,
-    PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+    AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore,
+    MAX_READ_PAGE, Page, PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
 };
 use redis::Value;
 
 use crate::conn::{integer, unsigned};
+use crate::cursor_read::fresh_epoch;
 use crate::error::{During, bad_reply};
 use crate::keys::{self, Listed, ThreadKeys};
 use crate::scripts::SCRIPTS;
@@ -29,6 +31,7 @@ impl HistoryStore for RedisStore {
             .with_counts_purged(true)
             .with_lists_every_thread(true)
             .with_reduces_on_append(self.max_messages().is_some())
+            .with_cursor_reads(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -47,13 +50,15 @@ impl HistoryStore for RedisStore {
             .map_or_else(|| "0".to_owned(), |n| n.to_string());
         let [ttl, grace] = expiry_args(self.default_ttl())?;
         let tokens: Vec<String> = batch.unique.iter().map(|m| m.tokens.to_string()).collect();
+        let epoch = fresh_epoch();
         let mut args: Vec<&[u8]> =
-            Vec::with_capacity(batch.unique.len().saturating_mul(3).saturating_add(4));
+            Vec::with_capacity(batch.unique.len().saturating_mul(3).saturating_add(5));
         args.extend([
             max.as_bytes(),
             self.overflow().as_arg().as_bytes(),
             ttl.as_bytes(),
             grace.as_bytes(),
+            epoch.as_bytes(),
         ]);
         for (prepared, tokens) in batch.unique.iter().zip(&tokens) {
             args.extend([
@@ -112,29 +117,18 @@ impl HistoryStore for RedisStore {
     }
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        let walk = match window {
-            Window::All => Walk::Forward { after: 0 },
-            Window::Last(0) => return Ok(Vec::new()),
-            Window::Last(n) => Walk::Backward {
-                remaining: Some(n),
-                budget: None,
-            },
-            Window::After(seq) => Walk::Forward { after: seq },
-            Window::TokenBudget(budget) => Walk::Backward {
-                remaining: None,
-                budget: Some(budget),
-            },
-            Window::Everything => Walk::Everything,
-            other => {
-                return Err(Error::unsupported(format!(
-                    "the redis store does not know the window {other:?}"
-                )));
-            }
-        };
+        if window == Window::Last(0) {
+            return Ok(Vec::new());
+        }
+        let walk = Walk::of(window)?;
         let what = format!("read {window:?} of thread {scope}");
         let mut attempt = 0usize;
         let messages = loop {
-            match self.read_pages(scope, &what, walk).await.during("read")? {
+            match self
+                .read_pages(scope, &what, walk, Bounds::default())
+                .await
+                .during("read")?
+            {
                 Some(messages) => break messages,
                 None if attempt < READ_RESTARTS => attempt = attempt.saturating_add(1),
                 None => {
@@ -161,23 +155,7 @@ impl HistoryStore for RedisStore {
         let Value::Array(fields) = reply else {
             return Err(bad_reply(&what, "HMGET did not return an array"));
         };
-        let field = |i: usize| -> Result<u64> {
-            match fields.get(i) {
-                None | Some(Value::Nil) => Ok(0),
-                // Counters go through HINCRBY and never go below 0 unless the data is corrupt.
-                Some(v) => integer(v)
-                    .and_then(|n| u64::try_from(n).ok())
-                    .ok_or_else(|| bad_reply(&what, "a thread counter is not a count")),
-            }
-        };
-        let (last_seq, active, active_tokens, deleted) =
-            (field(0)?, field(1)?, field(2)?, field(3)?);
-        Ok(ThreadCount {
-            active,
-            archived: last_seq.saturating_sub(active).saturating_sub(deleted),
-            active_tokens,
-            last_seq,
-        })
+        thread_count(&what, &fields)
     }
 
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
@@ -229,15 +207,42 @@ impl HistoryStore for RedisStore {
         tracing::debug!(purged, "history.purge_expired");
         Ok(purged)
     }
+
+    /// One script call (`lua/read_since.lua`) reads the thread's epoch, its counts and the
+    /// messages, as one snapshot, when the answer holds at most
+    /// [`MAX_READ_PAGE`] messages. A larger answer (a long thread's whole
+    /// [`Window::All`], or more than a page appended since the cursor) is read in pages as
+    /// [`read`](HistoryStore::read) reads, bounded by that first call: only the messages up to
+    /// the sequence number of the returned cursor, and only those above the cursor's for
+    /// [`Delta::Appended`](memory_core::Delta::Appended); like any paged read it is not one
+    /// snapshot (an archive meanwhile moves the epoch, so the next cursor read is whole), and a
+    /// thread cleared and written again meanwhile is read again from the start.
+    ///
+    /// The epoch is meta `epoch`, a random non-zero u64: written when an append creates the
+    /// thread, replaced when an archive moves a message or an append's `max_messages` overflow
+    /// moves messages out of the window, gone with the thread's keys (clear, expiry). A thread
+    /// written by a build before epochs gets one lazily, from its first cursor read. Every
+    /// writer of a thread must be a build that keeps the epoch: an older build's archive does
+    /// not move it.
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        self.cursor_read(scope, window, since)
+            .await
+            .during("read_since")
+    }
 }
 
 /// How many times a read starts again when the thread is cleared and written again between two
 /// of its pages, before it gives up with `Conflict`.
-const READ_RESTARTS: usize = 3;
+pub(crate) const READ_RESTARTS: usize = 3;
 
 /// How a read walks the thread, page by page (see `lua/read.lua`).
 #[derive(Debug, Clone, Copy)]
-enum Walk {
+pub(crate) enum Walk {
     /// Active messages after a seq, oldest first (`All`, `After`).
     Forward { after: u64 },
     /// Stored messages, active and archived, oldest first (`Everything`).
@@ -250,15 +255,53 @@ enum Walk {
     },
 }
 
+impl Walk {
+    /// The walk of a window (`Last(0)` walks nothing: callers answer it without one).
+    pub(crate) fn of(window: Window) -> Result<Self> {
+        Ok(match window {
+            Window::All => Walk::Forward { after: 0 },
+            Window::Last(n) => Walk::Backward {
+                remaining: Some(n),
+                budget: None,
+            },
+            Window::After(seq) => Walk::Forward { after: seq },
+            Window::TokenBudget(budget) => Walk::Backward {
+                remaining: None,
+                budget: Some(budget),
+            },
+            Window::Everything => Walk::Everything,
+            other => {
+                return Err(Error::unsupported(format!(
+                    "the redis store does not know the window {other:?}"
+                )));
+            }
+        })
+    }
+}
+
+/// Limits of a paged read beyond its window (a cursor read's, see `cursor_read.rs`); the
+/// default has none.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Bounds {
+    /// Only messages with a sequence number above this one.
+    pub(crate) above: u64,
+    /// Only messages with a sequence number up to this one.
+    pub(crate) upto: Option<u64>,
+    /// The thread's `born` mark the pages must all see (else the read starts again).
+    pub(crate) born: Option<Vec<u8>>,
+}
+
 impl RedisStore {
-    /// Reads the window `walk` selects in pages of at most [`MAX_READ_PAGE`] messages, each one
-    /// script call, so no call holds the server for long. `None` when the thread was cleared
-    /// and written again between two pages (its `born` mark changed): the caller starts again.
-    async fn read_pages(
+    /// Reads the window `walk` selects, within `bounds`, in pages of at most [`MAX_READ_PAGE`]
+    /// messages, each one script call, so no call holds the server for long. `None` when the
+    /// thread was cleared and written again between two pages (its `born` mark changed, or is
+    /// not `bounds.born`): the caller starts again.
+    pub(crate) async fn read_pages(
         &self,
         scope: &Scope,
         what: &str,
         walk: Walk,
+        bounds: Bounds,
     ) -> Result<Option<Vec<StoredMessage>>> {
         let keys = ThreadKeys::new(self.prefix(), scope);
         let script_keys = [
@@ -268,15 +311,21 @@ impl RedisStore {
             keys.active.as_str(),
         ];
         let (mode, mut cursor) = match walk {
-            Walk::Forward { after } => ("forward", after.to_string()),
-            Walk::Everything => ("everything", "0".to_owned()),
-            Walk::Backward { .. } => ("backward", String::new()),
+            Walk::Forward { after } => ("forward", after.max(bounds.above).to_string()),
+            Walk::Everything => ("everything", bounds.above.to_string()),
+            // Backward pages read below their cursor.
+            Walk::Backward { .. } => (
+                "backward",
+                bounds
+                    .upto
+                    .map_or_else(String::new, |upto| upto.saturating_add(1).to_string()),
+            ),
         };
         let (mut remaining, mut budget) = match walk {
             Walk::Backward { remaining, budget } => (remaining, budget),
             _ => (None, None),
         };
-        let mut born: Option<Vec<u8>> = None;
+        let mut born: Option<Vec<u8>> = bounds.born;
         // Backward pages come newest first; each page is in seq order.
         let mut pages: Vec<Vec<StoredMessage>> = Vec::new();
         loop {
@@ -311,7 +360,20 @@ impl RedisStore {
                 Some(first) if first != mark => return Ok(None),
                 Some(_) => {}
             }
-            let page = decode_messages(what, Value::Array(body))?;
+            let mut page = decode_messages(what, Value::Array(body))?;
+            let next_seq = std::str::from_utf8(next)
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok());
+            // The next page starts past a bound: this one is the last.
+            let bounded = match walk {
+                Walk::Backward { .. } => {
+                    next_seq.is_some_and(|n| n <= bounds.above.saturating_add(1))
+                }
+                _ => bounds
+                    .upto
+                    .is_some_and(|upto| next_seq.is_some_and(|n| n >= upto)),
+            };
+            page.retain(|m| m.seq > bounds.above && bounds.upto.is_none_or(|upto| m.seq <= upto));
             if let Some(r) = remaining.as_mut() {
                 *r = r.saturating_sub(page.len());
             }
@@ -320,7 +382,7 @@ impl RedisStore {
                 *b = b.saturating_sub(used);
             }
             pages.push(page);
-            if next.is_empty() || remaining == Some(0) {
+            if next.is_empty() || remaining == Some(0) || bounded {
                 break;
             }
             cursor = std::str::from_utf8(next)
@@ -348,12 +410,18 @@ impl RedisStore {
         let keys = ThreadKeys::new(self.prefix(), scope);
         let what = format!("archive {first}..={last} of thread {scope}");
         let (first_arg, last_arg) = (first.to_string(), last.to_string());
+        let epoch = fresh_epoch();
         let reply = self
             .eval(
                 &what,
                 &SCRIPTS.archive,
                 &[&keys.meta, &keys.tok, &keys.active, &keys.ack],
-                &[first_arg.as_bytes(), last_arg.as_bytes(), nonce.as_bytes()],
+                &[
+                    first_arg.as_bytes(),
+                    last_arg.as_bytes(),
+                    nonce.as_bytes(),
+                    epoch.as_bytes(),
+                ],
             )
             .await?;
         let moved = unsigned(&reply).ok_or_else(|| bad_reply(&what, "not a count"))?;
@@ -755,11 +823,32 @@ impl RedisStore {
     }
 }
 
+/// The counts of a thread from its meta fields `last_seq`, `active`, `tokens`, `deleted` (in
+/// this order; absent ones count 0).
+pub(crate) fn thread_count(what: &str, fields: &[Value]) -> Result<ThreadCount> {
+    let field = |i: usize| -> Result<u64> {
+        match fields.get(i) {
+            None | Some(Value::Nil) => Ok(0),
+            // Counters go through HINCRBY and never go below 0 unless the data is corrupt.
+            Some(v) => integer(v)
+                .and_then(|n| u64::try_from(n).ok())
+                .ok_or_else(|| bad_reply(what, "a thread counter is not a count")),
+        }
+    };
+    let (last_seq, active, active_tokens, deleted) = (field(0)?, field(1)?, field(2)?, field(3)?);
+    Ok(ThreadCount {
+        active,
+        archived: last_seq.saturating_sub(active).saturating_sub(deleted),
+        active_tokens,
+        last_seq,
+    })
+}
+
 /// Decodes the read script's reply: `seq, tokens, active, json` per message. A reply of another
 /// shape is [`Serialization`](memory_core::ErrorKind::Serialization); a message that does not
 /// decode (a token count over `u32`, a body that is not UTF-8 or not a message) is left out
 /// with a warning naming the thread and its sequence number.
-fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
+pub(crate) fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMessage>> {
     let Value::Array(items) = reply else {
         return Err(bad_reply(what, "the read script did not return an array"));
     };

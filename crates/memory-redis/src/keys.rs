@@ -15,7 +15,7 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `gone` (see `…:ids`), `unindexed` (until the thread is in its tenant's index), `born` (when this life of the thread began: a paged read restarts when it changes) |
+//! | `…:meta` | hash | `last_seq`, `active`, `tokens` (active tokens), `deleted`, `first_kept` (every body below it is deleted), `ttl_ms`, `gone` (see `…:ids`), `unindexed` (until the thread is in its tenant's index), `born` (when this life of the thread began: a paged read restarts when it changes), `epoch` (a random non-zero u64 in decimal, for cursor reads: set when an append creates the thread, replaced when an archive moves a message or an append's `max_messages` overflow moves messages out of the window, gone with the thread; a thread written before epochs gets one from its first cursor read) |
 //! | `…:ids` | hash | message id → seq of every stored message (active or archived), plus the ids the last append stored and `Overflow::Delete` deleted at once (listed in meta `gone`, forgotten by the next append); never more |
 //! | `…:msg` | hash | seq → the message's versioned JSON |
 //! | `…:tok` | hash | seq → the message's token count |

@@ -7,6 +7,7 @@
 mod agent_framework;
 mod config;
 mod conn;
+mod cursor_read;
 mod error;
 mod history;
 mod keys;

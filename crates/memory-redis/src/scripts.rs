@@ -38,6 +38,7 @@ macro_rules! lua {
 pub(crate) struct Scripts {
     pub(crate) append: LuaScript,
     pub(crate) read: LuaScript,
+    pub(crate) read_since: LuaScript,
     pub(crate) archive: LuaScript,
     pub(crate) clear: LuaScript,
     pub(crate) set_ttl: LuaScript,
@@ -58,6 +59,7 @@ pub(crate) struct Scripts {
 pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     append: lua!("append"),
     read: lua!("read"),
+    read_since: lua!("read_since"),
     archive: lua!("archive"),
     clear: lua!("clear"),
     set_ttl: lua!("set_ttl"),

@@ -48,6 +48,12 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 ///   the server for long. Pages of a read that finds the thread cleared and written again
 ///   between two of them start over (see the `# Behavior` list of
 ///   [`HistoryStore`](memory_core::HistoryStore)).
+/// - A cursor read ([`read_since`](memory_core::HistoryStore::read_since)) is one script call,
+///   one snapshot, when its answer holds at most
+///   [`MAX_READ_PAGE`](memory_core::MAX_READ_PAGE) messages (a delta after appends, or a
+///   window of that size); a larger answer is read in pages after that call, bounded by it.
+///   The thread's epoch is a random u64 in its meta hash, changed by the scripts that move
+///   messages out of the active window.
 /// - Session saves compare the stored version in a script: a stale writer gets `Conflict`.
 /// - Calls never hang: each fails with `Unavailable` when the server cannot be reached and
 ///   with `Timeout` when it does not answer within `connection_timeout + response_timeout`

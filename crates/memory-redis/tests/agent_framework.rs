@@ -1300,12 +1300,22 @@ async fn other_scopes_and_operations_are_refused() {
         store.archive(&scope, 1..=1).await.unwrap_err().kind(),
         ErrorKind::Unsupported
     );
+    // No epoch in the layout (Python would never change one): no cursor reads.
+    assert_eq!(
+        store
+            .read_since(&scope, Window::All, None)
+            .await
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Unsupported
+    );
     let capabilities = store.capabilities();
     assert!(capabilities.ttl && capabilities.multi_process);
     assert!(
         !capabilities.dedupes_ids
             && !capabilities.counts_purged
             && !capabilities.lists_every_thread
+            && !capabilities.cursor_reads
     );
     assert_eq!(store.append(&scope, &[]).await.unwrap().inserted, 0);
     store.ping().await.unwrap();

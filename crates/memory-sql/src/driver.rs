@@ -65,6 +65,11 @@ impl Row {
             .ok_or_else(|| Error::serialization(format!("column {i} missing from a result row")))
     }
 
+    /// Whether the column is `NULL` (a missing column counts as `NULL`).
+    pub(crate) fn is_null(&self, i: usize) -> bool {
+        matches!(self.0.get(i), None | Some(Value::Null))
+    }
+
     /// A non-null integer column.
     pub(crate) fn int(&self, i: usize) -> Result<i64> {
         self.opt_int(i)?.ok_or_else(|| {

@@ -13,10 +13,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, Page, PageRequest,
-    PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
+    AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore, Page,
+    PageRequest, PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
 };
 
+use crate::cursor::fresh_epoch;
 use crate::dialect::{Backend, MAX_PARAMS, MAX_STATEMENT_BYTES};
 use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
@@ -25,7 +27,7 @@ use crate::sql::PURGE_BATCH;
 use crate::store::{SqlStore, list_page};
 
 /// Columns of a message row as reads select them.
-const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
+pub(crate) const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
 /// Columns of a thread row as writers lock it.
 const THREAD_COLS: &[Col] = &[Col::Int, Col::Int, Col::Int, Col::Int, Col::Int];
 /// The first page of a budgeted read, in messages. A window that fits in it is read with one
@@ -107,7 +109,7 @@ fn decode_message(mut row: Row) -> Result<StoredMessage> {
 /// Decodes the rows of a read; a row that cannot be decoded is left out, with a warning naming
 /// the thread and its sequence number (the `HistoryStore` contract), so one bad row never makes
 /// the thread unreadable.
-fn decode_messages(key: &str, rows: Vec<Row>) -> Vec<StoredMessage> {
+pub(crate) fn decode_messages(key: &str, rows: Vec<Row>) -> Vec<StoredMessage> {
     rows.into_iter()
         .filter_map(|row| {
             let seq = row.uint(0).unwrap_or_default();
@@ -321,6 +323,79 @@ impl SqlStore {
         Ok(())
     }
 
+    /// PostgreSQL: the whole append as one statement (`APPEND_PG` in `sql.rs`). `None` when
+    /// it changed nothing and the transaction must go on statement by statement (it holds the
+    /// thread row's lock then): another writer changed the thread since the statement's
+    /// snapshot, the thread expired, a counter is corrupt, or the batch is too large for one
+    /// statement.
+    async fn append_one_statement(
+        &self,
+        tx: &mut Tx<'_>,
+        scope: &Scope,
+        key: &str,
+        batch: &PreparedBatch<'_>,
+    ) -> Result<Option<(Vec<u64>, usize)>> {
+        const CTX: &str = "append";
+        let bytes = batch
+            .unique
+            .iter()
+            .fold(0usize, |sum, m| sum.saturating_add(m.json.len()));
+        if bytes > MAX_STATEMENT_BYTES {
+            return Ok(None);
+        }
+        let default_ttl = self.inner.default_ttl_ms;
+        let messages = &batch.unique;
+        let q = Query::shared(&self.inner.history.append_pg)
+            .text(key)
+            .args(scope_args(scope))
+            .arg(Arg::OptInt(default_ttl))
+            .args([
+                Arg::Texts(messages.iter().map(|m| m.message.id.as_str()).collect()),
+                Arg::Texts(messages.iter().map(|m| m.message.role.as_str()).collect()),
+                Arg::Ints(messages.iter().map(|m| i64::from(m.tokens)).collect()),
+                Arg::Ints(
+                    messages
+                        .iter()
+                        .map(|m| m.message.created_at.timestamp_millis())
+                        .collect(),
+                ),
+                Arg::Texts(messages.iter().map(|m| m.json.as_str()).collect()),
+            ])
+            // The expiry: the database's clock + the TTL (bounded).
+            .arg(Arg::OptInt(default_ttl.map(|t| t.min(MAX_TTL_MS))));
+        let rows = tx.fetch(CTX, q, &[Col::Text, Col::Int, Col::Int]).await?;
+        if rows.is_empty() {
+            return Ok(None);
+        }
+        if rows.len() != messages.len() {
+            return Err(Error::serialization(format!(
+                "thread {key:?}: the append answered {} rows for {} messages",
+                rows.len(),
+                messages.len()
+            )));
+        }
+        let mut seqs = HashMap::with_capacity(rows.len());
+        let mut inserted = 0usize;
+        for mut row in rows {
+            let seq = row.uint(1)?;
+            if row.int(2)? != 0 {
+                inserted = inserted.saturating_add(1);
+            }
+            seqs.insert(row.take_text(0)?, seq);
+        }
+        let unique_seqs = messages
+            .iter()
+            .map(|m| {
+                seqs.get(m.message.id.as_str()).copied().ok_or_else(|| {
+                    Error::serialization(format!(
+                        "thread {key:?}: the append answered no sequence number for a message"
+                    ))
+                })
+            })
+            .collect::<Result<Vec<u64>>>()?;
+        Ok(Some((unique_seqs, inserted)))
+    }
+
     async fn append_once(
         &self,
         scope: &Scope,
@@ -330,7 +405,19 @@ impl SqlStore {
         const CTX: &str = "append";
         let inner = &self.inner;
         let default_ttl = inner.default_ttl_ms;
+        // A transaction even around PostgreSQL's single statement: a client that gives up
+        // (the operation timeout) while the statement waits for the thread's lock never sends
+        // `COMMIT`, so the append it gave up on is never applied. Alone, the statement would
+        // commit on its own once the lock came free.
         let mut tx = inner.db.begin(CTX).await?;
+        if inner.db.dialect.backend == Backend::Postgres
+            && let Some(done) = self
+                .append_one_statement(&mut tx, scope, key, batch)
+                .await?
+        {
+            tx.commit(CTX).await?;
+            return Ok(done);
+        }
         let mut thread = self.lock_thread(&mut tx, scope, key, default_ttl).await?;
         let mut restarted = false;
         if thread.expired {
@@ -340,6 +427,8 @@ impl SqlStore {
                 Query::shared(&inner.history.delete_messages).text(key),
             )
             .await?;
+            // The thread row is reset by the `update_thread` below (`first_active` back at
+            // 1, a fresh epoch: `restarted`).
             thread = ThreadRow::fresh(default_ttl);
             restarted = true;
         }
@@ -378,6 +467,8 @@ impl SqlStore {
                 .arg(Arg::OptInt(thread.ttl_ms.map(|t| t.min(MAX_TTL_MS))))
                 // A thread started again has no archived prefix.
                 .arg(Arg::OptInt(restarted.then_some(1)))
+                // epoch: a thread started again gets a fresh epoch (cursor reads).
+                .arg(Arg::OptInt(restarted.then(fresh_epoch)))
                 .text(key);
             tx.execute("append: update the thread", q).await?;
         }
@@ -398,13 +489,26 @@ impl SqlStore {
             return Ok(decode_messages(key, first).into_iter().rev().collect());
         }
         let mut tx = self.inner.db.begin_read(CTX).await?;
+        let window = self.budget_pages(&mut tx, key, budget).await?;
+        tx.commit(CTX).await?;
+        Ok(window)
+    }
+
+    /// A budgeted window read in pages in `tx` (a snapshot), growing from four times the first
+    /// page; for a window too long for one statement.
+    pub(crate) async fn budget_pages(
+        &self,
+        tx: &mut Tx<'_>,
+        key: &str,
+        budget: i64,
+    ) -> Result<Vec<StoredMessage>> {
         let mut newest_first = Vec::new();
         let mut remaining = budget;
         let mut cursor = i64::MAX;
         let mut page = BUDGET_FIRST_PAGE.saturating_mul(4).min(BUDGET_MAX_PAGE);
         loop {
             let rows = self
-                .budget_page(Some(&mut tx), key, cursor, page, remaining)
+                .budget_page(Some(&mut *tx), key, cursor, page, remaining)
                 .await?;
             let full = to_i64(rows.len()) == page;
             // The budget and the cursor follow the rows, decodable or not.
@@ -418,7 +522,6 @@ impl SqlStore {
             }
             page = page.saturating_mul(2).min(BUDGET_MAX_PAGE);
         }
-        tx.commit(CTX).await?;
         newest_first.reverse();
         Ok(newest_first)
     }
@@ -471,6 +574,11 @@ impl SqlStore {
             .int(last)
             .text(key)
             .int(last)
+            // A fresh epoch when the range holds an active message (the archive moves it).
+            .text(key)
+            .int(first)
+            .int(last)
+            .int(fresh_epoch())
             .text(key);
         tx.execute(CTX, counters).await?;
         let moved = tx
@@ -559,6 +667,7 @@ impl HistoryStore for SqlStore {
             .with_dedupes_ids(true)
             .with_counts_purged(true)
             .with_lists_every_thread(true)
+            .with_cursor_reads(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -710,6 +819,20 @@ impl HistoryStore for SqlStore {
             return Err(Error::not_found(format!("no thread at {scope}")));
         }
         Ok(())
+    }
+
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        self.bounded(
+            "read_since",
+            "read since a cursor",
+            self.cursor_read(scope, window, since),
+        )
+        .await
     }
 
     async fn purge_expired(&self) -> Result<u64> {

@@ -16,6 +16,7 @@
 )]
 
 mod config;
+mod cursor;
 mod dialect;
 mod driver;
 mod error;

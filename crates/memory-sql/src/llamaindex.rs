@@ -234,6 +234,12 @@ impl LlamaIndexConfig {
 /// - `clear` deletes the key's rows (LlamaIndex's `reset()`).
 /// - TTL is [`Unsupported`](memory_core::ErrorKind::Unsupported) (the trait's default
 ///   `set_ttl` and `purge_expired`; the capabilities say `ttl: false`): the layout has no expiry.
+/// - Cursor reads ([`read_since`](HistoryStore::read_since)) are
+///   [`Unsupported`](memory_core::ErrorKind::Unsupported) (the capabilities say
+///   `cursor_reads: false`): an epoch would have to change whenever the thread changes
+///   otherwise than by appends, and the Python side, which shares the table, archives and
+///   resets threads without ever moving one, so a cursor could not tell its changes from
+///   appends.
 ///
 /// Cloning is cheap and shares the pool.
 ///
@@ -1157,6 +1163,8 @@ impl HistoryStore for LlamaIndexHistoryStore {
             // Under `SessionIdOnly`, a thread written through a scope other than
             // `Scope::session`'s is not listed under that scope's tenant.
             .with_lists_every_thread(self.inner.key_mapping == KeyMapping::Strict)
+            // No epochs in a table Python writes too (see the type's docs).
+            .with_cursor_reads(false)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {

@@ -18,7 +18,7 @@ use crate::prefix::TablePrefix;
 use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 4;
+pub const SCHEMA_VERSION: u32 = 5;
 
 struct Migration {
     version: u32,
@@ -56,6 +56,13 @@ const MIGRATIONS: &[Migration] = &[
         sqlite: include_str!("../migrations/sqlite/0004_session_nonce.sql"),
         postgres: include_str!("../migrations/postgres/0004_session_nonce.sql"),
         mysql: include_str!("../migrations/mysql/0004_session_nonce.sql"),
+    },
+    Migration {
+        version: 5,
+        name: "thread_epoch",
+        sqlite: include_str!("../migrations/sqlite/0005_thread_epoch.sql"),
+        postgres: include_str!("../migrations/postgres/0005_thread_epoch.sql"),
+        mysql: include_str!("../migrations/mysql/0005_thread_epoch.sql"),
     },
 ];
 

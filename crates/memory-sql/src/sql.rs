@@ -7,7 +7,7 @@ use memory_core::MAX_TTL;
 
 use crate::dialect::Dialect;
 use crate::prefix::TablePrefix;
-use crate::rows::to_i64;
+use crate::rows::{MAX_TTL_MS, to_i64};
 
 /// Expired threads removed per purge transaction.
 pub(crate) const PURGE_BATCH: usize = 256;
@@ -31,6 +31,8 @@ pub(crate) struct HistorySql {
     pub(crate) known_ids_pg: Arc<str>,
     /// PostgreSQL: a batch inserted from one array per column.
     pub(crate) insert_messages_pg: Arc<str>,
+    /// PostgreSQL: a whole append in one statement (see [`APPEND_PG`]).
+    pub(crate) append_pg: Arc<str>,
     pub(crate) count: Arc<str>,
     pub(crate) lock_live: Arc<str>,
     pub(crate) archive_counters: Arc<str>,
@@ -38,6 +40,63 @@ pub(crate) struct HistorySql {
     pub(crate) set_ttl: Arc<str>,
     pub(crate) purge_select: Arc<str>,
 }
+
+/// PostgreSQL: a whole append as one statement, run between `BEGIN` and `COMMIT` (see
+/// `append_once` for why not alone, in autocommit). Parameters: `$1` the thread key, `$2..=$6` the scope columns, `$7` the default
+/// TTL and `$13` the same bounded to the longest TTL, `$8..=$12` the batch (ids, roles, token
+/// counts, creation times, bodies; one array per column, in order, ids distinct). Returns one
+/// row per id of the batch, `(message_id, seq, 1)` for a message it inserted and
+/// `(message_id, seq, 0)` for one the thread already held, or no row at all when it changed
+/// nothing: the transaction, which holds the thread row's lock then, goes on statement by
+/// statement.
+///
+/// The upsert of the thread row (`locked`) locks it, so writers of one thread queue there. The
+/// trap: a statement reads the messages (`known`, the deduplication) in the snapshot taken
+/// when it *started*, while the upsert acts on the row's newest version, after waiting for the
+/// writer before it. So `snap` reads the row's version (`xmin`) in the snapshot, and the
+/// `DO UPDATE` applies only when the locked row is that very version: nobody changed the thread
+/// since the snapshot (every writer of a thread's messages also writes its row, under that
+/// lock), so what the snapshot says of its messages is still true. Otherwise (a writer went
+/// first, the thread expired, a counter is corrupt or would overflow), it changes nothing and
+/// returns no row. When there was no row to lock (`xmax = 0`: created), the thread held no
+/// message at that moment whatever the snapshot says (a clear or purge deletes both), so every
+/// message of the batch is new, at `1..=n`.
+const APPEND_PG: &str = "WITH input AS (\
+  SELECT i, r, tk, c, b, o FROM UNNEST($8::text[], $9::text[], $10::bigint[], $11::bigint[], \
+    $12::text[]) WITH ORDINALITY AS u(i, r, tk, c, b, o)), \
+snap AS (SELECT xmin AS v FROM {prefix}threads WHERE thread_key = $1), \
+known AS (SELECT m.message_id, m.seq FROM {prefix}messages m \
+  WHERE m.thread_key = $1 AND m.message_id = ANY($8::text[]) AND EXISTS (SELECT 1 FROM snap)), \
+fresh AS (SELECT i, r, tk, c, b, ROW_NUMBER() OVER (ORDER BY o) AS k FROM input \
+  WHERE i NOT IN (SELECT message_id FROM known)), \
+added AS (SELECT COUNT(*) AS n, COALESCE(SUM(tk), 0)::bigint AS tokens FROM fresh), \
+totals AS (SELECT COUNT(*) AS n, COALESCE(SUM(tk), 0)::bigint AS tokens FROM input), \
+locked AS (INSERT INTO {prefix}threads AS t (thread_key, tenant, user_id, agent_id, source, \
+    session_id, ttl_ms, last_seq, active_count, active_tokens, expires_at) \
+  SELECT $1, $2, $3, $4, $5, $6, $7, a.n, a.n, a.tokens, {now} + $13 FROM totals a \
+  ON CONFLICT (thread_key) DO UPDATE SET \
+    last_seq = t.last_seq + (SELECT n FROM added), \
+    active_count = t.active_count + (SELECT n FROM added), \
+    active_tokens = t.active_tokens + (SELECT tokens FROM added), \
+    expires_at = {now} + CASE WHEN t.ttl_ms > {max_ttl} THEN {max_ttl} ELSE t.ttl_ms END \
+  WHERE t.xmin = (SELECT v FROM snap) \
+    AND (t.expires_at IS NULL OR t.expires_at > {now}) \
+    AND t.last_seq >= 0 AND t.active_count >= 0 AND t.active_tokens >= 0 \
+    AND t.last_seq <= 9223372036854775807 - (SELECT n FROM added) \
+    AND t.active_count <= 9223372036854775807 - (SELECT n FROM added) \
+    AND t.active_tokens <= 9223372036854775807 - (SELECT tokens FROM added) \
+  RETURNING t.last_seq, t.xmax = 0 AS created), \
+ins AS (INSERT INTO {prefix}messages \
+    (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
+  SELECT $1, l.last_seq - a.n + f.k, f.i, f.r, f.tk, 0, f.c, f.b \
+    FROM fresh f, locked l, added a WHERE NOT l.created \
+  UNION ALL \
+  SELECT $1, f.o, f.i, f.r, f.tk, 0, f.c, f.b FROM input f, locked l WHERE l.created \
+  RETURNING message_id, seq) \
+SELECT message_id, seq, 1::bigint FROM ins \
+UNION ALL \
+SELECT message_id, seq, 0::bigint FROM known \
+  WHERE EXISTS (SELECT 1 FROM locked WHERE NOT created)";
 
 /// `EXISTS` clause: the thread (`?` = key) is live now (by the database's clock).
 const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key = ? \
@@ -48,7 +107,7 @@ const LIVE: &str = "EXISTS (SELECT 1 FROM {prefix}threads t WHERE t.thread_key =
 /// [`LIVE`] does) and lets an active-window read scan the primary key `(thread_key, seq)`
 /// from the first active message on, past the archived prefix and the index entries archiving
 /// left behind.
-const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
+pub(crate) const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}threads t \
                            WHERE t.thread_key = ? AND (t.expires_at IS NULL OR t.expires_at > {now}))";
 
 /// The last column of a locked thread row: its expiry if the thread expired (by the database's
@@ -77,10 +136,13 @@ impl HistorySql {
             insert_thread: r("INSERT INTO {prefix}threads \
                  (thread_key, tenant, user_id, agent_id, source, session_id, ttl_ms) \
                  VALUES (?, ?, ?, ?, ?, ?, ?)"),
+            // epoch: the `COALESCE(?, epoch)` sets a fresh epoch when the append restarts an
+            // expired thread (`NULL` otherwise: appends keep the epoch).
             update_thread: r(
                 "UPDATE {prefix}threads SET last_seq = ?, active_count = ?, \
                  active_tokens = ?, ttl_ms = ?, expires_at = {now} + ?, \
-                 first_active = COALESCE(?, first_active) WHERE thread_key = ?",
+                 first_active = COALESCE(?, first_active), epoch = COALESCE(?, epoch) \
+                 WHERE thread_key = ?",
             ),
             delete_messages: r("DELETE FROM {prefix}messages WHERE thread_key = ?"),
             delete_thread: r("DELETE FROM {prefix}threads WHERE thread_key = ?"),
@@ -123,6 +185,7 @@ impl HistorySql {
                  (thread_key, seq, message_id, role, tokens, archived, created_at, body) \
                  SELECT ?, s, i, r, t, 0, c, b FROM UNNEST(?::bigint[], ?::text[], \
                    ?::text[], ?::bigint[], ?::bigint[], ?::text[]) AS u(s, i, r, t, c, b)"),
+            append_pg: r(&APPEND_PG.replace("{max_ttl}", &MAX_TTL_MS.to_string())),
             count: r(
                 "SELECT last_seq, active_count, active_tokens FROM {prefix}threads \
                  WHERE thread_key = ? AND (expires_at IS NULL OR expires_at > {now})",
@@ -140,7 +203,10 @@ impl HistorySql {
                  first_active = CASE WHEN first_active BETWEEN ? AND ? \
                    THEN COALESCE((SELECT MIN(seq) FROM {prefix}messages \
                      WHERE thread_key = ? AND archived = 0 AND seq > ?), last_seq + 1) \
-                   ELSE first_active END \
+                   ELSE first_active END, \
+                 epoch = CASE WHEN EXISTS (SELECT 1 FROM {prefix}messages \
+                   WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?) \
+                   THEN ? ELSE epoch END \
                  WHERE thread_key = ?"),
             archive_messages: r("UPDATE {prefix}messages SET archived = 1 \
                  WHERE thread_key = ? AND archived = 0 AND seq BETWEEN ? AND ?"),

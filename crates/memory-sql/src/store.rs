@@ -8,6 +8,7 @@ use std::time::Duration;
 use memory_core::{Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
 
 use crate::config::{DbUrl, SqlConfig};
+use crate::cursor::CursorSql;
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
 use crate::prefix::TablePrefix;
@@ -19,6 +20,14 @@ use crate::sql::{HistorySql, SessionSql};
 /// on SQLite, PostgreSQL or MySQL/MariaDB.
 ///
 /// Both traits share one pool and one schema. Cloning is cheap and shares the pool.
+///
+/// Cursor reads ([`read_since`](memory_core::HistoryStore::read_since)) are one statement: the
+/// thread row keeps an `epoch` (schema v5: drawn at random for a new row, set afresh by an
+/// archive that moves a message and by an append that restarts an expired thread), and one
+/// `SELECT` returns it with the thread's counts and the window's messages, above the cursor
+/// when the cursor's epoch is the row's. Only a [`TokenBudget`](memory_core::Window::TokenBudget)
+/// window read whole whose budget outlasts the newest 1,024 sequence numbers takes more: it
+/// continues as the paged budgeted read, in one read-only snapshot.
 ///
 /// Open one with [`SqlStore::connect`] or [`SqlStore::builder`] from a URL, or wrap the
 /// application's sqlx pool with `from_sqlite_pool`, `from_postgres_pool` or `from_mysql_pool`.
@@ -33,6 +42,7 @@ pub(crate) struct Inner {
     pub(crate) prefix: TablePrefix,
     pub(crate) history: HistorySql,
     pub(crate) session: SessionSql,
+    pub(crate) cursor: CursorSql,
     pub(crate) counter: Arc<dyn TokenCounter>,
     pub(crate) default_ttl: Option<Duration>,
     /// `default_ttl` in milliseconds, checked at open.
@@ -144,6 +154,7 @@ impl SqlStore {
             inner: Arc::new(Inner {
                 history: HistorySql::new(dialect, &prefix),
                 session: SessionSql::new(dialect, &prefix),
+                cursor: CursorSql::new(dialect, &prefix),
                 db,
                 prefix,
                 counter: config.token_counter,

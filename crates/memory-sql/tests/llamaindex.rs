@@ -1428,6 +1428,13 @@ async fn scopes_map_to_session_ids(kind: Kind) {
         store.purge_expired().await.unwrap_err().kind(),
         ErrorKind::Unsupported
     );
+    // No cursor reads: Python writers of the table would never move an epoch.
+    assert!(!store.capabilities().cursor_reads);
+    let err = store
+        .read_since(&plain, memory_core::Window::All, None)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
     shared.drop_table().await;
     env.drop_table().await;
 }

@@ -301,7 +301,8 @@ async fn upgrade_from_v1(target: Target) {
     assert!(!raw.has_index(&messages_table, &index).await);
     v1.close().await;
     // This build's statements need the current schema: write the data with it, then take the
-    // tables back to v1 (the v2 index, the v3 and v4 columns dropped, their records removed).
+    // tables back to v1 (the v2 index, the v3, v4 and v5 columns dropped, their records
+    // removed).
     let v1 = open(&url, &prefix).await;
     let scope = Scope::session("upgrade")
         .unwrap()
@@ -328,6 +329,8 @@ async fn upgrade_from_v1(target: Target) {
         "ALTER TABLE {prefix}sessions DROP COLUMN last_nonce"
     ))
     .await;
+    raw.exec(&format!("ALTER TABLE {prefix}threads DROP COLUMN epoch"))
+        .await;
     raw.exec(&format!(
         "DELETE FROM {prefix}schema_migrations WHERE version > 1"
     ))
@@ -337,7 +340,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 4);
+    assert_eq!(SCHEMA_VERSION, 5);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
@@ -348,18 +351,45 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 4, "one row per applied version");
+    assert_eq!(versions, 5, "one row per applied version");
     // v3 starts the thread's active window at its first active message.
     let first_active = raw
         .int(&format!("SELECT first_active FROM {prefix}threads"))
         .await;
     assert_eq!(first_active, 3);
+    // v5 gives the existing thread an epoch (never 0) and keeps its indexes (SQLite rebuilds
+    // the table).
+    let epoch = raw.int(&format!("SELECT epoch FROM {prefix}threads")).await;
+    assert!(epoch > 0, "{epoch}");
+    assert!(
+        raw.has_index(
+            &format!("{prefix}threads"),
+            &format!("{prefix}threads_tenant")
+        )
+        .await
+    );
+    assert!(
+        raw.has_index(
+            &format!("{prefix}threads"),
+            &format!("{prefix}threads_expiry")
+        )
+        .await
+    );
+    let read = store.read_since(&scope, Window::All, None).await.unwrap();
+    assert_eq!(read.cursor.epoch(), epoch.unsigned_abs());
+    assert_eq!(read.messages.len(), 3);
     // And it keeps working on the upgraded schema.
     let out = store
         .append(&scope, &[ChatMessage::assistant("after the upgrade")])
         .await
         .unwrap();
     assert_eq!(out.seqs, vec![6]);
+    let since = store
+        .read_since(&scope, Window::All, Some(read.cursor))
+        .await
+        .unwrap();
+    assert_eq!(since.delta, memory_core::Delta::Appended);
+    assert_eq!(since.messages.len(), 1);
     // v4: a session of the old schema saves on (its row has no nonce yet), and once deleted
     // it is re-created above its last version.
     assert_eq!(store.save(&scope, &state, Some(1)).await.unwrap(), 2);
@@ -887,7 +917,9 @@ async fn round_trips(store: SqlStore, backend: Backend) {
          TokenBudget read {budget}, Last read {last}, count {count}, session create {create}, \
          session save {save}, session load {load}"
     );
+    // PostgreSQL: one statement between `BEGIN` and `COMMIT`.
     let (expected_new, expected_existing) = match backend {
+        Backend::Postgres => (3, 3),
         Backend::MySql => (6, 6),
         _ => (5, 6),
     };
@@ -895,6 +927,25 @@ async fn round_trips(store: SqlStore, backend: Backend) {
     assert_eq!((budget, last, count), (1, 1, 1));
     // A create is one INSERT (a re-create after delete or expiry adds a probe and an UPDATE).
     assert_eq!((create, save, load), (1, 1, 1));
+    // A cursor read is one statement, whole or appended.
+    let whole = store
+        .read_since(&scope, Window::TokenBudget(30_000), None)
+        .await
+        .unwrap();
+    let read_whole = measure(store.round_trips());
+    store
+        .append(&scope, &[ChatMessage::user("q3")])
+        .await
+        .unwrap();
+    measure(store.round_trips());
+    let since = store
+        .read_since(&scope, Window::TokenBudget(30_000), Some(whole.cursor))
+        .await
+        .unwrap();
+    let read_appended = measure(store.round_trips());
+    println!("{backend}: read_since whole {read_whole}, read_since appended {read_appended}");
+    assert_eq!(since.messages.len(), 1);
+    assert_eq!((read_whole, read_appended), (1, 1));
     store.clear(&scope).await.unwrap();
     SessionStore::delete(&store, &scope).await.unwrap();
 }
@@ -1318,4 +1369,126 @@ async fn active_window_starts_at_the_first_active_message() {
     first_active_window(common::sqlite_file_store().await).await;
     first_active_window(common::postgres_store().await).await;
     first_active_window(common::mysql_store().await).await;
+}
+
+// ---------------------------------------------------------------------------------------------
+// PostgreSQL's one-statement append and the writer it waited for
+// ---------------------------------------------------------------------------------------------
+
+/// A writer of the thread that holds its row in an open transaction, as another process would.
+async fn hold_thread(
+    pool: &sqlx::PgPool,
+    statements: &[String],
+    key: &str,
+) -> sqlx::Transaction<'static, sqlx::Postgres> {
+    let mut tx = pool.begin().await.unwrap();
+    for sql in statements {
+        sqlx::query(AssertSqlSafe(sql.clone()))
+            .bind(key)
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+    tx
+}
+
+/// The append's statement reads the messages in the snapshot of its start, and acts on the
+/// thread row after waiting for the writer that held it: a message that writer committed
+/// meanwhile is found (its sequence number returned, not stored twice), and the new ones follow.
+#[tokio::test]
+async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
+    let url = Target::Postgres.url();
+    let prefix = unique_prefix("amwaitw");
+    let store = Arc::new(open(&url, &prefix).await);
+    let scope = Scope::session("waited").unwrap();
+    let key = scope.key();
+    store
+        .append(&scope, &[ChatMessage::user("first")])
+        .await
+        .unwrap();
+    let racing = ChatMessage::user("racing");
+    let body = racing.to_json().unwrap().replace('\'', "''");
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let holder = hold_thread(
+        &pool,
+        &[
+            format!(
+                "UPDATE {prefix}threads SET last_seq = 2, active_count = 2 WHERE thread_key = $1"
+            ),
+            format!(
+                "INSERT INTO {prefix}messages (thread_key, seq, message_id, role, tokens, \
+                 archived, created_at, body) VALUES ($1, 2, '{}', 'user', 0, 0, 0, '{body}')",
+                racing.id
+            ),
+        ],
+        &key,
+    )
+    .await;
+    let batch = vec![racing.clone(), ChatMessage::user("after")];
+    let append = tokio::spawn({
+        let store = Arc::clone(&store);
+        let scope = scope.clone();
+        async move { store.append(&scope, &batch).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append waits for the thread's lock"
+    );
+    holder.commit().await.unwrap();
+    let out = append.await.unwrap().unwrap();
+    assert_eq!((out.seqs, out.inserted), (vec![2, 3], 1));
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    assert_gap_free(&all);
+    assert_eq!(all.len(), 3);
+    assert_eq!(store.count(&scope).await.unwrap().last_seq, 3);
+    store.close().await;
+    Raw::Postgres(pool).drop_tables(&prefix).await;
+}
+
+/// A clear that commits while the append waits: the append's snapshot still shows the cleared
+/// messages, yet the append starts the thread again at 1 and stores every message, including
+/// the one whose id the cleared thread held.
+#[tokio::test]
+async fn an_append_after_a_clear_it_waited_for_starts_again_postgres() {
+    let url = Target::Postgres.url();
+    let prefix = unique_prefix("amwaitc");
+    let store = Arc::new(open(&url, &prefix).await);
+    let scope = Scope::session("cleared").unwrap();
+    let key = scope.key();
+    let old = [ChatMessage::user("a"), ChatMessage::user("b")];
+    store.append(&scope, &old).await.unwrap();
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    let holder = hold_thread(
+        &pool,
+        &[
+            format!("DELETE FROM {prefix}threads WHERE thread_key = $1"),
+            format!("DELETE FROM {prefix}messages WHERE thread_key = $1"),
+        ],
+        &key,
+    )
+    .await;
+    let batch = vec![old[1].clone(), ChatMessage::user("c")];
+    let append = tokio::spawn({
+        let store = Arc::clone(&store);
+        let scope = scope.clone();
+        async move { store.append(&scope, &batch).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append waits for the thread's lock"
+    );
+    holder.commit().await.unwrap();
+    let out = append.await.unwrap().unwrap();
+    assert_eq!((out.seqs, out.inserted), (vec![1, 2], 2));
+    let all = store.read(&scope, Window::Everything).await.unwrap();
+    assert_gap_free(&all);
+    let ids: Vec<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
+    assert_eq!(ids, [old[1].id.as_str(), all[1].message.id.as_str()]);
+    assert_eq!(all[1].message.text(), "c");
+    let count = store.count(&scope).await.unwrap();
+    assert_eq!((count.last_seq, count.active), (2, 2));
+    store.close().await;
+    Raw::Postgres(pool).drop_tables(&prefix).await;
 }

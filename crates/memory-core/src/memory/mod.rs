@@ -349,13 +349,23 @@ impl Memory {
     ) -> Result<FlushReport> {
         self.history.append(scope, messages).await?;
         let report = self.flush_in(scope).await?;
+        self.touch_states_after_append(scope, &report).await?;
+        Ok(report)
+    }
+
+    /// After an append: the thread's clock restarted with it; the block states' restarts with
+    /// a save, so they would expire first while the thread lives on. A flush that delivered
+    /// saved them; otherwise a store whose sessions expire by default gets them saved again (a
+    /// store whose sessions only expire after a `set_ttl` call keeps them without this).
+    pub(crate) async fn touch_states_after_append(
+        &self,
+        scope: &Scope,
+        report: &FlushReport,
+    ) -> Result<()> {
         if report.deliveries == 0 && self.states.capabilities().expires_by_default {
-            // The thread's clock restarted with the append; the block states' restarts with a
-            // save, so they would expire first while the thread lives on. A store whose
-            // sessions only expire after a `set_ttl` call keeps them without this.
             state::touch(self.states.as_ref(), scope).await?;
         }
-        Ok(report)
+        Ok(())
     }
 
     pub(crate) async fn flush_in(&self, scope: &Scope) -> Result<FlushReport> {
@@ -363,7 +373,17 @@ impl Memory {
         if count.active_tokens <= self.config.flush_threshold() {
             return Ok(FlushReport::default());
         }
-        let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens = count.active_tokens);
+        self.flush_over(scope, count.active_tokens).await
+    }
+
+    /// Flushes the thread, whose active tokens were found over the threshold (the flush reads
+    /// the window again and moves out only what it still finds over).
+    pub(crate) async fn flush_over(
+        &self,
+        scope: &Scope,
+        active_tokens: u64,
+    ) -> Result<FlushReport> {
+        let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens);
         self.flush_window(scope).instrument(span).await
     }
 

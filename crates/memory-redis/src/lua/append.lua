@@ -1,8 +1,10 @@
 -- Appends a batch to a thread, atomically.
 -- KEYS: meta, ids, msg, tok, active, exp
 -- ARGV: max_messages ('0' = no limit), overflow ('archive' | 'delete'), default ttl ms ('0' =
---       none, used when the thread is new), expiry-record grace ms, then one (id, tokens, json)
---       triple per distinct message.
+--       none, used when the thread is new), expiry-record grace ms, a fresh epoch (a random
+--       non-zero u64 in decimal: the thread's meta 'epoch' when this append creates the thread or
+--       moves messages out of its active window), then one (id, tokens, json) triple per
+--       distinct message.
 -- Returns {flags, inserted, seq of message 1, seq of message 2, ...}: flags + 1 while the
 -- thread is not confirmed in its tenant's thread index (it is new, or the store did not get to
 -- add it yet): the store adds it, then deletes meta 'unindexed'; flags + 2 when this append
@@ -13,7 +15,8 @@ local meta, ids, msg, tok, active, exp = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEY
 local max = tonumber(ARGV[1])
 local delete = ARGV[2] == 'delete'
 local grace = ARGV[4]
-local FIRST = 5
+local fresh_epoch = ARGV[5]
+local FIRST = 6
 local n = (#ARGV - FIRST + 1) / 3
 
 local m = redis.call('HMGET', meta, 'last_seq', 'ttl_ms', 'gone', 'unindexed')
@@ -76,10 +79,12 @@ if added > 0 then
   chunked('HSET', tok, tok_pairs)
   chunked('ZADD', active, zadd_args)
   if is_new then
-    -- `born` marks this life of the thread, so a read in pages sees a clear between two pages.
+    -- `born` marks this life of the thread, so a read in pages sees a clear between two pages;
+    -- `epoch` is its shape for cursor reads (read_since.lua), fresh for every life.
     local now = redis.call('TIME')
     redis.call('HSET', meta, 'last_seq', itos(last), 'active', '0', 'tokens', '0',
-      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl, 'born', now[1] .. '.' .. now[2], 'unindexed', '1')
+      'deleted', '0', 'first_kept', '1', 'ttl_ms', ttl, 'born', now[1] .. '.' .. now[2],
+      'epoch', fresh_epoch, 'unindexed', '1')
   else
     redis.call('HSET', meta, 'last_seq', itos(last))
   end
@@ -95,6 +100,8 @@ if added > 0 then
     redis.call('ZREMRANGEBYRANK', active, 0, excess - 1)
     redis.call('HINCRBY', meta, 'active', -#old)
     redis.call('HINCRBY', meta, 'tokens', itos(-sum))
+    -- The window lost messages: a cursor reader must read it whole again.
+    if #old > 0 then redis.call('HSET', meta, 'epoch', fresh_epoch) end
     if delete then
       -- A deleted message's id goes too, so the id index never outgrows the stored messages;
       -- except the ids of this batch's own messages, which stay until the next append (listed
