@@ -464,7 +464,7 @@ impl Agent {
             _ if window.iter().any(|m| is_summary(&m.message)) => {
                 Reduction::keep_all().view(window)
             }
-            _ => window.iter().map(|m| m.message.clone()).collect(),
+            _ => window.iter().map(|m| (*m.message).clone()).collect(),
         };
 
         // 3. Context providers.
@@ -696,7 +696,7 @@ impl Agent {
                 seq,
                 tokens: counter.count_message(&message),
                 archived: false,
-                message,
+                message: Arc::new(message),
             })
             .collect();
         let reduction = reducer
@@ -715,7 +715,7 @@ impl Agent {
             );
         }
         *conversation = if reduction.is_noop() {
-            stored.into_iter().map(|m| m.message).collect()
+            stored.into_iter().map(|m| m.into_message()).collect()
         } else {
             reduction.view(&stored)
         };
@@ -768,7 +768,7 @@ impl Agent {
                     seq: *seq,
                     tokens: counter.count_message(message),
                     archived: false,
-                    message: message.clone(),
+                    message: Arc::new(message.clone()),
                 }),
         );
         match self.window {

@@ -202,7 +202,7 @@ async fn one_tool_call_runs_and_the_whole_exchange_is_stored_in_one_append() {
         [("call-1".to_owned(), "5".to_owned())]
     );
     assert_eq!(stored[3].message.text(), "2 + 3 = 5.");
-    let stored_messages: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
+    let stored_messages: Vec<ChatMessage> = stored.into_iter().map(|m| m.into_message()).collect();
     assert_eq!(stored_messages[1..], run.messages[..]);
     assert_eq!(session.turns(), 1);
 }
@@ -258,7 +258,7 @@ async fn the_calls_of_one_response_run_concurrently() {
     assert_eq!(results_in_order, [("c-a", "met ana"), ("c-b", "met bo")]);
     // One assistant message with two calls, then one tool message per call, in call order.
     let stored = store.read(session.scope(), Window::All).await.unwrap();
-    let stored: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
+    let stored: Vec<ChatMessage> = stored.into_iter().map(|m| m.into_message()).collect();
     assert_eq!(stored.len(), 5);
     assert_eq!(
         stored[1].tool_call_ids().collect::<Vec<_>>(),
@@ -359,7 +359,7 @@ async fn the_iteration_limit_stops_the_run_with_every_call_answered() {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     assert_eq!(stored.len(), 5);
     assert_groups_whole(&stored);
@@ -605,7 +605,7 @@ async fn the_reducer_shrinks_the_request_between_iterations_without_splitting_a_
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     assert_eq!(stored.len(), 8);
     assert_groups_whole(&stored);
@@ -646,7 +646,7 @@ async fn reducers_on_a_stored_tool_run_keep_each_group_whole() {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     let texts: Vec<String> = active.iter().map(ChatMessage::text).collect();
     assert_eq!(texts, ["2 and 4.", "Thanks.", "You are welcome."]);
@@ -656,7 +656,7 @@ async fn reducers_on_a_stored_tool_run_keep_each_group_whole() {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     assert_eq!(everything.len(), 7);
     // A view reducer over the stored thread also cuts only between groups.

@@ -490,7 +490,7 @@ async fn block_through<B: MemoryBlock>(block: B) {
         seq: 1,
         tokens: 3,
         archived: false,
-        message: ChatMessage::user("x"),
+        message: ChatMessage::user("x").into(),
     };
     let mut state = Value::Null;
     block
@@ -527,9 +527,9 @@ async fn reducer_through<R: ChatReducer>(reducer: R) {
             tokens: 1,
             archived: false,
             message: if seq % 2 == 1 {
-                ChatMessage::user(format!("q{seq}"))
+                ChatMessage::user(format!("q{seq}")).into()
             } else {
-                ChatMessage::assistant(format!("a{seq}"))
+                ChatMessage::assistant(format!("a{seq}")).into()
             },
         })
         .collect();

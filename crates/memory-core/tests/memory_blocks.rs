@@ -318,7 +318,7 @@ async fn vector_block_forget_and_discard_through_arc_and_box() {
                 seq,
                 tokens: 5,
                 archived: false,
-                message: ChatMessage::user(format!("message number {seq} about deploys")),
+                message: ChatMessage::user(format!("message number {seq} about deploys")).into(),
             })
             .collect();
         let (scope_ref, stored_ref) = (&scope, &stored);

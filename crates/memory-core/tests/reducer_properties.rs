@@ -75,7 +75,7 @@ fn history() -> impl Strategy<Value = Vec<StoredMessage>> {
                     seq: i as u64 + 1,
                     tokens: tokens[i % tokens.len()],
                     archived: false,
-                    message,
+                    message: message.into(),
                 })
                 .collect()
         })
@@ -110,7 +110,8 @@ fn history_with_summaries() -> impl Strategy<Value = Vec<StoredMessage>> {
                         .with_metadata(
                             SUMMARY_METADATA_KEY,
                             serde_json::json!({"first_seq": 0, "last_seq": 0}),
-                        );
+                        )
+                        .into();
                 }
             }
             msgs
@@ -270,7 +271,7 @@ fn check_summarizing(msgs: &[StoredMessage], r: &Reduction, target: usize, thres
     let view = r.view(msgs);
     let mut at = 0;
     if let Some(p) = r.pinned {
-        assert_eq!(view[0], msgs[p].message);
+        assert_eq!(view[0], *msgs[p].message);
         at = 1;
     }
     if let Some(summary) = &r.summary {

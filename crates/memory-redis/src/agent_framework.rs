@@ -294,7 +294,7 @@ impl AfRedisHistory {
             seq: u64::try_from(position).unwrap_or_default(),
             tokens: self.inner.counter.count_message(&message),
             archived: false,
-            message,
+            message: message.into(),
         })
     }
 

@@ -883,7 +883,7 @@ pub(crate) fn decode_messages(what: &str, reply: Value) -> Result<Vec<StoredMess
                 seq,
                 tokens,
                 archived: active == 0,
-                message,
+                message: message.into(),
             }),
             // One bad message never makes the thread unreadable (the `HistoryStore` contract).
             Err(err) => skip_undecodable(&what, seq, &err),

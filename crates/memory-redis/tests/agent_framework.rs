@@ -485,7 +485,7 @@ async fn reads_what_python_wrote() {
 
     let all = store.read(&scope, Window::All).await.unwrap();
     assert_eq!(seqs(&all), [1, 2, 3, 4]);
-    let read: Vec<ChatMessage> = all.iter().map(|m| m.message.clone()).collect();
+    let read: Vec<ChatMessage> = all.iter().map(|m| (*m.message).clone()).collect();
     assert_eq!(read, expected);
     assert!(all.iter().all(|m| !m.archived && m.tokens > 0));
     assert!(matches!(&read[1].parts[0], Part::ToolCall { name, .. } if name == "get_calendar"));
@@ -581,7 +581,7 @@ async fn reads_what_python_wrote() {
     assert_eq!(stored[..4], elements[..]);
     assert_eq!(stored[4], element_of(&replay[4]));
     assert_eq!(
-        store.read(&scope, Window::Last(1)).await.unwrap()[0].message,
+        *store.read(&scope, Window::Last(1)).await.unwrap()[0].message,
         replay[4]
     );
     cleanup(&prefix).await;
@@ -1131,7 +1131,7 @@ async fn the_compatible_layout_gains_no_keys() {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     transcript.push(ChatMessage::user("more"));
     assert_eq!(other.append(&scope, &transcript).await.unwrap().inserted, 1);

@@ -102,7 +102,7 @@ fn decode_message(mut row: Row) -> Result<StoredMessage> {
         seq,
         tokens,
         archived,
-        message,
+        message: message.into(),
     })
 }
 

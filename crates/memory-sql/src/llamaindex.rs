@@ -724,7 +724,7 @@ impl LlamaIndexHistoryStore {
             seq,
             tokens,
             archived: status != ACTIVE,
-            message,
+            message: message.into(),
         })
     }
 

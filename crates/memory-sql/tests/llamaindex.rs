@@ -762,7 +762,7 @@ async fn rows_llamaindex_wrote_read_back(kind: Kind) {
     let everything = store.read(&scope, Window::Everything).await.unwrap();
     assert_eq!(everything.len(), 6);
     for (stored, (id, ts, _, status, data)) in everything.iter().zip(README_ROWS) {
-        assert_eq!(stored.message, expected_message(&env, id, ts, data));
+        assert_eq!(*stored.message, expected_message(&env, id, ts, data));
         assert_eq!(stored.archived, status == "archived");
         // Written back with the store's options, the row is byte-identical.
         assert_eq!(
@@ -869,7 +869,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
             .await
             .unwrap()
             .into_iter()
-            .map(|m| m.message)
+            .map(|m| m.into_message())
             .collect::<Vec<_>>()
     };
     let from_python = read("python").await;
@@ -897,7 +897,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
         .await
         .unwrap()
         .into_iter()
-        .map(|m| m.message)
+        .map(|m| m.into_message())
         .collect();
     assert_eq!(through, from_python);
     store.append(&scope("from-native"), &through).await.unwrap();
@@ -1053,7 +1053,7 @@ async fn appends_write_pythons_bytes(kind: Kind) {
     let back = env.store.read(&scope, Window::Last(2)).await.unwrap();
     let mut expected_user = user.clone();
     set_time(&mut expected_user, new_user.2);
-    assert_eq!(back[0].message, expected_user);
+    assert_eq!(*back[0].message, expected_user);
     assert_eq!(back[1].message.id.as_str(), "m-bytes-2");
 
     // With LiOptions::default(), our messages read back exactly.
@@ -1070,7 +1070,7 @@ async fn appends_write_pythons_bytes(kind: Kind) {
         .await
         .unwrap();
     let back = full.store.read(&scope, Window::All).await.unwrap();
-    assert_eq!(back[0].message, rich);
+    assert_eq!(*back[0].message, rich);
     full.drop_table().await;
     env.drop_table().await;
 }
@@ -1185,8 +1185,8 @@ async fn retried_appends_are_idempotent(kind: Kind) {
 
     // A row Python wrote, read and appended again, is a retry of that row.
     let first = store.read(&scope, Window::Everything).await.unwrap()[0]
-        .message
-        .clone();
+        .clone()
+        .into_message();
     let out = store.append(&scope, &[first]).await.unwrap();
     assert_eq!((out.seqs, out.inserted), (vec![1], 0));
 

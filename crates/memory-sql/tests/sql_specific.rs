@@ -343,7 +343,7 @@ async fn upgrade_from_v1(target: Target) {
     assert_eq!(SCHEMA_VERSION, 5);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
-    let got: Vec<&ChatMessage> = all.iter().map(|m| &m.message).collect();
+    let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
     assert_eq!(got, messages.iter().collect::<Vec<_>>());
     assert_eq!(store.read(&scope, Window::All).await.unwrap().len(), 3);
     let loaded = store.load(&scope).await.unwrap().unwrap();
@@ -842,7 +842,7 @@ async fn large_batches(target: Target) {
     let all = store.read(&scope, Window::All).await.unwrap();
     assert_eq!(all.len(), many.len() + 3);
     assert_gap_free(&all);
-    assert_eq!(all.last().unwrap().message, big[2]);
+    assert_eq!(*all.last().unwrap().message, big[2]);
     store.clear(&scope).await.unwrap();
 }
 
@@ -998,7 +998,7 @@ async fn stores_wrap_the_applications_pools() {
             .await
             .unwrap();
         let all = store.read(&scope, Window::All).await.unwrap();
-        assert_eq!(all[0].message, message);
+        assert_eq!(*all[0].message, message);
         assert!(format!("{store:?}").contains("application's pool"));
         store.clear(&scope).await.unwrap();
     }

@@ -190,7 +190,7 @@ pub fn message_ids(messages: &[StoredMessage]) -> Vec<String> {
 
 /// The messages of `stored`, without their storage data.
 pub fn chat_messages(stored: &[StoredMessage]) -> Vec<ChatMessage> {
-    stored.iter().map(|m| m.message.clone()).collect()
+    stored.iter().map(|m| (*m.message).clone()).collect()
 }
 
 /// A JSON object from a `serde_json::json!({...})` value.

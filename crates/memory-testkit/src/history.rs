@@ -225,7 +225,7 @@ async fn append_checked(
     assert_eq!(
         gained
             .iter()
-            .map(|m| (m.seq, m.message.clone()))
+            .map(|m| (m.seq, (*m.message).clone()))
             .collect::<Vec<_>>(),
         new,
         "{what}: the thread gained exactly the messages reported new, in the order given"
@@ -1148,7 +1148,7 @@ pub async fn retried_append_is_idempotent(store: &dyn HistoryStore) {
     let all = read(store, &scope, Window::All).await;
     assert_eq!(all.len(), 5, "retries added no message");
     assert_eq!(
-        all[0].message, batch[0],
+        *all[0].message, batch[0],
         "the first stored version of a message stays"
     );
     assert_eq!(
@@ -1452,7 +1452,7 @@ pub async fn concurrent_writers_to_one_thread(store: Arc<dyn HistoryStore>) {
         for (message, seq) in batch.iter().zip(batch_seqs) {
             let at = &all[(*seq - 1) as usize];
             assert_eq!(
-                &at.message, message,
+                &*at.message, message,
                 "the message at seq {seq} is the one its append reported"
             );
         }
@@ -1914,11 +1914,11 @@ pub async fn large_message_round_trips(store: &dyn HistoryStore) {
     let all = read(store, &scope, Window::All).await;
     assert_eq!(all.len(), 2, "both messages are stored");
     assert!(
-        all[0].message == big,
+        *all[0].message == big,
         "a 1 MiB message reads back exactly (got {} bytes of text)",
         all[0].message.text().len()
     );
-    assert_eq!(all[1].message, small, "the message after it is intact");
+    assert_eq!(*all[1].message, small, "the message after it is intact");
     assert!(
         all[0].tokens > 1000,
         "a 1 MiB message has a real token count"
@@ -1936,7 +1936,7 @@ pub async fn non_ascii_messages_round_trip(store: &dyn HistoryStore) {
     assert_eq!(all.len(), messages.len(), "every tricky message is stored");
     for (stored, original) in all.iter().zip(&messages) {
         assert_eq!(
-            &stored.message,
+            &*stored.message,
             original,
             "message {:?} must round-trip exactly",
             original.metadata.get("case")

@@ -1417,7 +1417,7 @@ pub async fn agent_chat_resumes_like_an_uninterrupted_run(
                 .clone()
                 .with_agent_id(AgentId::new(agent).expect("a valid agent id"));
             let stored = active(history.as_ref(), &scope).await;
-            let messages: Vec<ChatMessage> = stored.into_iter().map(|m| m.message).collect();
+            let messages: Vec<ChatMessage> = stored.into_iter().map(|m| m.into_message()).collect();
             subs.push(format!("{:?}", shape(&messages)));
         }
         let requests = |requests: &[ChatRequest]| {
@@ -1697,7 +1697,7 @@ fn identity(messages: &[ChatMessage]) -> Vec<(String, Role, Vec<Part>)> {
 }
 
 fn stored_messages(stored: &[StoredMessage]) -> Vec<ChatMessage> {
-    stored.iter().map(|m| m.message.clone()).collect()
+    stored.iter().map(|m| (*m.message).clone()).collect()
 }
 
 /// An agent turn with two parallel tool calls, a failing call and a final answer stores, in one
@@ -1894,7 +1894,7 @@ pub async fn agent_tool_loop_with_memory_flushes_groups_whole(
                 stored
                     .iter()
                     .find(|m| m.seq == *seq)
-                    .map(|m| m.message.clone())
+                    .map(|m| (*m.message).clone())
                     .expect("the block got a stored seq")
             })
             .collect();
@@ -1934,7 +1934,7 @@ pub async fn agent_tool_loop_with_memory_flushes_groups_whole(
     let active: Vec<ChatMessage> = stored
         .iter()
         .filter(|m| !m.archived)
-        .map(|m| m.message.clone())
+        .map(|m| (*m.message).clone())
         .collect();
     assert_eq!(
         active.first().map(|m| m.role),
@@ -2049,7 +2049,7 @@ pub async fn agent_reducer_between_iterations_keeps_groups(
         let active: Vec<ChatMessage> = stored
             .iter()
             .filter(|m| !m.archived)
-            .map(|m| m.message.clone())
+            .map(|m| (*m.message).clone())
             .collect();
         assert_eq!(
             split_groups(&active),

@@ -92,7 +92,7 @@ async fn run() -> std::result::Result<(), Box<dyn StdError>> {
 
     // The stored thread, group by group (the grouping every reducer cuts along).
     let stored = stores.history.read(&scope, Window::All).await?;
-    let messages: Vec<ChatMessage> = stored.iter().map(|m| m.message.clone()).collect();
+    let messages: Vec<ChatMessage> = stored.iter().map(|m| (*m.message).clone()).collect();
     println!("stored thread ({} messages):", stored.len());
     for (g, group) in Segmentation::of(&messages).groups.iter().enumerate() {
         println!("  group {}", g.saturating_add(1));

@@ -89,7 +89,7 @@ impl TeamSession {
             .store
             .read(&member, Window::Last(last.min(window)))
             .await?;
-        Ok(read.into_iter().map(|m| m.message).collect())
+        Ok(read.into_iter().map(|m| m.into_message()).collect())
     }
 
     /// The last `last` messages of the whole team (what the supervisor sees).
@@ -101,7 +101,7 @@ impl TeamSession {
             .store
             .read(self.session.scope(), Window::Last(last))
             .await?;
-        Ok(read.into_iter().map(|m| m.message).collect())
+        Ok(read.into_iter().map(|m| m.into_message()).collect())
     }
 
     /// Sets how many messages of `agent`'s sub-history it is shown at most.

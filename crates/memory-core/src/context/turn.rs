@@ -161,7 +161,7 @@ mod tests {
             seq,
             tokens: 10,
             archived: false,
-            message: ChatMessage::user(format!("m{seq}")),
+            message: ChatMessage::user(format!("m{seq}")).into(),
         })
         .collect()
     }

@@ -256,7 +256,7 @@ impl HistoryStore for InMemoryHistoryStore {
                 seq,
                 tokens: prepared.tokens,
                 archived: false,
-                message: prepared.message.clone(),
+                message: Arc::new(prepared.message.clone()),
             });
             thread.active = thread.active.saturating_add(1);
             thread.active_tokens = thread
@@ -415,5 +415,30 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(store.count(&scope).await.unwrap().active, 1);
+    }
+
+    #[tokio::test]
+    async fn reads_share_the_stored_messages() {
+        let scope = Scope::session("shared").unwrap();
+        let store = InMemoryHistoryStore::new();
+        let messages = [ChatMessage::user("hi"), ChatMessage::assistant("hello")];
+        store.append(&scope, &messages).await.unwrap();
+        let first = store.read(&scope, Window::All).await.unwrap();
+        let second = store
+            .read(&scope, Window::TokenBudget(u64::MAX))
+            .await
+            .unwrap();
+        assert_eq!(first.len(), 2);
+        assert_eq!(second.len(), 2);
+        for ((a, b), original) in first.iter().zip(&second).zip(&messages) {
+            assert!(
+                Arc::ptr_eq(&a.message, &b.message),
+                "two reads hand out the same message, not copies"
+            );
+            assert_eq!(*a.message, *original);
+        }
+        // Owned again: a copy while the store still shares it, equal to what was appended.
+        let owned = first.into_iter().map(StoredMessage::into_message);
+        assert!(owned.eq(messages));
     }
 }

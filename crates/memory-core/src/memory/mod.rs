@@ -562,7 +562,7 @@ impl Memory {
         let mut context: Vec<ChatMessage> = window
             .iter()
             .skip(window.len().saturating_sub(RETRIEVAL_CONTEXT_MESSAGES))
-            .map(|m| m.message.clone())
+            .map(|m| ChatMessage::clone(&m.message))
             .collect();
         // What `read_for_get` read before a user message only served the retrieval context.
         window.drain(..view_from);
@@ -582,7 +582,7 @@ impl Memory {
                 window.drain(..keep_from);
             }
         }
-        let mut messages: Vec<ChatMessage> = window.into_iter().map(|m| m.message).collect();
+        let mut messages: Vec<ChatMessage> = window.into_iter().map(|m| m.into_message()).collect();
         if let Some(text) = self.render(&contents) {
             let attachments = contents.iter().flat_map(|(_, c)| c.attachments()).collect();
             render::insert_memory(&mut messages, text, attachments, self.config.insert_method);

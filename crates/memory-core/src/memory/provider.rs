@@ -42,7 +42,10 @@ impl ContextProvider for Memory {
                 ))
             });
         let (active_tokens, mut recent): (u64, Vec<ChatMessage>) = match held {
-            Some((tokens, newest)) => (tokens, newest.iter().map(|m| m.message.clone()).collect()),
+            Some((tokens, newest)) => (
+                tokens,
+                newest.iter().map(|m| (*m.message).clone()).collect(),
+            ),
             None => {
                 let count = self.history.count(context.scope).await?;
                 let recent = self
@@ -50,7 +53,7 @@ impl ContextProvider for Memory {
                     .read(context.scope, Window::Last(RETRIEVAL_CONTEXT_MESSAGES))
                     .await?
                     .into_iter()
-                    .map(|m| m.message)
+                    .map(|m| m.into_message())
                     .collect();
                 (count.active_tokens, recent)
             }

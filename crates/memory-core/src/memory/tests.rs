@@ -550,7 +550,7 @@ async fn get_from_the_whole_window(m: &Memory, history: &dyn HistoryStore) -> Ve
         let keep_from = drop_oldest_to_fit(&window, limit.saturating_sub(memory_tokens));
         window.drain(..keep_from);
     }
-    let mut messages: Vec<ChatMessage> = window.into_iter().map(|m| m.message).collect();
+    let mut messages: Vec<ChatMessage> = window.into_iter().map(|m| m.into_message()).collect();
     if let Some(text) = m.render(&contents) {
         render::insert_memory(&mut messages, text, Vec::new(), m.config.insert_method);
     }
@@ -1201,7 +1201,7 @@ async fn a_re_created_thread_with_the_same_first_message_adds_a_vector_point() {
                 seq: i as u64 + 1,
                 tokens: 5,
                 archived: false,
-                message,
+                message: message.into(),
             })
             .collect();
         block

@@ -124,7 +124,7 @@ impl Reduction {
             .iter()
             .enumerate()
             .filter(|(i, _)| !self.is_dropped(*i))
-            .map(|(i, m)| (i, &m.message))
+            .map(|(i, m)| (i, &*m.message))
             .collect();
         let mut out = Vec::with_capacity(kept.len().saturating_add(1));
         out.extend(

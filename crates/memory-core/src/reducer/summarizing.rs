@@ -92,7 +92,7 @@ impl ChatReducer for SummarizingReducer {
             return Ok(Reduction::keep_all());
         };
         let (first_seq, last_seq) = (first.seq, last.seq);
-        let transcript = tagged_transcript(dropped.iter().map(|m| &m.message));
+        let transcript = tagged_transcript(dropped.iter().map(|m| &*m.message));
         let request = ChatRequest {
             messages: vec![
                 ChatMessage::system(self.instructions.clone()),

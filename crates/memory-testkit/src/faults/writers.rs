@@ -932,7 +932,7 @@ mod tests {
                 seq: k as u64 + 1,
                 tokens: 1,
                 archived: false,
-                message: writer_message(w, i),
+                message: writer_message(w, i).into(),
             })
             .collect()
     }

@@ -873,7 +873,7 @@ mod tests {
             seq,
             tokens,
             archived: false,
-            message: ChatMessage::user(format!("m{seq}")),
+            message: ChatMessage::user(format!("m{seq}")).into(),
         }
     }
 

@@ -144,7 +144,7 @@ impl MemoryBlock for FactExtractionMemoryBlock {
 
     async fn put(&self, context: BlockPutContext<'_>) -> Result<()> {
         let mut facts = facts_of(context.state);
-        let transcript = tagged_transcript(context.messages.iter().map(|m| &m.message));
+        let transcript = tagged_transcript(context.messages.iter().map(|m| &*m.message));
         let prompt = format!(
             "Known facts:\n<facts>\n{}\n</facts>\n\nNew messages:\n{transcript}",
             render(&facts)

@@ -227,7 +227,7 @@ fn transcript_lines(messages: &[StoredMessage]) -> Value {
     let lines: Vec<Value> = messages
         .iter()
         .filter_map(|m| {
-            let line = tagged_transcript(std::iter::once(&m.message));
+            let line = tagged_transcript(std::iter::once(&*m.message));
             let body = line
                 .strip_prefix(&format!("<message role='{}'>", m.message.role.as_str()))?
                 .strip_suffix("</message>")?
@@ -312,7 +312,7 @@ impl MemoryBlock for VectorMemoryBlock {
             return Ok(());
         };
         let (first_seq, last_seq) = (first.seq, last.seq);
-        let embedded = tagged_transcript(context.messages.iter().map(|m| &m.message));
+        let embedded = tagged_transcript(context.messages.iter().map(|m| &*m.message));
         if embedded.is_empty() {
             return Ok(());
         }
