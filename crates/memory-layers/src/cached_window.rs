@@ -184,7 +184,7 @@ mod tests {
             seq,
             tokens,
             archived: false,
-            message: ChatMessage::user(format!("m{seq}")),
+            message: ChatMessage::user(format!("m{seq}")).into(),
         }
     }
 

@@ -103,7 +103,7 @@ mod tests {
             seq: 1,
             tokens: 1,
             archived: false,
-            message,
+            message: message.into(),
         }
     }
 
