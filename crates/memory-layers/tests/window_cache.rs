@@ -272,14 +272,21 @@ async fn concurrent_readers_of_one_thread_all_get_the_window() {
                 let message = ChatMessage::user(format!("w{writer}-{i}"));
                 let own = cache.append(&scope, &[message]).await.unwrap().seqs[0];
                 let window = cache.read(&scope, Window::Last(7)).await.unwrap();
-                // At most 3 other messages were appended since this writer's own: the window
-                // is a run of consecutive messages that holds it.
+                // Read-your-writes: the window ends at or after this writer's own message (a
+                // stale window would end before it), and it is a run of consecutive messages.
+                // Other writers may append any number meanwhile (their thread may run while
+                // this one is preempted), so `own` may already have left a `Last(7)`.
                 assert!(window.len() <= 7);
                 assert!(window.windows(2).all(|w| w[1].seq == w[0].seq + 1));
+                let newest = window.last().map_or(0, |m| m.seq);
                 assert!(
-                    window.iter().any(|m| m.seq == own),
-                    "{own} not in the window"
+                    newest >= own,
+                    "a stale window: it ends at {newest}, before {own}"
                 );
+                assert_eq!(window.len() as u64, newest.min(7), "a window cut short");
+                if window.first().is_some_and(|m| m.seq <= own) {
+                    assert!(window.iter().any(|m| m.seq == own), "{own} missing");
+                }
             }
         }));
     }
