@@ -11,7 +11,7 @@
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use memory_core::HistoryStore;
@@ -77,13 +77,17 @@ async fn acknowledged_appends_survive_a_kill(server: impl KillableServer) {
     let observer = Arc::new(store_on(&url).await);
     let scope = random_scope();
     let acked = Arc::new(AtomicUsize::new(0));
+    // Set once the server is killed: the writer waits for it after a third of the batches, so
+    // its next append meets the dead (or restarting) server however fast appends are.
+    let killed = Arc::new(AtomicBool::new(false));
 
     let writer = {
-        let (store, observer, scope, acked) = (
+        let (store, observer, scope, acked, killed) = (
             store.clone(),
             observer.clone(),
             scope.clone(),
             acked.clone(),
+            killed.clone(),
         );
         tokio::spawn(async move {
             let mut failures = Vec::new();
@@ -99,7 +103,11 @@ async fn acknowledged_appends_survive_a_kill(server: impl KillableServer) {
                     )
                     .await,
                 );
-                acked.fetch_add(1, Ordering::SeqCst);
+                if acked.fetch_add(1, Ordering::SeqCst) + 1 == BATCHES / 3 {
+                    while !killed.load(Ordering::SeqCst) {
+                        tokio::time::sleep(Duration::from_millis(1)).await;
+                    }
+                }
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             failures
@@ -112,6 +120,7 @@ async fn acknowledged_appends_survive_a_kill(server: impl KillableServer) {
     let mut server = server;
     let server = tokio::task::spawn_blocking(move || {
         server.kill();
+        killed.store(true, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(500));
         server.restart();
         server
