@@ -559,3 +559,63 @@ async fn a_memory_counts_when_another_writer_appended_during_the_run() {
     );
     assert_eq!(stores.history.count(&scope).await.unwrap().active, 3);
 }
+
+#[tokio::test]
+async fn memory_get_is_one_history_read_with_cursor_reads_and_gives_the_same_messages() {
+    // With cursor reads, `get` takes the newest messages within the limit and the counts in one
+    // call (one snapshot); without, it counts and reads. Both give the same messages, within
+    // the limit and over it.
+    let scope = random_scope();
+    let with = stores(true);
+    let without = stores(false);
+    for k in 0..40 {
+        let batch = [
+            ChatMessage::user(format!("question {k} about the pager rotation")),
+            ChatMessage::assistant(format!("answer {k}: the rotation changes on Mondays")),
+        ];
+        with.history.append(&scope, &batch).await.unwrap();
+        without.history.append(&scope, &batch).await.unwrap();
+        if k != 3 && k != 39 {
+            continue;
+        }
+        // Within the limit at k = 3, over it at k = 39 (no flush: only `get` runs).
+        let got_with = memory(&with, &scope, 300).get(&[]).await.unwrap();
+        let got_without = memory(&without, &scope, 300).get(&[]).await.unwrap();
+        let texts = |messages: &[ChatMessage]| -> Vec<String> {
+            messages.iter().map(ChatMessage::text).collect()
+        };
+        assert_eq!(texts(&got_with), texts(&got_without), "after turn {k}");
+        let history_calls = |calls: Vec<&'static str>| -> Vec<&'static str> {
+            calls
+                .into_iter()
+                .filter(|c| c.starts_with("history."))
+                .collect()
+        };
+        let calls_with = history_calls(with.calls.take());
+        let calls_without = history_calls(without.calls.take());
+        let reads_with: Vec<_> = calls_with
+            .iter()
+            .filter(|c| **c != "history.append")
+            .collect();
+        let reads_without: Vec<_> = calls_without
+            .iter()
+            .filter(|c| **c != "history.append")
+            .collect();
+        if k == 3 {
+            assert_eq!(
+                reads_with,
+                [&"history.read_since"],
+                "within the limit: one call"
+            );
+            assert_eq!(reads_without, [&"history.count", &"history.read"]);
+        } else {
+            assert_eq!(
+                reads_with.first(),
+                Some(&&"history.read_since"),
+                "over the limit: the cursor read replaces the count and the budget read"
+            );
+            assert!(!reads_with.contains(&&"history.count"));
+            assert_eq!(reads_with.len() + 1, reads_without.len());
+        }
+    }
+}

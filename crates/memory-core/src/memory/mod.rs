@@ -29,7 +29,7 @@ pub use render::{InsertMethod, escape_memory_text, render_memory};
 pub use state::BLOCK_STATE_SOURCE;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::history::{HistoryStore, StoredMessage, Window};
+use crate::history::{CursorRead, HistoryStore, StoredMessage, Window};
 use crate::id::SourceId;
 use crate::message::{ChatMessage, Role};
 use crate::reducer::Segmentation;
@@ -605,17 +605,29 @@ impl Memory {
     /// grow geometrically, so they cost O(what is returned).
     async fn read_for_get(&self, scope: &Scope) -> Result<(Vec<StoredMessage>, usize, u64)> {
         let limit = self.config.token_limit;
-        let count = self.history.count(scope).await?;
+        // With cursor reads, the newest messages within the limit and the counts come in one
+        // round trip (one snapshot): when the thread is within the limit, that window is every
+        // active message.
+        let (count, within_limit) = match self.read_within_limit(scope, limit).await? {
+            Some(answer) => (answer.count, Some(answer.messages)),
+            None => (self.history.count(scope).await?, None),
+        };
         if count.active_tokens <= limit {
-            let window = self.history.read(scope, Window::All).await?;
+            let window = match within_limit {
+                Some(window) => window,
+                None => self.history.read(scope, Window::All).await?,
+            };
             let tokens = window.iter().map(|m| u64::from(m.tokens)).sum();
             return Ok((window, 0, tokens));
         }
-        let fits = self
-            .history
-            .read(scope, Window::TokenBudget(limit))
-            .await?
-            .len();
+        let fits = match within_limit {
+            Some(window) => window.len(),
+            None => self
+                .history
+                .read(scope, Window::TokenBudget(limit))
+                .await?
+                .len(),
+        };
         let mut n = fits.max(RETRIEVAL_CONTEXT_MESSAGES);
         loop {
             let window = self.history.read(scope, Window::Last(n)).await?;
@@ -640,6 +652,26 @@ impl Memory {
                 ));
             }
             n = n.saturating_mul(2);
+        }
+    }
+}
+
+impl Memory {
+    /// `Window::TokenBudget(limit)` and the thread's counts in one cursor read, when the
+    /// history store has them (`None` otherwise: the caller counts and reads).
+    async fn read_within_limit(&self, scope: &Scope, limit: u64) -> Result<Option<CursorRead>> {
+        if !self.history.capabilities().cursor_reads {
+            return Ok(None);
+        }
+        match self
+            .history
+            .read_since(scope, Window::TokenBudget(limit), None)
+            .await
+        {
+            Ok(answer) => Ok(Some(answer)),
+            // A wrapper that declares cursor reads without forwarding them: read as before.
+            Err(e) if e.kind() == ErrorKind::Unsupported => Ok(None),
+            Err(e) => Err(e),
         }
     }
 }
