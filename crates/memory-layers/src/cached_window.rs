@@ -89,18 +89,29 @@ pub(crate) struct CachedWindow {
     messages: Vec<CachedMessage>,
     cursor: ThreadCursor,
     bytes: u64,
+    /// Whether the messages are consecutive and end at the cursor: then the window holds every
+    /// message the store's window counted, and a trim by count or by stored tokens here is the
+    /// store's own. A window with a hole (a row the store could not decode and left out, or an
+    /// archived message inside the active window) is never trimmed here: see
+    /// [`extended`](Self::extended).
+    dense: bool,
 }
 
 impl CachedWindow {
     /// The window a [`Delta::Whole`](memory_core::Delta::Whole) answer returned.
     pub(crate) fn whole(messages: Vec<StoredMessage>, cursor: ThreadCursor) -> Self {
+        let consecutive = messages
+            .windows(2)
+            .all(|pair| matches!(pair, [a, b] if a.seq.checked_add(1) == Some(b.seq)));
+        let dense = consecutive && messages.last().is_none_or(|m| m.seq == cursor.seq());
         Self::from_messages(
             messages.into_iter().map(CachedMessage::new).collect(),
             cursor,
+            dense,
         )
     }
 
-    fn from_messages(messages: Vec<CachedMessage>, cursor: ThreadCursor) -> Self {
+    fn from_messages(messages: Vec<CachedMessage>, cursor: ThreadCursor, dense: bool) -> Self {
         let bytes = messages
             .iter()
             .fold(WINDOW_OVERHEAD, |sum, m| sum.saturating_add(m.bytes));
@@ -108,6 +119,7 @@ impl CachedWindow {
             messages,
             cursor,
             bytes,
+            dense,
         }
     }
 
@@ -143,6 +155,12 @@ impl CachedWindow {
         if cursor.epoch() != self.cursor.epoch() {
             return None;
         }
+        // A window with a hole cannot be trimmed here: the store counted the missing rows
+        // (their count, their stored tokens) and this window cannot.
+        let trims = matches!(shape, WindowShape::Last(_) | WindowShape::TokenBudget(_));
+        if trims && !self.dense {
+            return None;
+        }
         let mut last = self.cursor.seq();
         for message in &appended {
             if Some(message.seq) != last.checked_add(1) {
@@ -170,7 +188,7 @@ impl CachedWindow {
                 .skip(dropped_new)
                 .map(CachedMessage::new),
         );
-        Some(Self::from_messages(messages, cursor))
+        Some(Self::from_messages(messages, cursor, self.dense))
     }
 }
 
@@ -244,6 +262,35 @@ mod tests {
             window
                 .extended(WindowShape::All, vec![message(3, 1)], other)
                 .is_none()
+        );
+        // A window with a hole (a row the store left out: seq 4 of 1..5) is not trimmed here:
+        // the store's Last(3) after seq 6 is [5, 6], which the cache cannot know.
+        let holed = CachedWindow::whole(vec![message(3, 1), message(5, 1)], at(5));
+        assert!(
+            holed
+                .extended(WindowShape::Last(3), vec![message(6, 1)], at(6))
+                .is_none()
+        );
+        assert!(
+            holed
+                .extended(WindowShape::TokenBudget(2), vec![message(6, 1)], at(6))
+                .is_none()
+        );
+        // A window whose newest rows were left out does not end at its cursor: no trim either.
+        let short = CachedWindow::whole(vec![message(1, 1), message(2, 1)], at(3));
+        assert!(
+            short
+                .extended(WindowShape::Last(2), vec![message(4, 1)], at(4))
+                .is_none()
+        );
+        // Windows that are not trimmed still grow.
+        assert_eq!(
+            seqs(
+                &holed
+                    .extended(WindowShape::All, vec![message(6, 1)], at(6))
+                    .unwrap()
+            ),
+            [3, 5, 6]
         );
         // Nothing new is a window unchanged.
         assert_eq!(

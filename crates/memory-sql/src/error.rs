@@ -65,6 +65,11 @@ fn is_temporary(err: &sqlx::Error, kind: ErrorKind) -> bool {
         ),
         sqlx::Error::Tls(_) | sqlx::Error::PoolClosed | sqlx::Error::WorkerCrashed => false,
         sqlx::Error::PoolTimedOut => true,
+        // Bytes that make no sense where the protocol expects a reply: a connection cut
+        // mid-reply (seen: a connection cut before the server's first byte read as "unexpected
+        // response from SSLRequest: 0x00"). A fresh connection decides; a server that really
+        // speaks another protocol fails every retry and the error surfaces after them.
+        sqlx::Error::Protocol(_) => true,
         _ => kind.is_temporary(),
     }
 }
@@ -73,6 +78,7 @@ fn classify(err: &sqlx::Error) -> ErrorKind {
     match err {
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
+        | sqlx::Error::Protocol(_)
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => ErrorKind::Unavailable,
         sqlx::Error::PoolTimedOut => ErrorKind::Timeout,
@@ -202,6 +208,13 @@ mod tests {
         assert!(!missing.is_temporary());
         assert!(!io(std::io::ErrorKind::PermissionDenied).is_temporary());
         assert!(sql_error("x", sqlx::Error::PoolTimedOut).is_temporary());
+        // A reply garbled by a cut connection is temporary: a fresh connection decides.
+        let garbled = sql_error(
+            "append",
+            sqlx::Error::Protocol("unexpected response from SSLRequest: 0x00".into()),
+        );
+        assert_eq!(garbled.kind(), ErrorKind::Unavailable);
+        assert!(garbled.is_temporary());
         let closed = sql_error("x", sqlx::Error::PoolClosed);
         assert_eq!(closed.kind(), ErrorKind::Unavailable);
         assert!(!closed.is_temporary());
