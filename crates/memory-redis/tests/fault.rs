@@ -9,7 +9,7 @@ mod support;
 
 use std::error::Error as _;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use memory_core::{ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, SessionStore, Window};
@@ -44,11 +44,13 @@ async fn acknowledged_appends_survive_a_kill_and_restart() {
     let store = store_on(&server).await;
     let scope = Scope::session("fault").unwrap();
     let acked = Arc::new(AtomicUsize::new(0));
+    let killed = Arc::new(AtomicBool::new(false));
 
     let writer = {
         let store = store.clone();
         let scope = scope.clone();
         let acked = acked.clone();
+        let killed = killed.clone();
         tokio::spawn(async move {
             let mut failures = Vec::new();
             for b in 0..BATCHES {
@@ -65,7 +67,14 @@ async fn acknowledged_appends_survive_a_kill_and_restart() {
                                 (first..first + PER_BATCH as u64).collect::<Vec<_>>(),
                                 "batch {b} lands contiguously after the previous ones"
                             );
-                            acked.fetch_add(1, Ordering::SeqCst);
+                            // After a third of the batches, wait for the kill, so the
+                            // next append meets the dead (or restarting) server however
+                            // fast appends are.
+                            if acked.fetch_add(1, Ordering::SeqCst) + 1 == BATCHES / 3 {
+                                while !killed.load(Ordering::SeqCst) {
+                                    tokio::time::sleep(Duration::from_millis(1)).await;
+                                }
+                            }
                             break;
                         }
                         Err(e) => {
@@ -94,6 +103,7 @@ async fn acknowledged_appends_survive_a_kill_and_restart() {
     let server = tokio::task::spawn_blocking(move || {
         let mut server = server;
         server.kill();
+        killed.store(true, Ordering::SeqCst);
         std::thread::sleep(Duration::from_millis(700));
         server.restart();
         server

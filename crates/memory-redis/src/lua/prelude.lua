@@ -108,3 +108,37 @@ local function message_id(body)
   if ok and type(decoded) == 'table' and type(decoded.id) == 'string' then return decoded.id end
   return nil
 end
+
+-- Walks the active window newest first from `upper` down to `lower` (ZREVRANGEBYSCORE bounds),
+-- in growing chunks, picking messages while their stored token counts add up to at most
+-- `budget`, and at most `cap` of them. Returns the picked seqs (newest first), their token
+-- counts (oldest first, as a read returns them) and whether the budget stopped the walk.
+local function budget_walk(active, tok, upper, lower, budget, cap)
+  local left = tonumber(budget)
+  local used = 0
+  local newest, picked = {}, {}
+  local start, step = 0, 16
+  local stopped = false
+  while not stopped and #newest < cap do
+    local want = math.min(step, cap - #newest)
+    local batch = redis.call('ZREVRANGEBYSCORE', active, upper, lower, 'LIMIT', start, want)
+    if #batch == 0 then break end
+    local batch_counts = redis.call('HMGET', tok, unpack(batch))
+    for i = 1, #batch do
+      local t = required_int(batch_counts[i], 'the token count of message ' .. batch[i])
+      if used + t > left then
+        stopped = true
+        break
+      end
+      used = used + t
+      newest[#newest + 1] = batch[i]
+      picked[#picked + 1] = t
+    end
+    if #batch < want then break end
+    start = start + #batch
+    if step < 512 then step = step * 2 end
+  end
+  local counts = {}
+  for i = #picked, 1, -1 do counts[#counts + 1] = picked[i] end
+  return newest, counts, stopped
+end

@@ -38,41 +38,11 @@ elseif mode == 'backward' then
       next_cursor = newest[#newest]
     end
   else
-    -- Walk newest first, in growing chunks, until the budget is passed or the page is full; the
-    -- token counts read on the way are the ones returned.
-    local left = tonumber(budget)
-    local used = 0
-    local picked_counts = {}
-    local start = 0
-    local step = 16
-    local done = false
-    while not done do
-      local want = math.min(step, limit - #newest)
-      local batch = redis.call('ZREVRANGEBYSCORE', active, upper, '-inf', 'LIMIT', start, want)
-      if #batch == 0 then break end
-      local batch_counts = redis.call('HMGET', tok, unpack(batch))
-      for i = 1, #batch do
-        local t = required_int(batch_counts[i], 'the token count of message ' .. batch[i])
-        if used + t > left then
-          done = true
-          break
-        end
-        used = used + t
-        newest[#newest + 1] = batch[i]
-        picked_counts[#picked_counts + 1] = t
-      end
-      if done then break end
-      if #newest >= limit then
-        -- The page is full and the budget is not: the next page goes on below it.
-        next_cursor = newest[#newest]
-        break
-      end
-      if #batch < want then break end
-      start = start + #batch
-      if step < 512 then step = step * 2 end
-    end
-    counts = {}
-    for i = #picked_counts, 1, -1 do counts[#counts + 1] = picked_counts[i] end
+    -- Newest first until the budget is passed or the page is full; the token counts read on
+    -- the way are the ones returned. A full page whose budget is not passed goes on below it.
+    local stopped
+    newest, counts, stopped = budget_walk(active, tok, upper, '-inf', budget, limit)
+    if not stopped and #newest >= limit then next_cursor = newest[#newest] end
   end
   seqs = {}
   for i = #newest, 1, -1 do seqs[#seqs + 1] = newest[i] end

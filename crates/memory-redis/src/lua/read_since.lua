@@ -90,36 +90,10 @@ elseif mode == 'backward' then
     end
     if #newest > page then return paged() end
   else
-    -- As read.lua: newest first, in growing chunks, until the budget is passed (or one more
-    -- message than a page fits: then the store reads in pages).
-    local left = tonumber(budget)
-    local used = 0
-    local picked_counts = {}
-    local start = 0
-    local step = 16
-    local done = false
-    while not done do
-      local want = math.min(step, page + 1 - #newest)
-      local batch = redis.call('ZREVRANGEBYSCORE', active, '+inf', lower, 'LIMIT', start, want)
-      if #batch == 0 then break end
-      local batch_counts = redis.call('HMGET', tok, unpack(batch))
-      for i = 1, #batch do
-        local t = required_int(batch_counts[i], 'the token count of message ' .. batch[i])
-        if used + t > left then
-          done = true
-          break
-        end
-        used = used + t
-        newest[#newest + 1] = batch[i]
-        picked_counts[#picked_counts + 1] = t
-      end
-      if done or #newest > page or #batch < want then break end
-      start = start + #batch
-      if step < 512 then step = step * 2 end
-    end
+    -- As read.lua: newest first until the budget is passed (or one more message than a page
+    -- fits: then the store reads in pages).
+    newest, counts = budget_walk(active, tok, '+inf', lower, budget, page + 1)
     if #newest > page then return paged() end
-    counts = {}
-    for i = #picked_counts, 1, -1 do counts[#counts + 1] = picked_counts[i] end
   end
   seqs = {}
   for i = #newest, 1, -1 do seqs[#seqs + 1] = newest[i] end
