@@ -8,6 +8,7 @@ mod bpe;
 pub mod chat;
 pub mod context;
 pub mod error;
+pub mod forget;
 pub mod history;
 pub mod id;
 pub mod memory;
@@ -30,6 +31,7 @@ pub use context::{
     StoredTurn,
 };
 pub use error::{Error, ErrorKind, Result};
+pub use forget::{ForgetFilter, ForgetMode, ForgetReceipt, Forgetter};
 pub use history::{
     AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE,
@@ -56,7 +58,8 @@ pub use tokens::{
 pub use tool::{FnTool, MAX_TOOL_NAME_LEN, Tool, ToolCallRecord, ToolCallStatus, Tools};
 pub use ttl::{MAX_TTL, ttl_millis};
 pub use vector::{
-    InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+    InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery,
+    VectorStore,
 };
 
 pub use async_trait::async_trait;

@@ -19,6 +19,7 @@ pub use cursor::{CursorRead, Delta, NO_EPOCH, ThreadCursor};
 pub use in_memory::InMemoryHistoryStore;
 
 use crate::error::{Error, Result};
+use crate::id::TenantId;
 use crate::message::ChatMessage;
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 
@@ -178,6 +179,11 @@ pub struct HistoryCapabilities {
     pub reduces_on_append: bool,
     /// [`HistoryStore::read_since`] is supported: a cursor read answered in one round trip.
     pub cursor_reads: bool,
+    /// [`HistoryStore::read_page`] is supported: every message (active and archived) after a
+    /// sequence number, a bounded page at a time, for exports and migrations.
+    pub paged_reads: bool,
+    /// [`HistoryStore::list_tenants`] is supported: the tenants that hold threads.
+    pub lists_tenants: bool,
 }
 
 impl HistoryCapabilities {
@@ -192,6 +198,8 @@ impl HistoryCapabilities {
             lists_every_thread: false,
             reduces_on_append: false,
             cursor_reads: false,
+            paged_reads: false,
+            lists_tenants: false,
         }
     }
 
@@ -253,6 +261,20 @@ impl HistoryCapabilities {
         self.cursor_reads = cursor_reads;
         self
     }
+
+    /// Sets whether [`HistoryStore::read_page`] is supported.
+    #[must_use]
+    pub const fn with_paged_reads(mut self, paged_reads: bool) -> Self {
+        self.paged_reads = paged_reads;
+        self
+    }
+
+    /// Sets whether [`HistoryStore::list_tenants`] is supported.
+    #[must_use]
+    pub const fn with_lists_tenants(mut self, lists_tenants: bool) -> Self {
+        self.lists_tenants = lists_tenants;
+        self
+    }
 }
 
 /// What a store does with a stored row it cannot decode while reading a thread: it leaves the
@@ -288,8 +310,9 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 /// never visible through another.
 ///
 /// Six methods are required. [`archive`](HistoryStore::archive),
-/// [`set_ttl`](HistoryStore::set_ttl), [`purge_expired`](HistoryStore::purge_expired) and
-/// [`read_since`](HistoryStore::read_since) are optional: their default bodies return [`Unsupported`](crate::ErrorKind::Unsupported), and a
+/// [`set_ttl`](HistoryStore::set_ttl), [`purge_expired`](HistoryStore::purge_expired),
+/// [`read_since`](HistoryStore::read_since), [`read_page`](HistoryStore::read_page) and
+/// [`list_tenants`](HistoryStore::list_tenants) are optional: their default bodies return [`Unsupported`](crate::ErrorKind::Unsupported), and a
 /// store that implements them says so in [`capabilities`](HistoryStore::capabilities). They are
 /// optional because a layout shared with another program may have no place for them (Agent
 /// Framework's Redis list has no archive; LlamaIndex's table has no expiry). Listing, counting
@@ -386,6 +409,19 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   cursor of what it read (the epoch and the thread's last sequence number). A cursor made for
 ///   another scope, or of the current epoch but above the thread's last sequence number, is
 ///   [`InvalidInput`](crate::ErrorKind::InvalidInput) (see [`ThreadCursor::check`]).
+/// - [`read_page`](HistoryStore::read_page) (optional: [`HistoryCapabilities::paged_reads`])
+///   returns the thread's messages, active and archived (flagged), whose sequence numbers are
+///   above `after`, in sequence order, at most `limit` of them (a `limit` of 0 is read as 1,
+///   one over [`MAX_READ_PAGE`] as `MAX_READ_PAGE`), each exactly as
+///   [`Window::Everything`] returns it; an unknown thread, or `after` at or past its last
+///   sequence number, gives an empty page. Paging with `after` set to the last sequence number
+///   of each page reads every message of a thread once, in bounded memory, in one server step
+///   per page. A row that cannot be decoded is left out as in `read`, and the next page still
+///   starts after it.
+/// - [`list_tenants`](HistoryStore::list_tenants) (optional:
+///   [`HistoryCapabilities::lists_tenants`]) pages through the tenants that hold at least one
+///   thread with messages, each once, in a stable order (the same for every page size; the
+///   last page has no cursor). It is an administration call: it crosses tenants by design.
 #[async_trait]
 pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
@@ -463,6 +499,38 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
             "cursor_reads",
         ))
     }
+
+    /// Reads at most `limit` messages, active and archived, with sequence numbers above
+    /// `after`, in sequence order.
+    ///
+    /// Optional ([`HistoryCapabilities::paged_reads`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let _ = (scope, after, limit);
+        Err(unsupported_operation::<Self>(
+            "read_page",
+            "HistoryCapabilities",
+            "paged_reads",
+        ))
+    }
+
+    /// Lists the tenants that hold threads, a page at a time.
+    ///
+    /// Optional ([`HistoryCapabilities::lists_tenants`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        let _ = page;
+        Err(unsupported_operation::<Self>(
+            "list_tenants",
+            "HistoryCapabilities",
+            "lists_tenants",
+        ))
+    }
 }
 
 /// Forwards the trait through smart pointers, so `Arc<dyn HistoryStore>` and `Box<dyn HistoryStore>`
@@ -506,6 +574,12 @@ macro_rules! forward_history_store {
             }
             async fn read_since(&self, scope: &Scope, window: Window, since: Option<ThreadCursor>) -> Result<CursorRead> {
                 (**self).read_since(scope, window, since).await
+            }
+            async fn read_page(&self, scope: &Scope, after: u64, limit: usize) -> Result<Vec<StoredMessage>> {
+                (**self).read_page(scope, after, limit).await
+            }
+            async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+                (**self).list_tenants(page).await
             }
         }
     )*};

@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::history::unsupported_operation;
+use crate::id::TenantId;
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 
 /// The largest session state a [`SessionStore`] accepts, in bytes of its JSON text (8 MiB, as
@@ -72,6 +73,8 @@ pub struct SessionCapabilities {
     /// as long as something else (a `Memory`'s block states as long as their thread) saves it
     /// again only when this is `true`.
     pub expires_by_default: bool,
+    /// [`SessionStore::list_tenants`] is supported: the tenants that hold sessions.
+    pub lists_tenants: bool,
 }
 
 impl SessionCapabilities {
@@ -80,6 +83,7 @@ impl SessionCapabilities {
         Self {
             ttl: false,
             expires_by_default: false,
+            lists_tenants: false,
         }
     }
 
@@ -98,6 +102,13 @@ impl SessionCapabilities {
         self.expires_by_default = expires;
         self
     }
+
+    /// Sets whether [`SessionStore::list_tenants`] is supported.
+    #[must_use]
+    pub const fn with_lists_tenants(mut self, lists_tenants: bool) -> Self {
+        self.lists_tenants = lists_tenants;
+        self
+    }
 }
 
 /// Keeps session states (any JSON document, usually [`AgentSession::serialize`]'s output)
@@ -105,8 +116,9 @@ impl SessionCapabilities {
 ///
 /// [`AgentSession::serialize`]: crate::AgentSession::serialize
 ///
-/// Five methods are required. [`set_ttl`](SessionStore::set_ttl) and
-/// [`purge_expired`](SessionStore::purge_expired) are optional: their default bodies return
+/// Five methods are required. [`set_ttl`](SessionStore::set_ttl),
+/// [`purge_expired`](SessionStore::purge_expired) and
+/// [`list_tenants`](SessionStore::list_tenants) are optional: their default bodies return
 /// [`Unsupported`](crate::ErrorKind::Unsupported), and a store that implements them says so in
 /// [`capabilities`](SessionStore::capabilities) (not every database can expire data).
 ///
@@ -152,6 +164,10 @@ impl SessionCapabilities {
 ///   deletes expired sessions now and returns how many it removed (their tombstones stay, so a
 ///   purged session too is re-created above its last version); sessions that did not expire
 ///   stay.
+/// - [`list_tenants`](SessionStore::list_tenants) (optional:
+///   [`SessionCapabilities::lists_tenants`]) pages through the tenants that hold at least one
+///   live session, each once, in a stable order (the same for every page size; the last page
+///   has no cursor). It is an administration call: it crosses tenants by design.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
@@ -198,6 +214,19 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
             "ttl",
         ))
     }
+
+    /// Lists the tenants that hold sessions, a page at a time.
+    ///
+    /// Optional ([`SessionCapabilities::lists_tenants`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        let _ = page;
+        Err(unsupported_operation::<Self>(
+            "list_tenants",
+            "SessionCapabilities",
+            "lists_tenants",
+        ))
+    }
 }
 
 /// Forwards the trait through smart pointers, so `Arc<dyn SessionStore>` and `Box<dyn SessionStore>`
@@ -236,6 +265,9 @@ macro_rules! forward_session_store {
             }
             async fn purge_expired(&self) -> Result<u64> {
                 (**self).purge_expired().await
+            }
+            async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+                (**self).list_tenants(page).await
             }
         }
     )*};

@@ -14,6 +14,8 @@ pub use filter::PayloadFilter;
 pub use in_memory::InMemoryVectorStore;
 
 use crate::error::{Error, Result};
+use crate::forget::ForgetFilter;
+use crate::history::unsupported_operation;
 use crate::scope::Scope;
 
 /// One point: an id, a vector and a JSON payload.
@@ -75,6 +77,36 @@ pub struct ScoredPoint {
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
+/// What a vector store can do beyond the required behaviour.
+///
+/// Every field is `false` in [`none`](Self::none) (and [`Default`]); a store turns on what it
+/// has with the `with_*` methods. The struct is `#[non_exhaustive]`: a new capability adds a
+/// field that is `false` unless a store sets it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct VectorCapabilities {
+    /// [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are supported:
+    /// every point of the scopes a [`ForgetFilter`] selects, across scopes, in one call.
+    pub deletes_matching: bool,
+}
+
+impl VectorCapabilities {
+    /// No optional operation.
+    pub const fn none() -> Self {
+        Self {
+            deletes_matching: false,
+        }
+    }
+
+    /// Sets whether [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are
+    /// supported.
+    #[must_use]
+    pub const fn with_deletes_matching(mut self, deletes_matching: bool) -> Self {
+        self.deletes_matching = deletes_matching;
+        self
+    }
+}
+
 /// Scoped vector storage with cosine similarity search.
 ///
 /// # Behavior
@@ -101,8 +133,23 @@ pub struct ScoredPoint {
 ///   and already deleted ids count 0). Deleted points are not found by any read.
 /// - [`count`](VectorStore::count) counts a scope's points; [`clear`](VectorStore::clear)
 ///   removes them all and returns how many it removed.
+/// - [`capabilities`](VectorStore::capabilities) is constant for a store object and tells the
+///   truth: each optional operation is present if and only if its capability says so; an
+///   absent one returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes nothing.
+/// - [`delete_matching`](VectorStore::delete_matching) (optional:
+///   [`VectorCapabilities::deletes_matching`]) removes every point of every scope the filter
+///   [matches](ForgetFilter::matches) (its tenant, and its user, agent and session when it
+///   names them; any source), and no other point, and returns how many it removed; afterwards
+///   no read of those scopes finds a point. Repeating it removes nothing.
+///   [`count_matching`](VectorStore::count_matching) returns how many points
+///   `delete_matching` would remove now and changes nothing.
 #[async_trait]
 pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
+    /// What this store supports. The default is [`VectorCapabilities::none`].
+    fn capabilities(&self) -> VectorCapabilities {
+        VectorCapabilities::none()
+    }
+
     /// Inserts or replaces points.
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()>;
 
@@ -120,6 +167,32 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
 
     /// Removes every point of the scope; returns how many.
     async fn clear(&self, scope: &Scope) -> Result<u64>;
+
+    /// Removes every point of the scopes `filter` selects; returns how many.
+    ///
+    /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let _ = filter;
+        Err(unsupported_operation::<Self>(
+            "delete_matching",
+            "VectorCapabilities",
+            "deletes_matching",
+        ))
+    }
+
+    /// Counts the points of the scopes `filter` selects.
+    ///
+    /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let _ = filter;
+        Err(unsupported_operation::<Self>(
+            "count_matching",
+            "VectorCapabilities",
+            "deletes_matching",
+        ))
+    }
 }
 
 /// Forwards [`VectorStore`] through smart pointers, so `Arc<dyn VectorStore>` and
@@ -150,6 +223,15 @@ macro_rules! forward_vector_store {
             }
             async fn clear(&self, scope: &Scope) -> Result<u64> {
                 (**self).clear(scope).await
+            }
+            fn capabilities(&self) -> VectorCapabilities {
+                (**self).capabilities()
+            }
+            async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+                (**self).delete_matching(filter).await
+            }
+            async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+                (**self).count_matching(filter).await
             }
         }
     )*};

@@ -1,0 +1,493 @@
+//! Forgetting: one call that deletes everything a scope filter selects — a tenant, a user, an
+//! agent or a session — across every store an application configured, and returns a receipt
+//! of what each store deleted.
+//!
+//! A [`Forgetter`] holds the stores to forget in (each a [`Forget`] target: the adapters
+//! [`HistoryForget`], [`SessionForget`] and [`VectorForget`] here, Mem0's in `memory-mem0`),
+//! and [`Forgetter::forget`] runs them in order with one [`ForgetFilter`]:
+//!
+//! ```
+//! # async fn run() -> memory_core::Result<()> {
+//! use std::sync::Arc;
+//! use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+//! use memory_core::{InMemoryHistoryStore, InMemorySessionStore, TenantId, UserId};
+//!
+//! let history = Arc::new(InMemoryHistoryStore::new());
+//! let sessions = Arc::new(InMemorySessionStore::new());
+//! let forgetter = Forgetter::new().history(history).sessions(sessions);
+//! let dana = ForgetFilter::tenant(TenantId::new("acme")?).with_user(UserId::new("dana")?);
+//! let receipt = forgetter.forget(&dana, ForgetMode::Delete).await?;
+//! println!("{receipt}");
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! # Behavior
+//! - A filter always names one tenant and never reaches another tenant's data; the user, agent
+//!   and session narrow it. A scope matches when every part the filter names is equal (a
+//!   filter naming a user does not match a scope without a user).
+//! - [`ForgetMode::Delete`] deletes, in each store, every item of every matching scope: a
+//!   history's threads with their active and archived messages, every session state (block
+//!   states of a `Memory` included: they are sessions under the
+//!   [`BLOCK_STATE_SOURCE`](crate::memory::BLOCK_STATE_SOURCE) source), vector points, Mem0
+//!   memories. Afterwards no read of any API returns data of a matching scope.
+//! - [`ForgetMode::DryRun`] counts what `Delete` would delete and changes nothing.
+//! - Idempotent: forgetting again finds nothing and reports zeros. A run stopped half-way (a
+//!   crash, a dead server) leaves some stores forgotten and others not; running it again
+//!   finishes the work. A failing store stops the run with its error, naming the store.
+//! - Data written to a matching scope while a forget runs may survive it; run it again once
+//!   writers are stopped.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+
+use crate::error::{Error, Result};
+use crate::history::HistoryStore;
+use crate::id::{AgentId, SessionId, TenantId, UserId};
+use crate::scope::{PageRequest, Scope, ScopeFilter};
+use crate::session::SessionStore;
+use crate::vector::VectorStore;
+
+/// How many scopes a forget lists per page.
+const LIST_PAGE: usize = 200;
+
+/// Which data a forget selects: one tenant, optionally narrowed to a user, an agent and a
+/// session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ForgetFilter {
+    tenant: TenantId,
+    user: Option<UserId>,
+    agent: Option<AgentId>,
+    session: Option<SessionId>,
+}
+
+impl ForgetFilter {
+    /// Every scope of `tenant`.
+    pub fn tenant(tenant: TenantId) -> Self {
+        Self {
+            tenant,
+            user: None,
+            agent: None,
+            session: None,
+        }
+    }
+
+    /// Narrows to one user's scopes.
+    #[must_use]
+    pub fn with_user(mut self, user: UserId) -> Self {
+        self.user = Some(user);
+        self
+    }
+
+    /// Narrows to one agent's scopes.
+    #[must_use]
+    pub fn with_agent(mut self, agent: AgentId) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Narrows to one session's scopes.
+    #[must_use]
+    pub fn with_session(mut self, session: SessionId) -> Self {
+        self.session = Some(session);
+        self
+    }
+
+    /// The tenant.
+    pub fn tenant_id(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The user, when the filter names one.
+    pub fn user(&self) -> Option<&UserId> {
+        self.user.as_ref()
+    }
+
+    /// The agent, when the filter names one.
+    pub fn agent(&self) -> Option<&AgentId> {
+        self.agent.as_ref()
+    }
+
+    /// The session, when the filter names one.
+    pub fn session(&self) -> Option<&SessionId> {
+        self.session.as_ref()
+    }
+
+    /// Whether the filter selects a whole tenant (no user, agent or session).
+    pub fn is_whole_tenant(&self) -> bool {
+        self.user.is_none() && self.agent.is_none() && self.session.is_none()
+    }
+
+    /// The listing filter of the scopes this filter may match (every source); a listed scope
+    /// still has to pass [`matches`](Self::matches), which also checks the session.
+    pub fn scope_filter(&self) -> ScopeFilter {
+        ScopeFilter {
+            tenant: self.tenant.clone(),
+            user: self.user.clone(),
+            agent: self.agent.clone(),
+            source: None,
+        }
+    }
+
+    /// Whether `scope` is selected.
+    pub fn matches(&self, scope: &Scope) -> bool {
+        scope.matches(&self.scope_filter())
+            && self
+                .session
+                .as_ref()
+                .is_none_or(|s| scope.session_id() == s)
+    }
+}
+
+impl fmt::Display for ForgetFilter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "tenant {}", self.tenant)?;
+        if let Some(user) = &self.user {
+            write!(f, ", user {user}")?;
+        }
+        if let Some(agent) = &self.agent {
+            write!(f, ", agent {agent}")?;
+        }
+        if let Some(session) = &self.session {
+            write!(f, ", session {session}")?;
+        }
+        Ok(())
+    }
+}
+
+/// Whether a forget deletes or only counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ForgetMode {
+    /// Delete what the filter selects.
+    Delete,
+    /// Count what [`Delete`](Self::Delete) would delete; change nothing.
+    DryRun,
+}
+
+/// What one store deleted (or, in a dry run, would delete).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct StoreReceipt {
+    /// The store, as the application named it ("history", "sessions", "vectors", "mem0").
+    pub store: String,
+    /// The scopes (threads, sessions) that held matching data; 0 when the store cannot tell
+    /// its items' scopes apart (a vector store deleting by filter, Mem0).
+    pub scopes: u64,
+    /// The items deleted: messages, session states, vector points or memories (see
+    /// [`unit`](Self::unit)).
+    pub items: u64,
+    /// What [`items`](Self::items) counts, plural: "messages", "sessions", "points",
+    /// "memories".
+    pub unit: String,
+}
+
+impl StoreReceipt {
+    /// A receipt of `items` `unit` in `scopes` scopes of `store`.
+    pub fn new(
+        store: impl Into<String>,
+        scopes: u64,
+        items: u64,
+        unit: impl Into<String>,
+    ) -> Self {
+        Self {
+            store: store.into(),
+            scopes,
+            items,
+            unit: unit.into(),
+        }
+    }
+}
+
+/// What a [`Forgetter::forget`] did, store by store.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ForgetReceipt {
+    /// The filter it ran with.
+    pub filter: ForgetFilter,
+    /// Whether it was a dry run (nothing deleted).
+    pub mode: ForgetMode,
+    /// Each store's receipt, in the order the stores ran.
+    pub stores: Vec<StoreReceipt>,
+}
+
+impl ForgetReceipt {
+    /// The items deleted across every store.
+    pub fn total_items(&self) -> u64 {
+        self.stores
+            .iter()
+            .fold(0u64, |sum, store| sum.saturating_add(store.items))
+    }
+}
+
+impl fmt::Display for ForgetReceipt {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let verb = match self.mode {
+            ForgetMode::Delete => "deleted",
+            ForgetMode::DryRun => "would delete",
+        };
+        write!(f, "Forget {}:", self.filter)?;
+        if self.stores.is_empty() {
+            return write!(f, " no store was configured.");
+        }
+        for store in &self.stores {
+            write!(f, "\n  {}: {verb} {} {}", store.store, store.items, store.unit)?;
+            if store.scopes > 0 {
+                write!(f, " in {} scopes", store.scopes)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A store a [`Forgetter`] can forget in.
+///
+/// # Behavior
+/// - [`forget`](Forget::forget) with [`ForgetMode::Delete`] deletes every item of the store
+///   that belongs to a scope the filter [matches](ForgetFilter::matches), and nothing else;
+///   afterwards no read of the store returns such an item. It returns what it deleted.
+/// - With [`ForgetMode::DryRun`] it returns what `Delete` would delete now and changes
+///   nothing.
+/// - It is idempotent: a second call deletes nothing and returns zeros; a call after one that
+///   failed half-way deletes the rest.
+/// - A store that cannot select exactly the filter's data (Mem0 has no tenant) refuses with
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput) or
+///   [`Unsupported`](crate::ErrorKind::Unsupported) and deletes nothing: it never deletes
+///   more than asked.
+#[async_trait]
+pub trait Forget: Send + Sync + fmt::Debug {
+    /// The store's name in receipts and errors ("history", "sessions", ...).
+    fn store_name(&self) -> &str;
+
+    /// Deletes (or counts) what `filter` selects.
+    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt>;
+}
+
+/// Forgets the threads of a [`HistoryStore`]: each matching thread, active and archived
+/// messages, is cleared.
+#[derive(Debug, Clone)]
+pub struct HistoryForget<H> {
+    name: String,
+    store: H,
+}
+
+impl<H: HistoryStore> HistoryForget<H> {
+    /// Forgets in `store`, named "history" in receipts.
+    pub fn new(store: H) -> Self {
+        Self::named("history", store)
+    }
+
+    /// Forgets in `store`, named `name` in receipts.
+    pub fn named(name: impl Into<String>, store: H) -> Self {
+        Self {
+            name: name.into(),
+            store,
+        }
+    }
+}
+
+#[async_trait]
+impl<H: HistoryStore> Forget for HistoryForget<H> {
+    fn store_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        let listing = filter.scope_filter();
+        let mut page = PageRequest::first(LIST_PAGE);
+        let (mut threads, mut messages) = (0u64, 0u64);
+        loop {
+            let listed = self.store.list_threads(&listing, page).await?;
+            for scope in listed.items.iter().filter(|s| filter.matches(s)) {
+                let removed = match mode {
+                    ForgetMode::Delete => self.store.clear(scope).await?,
+                    ForgetMode::DryRun => {
+                        let count = self.store.count(scope).await?;
+                        count.active.saturating_add(count.archived)
+                    }
+                };
+                if removed > 0 {
+                    threads = threads.saturating_add(1);
+                    messages = messages.saturating_add(removed);
+                }
+            }
+            match listed.next_cursor {
+                Some(cursor) => page = PageRequest::after(LIST_PAGE, cursor),
+                None => break,
+            }
+        }
+        Ok(StoreReceipt::new(&self.name, threads, messages, "messages"))
+    }
+}
+
+/// Forgets the sessions of a [`SessionStore`]: each matching session state is deleted,
+/// whatever its source (a `Memory`'s block states included).
+#[derive(Debug, Clone)]
+pub struct SessionForget<S> {
+    name: String,
+    store: S,
+}
+
+impl<S: SessionStore> SessionForget<S> {
+    /// Forgets in `store`, named "sessions" in receipts.
+    pub fn new(store: S) -> Self {
+        Self::named("sessions", store)
+    }
+
+    /// Forgets in `store`, named `name` in receipts.
+    pub fn named(name: impl Into<String>, store: S) -> Self {
+        Self {
+            name: name.into(),
+            store,
+        }
+    }
+}
+
+#[async_trait]
+impl<S: SessionStore> Forget for SessionForget<S> {
+    fn store_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        let listing = filter.scope_filter();
+        let mut page = PageRequest::first(LIST_PAGE);
+        let mut sessions = 0u64;
+        loop {
+            let listed = self.store.list(&listing, page).await?;
+            for scope in listed.items.iter().filter(|s| filter.matches(s)) {
+                let removed = match mode {
+                    ForgetMode::Delete => self.store.delete(scope).await?,
+                    ForgetMode::DryRun => self.store.load(scope).await?.is_some(),
+                };
+                if removed {
+                    sessions = sessions.saturating_add(1);
+                }
+            }
+            match listed.next_cursor {
+                Some(cursor) => page = PageRequest::after(LIST_PAGE, cursor),
+                None => break,
+            }
+        }
+        Ok(StoreReceipt::new(&self.name, sessions, sessions, "sessions"))
+    }
+}
+
+/// Forgets the points of a [`VectorStore`] that supports
+/// [`delete_matching`](VectorStore::delete_matching) (see
+/// [`VectorCapabilities::deletes_matching`](crate::vector::VectorCapabilities::deletes_matching)).
+#[derive(Debug, Clone)]
+pub struct VectorForget<V> {
+    name: String,
+    store: V,
+}
+
+impl<V: VectorStore> VectorForget<V> {
+    /// Forgets in `store`, named "vectors" in receipts.
+    pub fn new(store: V) -> Self {
+        Self::named("vectors", store)
+    }
+
+    /// Forgets in `store`, named `name` in receipts.
+    pub fn named(name: impl Into<String>, store: V) -> Self {
+        Self {
+            name: name.into(),
+            store,
+        }
+    }
+}
+
+#[async_trait]
+impl<V: VectorStore> Forget for VectorForget<V> {
+    fn store_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        let points = match mode {
+            ForgetMode::Delete => self.store.delete_matching(filter).await?,
+            ForgetMode::DryRun => self.store.count_matching(filter).await?,
+        };
+        Ok(StoreReceipt::new(&self.name, 0, points, "points"))
+    }
+}
+
+/// Forgets a filter's data across several stores, in the order they were added.
+#[derive(Debug, Clone, Default)]
+pub struct Forgetter {
+    targets: Vec<Arc<dyn Forget>>,
+}
+
+impl Forgetter {
+    /// A forgetter with no store.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a history store, named "history".
+    #[must_use]
+    pub fn history(self, store: Arc<dyn HistoryStore>) -> Self {
+        self.target(Arc::new(HistoryForget::new(store)))
+    }
+
+    /// Adds a session store, named "sessions".
+    #[must_use]
+    pub fn sessions(self, store: Arc<dyn SessionStore>) -> Self {
+        self.target(Arc::new(SessionForget::new(store)))
+    }
+
+    /// Adds a vector store, named "vectors".
+    #[must_use]
+    pub fn vectors(self, store: Arc<dyn VectorStore>) -> Self {
+        self.target(Arc::new(VectorForget::new(store)))
+    }
+
+    /// Adds any store that can forget (Mem0's, say).
+    #[must_use]
+    pub fn target(mut self, target: Arc<dyn Forget>) -> Self {
+        self.targets.push(target);
+        self
+    }
+
+    /// The stores' names, in order.
+    pub fn store_names(&self) -> Vec<&str> {
+        self.targets.iter().map(|t| t.store_name()).collect()
+    }
+
+    /// Deletes (or, with [`ForgetMode::DryRun`], counts) what `filter` selects in every store;
+    /// see the module's `# Behavior` list.
+    ///
+    /// # Errors
+    /// The first failing store's error, its message prefixed with the store's name and the
+    /// stores already done; running the same forget again is safe and finishes the work.
+    pub async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<ForgetReceipt> {
+        let mut stores = Vec::with_capacity(self.targets.len());
+        for target in &self.targets {
+            match target.forget(filter, mode).await {
+                Ok(receipt) => stores.push(receipt),
+                Err(error) => return Err(failed_in(target.store_name(), &stores, error)),
+            }
+        }
+        Ok(ForgetReceipt {
+            filter: filter.clone(),
+            mode,
+            stores,
+        })
+    }
+}
+
+/// The error of a forget that failed in `store` after `done` succeeded.
+fn failed_in(store: &str, done: &[StoreReceipt], error: Error) -> Error {
+    let done = if done.is_empty() {
+        "no store was finished".to_owned()
+    } else {
+        let names: Vec<&str> = done.iter().map(|r| r.store.as_str()).collect();
+        format!("{} finished", names.join(", "))
+    };
+    let message = format!(
+        "forgetting in the {store} store failed ({done}; running the forget again is safe and finishes it): {}",
+        error.message()
+    );
+    Error::new_like(&error, message)
+}
