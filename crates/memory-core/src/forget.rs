@@ -185,12 +185,7 @@ pub struct StoreReceipt {
 
 impl StoreReceipt {
     /// A receipt of `items` `unit` in `scopes` scopes of `store`.
-    pub fn new(
-        store: impl Into<String>,
-        scopes: u64,
-        items: u64,
-        unit: impl Into<String>,
-    ) -> Self {
+    pub fn new(store: impl Into<String>, scopes: u64, items: u64, unit: impl Into<String>) -> Self {
         Self {
             store: store.into(),
             scopes,
@@ -232,7 +227,11 @@ impl fmt::Display for ForgetReceipt {
             return write!(f, " no store was configured.");
         }
         for store in &self.stores {
-            write!(f, "\n  {}: {verb} {} {}", store.store, store.items, store.unit)?;
+            write!(
+                f,
+                "\n  {}: {verb} {} {}",
+                store.store, store.items, store.unit
+            )?;
             if store.scopes > 0 {
                 write!(f, " in {} scopes", store.scopes)?;
             }
@@ -370,7 +369,9 @@ impl<S: SessionStore> Forget for SessionForget<S> {
                 None => break,
             }
         }
-        Ok(StoreReceipt::new(&self.name, sessions, sessions, "sessions"))
+        Ok(StoreReceipt::new(
+            &self.name, sessions, sessions, "sessions",
+        ))
     }
 }
 

@@ -296,6 +296,28 @@ pub struct Page<T> {
     pub next_cursor: Option<String>,
 }
 
+/// Pages through the distinct tenants `tenants` yields (in any order, repeats allowed), in
+/// tenant order, after the request's cursor (the last tenant of the previous page): the
+/// listing an in-process store gives for `list_tenants`.
+pub(crate) fn paginate_tenants<'a>(
+    tenants: impl IntoIterator<Item = &'a TenantId>,
+    page: &PageRequest,
+) -> Page<TenantId> {
+    let after = page.cursor.as_deref();
+    let distinct: std::collections::BTreeSet<&TenantId> = tenants
+        .into_iter()
+        .filter(|t| after.is_none_or(|cursor| t.as_str() > cursor))
+        .collect();
+    let limit = page.limit.max(1);
+    let items: Vec<TenantId> = distinct.iter().take(limit).map(|t| (*t).clone()).collect();
+    let next_cursor = if distinct.len() > limit {
+        items.last().map(|t| t.as_str().to_owned())
+    } else {
+        None
+    };
+    Page { items, next_cursor }
+}
+
 /// Pages through `map` (keyed by [`Scope::key`]) in key order, after the request's cursor,
 /// returning the scopes that `visible` yields.
 pub(crate) fn paginate<T>(

@@ -9,12 +9,13 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 
 use super::{
-    AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, NO_EPOCH, PreparedBatch,
-    StoredMessage, ThreadCount, ThreadCursor, Window,
+    AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, NO_EPOCH,
+    PreparedBatch, StoredMessage, ThreadCount, ThreadCursor, Window,
 };
 use crate::error::{Error, ErrorKind, Result};
+use crate::id::TenantId;
 use crate::message::ChatMessage;
-use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate};
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate, paginate_tenants};
 use crate::tokens::{TokenCounter, default_token_counter};
 
 /// A [`HistoryStore`] in process memory: fast, exact, and gone when the process ends.
@@ -220,6 +221,8 @@ impl HistoryStore for InMemoryHistoryStore {
             .with_counts_purged(true)
             .with_lists_every_thread(true)
             .with_cursor_reads(true)
+            .with_paged_reads(true)
+            .with_lists_tenants(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -338,6 +341,40 @@ impl HistoryStore for InMemoryHistoryStore {
             (!t.expired(now) && !t.messages.is_empty() && t.scope.matches(filter))
                 .then_some(&t.scope)
         }))
+    }
+
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let limit = limit.clamp(1, MAX_READ_PAGE);
+        let mut threads = self.lock()?;
+        let Some(thread) = Self::live(&mut threads, &scope.key(), Instant::now()) else {
+            return Ok(Vec::new());
+        };
+        // `messages[i].seq == i + 1`: the page starts at index `after`.
+        let start = usize::try_from(after).unwrap_or(usize::MAX);
+        Ok(thread
+            .messages
+            .iter()
+            .skip(start)
+            .take(limit)
+            .cloned()
+            .collect())
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        let threads = self.lock()?;
+        let now = Instant::now();
+        Ok(paginate_tenants(
+            threads
+                .values()
+                .filter(|t| !t.expired(now) && !t.messages.is_empty())
+                .map(|t| t.scope.tenant()),
+            &page,
+        ))
     }
 
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {

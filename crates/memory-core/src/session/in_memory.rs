@@ -9,7 +9,8 @@ use serde_json::Value;
 
 use super::store::{SessionCapabilities, SessionStore, StoredSession};
 use crate::error::{Error, ErrorKind, Result};
-use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate};
+use crate::id::TenantId;
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter, paginate, paginate_tenants};
 
 /// A [`SessionStore`] in process memory. Cloning shares the same data.
 ///
@@ -86,6 +87,7 @@ impl SessionStore for InMemorySessionStore {
         SessionCapabilities::none()
             .with_ttl(true)
             .with_expires_by_default(false)
+            .with_lists_tenants(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
@@ -180,6 +182,19 @@ impl SessionStore for InMemorySessionStore {
         entry.ttl = ttl;
         entry.expires_at = ttl.and_then(|ttl| now.checked_add(ttl));
         Ok(())
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        let sessions = self.lock()?;
+        let now = Instant::now();
+        Ok(paginate_tenants(
+            sessions
+                .live
+                .values()
+                .filter(|e| !e.expired(now))
+                .map(|e| e.scope.tenant()),
+            &page,
+        ))
     }
 
     async fn purge_expired(&self) -> Result<u64> {
