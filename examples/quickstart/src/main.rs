@@ -118,17 +118,16 @@ impl StdError for Failed {
 }
 
 async fn run() -> Result<(), Box<dyn StdError>> {
-    let url = match std::env::var(agent_memory::URL_ENV) {
-        Ok(url) if !url.trim().is_empty() => url.trim().to_owned(),
-        _ => agent_memory::DEFAULT_URL.to_owned(),
-    };
+    let url =
+        env_value(agent_memory::URL_ENV).unwrap_or_else(|| agent_memory::DEFAULT_URL.to_owned());
     let stores = open_stores(&url).await?;
     println!(
         "store: {} (set {} to use another: postgres://…, mysql://…, redis://…)",
         agent_memory::redact_url(&url),
         agent_memory::URL_ENV
     );
-    let model: Arc<dyn ChatModel> = if std::env::var_os("OPENAI_API_KEY").is_some() {
+    // A blank key counts as unset, as a blank URL does: the quickstart stays offline.
+    let model: Arc<dyn ChatModel> = if env_value("OPENAI_API_KEY").is_some() {
         let model = OpenAiChatModel::from_env()?;
         println!("model: {} (OPENAI_API_KEY is set)", model.model());
         Arc::new(model)
@@ -137,8 +136,27 @@ async fn run() -> Result<(), Box<dyn StdError>> {
         Arc::new(OfflineStandInModel)
     };
     let scope = Scope::session("quickstart")?.with_user("dana")?;
-    play(&stores, model, &scope).await?;
+    play(&stores, model, &scope, kept_after_exit(&url)).await?;
     Ok(())
+}
+
+/// The environment variable `name`, trimmed; `None` when it is unset, blank or not Unicode.
+fn env_value(name: &str) -> Option<String> {
+    non_blank(std::env::var(name).ok())
+}
+
+/// `value` trimmed, `None` when it is blank.
+fn non_blank(value: Option<String>) -> Option<String> {
+    value
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+}
+
+/// Whether the store at `url` outlives the process: not for `memory:` nor an in-memory SQLite
+/// database, whose conversation a second run cannot continue.
+fn kept_after_exit(url: &str) -> bool {
+    let url = url.to_ascii_lowercase();
+    !(url.starts_with("memory:") || url.contains(":memory:") || url.contains("mode=memory"))
 }
 
 /// Opens the stores at `url`; the error names the URL with its password redacted.
@@ -156,11 +174,12 @@ async fn open_stores(url: &str) -> Result<Stores, Failed> {
 }
 
 /// Plays [`CONVERSATION`] in the session at `scope`, continuing it if an earlier run saved it,
-/// and prints every turn.
+/// and prints every turn; `kept_after_exit` says whether a second run can continue it.
 async fn play(
     stores: &Stores,
     model: Arc<dyn ChatModel>,
     scope: &Scope,
+    kept_after_exit: bool,
 ) -> Result<Transcript, Box<dyn StdError>> {
     // The memory: a small short-term window over the agent's own thread, flushed into a fact
     // block whose facts (and the mark of what it was given) live in the session store.
@@ -203,7 +222,14 @@ async fn play(
             (session, Some(saved.version))
         }
         None => {
-            println!("starting a new conversation (run me again to continue it)");
+            if kept_after_exit {
+                println!("starting a new conversation (run me again to continue it)");
+            } else {
+                println!(
+                    "starting a new conversation (this store is in process memory: it is gone \
+                     when I exit, so a second run starts over)"
+                );
+            }
             (AgentSession::new(scope.clone()), None)
         }
     };
@@ -367,7 +393,7 @@ mod tests {
     async fn the_last_questions_are_answered_from_the_memory_after_the_window_dropped_them() {
         let stores = in_memory_sqlite().await;
         let scope = Scope::session("quickstart-test").unwrap();
-        let t = play(&stores, Arc::new(OfflineStandInModel), &scope)
+        let t = play(&stores, Arc::new(OfflineStandInModel), &scope, false)
             .await
             .unwrap();
         let n = CONVERSATION.len();
@@ -437,10 +463,10 @@ mod tests {
     async fn a_second_run_continues_the_first_and_keeps_each_fact_once() {
         let stores = in_memory_sqlite().await;
         let scope = Scope::session("quickstart-again").unwrap();
-        play(&stores, Arc::new(OfflineStandInModel), &scope)
+        play(&stores, Arc::new(OfflineStandInModel), &scope, false)
             .await
             .unwrap();
-        let second = play(&stores, Arc::new(OfflineStandInModel), &scope)
+        let second = play(&stores, Arc::new(OfflineStandInModel), &scope, false)
             .await
             .unwrap();
         // The second run starts with the facts of the first.
@@ -479,6 +505,37 @@ mod tests {
             error_lines(&err)[1],
             "caused by: invalid_input: no agent-memory backend handles URLs with the scheme \"ftp\""
         );
+    }
+
+    #[test]
+    fn a_blank_variable_counts_as_unset() {
+        assert_eq!(non_blank(None), None);
+        assert_eq!(non_blank(Some(String::new())), None);
+        assert_eq!(non_blank(Some(" \t\n".to_owned())), None);
+        assert_eq!(
+            non_blank(Some(" sk-x \n".to_owned())).as_deref(),
+            Some("sk-x")
+        );
+    }
+
+    #[test]
+    fn only_stores_outside_the_process_continue_in_a_second_run() {
+        for url in [
+            "sqlite://agent-memory.db",
+            "postgres://postgres@127.0.0.1:5432/test",
+            "mysql://root@127.0.0.1:3306/test",
+            "redis://127.0.0.1:6379",
+        ] {
+            assert!(kept_after_exit(url), "{url}");
+        }
+        for url in [
+            "memory:",
+            "MEMORY:",
+            "sqlite::memory:",
+            "sqlite://file:x?mode=memory",
+        ] {
+            assert!(!kept_after_exit(url), "{url}");
+        }
     }
 
     #[test]
