@@ -8,6 +8,7 @@ mod client;
 mod config;
 mod error;
 mod filters;
+mod forget;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
@@ -29,6 +30,7 @@ pub use config::{
     DEFAULT_PLATFORM_URL, DEFAULT_TIMEOUT, KeyHeader, Mem0Config, Mem0Flavor,
 };
 pub use filters::{Field, Filters, Predicate};
+pub use forget::{DEFAULT_FORGET_NAME, Mem0Forget};
 pub use http::http_client_builder;
 pub use memory_http::ApiKey;
 pub use on_error::OnError;

@@ -437,3 +437,93 @@ async fn the_block_files_flushed_batches_and_fills_its_section_from_the_real_lib
         "{messages:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_deletes_an_entity_and_nothing_else_in_the_real_library() {
+    use memory_core::forget::{Forget, ForgetFilter, ForgetMode};
+    use memory_core::{SessionId, TenantId, UserId};
+    use memory_mem0::Mem0Forget;
+
+    let Some(server) = RealMem0::start() else {
+        return;
+    };
+    let client = server.client();
+    let in_tenant = |tenant: &str, run: &str| {
+        user("dana")
+            .with_run_id(run)
+            .unwrap()
+            .with_tenant(tenant)
+            .unwrap()
+    };
+    let (a, b, other) = (
+        in_tenant("acme", "s1"),
+        in_tenant("acme", "s2"),
+        in_tenant("globex", "s1"),
+    );
+    for (scope, texts) in [
+        (&a, &["I love green tea.", "My cat is called Miso."][..]),
+        (&b, &["I live in Lisbon."][..]),
+        (&other, &["I love green tea and black coffee."][..]),
+    ] {
+        let messages = texts.iter().map(|t| Mem0Message::user(*t)).collect();
+        client
+            .add(&AddRequest::new(scope.clone(), messages))
+            .await
+            .unwrap();
+    }
+    assert_eq!(list(&client, a.clone()).await.len(), 2);
+    let search = |scope: &Mem0Scope| {
+        let client = client.clone();
+        let request = SearchRequest::new("green tea cat Miso Lisbon", scope.clone());
+        async move { client.search(&request).await.unwrap() }
+    };
+
+    let forget = Mem0Forget::new(client.clone());
+    let acme = ForgetFilter::tenant(TenantId::new("acme").unwrap());
+    let dana = acme.clone().with_user(UserId::new("dana").unwrap());
+    let dana_s1 = dana.clone().with_session(SessionId::new("s1").unwrap());
+    let err = forget.forget(&acme, ForgetMode::Delete).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+
+    let dry = forget.forget(&dana_s1, ForgetMode::DryRun).await.unwrap();
+    assert_eq!(dry.items, 2);
+    assert_eq!(list(&client, a.clone()).await.len(), 2);
+
+    let done = forget.forget(&dana_s1, ForgetMode::Delete).await.unwrap();
+    assert_eq!(done.items, 2);
+    assert!(list(&client, a.clone()).await.is_empty());
+    let found = search(&a).await;
+    assert!(found.is_empty(), "{found:?}");
+    // The user's other session keeps its memory, and a search of the whole user finds
+    // nothing of the forgotten session.
+    let whole_user = user("dana").with_tenant("acme").unwrap();
+    assert_eq!(texts(&search(&whole_user).await), ["I live in Lisbon."]);
+    assert_eq!(
+        forget
+            .forget(&dana_s1, ForgetMode::Delete)
+            .await
+            .unwrap()
+            .items,
+        0
+    );
+
+    assert_eq!(
+        forget
+            .forget(&dana, ForgetMode::Delete)
+            .await
+            .unwrap()
+            .items,
+        1
+    );
+    assert!(list(&client, whole_user.clone()).await.is_empty());
+    assert!(search(&whole_user).await.is_empty());
+    // The same user id in another tenant is untouched.
+    assert_eq!(
+        texts(&list(&client, other.clone()).await),
+        ["I love green tea and black coffee."]
+    );
+    assert_eq!(
+        texts(&search(&other).await),
+        ["I love green tea and black coffee."]
+    );
+}

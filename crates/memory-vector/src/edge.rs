@@ -6,9 +6,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use async_trait::async_trait;
-use memory_core::vector::check_vectors;
+use memory_core::vector::{VectorCapabilities, check_vectors};
 use memory_core::{
-    Error, ErrorKind, Result, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+    Error, ErrorKind, ForgetFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+    VectorStore,
 };
 use qdrant_edge::{
     Condition, DEFAULT_VECTOR_NAME, Distance, EdgeConfigBuilder, EdgeShard,
@@ -48,6 +49,11 @@ const EDGE_CONFIG_FILE: &str = "edge_config.json";
 /// Vectors and ties are handled as `QdrantStore`'s are: an overflowing
 /// norm is `InvalidInput`, and ties at the `top_k` boundary are ordered by id among at most
 /// `max(4 × top_k, top_k + 256)` points fetched.
+///
+/// [`delete_matching`](VectorStore::delete_matching) and
+/// [`count_matching`](VectorStore::count_matching) are supported: a forget counts the points
+/// whose `tenant` (and `user`, `agent`, `session` when named) payload fields match, then
+/// deletes them with one delete-by-filter operation.
 ///
 /// Only one process may open a directory at a time. Cloning shares the same shard.
 #[derive(Clone)]
@@ -281,13 +287,31 @@ fn retrieve(shard: &EdgeShard, scope_key: &str, ids: &[Uuid]) -> Result<Vec<Vect
 }
 
 fn count(shard: &EdgeShard, scope_key: &str) -> Result<u64> {
+    count_where(shard, &Cond::scope(scope_key))
+}
+
+/// The exact number of points meeting `cond`.
+fn count_where(shard: &EdgeShard, cond: &Cond) -> Result<u64> {
     shard
         .count(qdrant_edge::CountRequest {
-            filter: Some(to_filter(&Cond::scope(scope_key))?),
+            filter: Some(to_filter(cond)?),
             exact: true,
         })
         .map(|n| n as u64)
         .map_err(|e| backend(BACKEND, ErrorKind::Backend, "count", e))
+}
+
+/// Deletes the points meeting `cond`; returns how many there were.
+fn delete_where(shard: &EdgeShard, cond: &Cond, action: &'static str) -> Result<u64> {
+    let n = count_where(shard, cond)?;
+    if n > 0 {
+        shard
+            .update(UpdateOperation::PointOperation(
+                PointOperations::DeletePointsByFilter(to_filter(cond)?),
+            ))
+            .map_err(|e| backend(BACKEND, ErrorKind::Backend, action, e))?;
+    }
+    Ok(n)
 }
 
 fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
@@ -368,6 +392,30 @@ impl VectorStore for QdrantEdgeStore {
         self.clear_op(scope)
             .await
             .map_err(|e| e.with_backend(BACKEND).with_operation("clear"))
+    }
+
+    fn capabilities(&self) -> VectorCapabilities {
+        VectorCapabilities::none().with_deletes_matching(true)
+    }
+
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let cond = Cond::forget(filter);
+        Ok(self
+            .with_shard("delete_matching", move |shard| {
+                delete_where(shard, &cond, "delete matching")
+            })
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("delete_matching"))?
+            .unwrap_or_default())
+    }
+
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let cond = Cond::forget(filter);
+        Ok(self
+            .with_shard("count_matching", move |shard| count_where(shard, &cond))
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("count_matching"))?
+            .unwrap_or_default())
     }
 }
 
@@ -488,15 +536,7 @@ impl QdrantEdgeStore {
         let key = scope.key();
         Ok(self
             .with_shard("clear", move |shard| {
-                let n = count(shard, &key)?;
-                if n > 0 {
-                    shard
-                        .update(UpdateOperation::PointOperation(
-                            PointOperations::DeletePointsByFilter(to_filter(&Cond::scope(&key))?),
-                        ))
-                        .map_err(|e| backend(BACKEND, ErrorKind::Backend, "clear", e))?;
-                }
-                Ok(n)
+                delete_where(shard, &Cond::scope(&key), "clear")
             })
             .await?
             .unwrap_or_default())

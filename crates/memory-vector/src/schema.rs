@@ -11,10 +11,17 @@
 //! | `vector`    | the caller's exact vector (Qdrant keeps cosine vectors normalised) |
 //! | `payload`   | the caller's payload, as given                                    |
 //!
+//! A forget ([`Cond::forget`]) deletes by the parts: `tenant`, and `user`, `agent` and
+//! `session` when the filter names them (a point of a scope without a user stores `null` there,
+//! which no keyword matches). Every build of this crate has written these fields, so points
+//! written by earlier versions are found too.
+//!
 //! The Qdrant point id is [`qdrant_point_id`]: a UUID v5 of the scope key and the caller's id,
 //! so the same id in two scopes is two points and a retried upsert rewrites the same point.
 
-use memory_core::{Error, PayloadFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery};
+use memory_core::{
+    Error, ForgetFilter, PayloadFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+};
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
@@ -26,14 +33,22 @@ pub(crate) const POINT_ID_FIELD: &str = "point_id";
 pub(crate) const VECTOR_FIELD: &str = "vector";
 /// The payload field holding the caller's payload.
 pub(crate) const PAYLOAD_FIELD: &str = "payload";
+/// The payload field holding the scope's tenant.
+pub(crate) const TENANT_FIELD: &str = "tenant";
+/// The payload field holding the scope's user (`null` without one).
+pub(crate) const USER_FIELD: &str = "user";
+/// The payload field holding the scope's agent (`null` without one).
+pub(crate) const AGENT_FIELD: &str = "agent";
+/// The payload field holding the scope's session id.
+pub(crate) const SESSION_FIELD: &str = "session";
 /// The scope fields that get a keyword payload index.
 pub(crate) const INDEXED_FIELDS: [&str; 6] = [
     SCOPE_KEY_FIELD,
-    "tenant",
-    "user",
-    "agent",
+    TENANT_FIELD,
+    USER_FIELD,
+    AGENT_FIELD,
     "source",
-    "session",
+    SESSION_FIELD,
 ];
 
 /// The namespace of [`qdrant_point_id`] (a fixed random UUID).
@@ -57,12 +72,15 @@ pub(crate) fn stored_payload(
     let opt = |v: Option<&str>| v.map_or(Value::Null, |s| Value::String(s.to_owned()));
     let mut map = Map::new();
     map.insert(SCOPE_KEY_FIELD.into(), Value::String(scope_key.to_owned()));
-    map.insert("tenant".into(), Value::String(scope.tenant().to_string()));
-    map.insert("user".into(), opt(scope.user().map(|u| u.as_str())));
-    map.insert("agent".into(), opt(scope.agent().map(|a| a.as_str())));
+    map.insert(
+        TENANT_FIELD.into(),
+        Value::String(scope.tenant().to_string()),
+    );
+    map.insert(USER_FIELD.into(), opt(scope.user().map(|u| u.as_str())));
+    map.insert(AGENT_FIELD.into(), opt(scope.agent().map(|a| a.as_str())));
     map.insert("source".into(), Value::String(scope.source().to_string()));
     map.insert(
-        "session".into(),
+        SESSION_FIELD.into(),
         Value::String(scope.session_id().to_string()),
     );
     map.insert(POINT_ID_FIELD.into(), Value::String(point.id.to_string()));
@@ -153,6 +171,27 @@ impl Cond {
             path: SCOPE_KEY_FIELD.to_owned(),
             value: MatchScalar::Keyword(String::new()),
         }
+    }
+
+    /// The condition selecting every point of the scopes `filter`
+    /// [matches](ForgetFilter::matches): its tenant, and its user, agent and session when it
+    /// names them, whatever the source.
+    pub(crate) fn forget(filter: &ForgetFilter) -> Cond {
+        let keyword = |field: &str, value: &str| Cond::Match {
+            path: field.to_owned(),
+            value: MatchScalar::Keyword(value.to_owned()),
+        };
+        let mut all = vec![keyword(TENANT_FIELD, filter.tenant_id().as_str())];
+        if let Some(user) = filter.user() {
+            all.push(keyword(USER_FIELD, user.as_str()));
+        }
+        if let Some(agent) = filter.agent() {
+            all.push(keyword(AGENT_FIELD, agent.as_str()));
+        }
+        if let Some(session) = filter.session() {
+            all.push(keyword(SESSION_FIELD, session.as_str()));
+        }
+        Cond::All(all)
     }
 
     /// The condition restricting reads to `scope_key`.

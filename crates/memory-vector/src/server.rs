@@ -5,10 +5,11 @@ use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::redact::scrub_error;
+use memory_core::vector::VectorCapabilities;
 use memory_core::vector::check_vectors;
 use memory_core::{
-    Error, ErrorKind, Result, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
-    url_secrets,
+    Error, ErrorKind, ForgetFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+    VectorStore, url_secrets,
 };
 use qdrant_client::qdrant::{
     self, Condition, CountPointsBuilder, CreateCollectionBuilder,
@@ -49,6 +50,11 @@ const BACKEND: &str = "qdrant";
 /// ordered by id; to find them, a search asks for twice as many points while the last one
 /// ties, up to `max(4 × top_k, top_k + 256)`: past that, ties are ordered among the points
 /// fetched. Errors never show the URL's password (a raw `/ ? # @` in it is refused).
+///
+/// [`delete_matching`](VectorStore::delete_matching) and
+/// [`count_matching`](VectorStore::count_matching) are supported: a forget counts the points
+/// whose `tenant` (and `user`, `agent`, `session` when named) payload fields match, with one
+/// exact count, then deletes them with one delete-by-filter request that waits for the write.
 ///
 /// Cloning shares the client and its connection pool.
 #[derive(Clone)]
@@ -261,11 +267,16 @@ impl QdrantStore {
     }
 
     async fn count_key(&self, scope_key: &str) -> Result<u64> {
+        self.count_where(&Cond::scope(scope_key)).await
+    }
+
+    /// The exact number of points meeting `cond`.
+    async fn count_where(&self, cond: &Cond) -> Result<u64> {
         let response = self
             .client
             .count(
                 CountPointsBuilder::new(self.collection())
-                    .filter(to_filter(&Cond::scope(scope_key)))
+                    .filter(to_filter(cond))
                     .exact(true),
             )
             .await
@@ -386,6 +397,22 @@ impl VectorStore for QdrantStore {
         self.clear_op(scope)
             .await
             .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("clear")))
+    }
+
+    fn capabilities(&self) -> VectorCapabilities {
+        VectorCapabilities::none().with_deletes_matching(true)
+    }
+
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        self.delete_matching_op(filter)
+            .await
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("delete_matching")))
+    }
+
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        self.count_matching_op(filter)
+            .await
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("count_matching")))
     }
 }
 
@@ -515,6 +542,32 @@ impl QdrantStore {
             return Ok(0);
         }
         self.count_key(&scope.key()).await
+    }
+
+    async fn count_matching_op(&self, filter: &ForgetFilter) -> Result<u64> {
+        if self.known_dimensions().await?.is_none() {
+            return Ok(0);
+        }
+        self.count_where(&Cond::forget(filter)).await
+    }
+
+    async fn delete_matching_op(&self, filter: &ForgetFilter) -> Result<u64> {
+        if self.known_dimensions().await?.is_none() {
+            return Ok(0);
+        }
+        let cond = Cond::forget(filter);
+        let n = self.count_where(&cond).await?;
+        if n > 0 {
+            self.client
+                .delete_points(
+                    DeletePointsBuilder::new(self.collection())
+                        .points(to_filter(&cond))
+                        .wait(true),
+                )
+                .await
+                .map_err(|e| map_error("delete matching", e))?;
+        }
+        Ok(n)
     }
 
     async fn clear_op(&self, scope: &Scope) -> Result<u64> {

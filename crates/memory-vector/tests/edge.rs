@@ -123,3 +123,36 @@ async fn a_zero_query_over_many_equal_vectors_answers_top_k_in_id_order() {
         assert!(found.iter().all(|p| !p.score.is_nan()));
     }
 }
+
+#[path = "support/forget.rs"]
+mod forget_checks;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_deletes_exactly_the_filtered_scopes() {
+    forget_checks::run_forget_checks(std::sync::Arc::new(fresh_store().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_survives_a_reopen() {
+    use memory_core::forget::ForgetFilter;
+    let dir = tempfile::tempdir().unwrap();
+    let scope = Scope::session("s").unwrap().with_tenant("gone").unwrap();
+    let kept = Scope::session("s").unwrap().with_tenant("kept").unwrap();
+    let point = VectorPoint {
+        id: Uuid::new_v4(),
+        vector: vec![1.0, 0.0],
+        payload: serde_json::Map::new(),
+    };
+    let gone = ForgetFilter::tenant(memory_core::TenantId::new("gone").unwrap());
+    {
+        let store = QdrantEdgeStore::open(dir.path()).await.unwrap();
+        for s in [&scope, &kept] {
+            store.upsert(s, std::slice::from_ref(&point)).await.unwrap();
+        }
+        assert_eq!(store.delete_matching(&gone).await.unwrap(), 1);
+    }
+    let store = QdrantEdgeStore::open(dir.path()).await.unwrap();
+    assert_eq!(store.count(&scope).await.unwrap(), 0);
+    assert_eq!(store.count_matching(&gone).await.unwrap(), 0);
+    assert_eq!(store.count(&kept).await.unwrap(), 1);
+}

@@ -1010,3 +1010,32 @@ async fn overflowing_vectors_are_invalid_input_at_upsert_and_query() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
 }
+
+#[path = "support/forget.rs"]
+mod forget_checks;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_deletes_exactly_the_filtered_scopes() {
+    forget_checks::run_forget_checks(Arc::new(fake_server_store().await)).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_in_a_collection_never_created_is_zero() {
+    let store = fake_server_store().await;
+    let filter = memory_core::ForgetFilter::tenant(memory_core::TenantId::new("acme").unwrap());
+    assert_eq!(store.count_matching(&filter).await.unwrap(), 0);
+    assert_eq!(store.delete_matching(&filter).await.unwrap(), 0);
+}
+
+/// The forget checks against a real Qdrant server when `QDRANT_URL` is set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn forget_on_a_real_server_when_qdrant_url_is_set() {
+    let Ok(config) = QdrantStoreConfig::from_env() else {
+        eprintln!("QDRANT_URL is not set: the forget checks ran against the fake server only");
+        return;
+    };
+    let collection = format!("agent_memory_test_{}", Uuid::new_v4().simple());
+    let store = QdrantStore::connect(config.with_collection(collection.clone())).unwrap();
+    forget_checks::run_forget_checks(Arc::new(store.clone())).await;
+    store.client().delete_collection(collection).await.unwrap();
+}
