@@ -229,7 +229,11 @@ fn first_text(rows: Vec<crate::driver::Row>) -> Result<String> {
 fn server_name(backend: Backend, version: &str) -> String {
     match backend {
         Backend::Sqlite => format!("SQLite {version}"),
-        Backend::Postgres => format!("PostgreSQL {version}"),
+        // `15.20 (Debian 15.20-0+deb12u1)`: the number is enough.
+        Backend::Postgres => format!(
+            "PostgreSQL {}",
+            version.split_whitespace().next().unwrap_or(version)
+        ),
         Backend::MySql => match version.split_once("-MariaDB") {
             Some((number, _)) => format!("MariaDB {number}"),
             None => format!("MySQL {version}"),
@@ -530,5 +534,9 @@ mod tests {
         );
         assert_eq!(server_name(Backend::MySql, "8.4.0"), "MySQL 8.4.0");
         assert_eq!(server_name(Backend::Sqlite, "3.46.0"), "SQLite 3.46.0");
+        assert_eq!(
+            server_name(Backend::Postgres, "15.20 (Debian 15.20-0+deb12u1)"),
+            "PostgreSQL 15.20"
+        );
     }
 }
