@@ -41,7 +41,7 @@ use crate::open::not_in_this_build;
 pub async fn doctor(url: &str) -> Result<Diagnosis> {
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     let redacted = redact_url(url);
-    let (backend, checks) = match scheme {
+    let (backend, checks): (&str, Result<Vec<Check>>) = match scheme {
         "memory" => (
             "memory",
             Ok(vec![Check::ok(
