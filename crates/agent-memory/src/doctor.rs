@@ -1,4 +1,4 @@
-//! [`doctor`]: a health check of the backend a URL names, for `agent-memory doctor` and the
+//! [`doctor()`]: a health check of the backend a URL names, for `agent-memory doctor` and the
 //! memory server, one match arm per enabled backend as in [`open`](crate::open), and the
 //! types of its findings ([`Diagnosis`], [`Check`], [`CheckStatus`], from `memory_core`).
 
