@@ -5,7 +5,9 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
+use memory_core::{
+    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter,
+};
 
 use crate::config::{DbUrl, SqlConfig};
 use crate::cursor::CursorSql;
@@ -614,6 +616,42 @@ pub(crate) async fn list_page(
     Ok(Page {
         items,
         next_cursor: if more { last_key } else { None },
+    })
+}
+
+/// One page of `list_tenants` (history or sessions) with `statement` (see `list_tenants` in
+/// `sql.rs`): one statement, keyset paging on the tenant. The cursor is the last tenant of the
+/// previous page; a stored tenant that is not a valid id (written by hand) is left out, with a
+/// warning, and paging goes on past it.
+pub(crate) async fn tenant_page(
+    store: &SqlStore,
+    ctx: &str,
+    statement: &Arc<str>,
+    page: PageRequest,
+) -> Result<Page<TenantId>> {
+    let limit = page.limit.max(1);
+    let q = Query::shared(statement)
+        .text(page.cursor.as_deref().unwrap_or(""))
+        .int(to_i64(limit).saturating_add(1));
+    let rows = store.inner.db.fetch(ctx, q, &[Col::Text]).await?;
+    let more = rows.len() > limit;
+    let mut items = Vec::with_capacity(limit.min(rows.len()));
+    let mut last = None;
+    for mut row in rows.into_iter().take(limit) {
+        let tenant = row.take_text(0)?;
+        match TenantId::new(tenant.as_str()) {
+            Ok(id) => items.push(id),
+            Err(err) => tracing::warn!(
+                tenant = %tenant.escape_debug(),
+                %err,
+                "memory-sql: a stored tenant is not a valid id; left out of the listing"
+            ),
+        }
+        last = Some(tenant);
+    }
+    Ok(Page {
+        items,
+        next_cursor: if more { last } else { None },
     })
 }
 
