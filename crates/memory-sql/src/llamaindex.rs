@@ -21,9 +21,9 @@ use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE,
-    MessageId, Page, PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter,
-    StoredMessage, TenantId, ThreadCount, TokenCounter, Window,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, MessageId,
+    Page, PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, StoredMessage, TenantId,
+    ThreadCount, TokenCounter, Window,
 };
 use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
 use memory_interop::python_json::dumps;

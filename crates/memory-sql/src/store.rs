@@ -1,6 +1,7 @@
 //! [`SqlStore`]: opening a database (from a URL or the application's pool), migrating it, and
 //! what the history and session stores share.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -621,8 +622,9 @@ pub(crate) async fn list_page(
 
 /// One page of `list_tenants` (history or sessions) with `statement` (see `list_tenants` in
 /// `sql.rs`): one statement, keyset paging on the tenant. The cursor is the last tenant of the
-/// previous page; a stored tenant that is not a valid id (written by hand) is left out, with a
-/// warning, and paging goes on past it.
+/// previous page. A stored tenant that is not a valid id (written by hand) is a
+/// [`Serialization`](ErrorKind::Serialization) error, as in `list_threads`: an export must not
+/// skip a tenant unseen.
 pub(crate) async fn tenant_page(
     store: &SqlStore,
     ctx: &str,
@@ -630,8 +632,9 @@ pub(crate) async fn tenant_page(
     page: PageRequest,
 ) -> Result<Page<TenantId>> {
     let limit = page.limit.max(1);
+    let cursor = tenant_cursor(page.cursor.as_deref().unwrap_or(""));
     let q = Query::shared(statement)
-        .text(page.cursor.as_deref().unwrap_or(""))
+        .text(&cursor)
         .int(to_i64(limit).saturating_add(1));
     let rows = store.inner.db.fetch(ctx, q, &[Col::Text]).await?;
     let more = rows.len() > limit;
@@ -639,20 +642,42 @@ pub(crate) async fn tenant_page(
     let mut last = None;
     for mut row in rows.into_iter().take(limit) {
         let tenant = row.take_text(0)?;
-        match TenantId::new(tenant.as_str()) {
-            Ok(id) => items.push(id),
-            Err(err) => tracing::warn!(
-                tenant = %tenant.escape_debug(),
-                %err,
-                "memory-sql: a stored tenant is not a valid id; left out of the listing"
-            ),
-        }
+        let id = TenantId::new(tenant.as_str()).map_err(|err| {
+            Error::serialization(format!(
+                "{ctx}: a stored tenant is not a valid id: {}",
+                err.message()
+            ))
+            .with_source(err)
+        })?;
+        items.push(id);
         last = Some(tenant);
     }
     Ok(Page {
         items,
         next_cursor: if more { last } else { None },
     })
+}
+
+/// A cursor every database can compare with the tenant columns and that selects the same
+/// tenants, by byte order, as `cursor` itself: tenants are ASCII without NUL, so the text
+/// before a NUL selects the same ones, and before a non-ASCII character, that text followed by
+/// DEL (0x7F, above every character of a tenant) does. MySQL refuses to compare non-ASCII text
+/// with an `ascii_bin` column, and PostgreSQL's text holds no NUL.
+fn tenant_cursor(cursor: &str) -> Cow<'_, str> {
+    let cut = cursor
+        .char_indices()
+        .find(|&(_, c)| !c.is_ascii() || c == '\0');
+    match cut {
+        None => Cow::Borrowed(cursor),
+        Some((at, c)) => {
+            let before = cursor.get(..at).unwrap_or_default();
+            if c == '\0' {
+                Cow::Borrowed(before)
+            } else {
+                Cow::Owned(format!("{before}\u{7f}"))
+            }
+        }
+    }
 }
 
 /// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").
