@@ -591,7 +591,8 @@ pub(crate) async fn list_page(
         sql.push_str(" AND source = ?");
         args.push(Arg::Text(source.as_str()));
     }
-    if let Some(cursor) = &page.cursor {
+    let cursor = page.cursor.as_deref().map(ascii_cursor);
+    if let Some(cursor) = &cursor {
         sql.push_str(&format!(" AND {key_col} > ?"));
         args.push(Arg::Text(cursor));
     }
@@ -632,7 +633,7 @@ pub(crate) async fn tenant_page(
     page: PageRequest,
 ) -> Result<Page<TenantId>> {
     let limit = page.limit.max(1);
-    let cursor = tenant_cursor(page.cursor.as_deref().unwrap_or(""));
+    let cursor = ascii_cursor(page.cursor.as_deref().unwrap_or(""));
     let q = Query::shared(statement)
         .text(&cursor)
         .int(to_i64(limit).saturating_add(1));
@@ -658,12 +659,12 @@ pub(crate) async fn tenant_page(
     })
 }
 
-/// A cursor every database can compare with the tenant columns and that selects the same
-/// tenants, by byte order, as `cursor` itself: tenants are ASCII without NUL, so the text
-/// before a NUL selects the same ones, and before a non-ASCII character, that text followed by
-/// DEL (0x7F, above every character of a tenant) does. MySQL refuses to compare non-ASCII text
-/// with an `ascii_bin` column, and PostgreSQL's text holds no NUL.
-fn tenant_cursor(cursor: &str) -> Cow<'_, str> {
+/// A cursor every database can compare with the tenant and key columns and that selects the
+/// same values, by byte order, as `cursor` itself: tenants and keys are ASCII without NUL or
+/// DEL, so the text before a NUL selects the same ones, and before a non-ASCII character, that
+/// text followed by DEL (0x7F, above every character of a tenant or key) does. MySQL refuses to
+/// compare non-ASCII text with an `ascii_bin` column, and PostgreSQL's text holds no NUL.
+fn ascii_cursor(cursor: &str) -> Cow<'_, str> {
     let cut = cursor
         .char_indices()
         .find(|&(_, c)| !c.is_ascii() || c == '\0');

@@ -394,3 +394,43 @@ async fn session_tenants_are_those_with_a_live_session() {
         db.drop_tables().await;
     }
 }
+
+/// A cursor no listing gave (any text) selects by byte order on every database, in every
+/// listing: MySQL cannot compare non-ASCII text with the key columns, PostgreSQL's text holds
+/// no NUL, and neither may turn such a cursor into a database error.
+#[tokio::test]
+async fn listings_take_cursors_of_any_text() {
+    for target in TARGETS {
+        let db = open(target).await;
+        let store = &db.store;
+        let state = serde_json::json!({});
+        for session in ["a", "a-1", "b"] {
+            let s = scope("t", session);
+            store.append(&s, &texts(1)).await.unwrap();
+            store.save(&s, &state, None).await.unwrap();
+        }
+        let filter = memory_core::ScopeFilter::tenant(TenantId::new("t").unwrap());
+        let key = |session: &str| scope("t", session).key();
+        for (cursor, expected) in [
+            (format!("{}\u{e9}", key("a")), &["b"][..]),
+            (format!("{}\0", key("a")), &["a-1", "b"][..]),
+            ("\u{e9}".to_owned(), &[][..]),
+            (String::new(), &["a", "a-1", "b"][..]),
+        ] {
+            let threads = store
+                .list_threads(&filter, PageRequest::after(10, cursor.clone()))
+                .await
+                .unwrap_or_else(|e| panic!("{target:?}, cursor {cursor:?}: {e}"));
+            let sessions =
+                SessionStore::list(store, &filter, PageRequest::after(10, cursor.clone()))
+                    .await
+                    .unwrap_or_else(|e| panic!("{target:?}, cursor {cursor:?}: {e}"));
+            for page in [threads, sessions] {
+                let got: Vec<&str> = page.items.iter().map(|s| s.session_id().as_str()).collect();
+                assert_eq!(got, expected, "{target:?}, cursor {cursor:?}");
+                assert_eq!(page.next_cursor, None);
+            }
+        }
+        db.drop_tables().await;
+    }
+}
