@@ -13,9 +13,9 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::{
-    AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore, Page,
-    PageRequest, PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter, StoredMessage,
-    ThreadCount, ThreadCursor, Window,
+    AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore,
+    MAX_READ_PAGE, Page, PageRequest, PreparedBatch, PreparedMessage, Result, Scope, ScopeFilter,
+    StoredMessage, TenantId, ThreadCount, ThreadCursor, Window,
 };
 
 use crate::cursor::fresh_epoch;
@@ -24,7 +24,7 @@ use crate::driver::{Arg, Col, Query, Row, Tx};
 use crate::error::{MAX_RETRIES, backoff, is_retryable, retries_exhausted};
 use crate::rows::{MAX_TTL_MS, scope_args, to_i64, ttl_ms};
 use crate::sql::PURGE_BATCH;
-use crate::store::{SqlStore, list_page};
+use crate::store::{SqlStore, list_page, tenant_page};
 
 /// Columns of a message row as reads select them.
 pub(crate) const MESSAGE_COLS: &[Col] = &[Col::Int, Col::Int, Col::Flag, Col::Text];
@@ -550,6 +550,39 @@ impl SqlStore {
         }
     }
 
+    /// A page of [`read_page`](HistoryStore::read_page): one statement, the primary key
+    /// `(thread_key, seq)` read from `after` on. Only when every row of a page cannot be
+    /// decoded does it read the next one (so an empty page always means the end of the
+    /// thread).
+    async fn read_page_rows(
+        &self,
+        key: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        const CTX: &str = "read a page of a thread";
+        let limit = to_i64(limit.clamp(1, MAX_READ_PAGE));
+        let mut after = to_i64(after);
+        loop {
+            let q = Query::shared(&self.inner.history.read_page)
+                .text(key)
+                .int(after)
+                .text(key)
+                .int(limit);
+            let rows = self.inner.db.fetch(CTX, q, MESSAGE_COLS).await?;
+            let Some(last) = rows.last() else {
+                return Ok(Vec::new());
+            };
+            let last = last.int(0)?;
+            let full = to_i64(rows.len()) == limit;
+            let page = decode_messages(key, rows);
+            if !page.is_empty() || !full {
+                return Ok(page);
+            }
+            after = last;
+        }
+    }
+
     async fn archive_once(&self, key: &str, first: i64, last: i64) -> Result<u64> {
         const CTX: &str = "archive";
         let sql = &self.inner.history;
@@ -668,6 +701,8 @@ impl HistoryStore for SqlStore {
             .with_counts_purged(true)
             .with_lists_every_thread(true)
             .with_cursor_reads(true)
+            .with_paged_reads(true)
+            .with_lists_tenants(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -833,6 +868,27 @@ impl HistoryStore for SqlStore {
             self.cursor_read(scope, window, since),
         )
         .await
+    }
+
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let key = scope.key();
+        self.bounded(
+            "read_page",
+            "read a page of a thread",
+            self.read_page_rows(&key, after, limit),
+        )
+        .await
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        const CTX: &str = "list the tenants of threads";
+        let list = tenant_page(self, CTX, &self.inner.history.list_tenants, page);
+        self.bounded("list_tenants", CTX, list).await
     }
 
     async fn purge_expired(&self) -> Result<u64> {

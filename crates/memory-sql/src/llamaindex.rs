@@ -21,9 +21,9 @@ use async_trait::async_trait;
 use memory_core::history::skip_undecodable;
 use memory_core::scope::{DEFAULT_SOURCE, DEFAULT_TENANT};
 use memory_core::{
-    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MessageId, Page,
-    PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, StoredMessage, ThreadCount,
-    TokenCounter, Window,
+    AppendOutcome, ChatMessage, Error, HistoryCapabilities, HistoryStore, MAX_READ_PAGE, MessageId,
+    Page, PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, StoredMessage, TenantId,
+    ThreadCount, TokenCounter, Window,
 };
 use memory_interop::llamaindex::{LiOptions, from_llamaindex, to_llamaindex};
 use memory_interop::python_json::dumps;
@@ -241,6 +241,18 @@ impl LlamaIndexConfig {
 ///   resets threads without ever moving one, so a cursor could not tell its changes from
 ///   appends.
 ///
+/// # Exports
+/// [`read_page`](HistoryStore::read_page) is one statement per page: the key's rows numbered
+/// as every read numbers them (the `key` index), only the page's rows sent and decoded.
+/// [`list_tenants`](HistoryStore::list_tenants) is supported under [`KeyMapping::Strict`]
+/// only (the capabilities say so): there every key is a session id of the default tenant, so
+/// the listing is that tenant when the table holds such a key. Under
+/// [`SessionIdOnly`](KeyMapping::SessionIdOnly) a key does not say which tenant wrote it;
+/// under [`ScopeKey`](KeyMapping::ScopeKey) the tenants are in the keys, but the `key` column
+/// sorts by the database's collation (on PostgreSQL not necessarily bytewise), so no index
+/// range holds one tenant's keys and a page of tenants could only be found by reading every
+/// key of the table; both return [`Unsupported`](memory_core::ErrorKind::Unsupported).
+///
 /// Cloning is cheap and shares the pool.
 ///
 /// ```no_run
@@ -299,6 +311,8 @@ struct Statements {
     read_after: Arc<str>,
     /// … all of them.
     read_everything: Arc<str>,
+    /// … all of them after a position, `n` at most.
+    read_page: Arc<str>,
     /// … the active ones before a position, newest first, `n` at most.
     read_before_desc: Arc<str>,
     /// `(rows, active rows)` of one key.
@@ -332,6 +346,7 @@ impl Statements {
             read_last: rows("WHERE w.status = 'active' ORDER BY w.seq DESC LIMIT ?"),
             read_after: rows("WHERE w.status = 'active' AND w.seq > ? ORDER BY w.seq"),
             read_everything: rows("ORDER BY w.seq"),
+            read_page: rows("WHERE w.seq > ? ORDER BY w.seq LIMIT ?"),
             read_before_desc: rows(
                 "WHERE w.status = 'active' AND w.seq < ? ORDER BY w.seq DESC LIMIT ?",
             ),
@@ -795,6 +810,42 @@ impl LlamaIndexHistoryStore {
         Ok(out)
     }
 
+    /// A page of [`read_page`](HistoryStore::read_page): one statement (the key's rows
+    /// numbered as every read numbers them, those of the page sent). Only when every row of a
+    /// page cannot be decoded does it read the next one (so an empty page always means the
+    /// end of the session).
+    async fn read_page_rows(
+        &self,
+        key: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let ctx = "read a page of a LlamaIndex session";
+        let limit = to_i64(limit.clamp(1, MAX_READ_PAGE));
+        let mut after = to_i64(after);
+        loop {
+            let q = self
+                .query(&self.inner.sql.read_page)
+                .text(key)
+                .int(after)
+                .int(limit);
+            let rows = self.inner.db.fetch(ctx, q, &ROW_COLS).await?;
+            let Some(last) = rows.last() else {
+                return Ok(Vec::new());
+            };
+            let last = last.int(0)?;
+            let full = to_i64(rows.len()) == limit;
+            let page: Vec<StoredMessage> = rows
+                .into_iter()
+                .filter_map(|r| self.decode_or_skip(key, r))
+                .collect();
+            if !page.is_empty() || !full {
+                return Ok(page);
+            }
+            after = last;
+        }
+    }
+
     /// The newest active messages within `budget` tokens, read newest first a page at a time
     /// in one snapshot.
     async fn read_budget(&self, key: &str, budget: u64) -> Result<Vec<StoredMessage>> {
@@ -1165,6 +1216,10 @@ impl HistoryStore for LlamaIndexHistoryStore {
             .with_lists_every_thread(self.inner.key_mapping == KeyMapping::Strict)
             // No epochs in a table Python writes too (see the type's docs).
             .with_cursor_reads(false)
+            .with_paged_reads(true)
+            // Only under `Strict` does every key name its tenant (the default one); see the
+            // type's docs.
+            .with_lists_tenants(self.inner.key_mapping == KeyMapping::Strict)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -1225,6 +1280,54 @@ impl HistoryStore for LlamaIndexHistoryStore {
         let key = self.key_for(scope)?;
         self.bounded("clear", "clear a LlamaIndex session", self.clear_tx(&key))
             .await
+    }
+
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let key = self.key_for(scope)?;
+        self.bounded(
+            "read_page",
+            "read a page of a LlamaIndex session",
+            self.read_page_rows(&key, after, limit),
+        )
+        .await
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        if self.inner.key_mapping != KeyMapping::Strict {
+            return Err(Error::unsupported(
+                "the LlamaIndex store lists tenants only with KeyMapping::Strict: under \
+                 SessionIdOnly a key does not say which tenant wrote it, and under ScopeKey \
+                 the tenants could only be found by reading every key of the table",
+            ));
+        }
+        // Every thread is a `Scope::session` one: the default tenant holds them all, and it
+        // holds one when the table has a key that is a session id.
+        let done = Page {
+            items: Vec::new(),
+            next_cursor: None,
+        };
+        if page.cursor.as_deref().is_some_and(|c| c >= DEFAULT_TENANT) {
+            return Ok(done);
+        }
+        let any = self
+            .bounded(
+                "list_tenants",
+                "list the tenants of LlamaIndex sessions",
+                self.list_keys(PageRequest::first(1), None, |key| Scope::session(key).ok()),
+            )
+            .await?;
+        if any.items.is_empty() {
+            return Ok(done);
+        }
+        Ok(Page {
+            items: vec![TenantId::new(DEFAULT_TENANT)?],
+            next_cursor: None,
+        })
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {

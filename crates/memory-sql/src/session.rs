@@ -14,14 +14,14 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Error, ErrorKind, MessageId, Page, PageRequest, Result, Scope, ScopeFilter,
-    SessionCapabilities, SessionStore, StoredSession, encode_state,
+    SessionCapabilities, SessionStore, StoredSession, TenantId, encode_state,
 };
 use serde_json::Value;
 
 use crate::driver::{Arg, Col, Query};
 use crate::error::{MAX_RETRIES, backoff, is_retryable};
 use crate::rows::{scope_args, ttl_ms};
-use crate::store::{SqlStore, list_page};
+use crate::store::{SqlStore, list_page, tenant_page};
 
 /// A session row as [`SqlStore::probe_session`] reads it.
 struct Probe {
@@ -247,6 +247,7 @@ impl SessionStore for SqlStore {
         SessionCapabilities::none()
             .with_ttl(true)
             .with_expires_by_default(false)
+            .with_lists_tenants(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
@@ -305,6 +306,12 @@ impl SessionStore for SqlStore {
             return Err(Error::not_found(format!("no session at {scope}")));
         }
         Ok(())
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        const CTX: &str = "list the tenants of sessions";
+        let list = tenant_page(self, CTX, &self.inner.session.list_tenants, page);
+        self.bounded("list_tenants", CTX, list).await
     }
 
     async fn purge_expired(&self) -> Result<u64> {

@@ -27,6 +27,11 @@ pub(crate) struct HistorySql {
     pub(crate) read_after: Arc<str>,
     pub(crate) read_everything: Arc<str>,
     pub(crate) read_budget: Arc<str>,
+    /// A page of [`read_page`](memory_core::HistoryStore::read_page): the thread's messages,
+    /// active and archived, after a sequence number, `LIMIT` of them, if the thread is live.
+    pub(crate) read_page: Arc<str>,
+    /// A page of the tenants holding a live thread with messages, after a cursor tenant.
+    pub(crate) list_tenants: Arc<str>,
     /// PostgreSQL: the known ids of a batch, given as one array.
     pub(crate) known_ids_pg: Arc<str>,
     /// PostgreSQL: a batch inserted from one array per column.
@@ -114,6 +119,19 @@ pub(crate) const ACTIVE_FROM: &str = "(SELECT t.first_active FROM {prefix}thread
 /// clock), else `NULL` (of the column's own type on every database).
 const EXPIRED: &str = "CASE WHEN expires_at <= {now} THEN expires_at END";
 
+/// One page of the distinct tenants of `table` (`threads` or `sessions`) whose rows are live
+/// now (by the database's clock) and meet `extra` (a condition followed by `AND`, or empty),
+/// after a cursor tenant (`?`, `''` for the first page), `LIMIT ?` of them, in byte order (the
+/// tenant columns sort bytewise: `COLLATE "C"` on PostgreSQL, `ascii_bin` on MySQL, SQLite's
+/// `BINARY`). The `(tenant, key)` index gives the order and the keyset: the server walks it from
+/// the cursor on and stops after the page, reading the rows of the page's tenants only.
+fn list_tenants(table: &str, extra: &str) -> String {
+    format!(
+        "SELECT DISTINCT tenant FROM {{prefix}}{table} WHERE tenant > ? AND {extra}\
+         (expires_at IS NULL OR expires_at > {{now}}) ORDER BY tenant LIMIT ?"
+    )
+}
+
 impl HistorySql {
     pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
         let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
@@ -165,6 +183,12 @@ impl HistorySql {
             read_everything: r(&format!(
                 "{select_msgs} WHERE thread_key = ? AND {LIVE} ORDER BY seq"
             )),
+            // The primary key `(thread_key, seq)` from `after` on, `LIMIT` rows at most.
+            read_page: r(&format!(
+                "{select_msgs} WHERE thread_key = ? AND seq > ? AND {LIVE} \
+                 ORDER BY seq LIMIT ?"
+            )),
+            list_tenants: r(&list_tenants("threads", "last_seq > 0 AND ")),
             // One page of a budgeted read: the newest `LIMIT` active messages before the
             // cursor, of which only the run whose token total stays within the budget is sent.
             // The page is summed from sequence numbers and token counts alone; bodies are read
@@ -244,6 +268,8 @@ pub(crate) struct SessionSql {
     pub(crate) bury: Arc<str>,
     pub(crate) set_ttl: Arc<str>,
     pub(crate) purge: Arc<str>,
+    /// A page of the tenants holding a live session, after a cursor tenant.
+    pub(crate) list_tenants: Arc<str>,
 }
 
 impl SessionSql {
@@ -296,6 +322,8 @@ impl SessionSql {
             purge: r("UPDATE {prefix}sessions \
                  SET state = '', ttl_ms = NULL, expires_at = 0, last_nonce = NULL \
                  WHERE expires_at > 0 AND expires_at <= {now}"),
+            // Tombstones (`expires_at` 0) are in the past: never listed.
+            list_tenants: r(&list_tenants("sessions", "")),
         }
     }
 }

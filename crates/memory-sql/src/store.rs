@@ -1,11 +1,14 @@
 //! [`SqlStore`]: opening a database (from a URL or the application's pool), migrating it, and
 //! what the history and session stores share.
 
+use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter};
+use memory_core::{
+    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter,
+};
 
 use crate::config::{DbUrl, SqlConfig};
 use crate::cursor::CursorSql;
@@ -588,7 +591,8 @@ pub(crate) async fn list_page(
         sql.push_str(" AND source = ?");
         args.push(Arg::Text(source.as_str()));
     }
-    if let Some(cursor) = &page.cursor {
+    let cursor = page.cursor.as_deref().map(ascii_cursor);
+    if let Some(cursor) = &cursor {
         sql.push_str(&format!(" AND {key_col} > ?"));
         args.push(Arg::Text(cursor));
     }
@@ -615,6 +619,66 @@ pub(crate) async fn list_page(
         items,
         next_cursor: if more { last_key } else { None },
     })
+}
+
+/// One page of `list_tenants` (history or sessions) with `statement` (see `list_tenants` in
+/// `sql.rs`): one statement, keyset paging on the tenant. The cursor is the last tenant of the
+/// previous page. A stored tenant that is not a valid id (written by hand) is a
+/// [`Serialization`](ErrorKind::Serialization) error, as in `list_threads`: an export must not
+/// skip a tenant unseen.
+pub(crate) async fn tenant_page(
+    store: &SqlStore,
+    ctx: &str,
+    statement: &Arc<str>,
+    page: PageRequest,
+) -> Result<Page<TenantId>> {
+    let limit = page.limit.max(1);
+    let cursor = ascii_cursor(page.cursor.as_deref().unwrap_or(""));
+    let q = Query::shared(statement)
+        .text(&cursor)
+        .int(to_i64(limit).saturating_add(1));
+    let rows = store.inner.db.fetch(ctx, q, &[Col::Text]).await?;
+    let more = rows.len() > limit;
+    let mut items = Vec::with_capacity(limit.min(rows.len()));
+    let mut last = None;
+    for mut row in rows.into_iter().take(limit) {
+        let tenant = row.take_text(0)?;
+        let id = TenantId::new(tenant.as_str()).map_err(|err| {
+            Error::serialization(format!(
+                "{ctx}: a stored tenant is not a valid id: {}",
+                err.message()
+            ))
+            .with_source(err)
+        })?;
+        items.push(id);
+        last = Some(tenant);
+    }
+    Ok(Page {
+        items,
+        next_cursor: if more { last } else { None },
+    })
+}
+
+/// A cursor every database can compare with the tenant and key columns and that selects the
+/// same values, by byte order, as `cursor` itself: tenants and keys are ASCII without NUL or
+/// DEL, so the text before a NUL selects the same ones, and before a non-ASCII character, that
+/// text followed by DEL (0x7F, above every character of a tenant or key) does. MySQL refuses to
+/// compare non-ASCII text with an `ascii_bin` column, and PostgreSQL's text holds no NUL.
+fn ascii_cursor(cursor: &str) -> Cow<'_, str> {
+    let cut = cursor
+        .char_indices()
+        .find(|&(_, c)| !c.is_ascii() || c == '\0');
+    match cut {
+        None => Cow::Borrowed(cursor),
+        Some((at, c)) => {
+            let before = cursor.get(..at).unwrap_or_default();
+            if c == '\0' {
+                Cow::Borrowed(before)
+            } else {
+                Cow::Owned(format!("{before}\u{7f}"))
+            }
+        }
+    }
 }
 
 /// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").

@@ -412,6 +412,7 @@ on_both!(
     scopes_map_to_session_ids,
     bad_table_names_are_refused,
     errors_name_backend_and_operation,
+    exports_page_rows_and_list_the_default_tenant,
 );
 
 /// A store error names the backend and the `HistoryStore` operation, as `SqlStore`'s do.
@@ -1286,6 +1287,135 @@ async fn archive_and_clear_touch_one_key(kind: Kind) {
         .unwrap();
     assert_eq!(out.seqs, [1], "a cleared thread starts again at 1");
     env.drop_table().await;
+}
+
+/// `read_page` pages through a session's rows, active and archived, exactly as
+/// `Window::Everything` reads them, skipping a row it cannot decode; `list_tenants` is the
+/// default tenant under `KeyMapping::Strict` and unsupported under the other mappings.
+async fn exports_page_rows_and_list_the_default_tenant(kind: Kind) {
+    let env = Env::new(kind).await;
+    let store = &env.store;
+    let caps = store.capabilities();
+    assert!(caps.paged_reads && caps.lists_tenants);
+    // Nothing yet, then a key that is no session id: no tenant.
+    let page = store.list_tenants(PageRequest::first(10)).await.unwrap();
+    assert_eq!((page.items.len(), page.next_cursor), (0, None));
+    env.raw
+        .insert(
+            &env.qualified_for_raw(),
+            None,
+            "not a session id",
+            (1, "user", "active", r#"{"role": "user", "blocks": []}"#),
+        )
+        .await;
+    let page = store.list_tenants(PageRequest::first(10)).await.unwrap();
+    assert!(page.items.is_empty());
+
+    env.insert_readme_rows(SESSION).await;
+    let scope = session();
+    store
+        .append(
+            &scope,
+            &[
+                ChatMessage::user("q1"),
+                ChatMessage::assistant("a1"),
+                ChatMessage::user("q2"),
+            ],
+        )
+        .await
+        .unwrap();
+    // A row no reader can decode, between two of ours (an unknown role).
+    let last_ts = env.rows(SESSION).await.last().unwrap().2;
+    env.raw
+        .insert(
+            &env.qualified_for_raw(),
+            None,
+            SESSION,
+            (last_ts + 1, "user", "active", r#"{"role": 5}"#),
+        )
+        .await;
+    store
+        .append(&scope, &[ChatMessage::user("q3")])
+        .await
+        .unwrap();
+    let everything = store.read(&scope, Window::Everything).await.unwrap();
+    let seen = |m: &memory_core::StoredMessage| {
+        (
+            m.seq,
+            m.archived,
+            m.message.id.as_str().to_owned(),
+            m.message.text(),
+        )
+    };
+    let expected: Vec<_> = everything.iter().map(seen).collect();
+    // Eleven rows: the six README rows, our three, the undecodable one, our last.
+    assert_eq!(
+        expected.iter().map(|m| m.0).collect::<Vec<_>>(),
+        [1, 2, 3, 4, 5, 6, 7, 8, 9, 11]
+    );
+    for limit in [1, 2, 4, 100] {
+        let mut got = Vec::new();
+        let mut after = 0;
+        loop {
+            let page = store.read_page(&scope, after, limit).await.unwrap();
+            assert!(page.len() <= limit.max(1));
+            let Some(last) = page.last() else { break };
+            after = last.seq;
+            got.extend(page.iter().map(seen));
+        }
+        assert_eq!(got, expected, "limit {limit}");
+    }
+    // Archived rows are flagged; a page of undecodable rows only is followed by the next.
+    let flags: Vec<(u64, bool)> = store
+        .read_page(&scope, 3, 3)
+        .await
+        .unwrap()
+        .iter()
+        .map(|m| (m.seq, m.archived))
+        .collect();
+    assert_eq!(flags, [(4, true), (5, false), (6, false)]);
+    let after_bad = store.read_page(&scope, 9, 1).await.unwrap();
+    assert_eq!(after_bad.iter().map(|m| m.seq).collect::<Vec<_>>(), [11]);
+    assert!(store.read_page(&scope, 11, 5).await.unwrap().is_empty());
+    assert!(
+        store
+            .read_page(&Scope::session("nobody").unwrap(), 0, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    let page = store.list_tenants(PageRequest::first(1)).await.unwrap();
+    let tenants: Vec<&str> = page.items.iter().map(TenantId::as_str).collect();
+    assert_eq!((tenants, page.next_cursor), (vec!["default"], None));
+    let after = store
+        .list_tenants(PageRequest::after(1, "default"))
+        .await
+        .unwrap();
+    assert!(after.items.is_empty());
+    let before = store
+        .list_tenants(PageRequest::after(1, "D"))
+        .await
+        .unwrap();
+    assert_eq!(before.items.len(), 1);
+    env.drop_table().await;
+
+    for mapping in [KeyMapping::SessionIdOnly, KeyMapping::ScopeKey] {
+        let env = Env::with(kind, LlamaIndexConfig::new().with_key_mapping(mapping)).await;
+        let store = &env.store;
+        assert!(store.capabilities().paged_reads);
+        assert!(!store.capabilities().lists_tenants, "{mapping:?}");
+        let err = store.list_tenants(PageRequest::first(1)).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{mapping:?}: {err}");
+        let scope = Scope::session("s").unwrap().with_tenant("acme").unwrap();
+        store
+            .append(&scope, &[ChatMessage::user("x")])
+            .await
+            .unwrap();
+        let page = store.read_page(&scope, 0, 10).await.unwrap();
+        assert_eq!(page.len(), 1, "{mapping:?}");
+        env.drop_table().await;
+    }
 }
 
 // ---------------------------------------------------------------------------------------------

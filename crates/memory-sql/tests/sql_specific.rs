@@ -13,8 +13,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use memory_core::{
-    ChatMessage, ErrorKind, FnTokenCounter, HistoryStore, MessageId, Scope, SessionStore,
-    StoredMessage, Window,
+    ChatMessage, ErrorKind, FnTokenCounter, HistoryStore, MessageId, PageRequest, Scope,
+    SessionStore, StoredMessage, Window,
 };
 use memory_sql::sqlx::{self, AssertSqlSafe};
 use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlStore};
@@ -946,6 +946,25 @@ async fn round_trips(store: SqlStore, backend: Backend) {
     println!("{backend}: read_since whole {read_whole}, read_since appended {read_appended}");
     assert_eq!(since.messages.len(), 1);
     assert_eq!((read_whole, read_appended), (1, 1));
+    // Export reads: one statement per page.
+    let page = store.read_page(&scope, 1, 2).await.unwrap();
+    let read_page = measure(store.round_trips());
+    assert_eq!(page.iter().map(|m| m.seq).collect::<Vec<_>>(), [2, 3]);
+    let tenants = HistoryStore::list_tenants(&store, PageRequest::first(2))
+        .await
+        .unwrap();
+    let thread_tenants = measure(store.round_trips());
+    assert!(!tenants.items.is_empty());
+    let tenants = SessionStore::list_tenants(&store, PageRequest::first(2))
+        .await
+        .unwrap();
+    let session_tenants = measure(store.round_trips());
+    assert!(!tenants.items.is_empty());
+    println!(
+        "{backend}: read_page {read_page}, list_tenants (threads) {thread_tenants}, \
+         list_tenants (sessions) {session_tenants}"
+    );
+    assert_eq!((read_page, thread_tenants, session_tenants), (1, 1, 1));
     store.clear(&scope).await.unwrap();
     SessionStore::delete(&store, &scope).await.unwrap();
 }

@@ -22,6 +22,8 @@
 //! - `cursor_reads`: the cursor-read checks (`cursor_*`, with [`assemble`], what a reader does
 //!   with an answer) run when it is declared; otherwise every `read_since` must be refused and
 //!   the thread left as it was.
+//! - `paged_reads`, `lists_tenants`: the checks of `read_page` and `list_tenants` run when they
+//!   are declared; otherwise each call must be refused and change nothing.
 //!
 //! The guarantees a store may keep or not select too: when one is declared its checks run in
 //! full; otherwise they assert the weaker behaviour the trait's `# Behavior` list gives for it,
@@ -60,6 +62,7 @@ use crate::fixtures::{
 };
 
 mod cursor;
+mod paging;
 
 pub use cursor::{
     assemble, cursor_from_the_future_is_refused, cursor_of_another_scope_is_refused,
@@ -67,6 +70,11 @@ pub use cursor::{
     cursor_read_after_expiry_is_whole, cursor_read_of_unknown_thread_is_whole_and_empty,
     cursor_read_returns_what_was_appended, cursor_read_without_cursor_is_the_whole_window,
     cursor_reads_racing_appends_skip_no_message,
+};
+pub(crate) use paging::check_tenant_listings;
+pub use paging::{
+    list_tenants_pages_each_tenant_once, read_page_pages_every_message_once,
+    read_page_racing_appends_reads_a_gap_free_prefix,
 };
 
 /// A short TTL the expiry checks wait out.
