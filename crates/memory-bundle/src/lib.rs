@@ -245,9 +245,9 @@ fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MigrationReport {
-    /// What was written to the target: `messages` counts the messages appended by this run
-    /// (and `archived` those of them archived); the threads and sessions counts are those of
-    /// the selection.
+    /// What was written to the target: `messages` counts the messages appended by this run;
+    /// the threads, archived messages (their flags applied to the target), sessions and block
+    /// states counts are those of the selection.
     pub copied: BundleSummary,
     /// Messages the target already held (from an earlier, interrupted run), not appended
     /// again.
