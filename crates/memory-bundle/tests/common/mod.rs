@@ -60,19 +60,24 @@ pub fn scope(tenant: &str, user: Option<&str>, session: &str) -> Scope {
 /// The sample of the valid test vector: two tenants, threads with archived runs, a session, a
 /// block state.
 pub async fn fill_sample(ep: &Endpoint) {
-    let a = scope("acme", Some("dana"), "chat-1");
+    fill_sample_in(ep, "acme", "zeta").await;
+}
+
+/// The sample, under the given two tenants.
+pub async fn fill_sample_in(ep: &Endpoint, acme: &str, zeta: &str) {
+    let a = scope(acme, Some("dana"), "chat-1");
     let msgs: Vec<_> = (0..6)
         .map(|i| msg(&format!("a{i}"), &format!("message {i} of chat-1"), i))
         .collect();
     ep.history.append(&a, &msgs).await.unwrap();
     ep.history.archive(&a, 1..=2).await.unwrap();
     ep.history.archive(&a, 4..=4).await.unwrap();
-    let b = scope("acme", None, "chat-2").with_agent("planner").unwrap();
+    let b = scope(acme, None, "chat-2").with_agent("planner").unwrap();
     ep.history
         .append(&b, &[msg("b0", "héllo \"quoted\" ✓", 0)])
         .await
         .unwrap();
-    let c = scope("zeta", Some("eli"), "s-9");
+    let c = scope(zeta, Some("eli"), "s-9");
     ep.history
         .append(&c, &[msg("c0", "hi", 0), msg("c1", "hello", 1)])
         .await
@@ -94,8 +99,13 @@ pub async fn fill_sample(ep: &Endpoint) {
 
 /// A many-message thread set for the resume tests.
 pub async fn fill_large(ep: &Endpoint, threads: usize, per_thread: usize) {
+    fill_large_in(ep, "big", threads, per_thread).await;
+}
+
+/// The many-message threads, under the given tenant.
+pub async fn fill_large_in(ep: &Endpoint, tenant: &str, threads: usize, per_thread: usize) {
     for t in 0..threads {
-        let s = scope("big", Some("u"), &format!("t{t}"));
+        let s = scope(tenant, Some("u"), &format!("t{t}"));
         let msgs: Vec<_> = (0..per_thread)
             .map(|i| msg(&format!("t{t}m{i}"), &format!("text {i}"), i as u32))
             .collect();
