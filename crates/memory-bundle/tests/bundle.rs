@@ -546,3 +546,27 @@ fn hostile_lines_give_typed_errors_never_a_panic() {
         FormatError::BadRecord { line: 1, .. }
     ));
 }
+
+/// The futures of export, import and migrate can be spawned on a multi-threaded runtime.
+#[test]
+fn the_operations_are_send() {
+    fn send<T: Send>(_: T) {}
+    let ep = memory_endpoint();
+    let selection = Selection::all();
+    send(export(&ep, &selection, Vec::new(), &NoProgress));
+    send(import(&ep, &b""[..], &NoProgress));
+    send(migrate(&ep, &ep, &selection, &NoProgress));
+}
+
+#[tokio::test]
+async fn a_tenant_listed_twice_is_exported_once() {
+    let from = memory_endpoint();
+    fill_sample(&from).await;
+    let twice = export_vec(&from, &tenants(&["zeta", "acme", "zeta"])).await;
+    let once = export_vec(&from, &tenants(&["zeta", "acme"])).await;
+    assert_eq!(body(&twice), body(&once));
+    assert!(
+        body(&once)[0].contains("\"zeta\""),
+        "the order given is kept"
+    );
+}
