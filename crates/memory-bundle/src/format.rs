@@ -8,7 +8,7 @@
 //!    ([`MessageRecord`]) in increasing `seq` order;
 //! 3. `session` and `blocks` records ([`SessionRecord`]): session states, and the states of a
 //!    `Memory`'s blocks (sessions whose source is
-//!    [`BLOCK_STATE_SOURCE`](memory_core::memory::BLOCK_STATE_SOURCE));
+//!    [`BLOCK_STATE_SOURCE`]);
 //! 4. one `end` record ([`EndRecord`]) with the totals, so a truncated bundle is detected.
 //!
 //! Both sides stream: the writer holds nothing but its totals, the reader one line (at most

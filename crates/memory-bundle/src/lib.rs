@@ -1,6 +1,6 @@
 //! The portable bundle of agent-memory: a documented, versioned, streamed JSON Lines format
 //! for threads (with seqs, archive flags and token counts), sessions and a `Memory`'s block
-//! states ([`format`], and docs/bundle.md), and the three operations over it:
+//! states ([`format`](mod@format), and docs/bundle.md), and the three operations over it:
 //!
 //! - [`export`] writes what a [`Selection`] selects in an [`Endpoint`] (a history store and a
 //!   session store) as a bundle;
