@@ -76,6 +76,17 @@ use crate::format::{BundleReader, BundleWriter, Record};
 use crate::import::Importer;
 use crate::read::{export_records, verify};
 
+/// Counts what `selection` selects in `from`, without reading a message (one `count` per
+/// thread, the session listings): the totals an export or migration of it would copy if
+/// nothing is written meanwhile (progress bars, `stats`).
+///
+/// # Errors
+/// The stores' errors; `Unsupported` for [`Tenants::All`] on a store that cannot list
+/// tenants.
+pub async fn survey(from: &Endpoint, selection: &Selection) -> Result<BundleSummary> {
+    read::survey(from, selection).await
+}
+
 /// The stores an operation reads or writes: conversation threads and session states (block
 /// states of a `Memory` are sessions too).
 #[derive(Clone, Debug)]

@@ -9,7 +9,9 @@ use memory_core::{
 };
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
-use crate::{Endpoint, PAGE, Progress, Selection, Sink, Tenants};
+use memory_core::memory::BLOCK_STATE_SOURCE;
+
+use crate::{BundleSummary, Endpoint, PAGE, Progress, Selection, Sink, Tenants};
 
 /// Scopes listed per page.
 const LIST_PAGE: usize = 200;
@@ -213,6 +215,50 @@ async fn export_thread<S: Sink>(
         progress.messages_copied(unreported);
     }
     Ok(())
+}
+
+/// Counts what `selection` selects in `from` without reading a message: per thread one
+/// `count`, per session scope one listing entry.
+pub(crate) async fn survey(from: &Endpoint, selection: &Selection) -> Result<BundleSummary> {
+    let mut summary = BundleSummary::default();
+    for tenant in &tenants(from, &selection.tenants).await? {
+        let filter = filter(tenant, selection);
+        let mut page = PageRequest::first(LIST_PAGE);
+        loop {
+            let got = from.history.list_threads(&filter, page).await?;
+            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+                let count = from.history.count(scope).await?;
+                if count.last_seq == 0 {
+                    continue;
+                }
+                summary.threads = summary.threads.saturating_add(1);
+                summary.messages = summary
+                    .messages
+                    .saturating_add(count.active.saturating_add(count.archived));
+                summary.archived = summary.archived.saturating_add(count.archived);
+            }
+            match got.next_cursor {
+                Some(c) => page = PageRequest::after(LIST_PAGE, c),
+                None => break,
+            }
+        }
+        let mut page = PageRequest::first(LIST_PAGE);
+        loop {
+            let got = from.sessions.list(&filter, page).await?;
+            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+                if scope.source().as_str() == BLOCK_STATE_SOURCE {
+                    summary.block_states = summary.block_states.saturating_add(1);
+                } else {
+                    summary.sessions = summary.sessions.saturating_add(1);
+                }
+            }
+            match got.next_cursor {
+                Some(c) => page = PageRequest::after(LIST_PAGE, c),
+                None => break,
+            }
+        }
+    }
+    Ok(summary)
 }
 
 fn mismatch(what: impl std::fmt::Display) -> Error {

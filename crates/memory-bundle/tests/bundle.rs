@@ -9,7 +9,9 @@ use std::sync::atomic::AtomicUsize;
 
 use common::*;
 use memory_bundle::format::{BundleReader, FormatError, MAX_LINE_BYTES, Record};
-use memory_bundle::{Endpoint, NoProgress, Progress, Selection, Tenants, export, import, migrate};
+use memory_bundle::{
+    Endpoint, NoProgress, Progress, Selection, Tenants, export, import, migrate, survey,
+};
 use memory_core::{
     ErrorKind, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionStore,
     TenantId,
@@ -37,6 +39,14 @@ async fn export_import_round_trip_is_exact() {
 
     let to = memory_endpoint();
     let summary = import(&to, bundle.as_slice(), &NoProgress).await.unwrap();
+    assert_eq!(survey(&from, &Selection::all()).await.unwrap(), summary);
+    assert_eq!(
+        survey(&from, &tenants(&["zeta"]))
+            .await
+            .unwrap()
+            .to_string(),
+        "1 thread with 2 messages (0 archived), 0 sessions and 0 block states"
+    );
     assert_eq!(
         (summary.threads, summary.messages, summary.archived),
         (3, 9, 3)
