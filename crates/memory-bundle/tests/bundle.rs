@@ -580,3 +580,37 @@ async fn a_tenant_listed_twice_is_exported_once() {
         "the order given is kept"
     );
 }
+
+#[tokio::test]
+async fn a_target_that_cannot_archive_refuses_archived_messages() {
+    let from = memory_endpoint();
+    fill_sample(&from).await;
+    let mut target = Wrapped::new(Arc::new(InMemoryHistoryStore::new()));
+    target.archive = false;
+    let to = Endpoint::new(Arc::new(target), Arc::new(InMemorySessionStore::new()));
+    // Zeta's thread has no archived message: it copies.
+    migrate(&from, &to, &tenants(&["zeta"]), &NoProgress)
+        .await
+        .unwrap();
+    let err = migrate(&from, &to, &tenants(&["acme"]), &NoProgress)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Unsupported);
+    let a = scope("acme", Some("dana"), "chat-1");
+    assert!(err.to_string().contains(&a.to_string()), "{err}");
+    assert!(
+        err.to_string().contains("HistoryCapabilities::archive"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn crlf_line_ends_and_blank_lines_are_read() {
+    let vector = std::fs::read_to_string(vectors().join("valid.jsonl")).unwrap();
+    let crlf = vector.replace('\n', "\r\n\r\n");
+    let to = memory_endpoint();
+    let summary = import(&to, crlf.as_bytes(), &NoProgress).await.unwrap();
+    assert_eq!((summary.threads, summary.messages), (3, 9));
+    let again = export_vec(&to, &Selection::all()).await;
+    assert_eq!(body(vector.as_bytes()), body(&again));
+}

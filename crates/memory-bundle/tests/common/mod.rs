@@ -162,6 +162,7 @@ pub struct Wrapped {
     pub inner: Arc<dyn HistoryStore>,
     pub paged: bool,
     pub tenants: bool,
+    pub archive: bool,
     pub faults: Faults,
 }
 
@@ -171,6 +172,7 @@ impl Wrapped {
             inner,
             paged: true,
             tenants: true,
+            archive: true,
             faults: Faults::none(),
         }
     }
@@ -186,6 +188,7 @@ impl HistoryStore for Wrapped {
         let mut c = self.inner.capabilities();
         c.paged_reads = c.paged_reads && self.paged;
         c.lists_tenants = c.lists_tenants && self.tenants;
+        c.archive = c.archive && self.archive;
         c
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -210,6 +213,9 @@ impl HistoryStore for Wrapped {
         self.inner.list_threads(filter, page).await
     }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        if !self.archive {
+            return Err(Error::unsupported("no archive here"));
+        }
         if !take(&self.faults.archives_left) {
             return Err(injected());
         }
