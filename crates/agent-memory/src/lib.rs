@@ -7,6 +7,8 @@ mod open;
 
 pub use memory_core::*;
 
+/// The portable bundle: export, import and migrate threads, sessions and block states.
+pub use memory_bundle as bundle;
 /// Layers over any history store (same trait in, same trait out): the window cache that
 /// [`open`] puts in front of every history store it opens.
 pub use memory_layers as layers;

@@ -39,6 +39,21 @@ impl fmt::Debug for Stores {
 }
 
 impl Stores {
+    /// The two stores as an endpoint of [`bundle`](crate::bundle)'s export, import and
+    /// migrate.
+    pub fn endpoint(&self) -> memory_bundle::Endpoint {
+        memory_bundle::Endpoint::new(Arc::clone(&self.history), Arc::clone(&self.sessions))
+    }
+
+    /// A [`Forgetter`](memory_core::forget::Forgetter) over the two stores: history first,
+    /// then sessions (block states of a `Memory` included). Add other stores (vectors, Mem0)
+    /// with its builder methods.
+    pub fn forgetter(&self) -> memory_core::forget::Forgetter {
+        memory_core::forget::Forgetter::new()
+            .history(Arc::clone(&self.history))
+            .sessions(Arc::clone(&self.sessions))
+    }
+
     #[cfg(any(
         feature = "sqlite",
         feature = "postgres",
