@@ -169,9 +169,9 @@ pub(crate) struct MigrateArgs {
     /// The store to copy to.
     #[arg(long)]
     pub(crate) to: String,
-    /// Only this tenant (every tenant when left out).
+    /// Only these tenants (repeat the flag; every tenant when left out).
     #[arg(long)]
-    pub(crate) tenant: Option<String>,
+    pub(crate) tenant: Vec<String>,
 }
 
 /// `forget`.
