@@ -81,9 +81,8 @@ pub(crate) async fn tenants(stores: &Stores, args: &TenantsArgs) -> CliResult<Ve
 
 /// Every tenant that holds threads or sessions.
 pub(crate) async fn all_tenants(stores: &Stores) -> CliResult<Vec<TenantId>> {
-    let cannot = || {
-        "could not list the tenants of this store (name one with --tenant instead)".to_owned()
-    };
+    let cannot =
+        || "could not list the tenants of this store (name one with --tenant instead)".to_owned();
     let mut set: BTreeSet<TenantId> = all_pages(|page| stores.history.list_tenants(page))
         .await
         .doing(cannot)?
@@ -153,8 +152,7 @@ pub(crate) async fn threads(stores: &Stores, args: &ThreadsArgs, json: bool) -> 
         return print("No threads.");
     }
     let mut out = table(&[
-        "tenant", "user", "agent", "session", "source", "active", "archived", "tokens",
-        "last seq",
+        "tenant", "user", "agent", "session", "source", "active", "archived", "tokens", "last seq",
     ]);
     for (scope, count) in &rows {
         out.add_row(vec![

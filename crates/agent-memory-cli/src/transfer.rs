@@ -4,9 +4,9 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::time::Instant;
 
+use agent_memory::bundle::{self, BundleSummary, Progress, Selection};
 use agent_memory::interop::agent_framework::session::export_session;
 use agent_memory::interop::llamaindex::{LiOptions, to_llamaindex};
-use agent_memory::bundle::{self, BundleSummary, Progress, Selection};
 use agent_memory::{AgentSession, ChatMessage, Scope, StoredMessage, Stores, Window, redact_url};
 use indicatif::ProgressBar;
 use serde_json::{Value, json};

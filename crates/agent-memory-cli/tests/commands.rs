@@ -109,7 +109,10 @@ async fn threads_show_and_stats_on_every_backend() {
         );
         assert_eq!(state["state"]["format"], "agent-memory/session", "{name}");
         assert!(state["version"].as_u64().unwrap() >= 1, "{name}");
-        assert!(state["state"].to_string().contains(r#""facts":["a","b"]"#), "{name}: {state}");
+        assert!(
+            state["state"].to_string().contains(r#""facts":["a","b"]"#),
+            "{name}: {state}"
+        );
 
         let stats = run_json(&store.url, &["stats"]);
         let row = &stats[0];
@@ -126,12 +129,21 @@ async fn threads_show_and_stats_on_every_backend() {
             .success()
             .stdout(predicate::str::contains("u2").and(predicate::str::contains("3 threads.")));
         cli()
-            .args(["--url", &store.url, "show", "--user", "u2", "--session", "s1"])
+            .args([
+                "--url",
+                &store.url,
+                "show",
+                "--user",
+                "u2",
+                "--session",
+                "s1",
+            ])
             .assert()
             .success()
-            .stdout(predicate::str::contains("thread 0 message 4").and(
-                predicate::str::contains("5 messages."),
-            ));
+            .stdout(
+                predicate::str::contains("thread 0 message 4")
+                    .and(predicate::str::contains("5 messages.")),
+            );
     }
 }
 
@@ -148,7 +160,10 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
         assert_eq!(receipt["dry_run"], true, "{name}");
         let history = &receipt["stores"][0];
         assert_eq!(history["store"], "history", "{name}");
-        assert_eq!(history["items"], 24, "{name}: both of u1's threads, archived included");
+        assert_eq!(
+            history["items"], 24,
+            "{name}: both of u1's threads, archived included"
+        );
         assert_eq!(receipt["stores"][1]["items"], 2, "{name}: u1's sessions");
         assert_eq!(
             snapshot(&stores, &["default", "other"]).await,
@@ -219,7 +234,10 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
                 "{name}"
             );
             assert_eq!(stores.history.count(scope).await.unwrap().archived, 0);
-            assert!(stores.sessions.load(scope).await.unwrap().is_none(), "{name}");
+            assert!(
+                stores.sessions.load(scope).await.unwrap().is_none(),
+                "{name}"
+            );
         }
         // Others are untouched: u2, and u1 in another tenant.
         let after = snapshot(&stores, &["default", "other"]).await;
@@ -241,7 +259,10 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
         // A whole tenant with --yes.
         let tenant = run_json(&store.url, &["forget", "--tenant", "other", "--yes"]);
         assert_eq!(tenant["stores"][0]["items"], 3, "{name}");
-        assert!(snapshot(&stores, &["other"]).await.threads.is_empty(), "{name}");
+        assert!(
+            snapshot(&stores, &["other"]).await.threads.is_empty(),
+            "{name}"
+        );
     }
 }
 
@@ -315,7 +336,9 @@ fn errors_are_sentences_with_a_non_zero_exit() {
         .stdout(predicate::str::is_empty())
         .stderr(
             predicate::str::starts_with("error: could not open the store at ftp://x/y\n")
-                .and(predicate::str::contains("no agent-memory backend handles URLs"))
+                .and(predicate::str::contains(
+                    "no agent-memory backend handles URLs",
+                ))
                 .and(predicate::str::contains("Error {").not()),
         );
     // Dead ports, with a password in the URL.
@@ -333,8 +356,14 @@ fn errors_are_sentences_with_a_non_zero_exit() {
             "{stderr}"
         );
         assert!(stderr.contains(":***@127.0.0.1:1"), "{stderr}");
-        assert!(!stderr.contains("Error {") && !stderr.contains("kind:"), "{stderr}");
-        assert!(!stderr.contains(SECRET) && !stdout.contains(SECRET), "{stderr}");
+        assert!(
+            !stderr.contains("Error {") && !stderr.contains("kind:"),
+            "{stderr}"
+        );
+        assert!(
+            !stderr.contains(SECRET) && !stdout.contains(SECRET),
+            "{stderr}"
+        );
     }
     // The password from the environment, and a wrong one on a live server.
     let output = cli()
@@ -370,7 +399,9 @@ fn errors_are_sentences_with_a_non_zero_exit() {
         .args(["threads", "--no-such-flag"])
         .assert()
         .failure()
-        .stderr(predicate::str::contains("unexpected argument '--no-such-flag'"));
+        .stderr(predicate::str::contains(
+            "unexpected argument '--no-such-flag'",
+        ));
     // An invalid id.
     cli()
         .args(["--url", "memory:", "show", "--session", "bad id!"])
@@ -385,10 +416,15 @@ fn errors_are_sentences_with_a_non_zero_exit() {
 async fn a_password_that_works_is_never_printed() {
     // PostgreSQL trusts local connections, so a password in the URL is accepted and ignored.
     let store = TestStore::postgres("secret");
-    let url = store
-        .url
-        .replacen("postgres://postgres@", &format!("postgres://postgres:{SECRET}@"), 1);
-    assert!(url.contains(SECRET), "the test's URL has no password: {url}");
+    let url = store.url.replacen(
+        "postgres://postgres@",
+        &format!("postgres://postgres:{SECRET}@"),
+        1,
+    );
+    assert!(
+        url.contains(SECRET),
+        "the test's URL has no password: {url}"
+    );
     seeded(&store).await;
     for args in [
         vec!["threads"],

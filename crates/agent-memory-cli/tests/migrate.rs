@@ -63,7 +63,10 @@ fn assert_no_duplicates(snapshot: &Snapshot) {
         let ids: HashSet<&Value> = rows.iter().map(|r| &r.3["id"]).collect();
         assert_eq!(ids.len(), rows.len(), "duplicates in {thread}");
         let seqs: Vec<u64> = rows.iter().map(|r| r.0).collect();
-        assert!(seqs.windows(2).all(|w| w[0] < w[1]), "{thread}: seqs {seqs:?}");
+        assert!(
+            seqs.windows(2).all(|w| w[0] < w[1]),
+            "{thread}: seqs {seqs:?}"
+        );
     }
 }
 
@@ -109,7 +112,10 @@ async fn migrate_100k_messages_through_every_backend() {
     assert_no_duplicates(&got);
     // Every message: seq, token count, archive flag, id, role, parts, metadata, time.
     for (thread, rows) in &expected.threads {
-        let copied = got.threads.get(thread).unwrap_or_else(|| panic!("{thread} is missing"));
+        let copied = got
+            .threads
+            .get(thread)
+            .unwrap_or_else(|| panic!("{thread} is missing"));
         assert_eq!(copied.len(), rows.len(), "{thread}");
         for (a, b) in rows.iter().zip(copied) {
             assert_eq!(a, b, "{thread}");
@@ -133,7 +139,8 @@ async fn migrate_100k_messages_through_every_backend() {
 async fn messages_in(stores: &Stores) -> u64 {
     let mut total = 0;
     for tenant in TENANTS {
-        let filter = agent_memory::ScopeFilter::tenant(agent_memory::TenantId::new(tenant).unwrap());
+        let filter =
+            agent_memory::ScopeFilter::tenant(agent_memory::TenantId::new(tenant).unwrap());
         let page = stores
             .history
             .list_threads(&filter, agent_memory::PageRequest::first(100))
@@ -219,7 +226,14 @@ async fn export_then_import_gives_the_same_store() {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("memory.jsonl");
         let exported = cli()
-            .args(["--url", &from.url, "export", "--all-tenants", "--json", "-o"])
+            .args([
+                "--url",
+                &from.url,
+                "export",
+                "--all-tenants",
+                "--json",
+                "-o",
+            ])
             .arg(&file)
             .output()
             .unwrap();
@@ -228,16 +242,25 @@ async fn export_then_import_gives_the_same_store() {
             json_of(&exported)
         } else {
             let stderr = String::from_utf8_lossy(&exported.stderr).into_owned();
-            assert!(stderr.starts_with("error: could not export the bundle"), "{stderr}");
+            assert!(
+                stderr.starts_with("error: could not export the bundle"),
+                "{stderr}"
+            );
             let mut tenants = Vec::new();
             for tenant in TENANTS {
                 let part = dir.path().join(format!("{tenant}.jsonl"));
                 let out = cli()
-                    .args(["--url", &from.url, "export", "--tenant", tenant, "--json", "-o"])
+                    .args([
+                        "--url", &from.url, "export", "--tenant", tenant, "--json", "-o",
+                    ])
                     .arg(&part)
                     .output()
                     .unwrap();
-                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                assert!(
+                    out.status.success(),
+                    "{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
                 tenants.push((part, json_of(&out)));
             }
             for (part, _) in &tenants {
@@ -292,5 +315,7 @@ async fn export_then_import_gives_the_same_store() {
         .arg(&cut)
         .assert()
         .failure()
-        .stderr(predicate::str::starts_with("error: could not import the bundle"));
+        .stderr(predicate::str::starts_with(
+            "error: could not import the bundle",
+        ));
 }

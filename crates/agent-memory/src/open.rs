@@ -327,10 +327,21 @@ mod tests {
             .await
             .unwrap();
         let b = open(&format!("{url}?prefix=b_")).await.unwrap();
-        assert!(b.history.read(&scope, Window::All).await.unwrap().is_empty());
+        assert!(
+            b.history
+                .read(&scope, Window::All)
+                .await
+                .unwrap()
+                .is_empty()
+        );
         let a_again = open(&format!("{url}?prefix=a_")).await.unwrap();
         assert_eq!(
-            a_again.history.read(&scope, Window::All).await.unwrap().len(),
+            a_again
+                .history
+                .read(&scope, Window::All)
+                .await
+                .unwrap()
+                .len(),
             1
         );
         drop((a, b, a_again));

@@ -16,7 +16,8 @@ use std::path::PathBuf;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use agent_memory::{
-    AgentSession, ChatMessage, OpenOptions, PageRequest, Scope, ScopeFilter, Stores, TenantId, Window,
+    AgentSession, ChatMessage, OpenOptions, PageRequest, Scope, ScopeFilter, Stores, TenantId,
+    Window,
 };
 use serde_json::{Value, json};
 
@@ -184,9 +185,11 @@ async fn cleanup(kind: Kind, prefix: &str) {
             .await
             .unwrap_or_default();
             for (table,) in tables {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS \"{table}\" CASCADE")))
-                    .execute(&mut conn)
-                    .await;
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP TABLE IF EXISTS \"{table}\" CASCADE"
+                )))
+                .execute(&mut conn)
+                .await;
             }
         }
         Kind::Mysql => {
@@ -204,9 +207,11 @@ async fn cleanup(kind: Kind, prefix: &str) {
                 .execute(&mut conn)
                 .await;
             for (table,) in tables {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!("DROP TABLE IF EXISTS `{table}`")))
-                    .execute(&mut conn)
-                    .await;
+                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "DROP TABLE IF EXISTS `{table}`"
+                )))
+                .execute(&mut conn)
+                .await;
             }
         }
         Kind::Redis => {
@@ -244,7 +249,10 @@ async fn cleanup(kind: Kind, prefix: &str) {
 
 /// A message with an id, text and metadata of its own.
 pub fn message(thread: usize, i: usize) -> ChatMessage {
-    let text = format!("thread {thread} message {i}: {}", "lorem ipsum ".repeat(i % 5));
+    let text = format!(
+        "thread {thread} message {i}: {}",
+        "lorem ipsum ".repeat(i % 5)
+    );
     let msg = if i.is_multiple_of(2) {
         ChatMessage::user(text)
     } else {
