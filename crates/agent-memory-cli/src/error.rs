@@ -93,7 +93,7 @@ mod tests {
             error_lines(&err),
             vec![
                 "error: could not open the store at sqlite://x.db".to_owned(),
-                "caused by: the port is closed".to_owned()
+                "caused by: invalid_input: the port is closed".to_owned()
             ]
         );
         assert_eq!(error_lines(&Failed::msg("plain")), vec!["error: plain"]);
