@@ -3,6 +3,8 @@
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 #![deny(missing_docs)]
 
+/// Health checks of a backend: [`doctor`](crate::doctor()) and its findings.
+pub mod doctor;
 mod open;
 
 pub use memory_core::*;
@@ -41,6 +43,7 @@ pub use memory_vector as vector_stores;
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;
 
+pub use doctor::doctor;
 /// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features
 /// `agent-framework`, `llamaindex`).
 #[cfg(any(feature = "agent-framework", feature = "llamaindex"))]

@@ -234,7 +234,7 @@ fn take_prefix(url: &str) -> (String, Option<String>) {
 }
 
 /// The error for a scheme this build cannot open: the feature to enable, or an unknown scheme.
-fn not_in_this_build(scheme: &str) -> Error {
+pub(crate) fn not_in_this_build(scheme: &str) -> Error {
     let feature = match scheme {
         "sqlite" => "sqlite",
         "postgres" | "postgresql" => "postgres",

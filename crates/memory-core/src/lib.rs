@@ -7,6 +7,7 @@ pub mod agent;
 mod bpe;
 pub mod chat;
 pub mod context;
+pub mod doctor;
 pub mod error;
 pub mod forget;
 pub mod history;
@@ -30,6 +31,7 @@ pub use context::{
     AiContext, ContextProvider, ContextProviders, InvokedContext, InvokingContext, ReadWindow,
     StoredTurn,
 };
+pub use doctor::{Check, CheckStatus, Diagnosis};
 pub use error::{Error, ErrorKind, Result};
 pub use forget::{ForgetFilter, ForgetMode, ForgetReceipt, Forgetter};
 pub use history::{

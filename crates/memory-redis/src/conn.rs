@@ -346,8 +346,54 @@ impl Connection {
 
     /// One slot of each cluster master (from `CLUSTER SLOTS`), to route a `SCAN` to it.
     async fn master_slots(&self, what: &str) -> Result<Vec<u16>> {
+        Ok(self
+            .masters(what)
+            .await?
+            .into_values()
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect())
+    }
+
+    /// The address (host, port) of each cluster master, from `CLUSTER SLOTS` (none on one
+    /// server).
+    pub(crate) async fn master_addresses(&self, what: &str) -> Result<Vec<(String, u16)>> {
+        Ok(self
+            .masters(what)
+            .await?
+            .into_keys()
+            .map(|(host, port)| (host, u16::try_from(port).unwrap_or_default()))
+            .collect())
+    }
+
+    /// Sends one command to the cluster node at `host:port` (on one server: to the server).
+    pub(crate) async fn query_node(
+        &self,
+        what: &str,
+        cmd: &Cmd,
+        host: &str,
+        port: u16,
+    ) -> Result<Value> {
         let Conn::Cluster(conn) = &self.conn else {
-            return Ok(Vec::new());
+            return self.query(what, cmd).await;
+        };
+        self.round_trips.fetch_add(1, Ordering::Relaxed);
+        let budget = self.call_budget;
+        let routing = RoutingInfo::SingleNode(SingleNodeRoutingInfo::ByAddress {
+            host: host.to_owned(),
+            port,
+        });
+        tokio::time::timeout(budget, conn.clone().route_command(cmd.clone(), routing))
+            .await
+            .map_err(|_| timed_out(what, budget))?
+            .and_then(Value::extract_error)
+            .map_err(|e| redis_error(what, e))
+    }
+
+    /// Each cluster master's address and its lowest slot, from `CLUSTER SLOTS`.
+    async fn masters(&self, what: &str) -> Result<BTreeMap<(String, i64), u16>> {
+        let Conn::Cluster(conn) = &self.conn else {
+            return Ok(BTreeMap::new());
         };
         self.round_trips.fetch_add(1, Ordering::Relaxed);
         let budget = self.call_budget;
@@ -387,11 +433,7 @@ impl Connection {
         if masters.is_empty() {
             return Err(bad_reply(what, "CLUSTER SLOTS listed no master"));
         }
-        Ok(masters
-            .into_values()
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect())
+        Ok(masters)
     }
 }
 

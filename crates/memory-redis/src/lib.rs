@@ -8,6 +8,7 @@ mod agent_framework;
 mod config;
 mod conn;
 mod cursor_read;
+mod doctor;
 mod error;
 mod history;
 mod keys;
@@ -24,6 +25,7 @@ pub use config::{
     DEFAULT_CONNECTION_TIMEOUT, DEFAULT_KEY_PREFIX, DEFAULT_RESPONSE_TIMEOUT, MAX_TIMEOUT,
     Overflow, RedisConfig,
 };
+pub use doctor::{RedisInspection, RedisNode, inspect};
 pub use keys::MAX_PREFIX_LEN;
 pub use store::{RedisStore, RedisStoreBuilder};
 

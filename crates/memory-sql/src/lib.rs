@@ -18,6 +18,7 @@
 mod config;
 mod cursor;
 mod dialect;
+mod doctor;
 mod driver;
 mod error;
 mod history;
@@ -32,6 +33,7 @@ mod store;
 
 pub use config::{DEFAULT_TABLE_PREFIX, SqlConfig};
 pub use dialect::Backend;
+pub use doctor::{SqlInspection, inspect};
 #[cfg(feature = "llamaindex")]
 pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 pub use prefix::MAX_TABLE_PREFIX_LEN;

@@ -289,6 +289,16 @@ pub(crate) async fn current_version(db: &Db, prefix: &TablePrefix) -> Result<u32
     Ok(version)
 }
 
+/// The migrations a database at schema version `current` still needs, in order: each one's
+/// version and name (none when it is at [`SCHEMA_VERSION`] or newer).
+pub(crate) fn pending_after(current: u32) -> Vec<(u32, &'static str)> {
+    MIGRATIONS
+        .iter()
+        .filter(|m| m.version > current)
+        .map(|m| (m.version, m.name))
+        .collect()
+}
+
 /// MySQL's "table exists", "duplicate column" and "duplicate key name".
 fn already_exists(err: &Error) -> bool {
     #[cfg(feature = "mysql")]
