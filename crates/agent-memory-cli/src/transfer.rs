@@ -238,10 +238,24 @@ pub(crate) async fn migrate(args: &MigrateArgs, json: bool) -> CliResult<()> {
     ))
 }
 
-/// `doctor`.
+/// `doctor`: the diagnosis of [`agent_memory::doctor`]; exits non-zero when a check failed.
 pub(crate) async fn doctor(url: &str, json: bool) -> CliResult<()> {
-    let _ = (url, json);
-    Err(Failed::msg(
-        "doctor is not in this build yet (it waits on agent_memory::doctor)",
-    ))
+    let diagnosis = agent_memory::doctor(url)
+        .await
+        .doing(|| format!("could not check the store at {}", redact_url(url)))?;
+    if json {
+        let value = serde_json::to_value(&diagnosis)
+            .doing(|| "could not write the diagnosis as JSON".to_owned())?;
+        print_json(&value)?;
+    } else {
+        print(&diagnosis.to_string())?;
+    }
+    if diagnosis.healthy() {
+        Ok(())
+    } else {
+        Err(Failed::msg(format!(
+            "the store at {} failed a check (see above)",
+            diagnosis.url
+        )))
+    }
 }

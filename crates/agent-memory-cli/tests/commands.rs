@@ -449,3 +449,62 @@ async fn a_password_that_works_is_never_printed() {
         }
     }
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn doctor_prints_the_diagnosis() {
+    for store in TestStore::every("doctor") {
+        let name = store.name();
+        seeded(&store).await;
+        // The URL as an argument, or --url.
+        let by_arg = cli()
+            .args(["--json", "doctor", &store.url])
+            .output()
+            .unwrap();
+        let by_flag = cli()
+            .args(["--json", "--url", &store.url, "doctor"])
+            .output()
+            .unwrap();
+        for output in [&by_arg, &by_flag] {
+            let diagnosis = json_of(output);
+            let checks = diagnosis["checks"].as_array().unwrap();
+            assert!(
+                checks.iter().any(|c| c["name"] == "connection"),
+                "{name}: {diagnosis}"
+            );
+            if name == "redis" {
+                assert!(
+                    checks.iter().any(|c| c["name"] == "maxmemory-policy"),
+                    "{diagnosis}"
+                );
+            } else {
+                let schema = checks.iter().find(|c| c["name"] == "schema version");
+                assert_eq!(schema.unwrap()["status"], "ok", "{name}: {diagnosis}");
+            }
+            if name == "sqlite" {
+                assert!(
+                    checks.iter().any(|c| c["name"] == "journal mode"),
+                    "{diagnosis}"
+                );
+            }
+            // Exit 0 exactly when no check failed.
+            let failed = checks.iter().any(|c| c["status"] == "error");
+            assert_eq!(output.status.success(), !failed, "{name}: {diagnosis}");
+        }
+        cli()
+            .args(["doctor", &store.url])
+            .assert()
+            .stdout(predicate::str::contains("connection"));
+    }
+    // A dead port: an unhealthy diagnosis, a non-zero exit, no password.
+    let url = format!("postgres://postgres:{SECRET}@127.0.0.1:1/test");
+    let output = cli().args(["doctor", &url]).output().unwrap();
+    let all = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(!output.status.success(), "{all}");
+    assert!(all.contains("connection"), "{all}");
+    assert!(all.contains("failed a check"), "{all}");
+    assert!(!all.contains(SECRET), "{all}");
+}

@@ -211,7 +211,7 @@ async fn sql_store(url: &str, prefix: Option<String>) -> Result<memory_sql::SqlS
 
 /// `url` without its `prefix` query parameter, and that parameter's value (the last one when
 /// it is given twice; percent-decoding is not needed: a valid prefix is plain ASCII).
-fn take_prefix(url: &str) -> (String, Option<String>) {
+pub(crate) fn take_prefix(url: &str) -> (String, Option<String>) {
     let Some((base, query)) = url.split_once('?') else {
         return (url.to_owned(), None);
     };
