@@ -155,6 +155,13 @@ mod tests {
                 "busy timeout"
             ]
         );
+        // The prefix parameter: the tables of another prefix are not there yet.
+        let other = doctor(&format!("{url}?prefix=other_")).await.unwrap();
+        assert_eq!(other.worst(), CheckStatus::Warning, "{other}");
+        assert!(other.to_string().contains("\"other_\""), "{other}");
+        drop(crate::open(&format!("{url}?prefix=other_")).await.unwrap());
+        let other = doctor(&format!("{url}?prefix=other_")).await.unwrap();
+        assert_eq!(other.worst(), CheckStatus::Ok, "{other}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
