@@ -261,25 +261,33 @@ pub fn message(thread: usize, i: usize) -> ChatMessage {
     msg.with_metadata("n", json!(i))
 }
 
-/// Appends `per_thread` messages to each of `scopes` in batches of `batch`, archives the first
-/// `archived` of each thread, and saves a session state for each scope.
+/// Appends `per_thread` messages to each of `scopes` in batches of 1000 (the threads
+/// concurrently: token counting runs in parallel), archives the first `archived` of each
+/// thread, and saves a session state for each scope.
 pub async fn seed(stores: &Stores, scopes: &[Scope], per_thread: usize, archived: u64) {
     const BATCH: usize = 1000;
+    let mut tasks = Vec::new();
     for (t, scope) in scopes.iter().enumerate() {
-        let mut i = 0;
-        while i < per_thread {
-            let end = (i + BATCH).min(per_thread);
-            let batch: Vec<ChatMessage> = (i..end).map(|i| message(t, i)).collect();
-            stores.history.append(scope, &batch).await.unwrap();
-            i = end;
-        }
-        if archived > 0 {
-            stores.history.archive(scope, 1..=archived).await.unwrap();
-        }
-        let mut session = AgentSession::new(scope.clone());
-        session.update_snapshot("note", json!({"thread": t, "facts": ["a", "b"]}));
-        let state = session.serialize().unwrap();
-        stores.sessions.save(scope, &state, None).await.unwrap();
+        let (stores, scope) = (stores.clone(), scope.clone());
+        tasks.push(tokio::spawn(async move {
+            let mut i = 0;
+            while i < per_thread {
+                let end = (i + BATCH).min(per_thread);
+                let batch: Vec<ChatMessage> = (i..end).map(|i| message(t, i)).collect();
+                stores.history.append(&scope, &batch).await.unwrap();
+                i = end;
+            }
+            if archived > 0 {
+                stores.history.archive(&scope, 1..=archived).await.unwrap();
+            }
+            let mut session = AgentSession::new(scope.clone());
+            session.update_snapshot("note", json!({"thread": t, "facts": ["a", "b"]}));
+            let state = session.serialize().unwrap();
+            stores.sessions.save(&scope, &state, None).await.unwrap();
+        }));
+    }
+    for task in tasks {
+        task.await.unwrap();
     }
 }
 
