@@ -114,6 +114,30 @@ async fn threads_show_and_stats_on_every_backend() {
             "{name}: {state}"
         );
 
+        // Every tenant: on a store that lists its tenants, both; else a sentence saying so.
+        for command in ["threads", "stats"] {
+            let output = cli()
+                .args(["--url", &store.url, "--json", command, "--all-tenants"])
+                .output()
+                .unwrap();
+            if output.status.success() {
+                let listed = json_of(&output);
+                let tenants: std::collections::BTreeSet<&str> = listed
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|row| row["tenant"].as_str().unwrap())
+                    .collect();
+                assert_eq!(tenants.len(), 2, "{name} {command}: {listed}");
+            } else {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                assert!(
+                    stderr.starts_with("error: could not list the tenants of this store"),
+                    "{name} {command}: {stderr}"
+                );
+            }
+        }
+
         let stats = run_json(&store.url, &["stats"]);
         let row = &stats[0];
         assert_eq!(row["tenant"], "default", "{name}");
@@ -426,11 +450,18 @@ async fn a_password_that_works_is_never_printed() {
         "the test's URL has no password: {url}"
     );
     seeded(&store).await;
+    let copy = TestStore::sqlite();
     for args in [
         vec!["threads"],
         vec!["stats"],
+        vec!["show", "--user", "u1", "--session", "s1"],
         vec!["forget", "--user", "u1", "--dry-run"],
         vec!["purge-expired"],
+        vec!["doctor"],
+        vec!["export", "--session", "s1"],
+        vec![
+            "migrate", "--from", &url, "--to", &copy.url, "--tenant", "default",
+        ],
     ] {
         for json in [false, true] {
             let mut cmd = cli();
