@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::future::Future;
 
 use agent_memory::{
-    AgentId, ErrorKind, ForgetFilter, ForgetMode, ForgetReceipt, Forgetter, Page, PageRequest,
-    Scope, ScopeFilter, SessionId, Stores, TenantId, ThreadCount, UserId, Window,
+    AgentId, ErrorKind, ForgetFilter, ForgetMode, ForgetReceipt, Page, PageRequest, Scope,
+    ScopeFilter, SessionId, Stores, TenantId, ThreadCount, UserId, Window,
 };
 use serde_json::{Value, json};
 
@@ -333,13 +333,10 @@ pub(crate) async fn forget(stores: &Stores, args: &ForgetArgs, json: bool) -> Cl
     } else {
         ForgetMode::Delete
     };
-    let forgetter = Forgetter::new()
-        .history(stores.history.clone())
-        .sessions(stores.sessions.clone());
-    let receipt = forgetter
-        .forget(&filter, mode)
-        .await
-        .doing(|| format!("could not forget {filter} (running the same forget again is safe)"))?;
+    let receipt =
+        stores.forgetter().forget(&filter, mode).await.doing(|| {
+            format!("could not forget {filter} (running the same forget again is safe)")
+        })?;
     if json {
         return print_json(&receipt_json(&receipt));
     }

@@ -305,6 +305,18 @@ async fn export_then_import_gives_the_same_store() {
     for line in text.lines() {
         serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{e}: {line}"));
     }
+    // From standard input.
+    let piped = TestStore::sqlite();
+    cli()
+        .args(["--url", &piped.url, "--json", "import", "-"])
+        .write_stdin(text.clone())
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("\"messages\": 3"));
+    assert_eq!(
+        snapshot(&piped.open().await, &TENANTS).await,
+        snapshot(&store.open().await, &TENANTS).await
+    );
     // A truncated bundle is refused with a sentence.
     let dir = tempfile::tempdir().unwrap();
     let cut = dir.path().join("cut.jsonl");
