@@ -154,8 +154,9 @@ pub struct EndRecord {
     pub block_states: u64,
 }
 
-/// One line of a bundle.
+/// One line of a bundle. Non-exhaustive: a later format version may add record types.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[non_exhaustive]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum Record {
     /// The first line.

@@ -141,6 +141,7 @@ impl<'a> Importer<'a> {
         }
         if ordinal <= thread.present {
             self.stats.already_present = self.stats.already_present.saturating_add(1);
+            self.progress.messages_copied(1);
             if ordinal == thread.present {
                 self.check_position(&record).await?;
             }

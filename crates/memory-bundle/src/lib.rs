@@ -48,6 +48,9 @@
 //!   (load, then save with the loaded version, again on `Conflict`); a state already equal is
 //!   left alone. The target assigns its own version: versions never repeat for a scope, so
 //!   the source's version (kept in the bundle) cannot be carried over.
+//! - What is copied: the threads the source's `list_threads` lists (a store without
+//!   `lists_every_thread` leaves some out, as its documentation says) and the sessions its
+//!   `list` lists. Time-to-live settings are not part of a bundle: the target's own apply.
 //! - Data written to the source while an export or migrate runs may be left out (a thread is
 //!   exported up to its last seq when the export reached it); [`migrate`]'s verification then
 //!   fails: stop writers first.
@@ -93,7 +96,7 @@ impl Endpoint {
 /// Which tenants a [`Selection`] covers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tenants {
-    /// These tenants, in this order.
+    /// These tenants, in this order (a repeated one counts once).
     Listed(Vec<TenantId>),
     /// Every tenant that holds a thread or a session: the union of
     /// [`HistoryStore::list_tenants`] and [`SessionStore::list_tenants`], in sorted order. Both
@@ -179,7 +182,9 @@ impl Selection {
 pub trait Progress: Send + Sync {
     /// A thread starts; `messages` is how many it holds (active and archived) in the source.
     fn thread_started(&self, _scope: &Scope, _messages: u64) {}
-    /// `n` more messages were written (to the bundle, or to the target).
+    /// `n` more messages were written (to the bundle, or to the target), or found already
+    /// in the target (a resumed import or migration), so the sum of the calls reaches the
+    /// sum of the threads' `messages`.
     fn messages_copied(&self, _n: u64) {}
     /// A session (or block state) was written.
     fn session_copied(&self, _scope: &Scope) {}
@@ -245,9 +250,9 @@ fn plural<'a>(n: u64, one: &'a str, many: &'a str) -> &'a str {
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct MigrationReport {
-    /// What was written to the target: `messages` counts the messages appended by this run
-    /// (and `archived` those of them archived); the threads and sessions counts are those of
-    /// the selection.
+    /// What was written to the target: `messages` counts the messages appended by this run;
+    /// the threads, archived messages (their flags applied to the target), sessions and block
+    /// states counts are those of the selection.
     pub copied: BundleSummary,
     /// Messages the target already held (from an earlier, interrupted run), not appended
     /// again.

@@ -19,7 +19,9 @@ const PROGRESS_STEP: u64 = 1_000;
 /// The tenants a selection covers.
 pub(crate) async fn tenants(from: &Endpoint, tenants: &Tenants) -> Result<Vec<TenantId>> {
     if let Tenants::Listed(list) = tenants {
-        return Ok(list.clone());
+        // Each tenant once, in the order given.
+        let mut seen = BTreeSet::new();
+        return Ok(list.iter().filter(|t| seen.insert(*t)).cloned().collect());
     }
     let explain = |e: Error| {
         if e.kind() == ErrorKind::Unsupported {

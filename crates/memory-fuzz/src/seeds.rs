@@ -94,6 +94,37 @@ pub(crate) fn json() -> Vec<Vec<u8>> {
     out
 }
 
+/// The bundles of `docs/bundle` (valid and invalid), whole and cut after each line.
+const BUNDLES: &[&str] = &[
+    include_str!("../../../docs/bundle/valid.jsonl"),
+    include_str!("../../../docs/bundle/invalid/after-end.jsonl"),
+    include_str!("../../../docs/bundle/invalid/bad-json.jsonl"),
+    include_str!("../../../docs/bundle/invalid/message-before-thread.jsonl"),
+    include_str!("../../../docs/bundle/invalid/seq-out-of-order.jsonl"),
+    include_str!("../../../docs/bundle/invalid/second-header.jsonl"),
+    include_str!("../../../docs/bundle/invalid/too-deep.jsonl"),
+    include_str!("../../../docs/bundle/invalid/truncated.jsonl"),
+    include_str!("../../../docs/bundle/invalid/unknown-type.jsonl"),
+    include_str!("../../../docs/bundle/invalid/wrong-totals.jsonl"),
+];
+
+/// The seeds of the bundle reader.
+pub(crate) fn bundle() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    for text in BUNDLES {
+        out.push(text.as_bytes().to_vec());
+        let mut prefix = String::new();
+        for line in text.lines() {
+            prefix.push_str(line);
+            prefix.push('\n');
+            out.push(prefix.as_bytes().to_vec());
+        }
+    }
+    out.sort();
+    out.dedup();
+    out
+}
+
 /// The seeds of a text decoder.
 pub(crate) fn text() -> Vec<Vec<u8>> {
     TEXTS.iter().map(|t| t.as_bytes().to_vec()).collect()

@@ -6,6 +6,8 @@ use std::pin::pin;
 use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
+use memory_bundle::format::{BundleReader, FormatError, Record};
+use memory_bundle::{Endpoint, NoProgress, Selection, export, import};
 use memory_core::chat::{AgentChat, ChatSerializer};
 use memory_core::memory::BLOCK_STATE_SOURCE;
 use memory_core::memory::blocks::{FactExtractionMemoryBlock, StaticMemoryBlock};
@@ -33,6 +35,13 @@ pub fn targets() -> Vec<Target> {
             run: message_json,
             seeds: seeds::json,
             valid: valid_message,
+        },
+        Target {
+            name: "bundle",
+            about: "memory_bundle BundleReader and import (the portable bundle, JSON Lines)",
+            run: bundle,
+            seeds: seeds::bundle,
+            valid: valid_bundle,
         },
         Target {
             name: "openai_message",
@@ -233,6 +242,69 @@ fn message_json(input: &[u8]) {
         }
         Err(err) => typed(&err, DECODE, "ChatMessage::from_json"),
     }
+}
+
+fn read_bundle(input: &[u8]) -> Result<Vec<Record>, FormatError> {
+    let mut reader = BundleReader::new(input)?;
+    let mut records = Vec::new();
+    while let Some(record) = reader.next_record()? {
+        records.push(record);
+    }
+    Ok(records)
+}
+
+fn valid_bundle(input: &[u8]) -> bool {
+    read_bundle(input).is_ok()
+}
+
+/// The reader gives records or a typed error; a bundle it reads whole imports into the
+/// in-memory stores (or fails with a typed error: an id repeated in a thread is a conflict),
+/// and the import exports again to a bundle the reader reads.
+fn bundle(input: &[u8]) {
+    let records = match read_bundle(input) {
+        Ok(records) => records,
+        Err(err) => {
+            let message = err.to_string();
+            assert!(
+                !message.is_empty() && !message.contains("kind: "),
+                "{message}"
+            );
+            return;
+        }
+    };
+    assert!(
+        matches!(records.last(), Some(Record::End(_))),
+        "a read bundle ends with end"
+    );
+    let to = Endpoint::new(
+        Arc::new(InMemoryHistoryStore::new()),
+        Arc::new(InMemorySessionStore::new()),
+    );
+    let Some(imported) = block_on(import(&to, input, &NoProgress)) else {
+        return;
+    };
+    if let Err(err) = imported {
+        typed(
+            &err,
+            &[
+                ErrorKind::Conflict,
+                ErrorKind::InvalidInput,
+                ErrorKind::LimitExceeded,
+                ErrorKind::Serialization,
+            ],
+            "import",
+        );
+        return;
+    }
+    let mut out = Vec::new();
+    let Some(exported) = block_on(export(&to, &Selection::all(), &mut out, &NoProgress)) else {
+        return;
+    };
+    assert!(exported.is_ok(), "re-export failed: {exported:?}");
+    assert!(
+        read_bundle(&out).is_ok(),
+        "the re-export does not read back"
+    );
 }
 
 fn openai_message(input: &[u8]) {
