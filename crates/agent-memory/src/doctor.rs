@@ -42,9 +42,16 @@ pub async fn doctor(url: &str) -> Result<Diagnosis> {
     let redacted = redact_url(url);
     // The `prefix` parameter, as `open` takes it: the tables or keys of that prefix.
     let (url, prefix) = crate::open::take_prefix(url);
+    #[cfg(not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "redis"
+    )))]
+    let _ = &prefix;
     let url = url.as_str();
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
-    let (backend, checks) = match scheme {
+    let (backend, checks): (&str, Result<Vec<Check>>) = match scheme {
         "memory" => (
             "memory",
             Ok(vec![Check::ok(

@@ -171,6 +171,13 @@ pub async fn open(url: &str) -> Result<Stores> {
 /// The backend's own stores, without layers.
 async fn open_backend(url: &str) -> Result<Stores> {
     let (url, prefix) = take_prefix(url);
+    #[cfg(not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "redis"
+    )))]
+    let _ = &prefix;
     let url = url.as_str();
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     match scheme {

@@ -241,6 +241,7 @@ fn server_name(backend: Backend, version: &str) -> String {
     }
 }
 
+#[cfg_attr(not(feature = "sqlite"), allow(dead_code))]
 enum SqliteOpened {
     Missing(PathBuf),
     Db(Db, bool),
