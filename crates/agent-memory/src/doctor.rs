@@ -17,7 +17,7 @@ use crate::open::not_in_this_build;
 /// | Redis | `connection`, `maxmemory-policy` (a warning unless `noeviction`), `persistence`; on a cluster `cluster` and the three per master (see `memory_redis::inspect`) |
 ///
 /// The SQL checks look at the tables of the default prefix (`agent_memory_`), the ones
-/// [`open`](crate::open) uses. A backend that cannot be reached or refuses the connection (a
+/// [`open`](crate::open) uses, or of the URL's `prefix` query parameter as `open` reads it. A backend that cannot be reached or refuses the connection (a
 /// dead port, a wrong password, a missing database) is not an error of this call: the
 /// diagnosis holds a `connection` check with status [`Error`](memory_core::CheckStatus::Error)
 /// saying why, so [`Diagnosis::healthy`] is false. The diagnosis's URL is redacted, and no
@@ -39,8 +39,18 @@ use crate::open::not_in_this_build;
 /// URL the backend cannot use; [`ErrorKind::Unsupported`] when a backend's own support for
 /// the URL is not compiled in.
 pub async fn doctor(url: &str) -> Result<Diagnosis> {
-    let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     let redacted = redact_url(url);
+    // The `prefix` parameter, as `open` takes it: the tables or keys of that prefix.
+    let (url, prefix) = crate::open::take_prefix(url);
+    #[cfg(not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "redis"
+    )))]
+    let _ = &prefix;
+    let url = url.as_str();
+    let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     let (backend, checks): (&str, Result<Vec<Check>>) = match scheme {
         "memory" => (
             "memory",
@@ -56,12 +66,20 @@ pub async fn doctor(url: &str) -> Result<Diagnosis> {
                 "postgres" | "postgresql" => "postgres",
                 _ => "mysql",
             };
-            let found = memory_sql::inspect(url, &memory_sql::SqlConfig::new()).await;
+            let mut config = memory_sql::SqlConfig::new();
+            if let Some(prefix) = prefix {
+                config = config.with_table_prefix(prefix);
+            }
+            let found = memory_sql::inspect(url, &config).await;
             (backend, found.map(|f| f.checks()))
         }
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
-            let found = memory_redis::inspect(url, &memory_redis::RedisConfig::default()).await;
+            let mut config = memory_redis::RedisConfig::default();
+            if let Some(prefix) = prefix {
+                config.key_prefix = prefix;
+            }
+            let found = memory_redis::inspect(url, &config).await;
             ("redis", found.map(|f| f.checks()))
         }
         other => return Err(not_in_this_build(other)),
@@ -144,6 +162,13 @@ mod tests {
                 "busy timeout"
             ]
         );
+        // The prefix parameter: the tables of another prefix are not there yet.
+        let other = doctor(&format!("{url}?prefix=other_")).await.unwrap();
+        assert_eq!(other.worst(), CheckStatus::Warning, "{other}");
+        assert!(other.to_string().contains("\"other_\""), "{other}");
+        drop(crate::open(&format!("{url}?prefix=other_")).await.unwrap());
+        let other = doctor(&format!("{url}?prefix=other_")).await.unwrap();
+        assert_eq!(other.worst(), CheckStatus::Ok, "{other}");
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

@@ -153,6 +153,11 @@ impl OpenOptions {
 /// A URL whose backend is not in this build is an error naming the feature to enable. Errors
 /// never repeat the URL, which may hold a password.
 ///
+/// A `prefix` query parameter (`postgres://db/app?prefix=chat_`, `redis://cache?prefix=chat`)
+/// sets the SQL stores' table prefix or the Redis store's key prefix, so tools such as the
+/// `agent-memory` command can open an application's stores wherever its prefix put them; the
+/// parameter is taken out of the URL before the driver sees it.
+///
 /// The history store comes wrapped in a [`WindowCache`] with its default settings; open with
 /// [`OpenOptions`] to size it or turn it off ([`OpenOptions::without_window_cache`]).
 ///
@@ -165,6 +170,15 @@ pub async fn open(url: &str) -> Result<Stores> {
 
 /// The backend's own stores, without layers.
 async fn open_backend(url: &str) -> Result<Stores> {
+    let (url, prefix) = take_prefix(url);
+    #[cfg(not(any(
+        feature = "sqlite",
+        feature = "postgres",
+        feature = "mysql",
+        feature = "redis"
+    )))]
+    let _ = &prefix;
+    let url = url.as_str();
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     match scheme {
         "memory" => Ok(Stores {
@@ -172,21 +186,57 @@ async fn open_backend(url: &str) -> Result<Stores> {
             sessions: Arc::new(InMemorySessionStore::new()),
         }),
         #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Stores::from_one(memory_sql::SqlStore::connect(url).await?)),
+        "sqlite" => Ok(Stores::from_one(sql_store(url, prefix).await?)),
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => {
-            Ok(Stores::from_one(memory_sql::SqlStore::connect(url).await?))
-        }
+        "postgres" | "postgresql" => Ok(Stores::from_one(sql_store(url, prefix).await?)),
         #[cfg(feature = "mysql")]
         "mysql" | "mariadb" => {
             let url = url.replacen("mariadb:", "mysql:", 1);
-            Ok(Stores::from_one(memory_sql::SqlStore::connect(&url).await?))
+            Ok(Stores::from_one(sql_store(&url, prefix).await?))
         }
         #[cfg(feature = "redis")]
-        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => Ok(Stores::from_one(
-            memory_redis::RedisStore::connect(url).await?,
-        )),
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
+            let mut builder = memory_redis::RedisStore::builder(url);
+            if let Some(prefix) = prefix {
+                builder = builder.key_prefix(prefix);
+            }
+            Ok(Stores::from_one(builder.connect().await?))
+        }
         other => Err(not_in_this_build(other)),
+    }
+}
+
+/// A SQL store at `url`, with the table prefix when one is given.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+async fn sql_store(url: &str, prefix: Option<String>) -> Result<memory_sql::SqlStore> {
+    let mut builder = memory_sql::SqlStore::builder(url);
+    if let Some(prefix) = prefix {
+        builder = builder.table_prefix(prefix);
+    }
+    builder.connect().await
+}
+
+/// `url` without its `prefix` query parameter, and that parameter's value (the last one when
+/// it is given twice; percent-decoding is not needed: a valid prefix is plain ASCII).
+pub(crate) fn take_prefix(url: &str) -> (String, Option<String>) {
+    let Some((base, query)) = url.split_once('?') else {
+        return (url.to_owned(), None);
+    };
+    let mut prefix = None;
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| match pair.strip_prefix("prefix=") {
+            Some(value) => {
+                prefix = Some(value.to_owned());
+                false
+            }
+            None => true,
+        })
+        .collect();
+    if kept.iter().all(|pair| pair.is_empty()) {
+        (base.to_owned(), prefix)
+    } else {
+        (format!("{base}?{}", kept.join("&")), prefix)
     }
 }
 
@@ -245,6 +295,64 @@ mod tests {
                 assert!(!text.contains("hunter2"), "the password leaked: {text}");
             }
         }
+    }
+
+    #[test]
+    fn the_prefix_parameter_is_taken_out_of_the_url() {
+        assert_eq!(
+            take_prefix("postgres://u:p@db/app?prefix=chat_"),
+            ("postgres://u:p@db/app".to_owned(), Some("chat_".to_owned()))
+        );
+        assert_eq!(
+            take_prefix("postgres://db/app?sslmode=require&prefix=x_&connect_timeout=2"),
+            (
+                "postgres://db/app?sslmode=require&connect_timeout=2".to_owned(),
+                Some("x_".to_owned())
+            )
+        );
+        assert_eq!(
+            take_prefix("sqlite://memory.db"),
+            ("sqlite://memory.db".to_owned(), None)
+        );
+        assert_eq!(
+            take_prefix("redis://h?db_prefix=1"),
+            ("redis://h?db_prefix=1".to_owned(), None)
+        );
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn a_prefix_in_the_url_separates_stores() {
+        use memory_core::{ChatMessage, Scope, Window};
+        let dir = std::env::temp_dir().join(format!("am-prefix-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&dir);
+        let url = format!("sqlite://{}", dir.display());
+        let scope = Scope::session("prefixed").unwrap();
+        let a = open(&format!("{url}?prefix=a_")).await.unwrap();
+        a.history
+            .append(&scope, &[ChatMessage::user("in a")])
+            .await
+            .unwrap();
+        let b = open(&format!("{url}?prefix=b_")).await.unwrap();
+        assert!(
+            b.history
+                .read(&scope, Window::All)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        let a_again = open(&format!("{url}?prefix=a_")).await.unwrap();
+        assert_eq!(
+            a_again
+                .history
+                .read(&scope, Window::All)
+                .await
+                .unwrap()
+                .len(),
+            1
+        );
+        drop((a, b, a_again));
+        let _ = std::fs::remove_file(&dir);
     }
 
     #[tokio::test]

@@ -1,0 +1,70 @@
+//! `agent-memory`: inspect, export, import, migrate and forget the memory of LLM agents on any
+//! backend the facade opens.
+//!
+//! Tables and sentences for people, `--json` for scripts (on stdout), progress bars on stderr
+//! (only on a terminal), errors as sentences with a non-zero exit code. URLs are printed only
+//! with their secrets redacted.
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+
+mod cli;
+mod commands;
+mod error;
+mod output;
+mod transfer;
+
+use std::process::ExitCode;
+
+use agent_memory::{OpenOptions, Stores, redact_url};
+use clap::Parser;
+
+use crate::cli::{Cli, Command};
+use crate::error::{CliResult, Failed, error_lines};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            for line in error_lines(&error) {
+                eprintln!("{line}");
+            }
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Runs one command.
+async fn run(cli: Cli) -> CliResult<()> {
+    let json = cli.json;
+    match &cli.command {
+        Command::Threads(args) => commands::threads(&open(&cli.url).await?, args, json).await,
+        Command::Show(args) => commands::show(&open(&cli.url).await?, args, json).await,
+        Command::Stats(args) => commands::stats(&open(&cli.url).await?, args, json).await,
+        Command::Forget(args) => commands::forget(&open(&cli.url).await?, args, json).await,
+        Command::PurgeExpired => commands::purge_expired(&open(&cli.url).await?, json).await,
+        Command::Export(args) => transfer::export(&open(&cli.url).await?, args, json).await,
+        Command::Import(args) => transfer::import(&open(&cli.url).await?, args, json).await,
+        Command::Migrate(args) => transfer::migrate(args, json).await,
+        Command::Doctor(args) => {
+            let url = args.target.as_deref().unwrap_or(&cli.url);
+            transfer::doctor(url, json).await
+        }
+    }
+}
+
+/// Opens the stores at `url`, without the window cache (the command reads each thread once);
+/// the error names the URL with its secrets redacted.
+pub(crate) async fn open(url: &str) -> CliResult<Stores> {
+    OpenOptions::new()
+        .without_window_cache()
+        .open(url)
+        .await
+        .map_err(|source| {
+            Failed::with(
+                format!("could not open the store at {}", redact_url(url)),
+                source,
+            )
+        })
+}
