@@ -8,6 +8,9 @@
 --                (Window::Last / TokenBudget); when budget ~= '', only as long as their token
 --                counts add up to at most budget (the window ends before the first that does
 --                not fit).
+--   'page'       the stored messages, active and archived, with seq > cursor: at most `limit`
+--                of them, skipping the seqs whose bodies are deleted (Overflow::Delete), but
+--                probing at most PAGE_PROBES seqs (HistoryStore::read_page).
 -- Returns {born, next, then seq, tokens, active (1/0), json for each message of the page in seq
 -- order}: born is the thread's creation mark (meta 'born', '' for none, so the caller sees a
 -- thread cleared and created again between two pages); next is the cursor of the next page, or
@@ -17,7 +20,11 @@ local mode, cursor, limit, budget = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local seqs
 local counts = nil
 local active_set = nil
+local bodies = nil
 local next_cursor = ''
+-- How many seqs one 'page' call looks at, at most: a range thinned out by Overflow::Delete
+-- (deleted active messages above an archived one) may hold long runs of deleted bodies.
+local PAGE_PROBES = 4000
 
 local born = redis.call('HGET', meta, 'born') or ''
 
@@ -63,11 +70,41 @@ elseif mode == 'everything' then
     local members = redis.call('ZRANGEBYSCORE', active, itos(from), itos(to))
     for i = 1, #members do active_set[members[i]] = true end
   end
+elseif mode == 'page' then
+  -- As 'everything', but a page holds up to `limit` stored messages, however many deleted
+  -- seqs lie among them (up to PAGE_PROBES probed): next is the last seq probed when the
+  -- thread goes on past it, so a page that found nothing but deleted or undecodable bodies
+  -- still moves on.
+  local m = redis.call('HMGET', meta, 'last_seq', 'first_kept')
+  local last = stored_int(m[1], 'last_seq') or 0
+  local first = stored_int(m[2], 'first_kept') or 1
+  local from = math.max(tonumber(cursor) + 1, first)
+  local probed = from - 1
+  seqs, bodies = {}, {}
+  while #seqs < limit and probed < last and probed - from + 1 < PAGE_PROBES do
+    local to = math.min(last, probed + (limit - #seqs), from + PAGE_PROBES - 1)
+    local want = {}
+    for s = probed + 1, to do want[#want + 1] = itos(s) end
+    local got = chunked('HMGET', msg, want, true)
+    for i = 1, #want do
+      if got[i] then
+        seqs[#seqs + 1] = want[i]
+        bodies[#bodies + 1] = got[i]
+      end
+    end
+    probed = to
+  end
+  if probed < last then next_cursor = itos(probed) end
+  if #seqs > 0 then
+    active_set = {}
+    local members = redis.call('ZRANGEBYSCORE', active, seqs[1], seqs[#seqs])
+    for i = 1, #members do active_set[members[i]] = true end
+  end
 else
   return redis.error_reply('ERR memory-redis: unknown read mode ' .. mode)
 end
 
-local bodies = chunked('HMGET', msg, seqs, true)
+if not bodies then bodies = chunked('HMGET', msg, seqs, true) end
 if not counts then counts = chunked('HMGET', tok, seqs, true) end
 local out = {born, next_cursor}
 for i = 1, #seqs do
