@@ -20,7 +20,6 @@ local mode, cursor, limit, budget = ARGV[1], ARGV[2], tonumber(ARGV[3]), ARGV[4]
 local seqs
 local counts = nil
 local active_set = nil
-local bodies = nil
 local next_cursor = ''
 -- How many seqs one 'page' call looks at, at most: a range thinned out by Overflow::Delete
 -- (deleted active messages above an archived one) may hold long runs of deleted bodies.
@@ -72,27 +71,35 @@ elseif mode == 'everything' then
   end
 elseif mode == 'page' then
   -- As 'everything', but a page holds up to `limit` stored messages, however many deleted
-  -- seqs lie among them (up to PAGE_PROBES probed): next is the last seq probed when the
-  -- thread goes on past it, so a page that found nothing but deleted or undecodable bodies
-  -- still moves on.
+  -- seqs lie among them: it looks for stored seqs in the token counts (small values, deleted
+  -- with the bodies), a first chunk of `limit` seqs, then growing chunks, at most PAGE_PROBES
+  -- seqs in all, and reads the bodies of the ones it takes. next is the last seq looked at
+  -- when the thread goes on past it, so a page that found only deleted seqs (or bodies that
+  -- do not decode) still moves on.
   local m = redis.call('HMGET', meta, 'last_seq', 'first_kept')
   local last = stored_int(m[1], 'last_seq') or 0
   local first = stored_int(m[2], 'first_kept') or 1
   local from = math.max(tonumber(cursor) + 1, first)
   local probed = from - 1
-  seqs, bodies = {}, {}
+  local step = limit
+  seqs, counts = {}, {}
   while #seqs < limit and probed < last and probed - from + 1 < PAGE_PROBES do
-    local to = math.min(last, probed + (limit - #seqs), from + PAGE_PROBES - 1)
+    local to = math.min(last, probed + step, from + PAGE_PROBES - 1)
     local want = {}
     for s = probed + 1, to do want[#want + 1] = itos(s) end
-    local got = chunked('HMGET', msg, want, true)
+    local got = chunked('HMGET', tok, want, true)
+    probed = to
     for i = 1, #want do
       if got[i] then
         seqs[#seqs + 1] = want[i]
-        bodies[#bodies + 1] = got[i]
+        counts[#counts + 1] = got[i]
+        if #seqs == limit then
+          probed = tonumber(want[i])
+          break
+        end
       end
     end
-    probed = to
+    if step < 1024 then step = step * 2 end
   end
   if probed < last then next_cursor = itos(probed) end
   if #seqs > 0 then
@@ -104,7 +111,7 @@ else
   return redis.error_reply('ERR memory-redis: unknown read mode ' .. mode)
 end
 
-if not bodies then bodies = chunked('HMGET', msg, seqs, true) end
+local bodies = chunked('HMGET', msg, seqs, true)
 if not counts then counts = chunked('HMGET', tok, seqs, true) end
 local out = {born, next_cursor}
 for i = 1, #seqs do
