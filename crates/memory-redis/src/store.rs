@@ -103,7 +103,10 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// keyspace with `SCAN … MATCH` (never `KEYS`), on every master of a cluster: each of its
 /// pages scans the whole keyspace. Both return scopes in [`Scope::key`] order; the cursor is
 /// the last scope key returned (or examined: a `list_threads` page that met mostly threads
-/// gone since they were indexed may end short, with a cursor).
+/// gone since they were indexed may end short, with a cursor). `list_tenants` (history and
+/// sessions) scans the threads' meta keys or the sessions' hashes under the prefix, on every
+/// master, and keeps the smallest tenants after the cursor: each page scans the keyspace, an
+/// administration call.
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
