@@ -17,12 +17,12 @@ use memory_core::memory::blocks::{RetrievalPostprocessor, SimilarityCutoff};
 use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext};
 use memory_core::{
     AiContext, AppendOutcome, ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse,
-    ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
+    ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, ForgetFilter, HistoryCapabilities,
+    HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
     InvokingContext, MediaTokenCosts, MemoryBlock, MessageCountReducer, Page, PageRequest, Result,
     Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, SourceId, StoredMessage,
-    StoredSession, ThreadCount, TokenCounter, VectorPoint, VectorQuery, VectorStore, Window,
-    async_trait,
+    StoredSession, ThreadCount, TokenCounter, VectorCapabilities, VectorPoint, VectorQuery,
+    VectorStore, Window, async_trait,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -46,6 +46,8 @@ async fn history_through<S: HistoryStore>(store: S) {
             .with_counts_purged(true)
             .with_lists_every_thread(true)
             .with_cursor_reads(true)
+            .with_paged_reads(true)
+            .with_lists_tenants(true)
     );
     let out = store
         .append(&s, &[ChatMessage::user("a"), ChatMessage::assistant("b")])
@@ -75,12 +77,33 @@ async fn history_through<S: HistoryStore>(store: S) {
         (Delta::Appended, 1, 3),
         "read_since reaches the pointee's own implementation"
     );
+    let page = store.read_page(&s, 0, 2).await.unwrap();
+    assert_eq!(
+        page.iter().map(|m| (m.seq, m.archived)).collect::<Vec<_>>(),
+        vec![(1, true), (2, false)],
+        "read_page reaches the pointee's own implementation"
+    );
+    assert_eq!(store.read_page(&s, 2, 10).await.unwrap().len(), 1);
+    let tenants = store.list_tenants(PageRequest::first(10)).await.unwrap();
+    assert_eq!(
+        (tenants.items, tenants.next_cursor),
+        (vec![s.tenant().clone()], None),
+        "list_tenants reaches the pointee's own implementation"
+    );
     store
         .set_ttl(&s, Some(Duration::from_secs(60)))
         .await
         .unwrap();
     assert_eq!(store.purge_expired().await.unwrap(), 0);
     assert_eq!(store.clear(&s).await.unwrap(), 3);
+    assert!(
+        store
+            .list_tenants(PageRequest::first(10))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -134,6 +157,14 @@ async fn history_defaults_through<S: HistoryStore>(store: S) {
             "read_since",
             store.read_since(&s, Window::All, None).await.unwrap_err(),
         ),
+        ("read_page", store.read_page(&s, 0, 10).await.unwrap_err()),
+        (
+            "list_tenants",
+            store
+                .list_tenants(PageRequest::first(10))
+                .await
+                .unwrap_err(),
+        ),
     ];
     for (operation, err) in errors {
         assert_eq!(err.kind(), ErrorKind::Unsupported, "{operation}: {err}");
@@ -170,7 +201,9 @@ async fn sessions_through<S: SessionStore>(store: S) {
     let s = scope("session");
     assert_eq!(
         store.capabilities(),
-        SessionCapabilities::none().with_ttl(true)
+        SessionCapabilities::none()
+            .with_ttl(true)
+            .with_lists_tenants(true)
     );
     assert_eq!(store.save(&s, &json!({"n": 1}), None).await.unwrap(), 1);
     assert_eq!(
@@ -188,12 +221,26 @@ async fn sessions_through<S: SessionStore>(store: S) {
         .await
         .unwrap();
     assert_eq!(listed.items, vec![s.clone()]);
+    let tenants = store.list_tenants(PageRequest::first(10)).await.unwrap();
+    assert_eq!(
+        (tenants.items, tenants.next_cursor),
+        (vec![s.tenant().clone()], None),
+        "list_tenants reaches the pointee's own implementation"
+    );
     store
         .set_ttl(&s, Some(Duration::from_secs(60)))
         .await
         .unwrap();
     assert_eq!(store.purge_expired().await.unwrap(), 0);
     assert!(store.delete(&s).await.unwrap());
+    assert!(
+        store
+            .list_tenants(PageRequest::first(10))
+            .await
+            .unwrap()
+            .items
+            .is_empty()
+    );
 }
 
 #[tokio::test]
@@ -237,6 +284,13 @@ async fn optional_session_operations_default_to_unsupported() {
         for (operation, err) in [
             ("set_ttl", store.set_ttl(&s, None).await.unwrap_err()),
             ("purge_expired", store.purge_expired().await.unwrap_err()),
+            (
+                "list_tenants",
+                store
+                    .list_tenants(PageRequest::first(10))
+                    .await
+                    .unwrap_err(),
+            ),
         ] {
             assert_eq!(err.kind(), ErrorKind::Unsupported);
             let text = err.message();
@@ -387,6 +441,10 @@ async fn embedder_through_arc_and_box() {
 
 async fn vectors_through<V: VectorStore>(store: V) {
     let s = scope("vectors");
+    assert_eq!(
+        store.capabilities(),
+        VectorCapabilities::none().with_deletes_matching(true)
+    );
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     let points = [
         VectorPoint {
@@ -411,12 +469,88 @@ async fn vectors_through<V: VectorStore>(store: V) {
     assert_eq!(store.count(&s).await.unwrap(), 2);
     assert_eq!(store.delete(&s, &[a]).await.unwrap(), 1);
     assert_eq!(store.clear(&s).await.unwrap(), 1);
+    store.upsert(&s, &points).await.unwrap();
+    let filter = ForgetFilter::tenant(s.tenant().clone());
+    assert_eq!(
+        store.count_matching(&filter).await.unwrap(),
+        2,
+        "count_matching reaches the pointee's own implementation"
+    );
+    assert_eq!(
+        store.delete_matching(&filter).await.unwrap(),
+        2,
+        "delete_matching reaches the pointee's own implementation"
+    );
+    assert_eq!(store.count(&s).await.unwrap(), 0);
 }
 
 #[tokio::test]
 async fn vector_store_through_arc_and_box() {
     vectors_through(Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>).await;
     vectors_through(Box::new(InMemoryVectorStore::new()) as Box<dyn VectorStore>).await;
+}
+
+/// A vector store with the required methods only.
+#[derive(Debug, Default)]
+struct RequiredOnlyVectors(InMemoryVectorStore);
+
+#[async_trait]
+impl VectorStore for RequiredOnlyVectors {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        self.0.upsert(scope, points).await
+    }
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        self.0.search(scope, query).await
+    }
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        self.0.get(scope, ids).await
+    }
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        self.0.delete(scope, ids).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+}
+
+#[tokio::test]
+async fn optional_vector_operations_default_to_unsupported() {
+    let stores: [Box<dyn VectorStore>; 2] = [
+        Box::new(RequiredOnlyVectors::default()),
+        Box::new(Arc::new(RequiredOnlyVectors::default()) as Arc<dyn VectorStore>),
+    ];
+    for store in stores {
+        assert_eq!(store.capabilities(), VectorCapabilities::none());
+        let s = scope("vector-defaults");
+        let point = VectorPoint {
+            id: Uuid::new_v4(),
+            vector: vec![1.0, 0.0],
+            payload: serde_json::Map::new(),
+        };
+        store.upsert(&s, &[point]).await.unwrap();
+        let filter = ForgetFilter::tenant(s.tenant().clone());
+        for (operation, err) in [
+            (
+                "delete_matching",
+                store.delete_matching(&filter).await.unwrap_err(),
+            ),
+            (
+                "count_matching",
+                store.count_matching(&filter).await.unwrap_err(),
+            ),
+        ] {
+            assert_eq!(err.kind(), ErrorKind::Unsupported);
+            let text = err.message();
+            assert!(
+                text.contains("RequiredOnlyVectors") && text.contains(operation),
+                "{text}"
+            );
+        }
+        assert_eq!(store.count(&s).await.unwrap(), 1, "nothing changed");
+    }
 }
 
 fn postprocessor_through<P: RetrievalPostprocessor>(p: P) {

@@ -10,8 +10,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, Delta, ErrorKind, HistoryCapabilities, HistoryStore,
-    Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage, ThreadCount, ThreadCursor,
-    Window,
+    Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage, TenantId, ThreadCount,
+    ThreadCursor, Window,
 };
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -425,5 +425,19 @@ impl<S: HistoryStore> HistoryStore for WindowCache<S> {
             },
             None => self.inner.read_since(scope, window, None).await,
         }
+    }
+
+    // Paged reads (exports, migrations) read each page once: they are forwarded, never kept.
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.read_page(scope, after, limit).await
+    }
+
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }

@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, Delta, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage,
+    InMemoryHistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage, TenantId,
     ThreadCount, ThreadCursor, Window,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
@@ -36,6 +36,7 @@ struct Spy {
     tamper: Tamper,
     reads: AtomicU64,
     cursor_reads: AtomicU64,
+    page_reads: AtomicU64,
 }
 
 impl Spy {
@@ -45,6 +46,7 @@ impl Spy {
             tamper,
             reads: AtomicU64::new(0),
             cursor_reads: AtomicU64::new(0),
+            page_reads: AtomicU64::new(0),
         })
     }
 
@@ -109,6 +111,18 @@ impl HistoryStore for Spy {
             answer.messages.remove(0);
         }
         Ok(answer)
+    }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.page_reads.fetch_add(1, Ordering::SeqCst);
+        self.inner.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }
 
@@ -367,5 +381,171 @@ async fn a_cursor_read_without_a_cursor_is_served_from_the_cache_with_the_stores
         cache.stats().hits,
         1,
         "forwarded, not served from the cache"
+    );
+}
+
+#[tokio::test]
+async fn paged_reads_and_tenant_listings_are_forwarded_with_their_capabilities() {
+    let spy = Spy::new(Tamper::None);
+    let cache = WindowCache::new(spy.clone());
+    let caps = cache.capabilities();
+    assert_eq!(caps, spy.capabilities());
+    assert!(caps.paged_reads && caps.lists_tenants);
+    let scope = scope();
+    append(&cache, &scope, &["a", "b", "c", "d"]).await;
+    cache.archive(&scope, 2..=2).await.unwrap();
+    cache.read(&scope, Window::All).await.unwrap();
+    let page = cache.read_page(&scope, 1, 2).await.unwrap();
+    assert_eq!(
+        page.iter()
+            .map(|m| (m.seq, m.archived, m.message.text()))
+            .collect::<Vec<_>>(),
+        [(2, true, "b".to_owned()), (3, false, "c".to_owned())]
+    );
+    assert_eq!(spy.page_reads.load(Ordering::SeqCst), 1, "never kept");
+    cache.read_page(&scope, 1, 2).await.unwrap();
+    assert_eq!(spy.page_reads.load(Ordering::SeqCst), 2, "never kept");
+    let tenants = cache.list_tenants(PageRequest::first(10)).await.unwrap();
+    assert_eq!(tenants.items, vec![scope.tenant().clone()]);
+    assert_eq!(
+        tenants,
+        spy.list_tenants(PageRequest::first(10)).await.unwrap()
+    );
+
+    // Without the capabilities, the inner store's refusal comes through.
+    let plain = WindowCache::new(NoPaging(InMemoryHistoryStore::new()));
+    assert!(!plain.capabilities().paged_reads && !plain.capabilities().lists_tenants);
+    let refused = plain.read_page(&scope, 0, 10).await.unwrap_err();
+    assert_eq!(refused.kind(), memory_core::ErrorKind::Unsupported);
+    let refused = plain.list_tenants(PageRequest::first(1)).await.unwrap_err();
+    assert_eq!(refused.kind(), memory_core::ErrorKind::Unsupported);
+}
+
+/// A store without paged reads or tenant listings (the trait's defaults).
+#[derive(Debug)]
+struct NoPaging(InMemoryHistoryStore);
+
+#[async_trait]
+impl HistoryStore for NoPaging {
+    fn capabilities(&self) -> HistoryCapabilities {
+        self.0
+            .capabilities()
+            .with_paged_reads(false)
+            .with_lists_tenants(false)
+    }
+    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
+        self.0.append(scope, messages).await
+    }
+    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
+        self.0.archive(scope, seqs).await
+    }
+    async fn read_since(
+        &self,
+        scope: &Scope,
+        window: Window,
+        since: Option<ThreadCursor>,
+    ) -> Result<CursorRead> {
+        self.0.read_since(scope, window, since).await
+    }
+}
+
+/// Every window the cache keeps, read through `cache`.
+async fn every_window(cache: &impl HistoryStore, scope: &Scope) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    for window in [
+        Window::All,
+        Window::Last(2),
+        Window::TokenBudget(1_000),
+        Window::After(1),
+        Window::Everything,
+    ] {
+        out.push(texts(&cache.read(scope, window).await.unwrap()));
+        let since = cache.read_since(scope, window, None).await.unwrap();
+        out.push(texts(&since.messages));
+    }
+    out
+}
+
+#[tokio::test]
+async fn a_forgotten_thread_is_never_served_from_the_cache() {
+    use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+
+    let spy = Spy::new(Tamper::None);
+    let cache = Arc::new(WindowCache::new(spy.clone()));
+    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
+    let in_tenant = |user: &str| {
+        Scope::session("s")
+            .unwrap()
+            .with_tenant(tenant.clone())
+            .unwrap()
+            .with_user(user)
+            .unwrap()
+    };
+    let (dana, eli, kim) = (in_tenant("dana"), in_tenant("eli"), in_tenant("kim"));
+    for s in [&dana, &eli, &kim] {
+        append(&*cache, s, &["a", "b", "c"]).await;
+        let before = every_window(&*cache, s).await;
+        assert!(before.iter().any(|w| !w.is_empty()));
+        assert_eq!(
+            every_window(&*cache, s).await,
+            before,
+            "served from the cache"
+        );
+    }
+    assert!(cache.stats().hits > 0, "the windows were kept");
+    let kept = every_window(&*cache, &kim).await;
+
+    // Forgotten through the cache: its windows go with the thread.
+    let filter = |user: &str| {
+        ForgetFilter::tenant(TenantId::new(tenant.clone()).unwrap())
+            .with_user(memory_core::UserId::new(user).unwrap())
+    };
+    let through = Forgetter::new().history(cache.clone());
+    let receipt = through
+        .forget(&filter("dana"), ForgetMode::Delete)
+        .await
+        .unwrap();
+    assert_eq!(receipt.total_items(), 3);
+    for window in every_window(&*cache, &dana).await {
+        assert!(window.is_empty(), "a forgotten thread read {window:?}");
+    }
+
+    // Forgotten under the cache (another process, say): the cursor's epoch tells.
+    let under = Forgetter::new().history(spy.clone());
+    let receipt = under
+        .forget(&filter("eli"), ForgetMode::Delete)
+        .await
+        .unwrap();
+    assert_eq!(receipt.total_items(), 3);
+    for window in every_window(&*cache, &eli).await {
+        assert!(
+            window.is_empty(),
+            "a thread forgotten under the cache read {window:?}"
+        );
+    }
+    assert_eq!(
+        every_window(&*cache, &kim).await,
+        kept,
+        "another user is intact"
+    );
+
+    // A thread written again after the forget reads as new.
+    append(&*cache, &dana, &["x"]).await;
+    assert_eq!(texts(&cache.read(&dana, Window::All).await.unwrap()), ["x"]);
+    assert_eq!(
+        texts(&cache.read(&dana, Window::Last(2)).await.unwrap()),
+        ["x"]
     );
 }

@@ -60,6 +60,7 @@ use crate::fixtures::{
 };
 
 mod cursor;
+mod paging;
 
 pub use cursor::{
     assemble, cursor_from_the_future_is_refused, cursor_of_another_scope_is_refused,
@@ -67,6 +68,11 @@ pub use cursor::{
     cursor_read_after_expiry_is_whole, cursor_read_of_unknown_thread_is_whole_and_empty,
     cursor_read_returns_what_was_appended, cursor_read_without_cursor_is_the_whole_window,
     cursor_reads_racing_appends_skip_no_message,
+};
+pub(crate) use paging::check_tenant_listings;
+pub use paging::{
+    list_tenants_pages_each_tenant_once, read_page_pages_every_message_once,
+    read_page_racing_appends_reads_a_gap_free_prefix,
 };
 
 /// A short TTL the expiry checks wait out.

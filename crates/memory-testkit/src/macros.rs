@@ -311,10 +311,13 @@ macro_rules! __history_checks {
                 cursor_of_another_scope_is_refused,
                 cursor_from_the_future_is_refused,
                 cursor_read_of_unknown_thread_is_whole_and_empty,
+                read_page_pages_every_message_once,
+                list_tenants_pages_each_tenant_once,
             ]
             owned [
                 concurrent_writers_to_one_thread,
                 cursor_reads_racing_appends_skip_no_message,
+                read_page_racing_appends_reads_a_gap_free_prefix,
             ]
         }
     };
@@ -351,6 +354,7 @@ macro_rules! __session_checks {
                 ttl_out_of_range_is_refused,
                 purge_expired_removes_expired_sessions,
                 expired_session_never_repeats_a_version,
+                list_tenants_pages_each_tenant_once,
             ]
             owned [
                 concurrent_load_modify_save_loses_no_update,
@@ -386,6 +390,7 @@ macro_rules! __vector_checks {
                 delete_returns_how_many_existed,
                 count_counts_the_scope_points,
                 clear_removes_the_scope_points,
+                delete_matching_removes_the_selected_scopes,
             ]
             owned []
         }

@@ -220,6 +220,7 @@ impl FaultySessionStore {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl SessionStore for FaultySessionStore {
     fn capabilities(&self) -> SessionCapabilities {
@@ -263,6 +264,9 @@ impl SessionStore for FaultySessionStore {
     async fn purge_expired(&self) -> Result<u64> {
         self.inner.purge_expired().await
     }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
+    }
 }
 
 /// A [`HistoryStore`] that forwards to another and fails its next `archive` calls (as many as
@@ -283,6 +287,7 @@ impl FaultyHistoryStore {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl HistoryStore for FaultyHistoryStore {
     fn capabilities(&self) -> HistoryCapabilities {
@@ -329,6 +334,17 @@ impl HistoryStore for FaultyHistoryStore {
         since: Option<memory_core::ThreadCursor>,
     ) -> Result<memory_core::CursorRead> {
         self.inner.read_since(scope, window, since).await
+    }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }
 
@@ -1528,6 +1544,7 @@ impl CountingHistoryStore {
     }
 }
 
+#[deny(clippy::missing_trait_methods)]
 #[async_trait]
 impl HistoryStore for CountingHistoryStore {
     fn capabilities(&self) -> HistoryCapabilities {
@@ -1565,6 +1582,17 @@ impl HistoryStore for CountingHistoryStore {
         since: Option<memory_core::ThreadCursor>,
     ) -> Result<memory_core::CursorRead> {
         self.inner.read_since(scope, window, since).await
+    }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }
 

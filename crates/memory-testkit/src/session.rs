@@ -939,6 +939,55 @@ pub async fn concurrent_load_modify_save_loses_no_update(store: Arc<dyn SessionS
     }
 }
 
+/// Contract: `list_tenants` (optional: `lists_tenants`) pages through the tenants that hold a
+/// live session, each once, in the same order for every page size; a tenant whose sessions
+/// were all deleted is not listed. Without the capability it answers `Unsupported` and changes
+/// nothing.
+pub async fn list_tenants_pages_each_tenant_once(store: &dyn SessionStore) {
+    let listed: Vec<memory_core::TenantId> = (0..4).map(|_| random_tenant()).collect();
+    for (i, tenant) in listed.iter().enumerate() {
+        for s in 0..=i {
+            create(
+                store,
+                &scope_in(tenant, &format!("s{s}")),
+                &json!({ "n": s }),
+            )
+            .await;
+        }
+    }
+    let deleted = random_tenant();
+    for s in ["s1", "s2"] {
+        let scope = scope_in(&deleted, s);
+        create(store, &scope, &json!({})).await;
+        assert!(
+            store.delete(&scope).await.expect_ok("delete"),
+            "the session existed"
+        );
+    }
+    if !store.capabilities().lists_tenants {
+        expect_error_kind(
+            store.list_tenants(PageRequest::first(10)).await,
+            ErrorKind::Unsupported,
+            "list_tenants on a store without the lists_tenants capability",
+        );
+        assert_eq!(
+            load(store, &scope_in(&listed[0], "s0"))
+                .await
+                .map(|s| s.version),
+            Some(1),
+            "a refused list_tenants changes nothing"
+        );
+        return;
+    }
+    crate::history::check_tenant_listings(
+        "list_tenants",
+        &listed,
+        &[deleted, random_tenant()],
+        async |page| store.list_tenants(page).await.expect_ok("list_tenants"),
+    )
+    .await;
+}
+
 /// Runs every check of the suite, one after the other, on `store`.
 pub async fn run_all_session_checks(store: Arc<dyn SessionStore>) {
     crate::__session_checks!(run_all(store));

@@ -65,6 +65,9 @@ impl SessionStore for BrokenSessions {
     async fn purge_expired(&self) -> Result<u64> {
         self.inner.purge_expired().await
     }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
+    }
 }
 
 fn broken_sessions(flaw: SessionFlaw) -> Arc<dyn SessionStore> {
@@ -111,6 +114,17 @@ impl HistoryStore for ArchiveDoesNothing {
     ) -> Result<memory_core::CursorRead> {
         self.0.read_since(scope, window, since).await
     }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.0.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.0.list_tenants(page).await
+    }
 }
 
 /// A history store that stores each batch but its last message (and acknowledges the whole
@@ -149,6 +163,17 @@ impl HistoryStore for DropsLastOfBatch {
         since: Option<memory_core::ThreadCursor>,
     ) -> Result<memory_core::CursorRead> {
         self.0.read_since(scope, window, since).await
+    }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.0.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.0.list_tenants(page).await
     }
 }
 

@@ -233,6 +233,17 @@ impl HistoryStore for BrokenHistory {
     ) -> Result<memory_core::CursorRead> {
         self.inner.read_since(scope, window, since).await
     }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
+    }
 }
 
 /// A history check, its future boxed.
@@ -501,6 +512,17 @@ impl HistoryStore for PromisesLess {
     ) -> Result<memory_core::CursorRead> {
         self.0.read_since(scope, window, since).await
     }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.0.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.0.list_tenants(page).await
+    }
 }
 
 /// The weaker checks of a guarantee that is not declared pass on a store that keeps it anyway.
@@ -645,6 +667,9 @@ impl SessionStore for BrokenSessions {
             Some(TtlLie::DeclaredButRefused) => Err(Error::unsupported("no ttl")),
             _ => self.inner.purge_expired().await,
         }
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }
 
@@ -941,6 +966,17 @@ impl HistoryStore for BrokenCursor {
                 ))
             }
         }
+    }
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.inner.read_page(scope, after, limit).await
+    }
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
+        self.inner.list_tenants(page).await
     }
 }
 

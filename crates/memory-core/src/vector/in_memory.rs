@@ -6,8 +6,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{ScoredPoint, VectorPoint, VectorQuery, VectorStore, check_vectors};
+use super::{
+    ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore, check_vectors,
+};
 use crate::error::{Error, ErrorKind, Result};
+use crate::forget::ForgetFilter;
 use crate::scope::Scope;
 
 /// A [`VectorStore`] in process memory with exact (brute-force) cosine search: the reference
@@ -39,8 +42,18 @@ impl InMemoryVectorStore {
     }
 }
 
+/// Whether the scope of `key` (a [`Scope::key`]) is one `filter` selects. Every key of the map
+/// was made by `Scope::key`, so it always parses; one that did not would not be selected.
+fn key_matches(filter: &ForgetFilter, key: &str) -> bool {
+    Scope::from_key(key).is_ok_and(|scope| filter.matches(&scope))
+}
+
 #[async_trait]
 impl VectorStore for InMemoryVectorStore {
+    fn capabilities(&self) -> VectorCapabilities {
+        VectorCapabilities::none().with_deletes_matching(true)
+    }
+
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
         let mut inner = self.lock()?;
         let dim = check_vectors(points.iter().map(|p| p.vector.as_slice()), inner.dimensions)?;
@@ -121,6 +134,31 @@ impl VectorStore for InMemoryVectorStore {
             .remove(&scope.key())
             .map_or(0, |p| p.len() as u64))
     }
+
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let mut inner = self.lock()?;
+        let mut removed = 0u64;
+        inner.scopes.retain(|key, points| {
+            if key_matches(filter, key) {
+                removed = removed.saturating_add(points.len() as u64);
+                false
+            } else {
+                true
+            }
+        });
+        Ok(removed)
+    }
+
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let inner = self.lock()?;
+        Ok(inner
+            .scopes
+            .iter()
+            .filter(|(key, _)| key_matches(filter, key))
+            .fold(0u64, |sum, (_, points)| {
+                sum.saturating_add(points.len() as u64)
+            }))
+    }
 }
 
 /// Cosine similarity when the first vector's norm is already known (0 for a zero vector).
@@ -132,4 +170,122 @@ fn cosine_with_norm(a: &[f32], a_norm: f32, b: &[f32]) -> f32 {
     }
     let denom = a_norm * b_sq.sqrt();
     if denom == 0.0 { 0.0 } else { dot / denom }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::id::{AgentId, SessionId, TenantId, UserId};
+
+    fn point(n: u128) -> VectorPoint {
+        VectorPoint {
+            id: Uuid::from_u128(n),
+            vector: vec![1.0, 0.5],
+            payload: serde_json::Map::new(),
+        }
+    }
+
+    fn scope(tenant: &str, user: Option<&str>, agent: Option<&str>, session: &str) -> Scope {
+        let mut scope = Scope::session(session)
+            .unwrap()
+            .with_tenant(tenant)
+            .unwrap();
+        if let Some(user) = user {
+            scope = scope.with_user(user).unwrap();
+        }
+        if let Some(agent) = agent {
+            scope = scope.with_agent(agent).unwrap();
+        }
+        scope
+    }
+
+    /// Six scopes over two tenants, `i + 1` points in the `i`th.
+    async fn seeded() -> (InMemoryVectorStore, Vec<Scope>) {
+        let store = InMemoryVectorStore::new();
+        let scopes = vec![
+            scope("a", Some("u1"), Some("g1"), "s1"),
+            scope("a", Some("u1"), None, "s2"),
+            scope("a", Some("u2"), Some("g1"), "s1"),
+            scope("a", None, None, "s3")
+                .with_source("memory.blocks")
+                .unwrap(),
+            scope("b", Some("u1"), Some("g1"), "s1"),
+            scope("b", None, None, "s3"),
+        ];
+        let mut n = 0;
+        for (i, s) in scopes.iter().enumerate() {
+            let points: Vec<VectorPoint> = (0..=i)
+                .map(|_| {
+                    n += 1;
+                    point(n)
+                })
+                .collect();
+            store.upsert(s, &points).await.unwrap();
+        }
+        (store, scopes)
+    }
+
+    async fn counts(store: &InMemoryVectorStore, scopes: &[Scope]) -> Vec<u64> {
+        let mut out = Vec::new();
+        for s in scopes {
+            out.push(store.count(s).await.unwrap());
+        }
+        out
+    }
+
+    #[tokio::test]
+    async fn delete_matching_removes_exactly_the_selected_scopes() {
+        let tenant = |t: &str| ForgetFilter::tenant(TenantId::new(t).unwrap());
+        let cases = [
+            (tenant("a"), vec![0, 0, 0, 0, 5, 6]),
+            (
+                tenant("a").with_user(UserId::new("u1").unwrap()),
+                vec![0, 0, 3, 4, 5, 6],
+            ),
+            (
+                tenant("a").with_agent(AgentId::new("g1").unwrap()),
+                vec![0, 2, 0, 4, 5, 6],
+            ),
+            (
+                tenant("a").with_session(SessionId::new("s1").unwrap()),
+                vec![0, 2, 0, 4, 5, 6],
+            ),
+            (
+                tenant("a")
+                    .with_user(UserId::new("u1").unwrap())
+                    .with_session(SessionId::new("s1").unwrap()),
+                vec![0, 2, 3, 4, 5, 6],
+            ),
+            (tenant("c"), vec![1, 2, 3, 4, 5, 6]),
+        ];
+        for (filter, expected) in cases {
+            let (store, scopes) = seeded().await;
+            let before: u64 = counts(&store, &scopes).await.iter().sum();
+            let left: u64 = expected.iter().sum();
+            let would = store.count_matching(&filter).await.unwrap();
+            assert_eq!(would, before - left, "{filter}: count_matching");
+            assert_eq!(
+                counts(&store, &scopes).await,
+                vec![1, 2, 3, 4, 5, 6],
+                "{filter}: count_matching changes nothing"
+            );
+            assert_eq!(
+                store.delete_matching(&filter).await.unwrap(),
+                would,
+                "{filter}"
+            );
+            assert_eq!(counts(&store, &scopes).await, expected, "{filter}");
+            assert_eq!(
+                store.delete_matching(&filter).await.unwrap(),
+                0,
+                "{filter}: again"
+            );
+            assert_eq!(store.count_matching(&filter).await.unwrap(), 0, "{filter}");
+        }
+    }
+
+    #[test]
+    fn declares_deletes_matching() {
+        assert!(InMemoryVectorStore::new().capabilities().deletes_matching);
+    }
 }
