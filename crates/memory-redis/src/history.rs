@@ -246,7 +246,9 @@ impl HistoryStore for RedisStore {
     /// looked at, until the page holds a message or the thread ends: one call per page except
     /// on such a thread. A thread cleared and written again between those calls is read from
     /// `after` again (the `born` mark, as in [`read`](HistoryStore::read)). An expired thread's
-    /// keys are gone: it reads as empty.
+    /// keys are gone: it reads as empty. Stored seqs are found by their token counts (deleted
+    /// with the bodies): a body whose token count is missing (data the scripts did not write)
+    /// is not found, where `Window::Everything` reports it as `Serialization`.
     async fn read_page(
         &self,
         scope: &Scope,
