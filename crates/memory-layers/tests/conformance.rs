@@ -27,3 +27,10 @@ memory_testkit::memory_suite_tests!(mod window_cache_memory, async {
         memory_core::InMemorySessionStore::new(),
     )
 });
+memory_testkit::forget_tests!(mod window_cache_forget, async {
+    (
+        WindowCache::new(InMemoryHistoryStore::new()),
+        memory_core::InMemorySessionStore::new(),
+        memory_core::InMemoryVectorStore::new(),
+    )
+});

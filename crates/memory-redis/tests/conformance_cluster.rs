@@ -22,6 +22,11 @@ memory_testkit::memory_suite_tests!(mod redis_store_on_redis_cluster_memory, asy
     let store = std::sync::Arc::new(support::cluster_store().await);
     (store.clone(), store)
 });
+memory_testkit::forget_tests!(mod redis_store_on_redis_cluster_forget, async {
+    // One store holds the messages and the session states; the engine has no vector store.
+    let store = std::sync::Arc::new(support::cluster_store().await);
+    (store.clone(), store)
+});
 memory_testkit::hostile_input_tests!(
     mod redis_store_on_redis_cluster_hostile,
     history: async { support::cluster_store().await },

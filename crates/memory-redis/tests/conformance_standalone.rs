@@ -22,6 +22,11 @@ memory_testkit::memory_suite_tests!(mod redis_store_on_standalone_redis_memory, 
     let store = std::sync::Arc::new(support::standalone_store().await);
     (store.clone(), store)
 });
+memory_testkit::forget_tests!(mod redis_store_on_standalone_redis_forget, async {
+    // One store holds the messages and the session states; the engine has no vector store.
+    let store = std::sync::Arc::new(support::standalone_store().await);
+    (store.clone(), store)
+});
 memory_testkit::hostile_input_tests!(
     mod redis_store_on_standalone_redis_hostile,
     history: async { support::standalone_store().await },

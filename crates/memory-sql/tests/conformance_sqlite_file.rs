@@ -18,6 +18,11 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_sqlite_file_memory, async {
     let store = std::sync::Arc::new(common::sqlite_file_store().await);
     (store.clone(), store)
 });
+memory_testkit::forget_tests!(mod sql_store_on_sqlite_file_forget, async {
+    // One store holds the messages and the session states; the engine has no vector store.
+    let store = std::sync::Arc::new(common::sqlite_file_store().await);
+    (store.clone(), store)
+});
 
 memory_testkit::hostile_input_tests!(
     mod sql_store_on_sqlite_file_hostile,

@@ -22,6 +22,13 @@ memory_testkit::memory_suite_tests!(mod sql_store_on_sqlite_memory_memory, async
         .expect("open an in-memory SQLite store"));
     (store.clone(), store)
 });
+memory_testkit::forget_tests!(mod sql_store_on_sqlite_memory_forget, async {
+    // One store holds the messages and the session states; the engine has no vector store.
+    let store = std::sync::Arc::new(memory_sql::SqlStore::in_memory()
+        .await
+        .expect("open an in-memory SQLite store"));
+    (store.clone(), store)
+});
 
 memory_testkit::hostile_input_tests!(
     mod sql_store_on_sqlite_memory_hostile,

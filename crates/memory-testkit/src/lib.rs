@@ -13,6 +13,7 @@
 pub mod fault_net;
 pub mod faults;
 pub mod fixtures;
+pub mod forget;
 pub mod history;
 pub mod hostile;
 mod macros;
@@ -21,6 +22,7 @@ pub mod scripted_model;
 pub mod session;
 pub mod vector;
 
+pub use forget::run_all_forget_checks;
 pub use history::run_all_history_checks;
 pub use memory::run_all_memory_checks;
 pub use scripted_model::{ScriptedChatModel, ScriptedReply};
@@ -63,6 +65,13 @@ pub mod __private {
         (history, sessions): (H, S),
     ) -> (Arc<dyn HistoryStore>, Arc<dyn SessionStore>) {
         (Arc::new(history), Arc::new(sessions))
+    }
+
+    /// The stores under test of the forget suite, shared.
+    pub fn forget_stores<T: crate::forget::IntoForgetStores>(
+        stores: T,
+    ) -> crate::forget::ForgetStores {
+        stores.into_forget_stores()
     }
 
     /// The store under test, shared.

@@ -211,6 +211,81 @@ macro_rules! memory_suite_tests {
     };
 }
 
+/// Generates one test per check of the [`forget`](crate::forget) suite: a
+/// [`Forgetter`](memory_core::Forgetter) over one engine's stores, with every kind of filter,
+/// checked against every read API.
+///
+/// The argument is an expression (usually an `async` block) that evaluates to a future of a
+/// pair `(history_store, session_store)` or a triple `(history_store, session_store,
+/// vector_store)`: any types implementing the traits, including `Arc<dyn …>` and `Arc<S>` of
+/// one store implementing both. Every test awaits it for fresh stores, then runs one check on
+/// a multi-thread Tokio runtime with 4 workers. Name the module after the stores and their
+/// engine (`sql_store_on_postgres_forget`); without a name it is `forget_suite`. The module
+/// imports `super::*`.
+///
+/// ```
+/// memory_testkit::forget_tests!(mod in_memory_forget, async {
+///     (
+///         memory_core::InMemoryHistoryStore::new(),
+///         memory_core::InMemorySessionStore::new(),
+///         memory_core::InMemoryVectorStore::new(),
+///     )
+/// });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! forget_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__forget_checks!(tests($make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::forget_tests!(mod forget_suite, $make);
+    };
+}
+
+/// The forget checks: each takes a [`ForgetStores`](crate::forget::ForgetStores).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __forget_checks {
+    ($($mode:tt)*) => {
+        $crate::__forget_suite! {
+            mode [$($mode)*]
+            checks [
+                forget_a_tenant,
+                forget_a_user,
+                forget_an_agent,
+                forget_a_session,
+                forget_a_users_session,
+                forget_stopped_half_way_is_finished_by_a_rerun,
+            ]
+        }
+    };
+}
+
+/// Expands the forget checks either into tests or into sequential calls.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __forget_suite {
+    (mode [tests($make:expr)] checks [$($check:ident),* $(,)?]) => {
+        $(
+            #[test]
+            fn $check() {
+                $crate::__private::block_on(async {
+                    let stores = $crate::__private::forget_stores($make.await);
+                    $crate::forget::$check(stores).await;
+                });
+            }
+        )*
+    };
+    (mode [run_all($stores:ident)] checks [$($check:ident),* $(,)?]) => {
+        $( $crate::forget::$check($stores.clone()).await; )*
+    };
+}
+
 /// The memory checks: each takes `(Arc<dyn HistoryStore>, Arc<dyn SessionStore>)`.
 #[doc(hidden)]
 #[macro_export]

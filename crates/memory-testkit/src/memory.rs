@@ -350,7 +350,7 @@ impl HistoryStore for FaultyHistoryStore {
 
 /// A memory over the stores with the suite's numbers (flush past 500 tokens, at least 100)
 /// and `blocks`.
-fn memory_over(
+pub(crate) fn memory_over(
     scope: &Scope,
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
@@ -668,7 +668,7 @@ pub async fn memory_get_truncates_by_priority(
     );
 }
 
-fn recorders(names: &[&str]) -> (Vec<Arc<RecordingBlock>>, Vec<Arc<dyn MemoryBlock>>) {
+pub(crate) fn recorders(names: &[&str]) -> (Vec<Arc<RecordingBlock>>, Vec<Arc<dyn MemoryBlock>>) {
     let blocks: Vec<Arc<RecordingBlock>> = names.iter().map(|n| RecordingBlock::new(n)).collect();
     let dyns = blocks
         .iter()

@@ -25,6 +25,20 @@ memory_testkit::memory_suite_tests!(mod in_memory_memory, async {
         memory_core::InMemorySessionStore::new(),
     )
 });
+memory_testkit::forget_tests!(mod in_memory_forget, async {
+    (
+        memory_core::InMemoryHistoryStore::new(),
+        memory_core::InMemorySessionStore::new(),
+        memory_core::InMemoryVectorStore::new(),
+    )
+});
+// Without a vector store.
+memory_testkit::forget_tests!(mod in_memory_forget_without_vectors, async {
+    (
+        memory_core::InMemoryHistoryStore::new(),
+        memory_core::InMemorySessionStore::new(),
+    )
+});
 
 /// The `run_all_*` entry points run every check, one after the other, on one shared store.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -35,6 +49,12 @@ async fn run_all_checks_on_one_store_each() {
     memory_testkit::run_all_session_checks(Arc::new(memory_core::InMemorySessionStore::new()))
         .await;
     memory_testkit::run_all_vector_checks(Arc::new(memory_core::InMemoryVectorStore::new())).await;
+    memory_testkit::run_all_forget_checks(memory_testkit::forget::ForgetStores {
+        history: Arc::new(memory_core::InMemoryHistoryStore::new()),
+        sessions: Arc::new(memory_core::InMemorySessionStore::new()),
+        vectors: Some(Arc::new(memory_core::InMemoryVectorStore::new())),
+    })
+    .await;
     memory_testkit::run_all_memory_checks(
         Arc::new(memory_core::InMemoryHistoryStore::new()),
         Arc::new(memory_core::InMemorySessionStore::new()),
