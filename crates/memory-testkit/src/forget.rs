@@ -3,7 +3,7 @@
 //!
 //! Each check seeds two random tenants with threads (active and archived messages), session
 //! states, a [`Memory`](memory_core::Memory)'s block states (under
-//! [`BLOCK_STATE_SOURCE`](memory_core::memory::BLOCK_STATE_SOURCE)) and vector points, in
+//! [`BLOCK_STATE_SOURCE`]) and vector points, in
 //! scopes that differ by user, agent, session and source, then forgets with one kind of
 //! [`ForgetFilter`] and reads every scope back through every read API: `read` with every
 //! [`Window`], `read_since` and `read_page` when the store has them, `count`, `list_threads`,

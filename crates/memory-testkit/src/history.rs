@@ -22,6 +22,8 @@
 //! - `cursor_reads`: the cursor-read checks (`cursor_*`, with [`assemble`], what a reader does
 //!   with an answer) run when it is declared; otherwise every `read_since` must be refused and
 //!   the thread left as it was.
+//! - `paged_reads`, `lists_tenants`: the checks of `read_page` and `list_tenants` run when they
+//!   are declared; otherwise each call must be refused and change nothing.
 //!
 //! The guarantees a store may keep or not select too: when one is declared its checks run in
 //! full; otherwise they assert the weaker behaviour the trait's `# Behavior` list gives for it,

@@ -240,6 +240,10 @@ async fn list_all_tenants(
             "a page of {what}(limit {limit}) returned {} tenants",
             page.items.len()
         );
+        assert!(
+            page.next_cursor.is_none() || !page.items.is_empty(),
+            "{what}(limit {limit}) gave an empty page with a cursor: the last page has none"
+        );
         out.extend(page.items);
         match page.next_cursor {
             Some(c) => cursor = Some(c),
