@@ -118,6 +118,12 @@ const BUDGET_MAX_CHUNK: i64 = 1024;
 ///   every writer changes when the window loses messages, and the list has no place for one,
 ///   nor would Python's provider change it when it trims or clears the list. Read a window
 ///   ([`read`](HistoryStore::read)) instead.
+/// - **Tenants.** [`list_tenants`](HistoryStore::list_tenants) is
+///   [`Unsupported`](memory_core::ErrorKind::Unsupported): a list's key holds Agent Framework's
+///   own `tenant_id` segment (or none), not a [`Scope`]'s tenant; the store serves the one
+///   tenant of its scope template by configuration, and two stores with different templates
+///   over one key format would read the same lists. The keys do not map to tenants, so the
+///   store cannot honestly list any.
 #[derive(Clone)]
 pub struct AfRedisHistory {
     inner: Arc<Inner>,
@@ -477,12 +483,14 @@ impl HistoryStore for AfRedisHistory {
     /// thread: no (sessions whose key segment became a digest, or that are not valid
     /// [`SessionId`]s, are not listed). Reduces on append: when `max_messages` is set (the
     /// append trims the list). Cursor reads: no (no epoch: Python's provider, which trims and
-    /// clears the same list, would never change one; see "No cursor reads").
+    /// clears the same list, would never change one; see "No cursor reads"). Paged reads: yes
+    /// (by list position). Lists tenants: no (see "Tenants").
     fn capabilities(&self) -> HistoryCapabilities {
         HistoryCapabilities::none()
             .with_ttl(true)
             .with_multi_process(true)
             .with_reduces_on_append(self.inner.max_messages.is_some())
+            .with_paged_reads(true)
     }
 
     /// Appends the messages that Agent Framework's deduplication finds new, atomically: one
@@ -678,6 +686,45 @@ impl HistoryStore for AfRedisHistory {
     /// 0: Redis deletes expired lists itself, and this layout keeps no record of them.
     async fn purge_expired(&self) -> Result<u64> {
         Ok(0)
+    }
+
+    /// `LRANGE` of the `limit` elements after position `after` (seqs are list positions, so
+    /// the page is the elements at 0-based indices `after..after + limit`), in one short
+    /// script call; a page whose elements are all undecodable (left out with a warning) goes
+    /// on to the next elements, so an empty page always means the list ends. The list holds
+    /// no archived messages. Positions shift when the front of the list is trimmed (by
+    /// `max_messages`, here or by a Python provider) or the list is cleared: a paging through
+    /// a list trimmed meanwhile skips as many messages as were trimmed, as a `Window::After`
+    /// read would.
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let key = self.key_for(scope)?;
+        let limit = limit.clamp(1, MAX_READ_PAGE);
+        let what =
+            format!("read {limit} messages after {after} of the Agent Framework list of {scope}");
+        let span = i64::try_from(limit).unwrap_or(i64::MAX).saturating_sub(1);
+        // Past `i64::MAX` no list reaches: the page is empty.
+        let Ok(mut start) = i64::try_from(after) else {
+            return Ok(Vec::new());
+        };
+        loop {
+            let range = self
+                .read_range(&what, &key, start, start.saturating_add(span))
+                .await?;
+            let page = self.decode_all(&key, range.first, &range.elements);
+            let next = range
+                .first
+                .saturating_add(i64::try_from(range.elements.len()).unwrap_or(i64::MAX));
+            if !page.is_empty() || range.elements.is_empty() || next >= range.len {
+                tracing::debug!(scope = %scope, after, returned = page.len(), "history.read_page");
+                return Ok(page);
+            }
+            start = next;
+        }
     }
 }
 

@@ -308,6 +308,37 @@ impl Connection {
         slot: Option<u16>,
     ) -> Result<Vec<String>> {
         let mut keys = Vec::new();
+        self.scan_node_each(what, pattern, of_type, slot, |key| keys.push(key))
+            .await?;
+        Ok(keys)
+    }
+
+    /// Every key matching `pattern` (and of the type `of_type`, when given), on the server or
+    /// on every cluster master, handed to `each` as the scan finds it (so the caller keeps
+    /// only what it needs of a large keyspace). A key may come more than once.
+    pub(crate) async fn scan_each(
+        &self,
+        what: &str,
+        pattern: &str,
+        of_type: Option<&str>,
+        mut each: impl FnMut(String),
+    ) -> Result<()> {
+        for node in self.nodes(what).await? {
+            self.scan_node_each(what, pattern, of_type, node, &mut each)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// [`scan_each`](Self::scan_each) on one node.
+    async fn scan_node_each(
+        &self,
+        what: &str,
+        pattern: &str,
+        of_type: Option<&str>,
+        slot: Option<u16>,
+        mut each: impl FnMut(String),
+    ) -> Result<()> {
         let mut cursor = "0".to_owned();
         loop {
             let mut cmd = redis::cmd("SCAN");
@@ -335,10 +366,10 @@ impl Connection {
                 return Err(bad_reply(what, "SCAN returned no cursor"));
             };
             if let Some(Value::Array(items)) = batch {
-                keys.extend(items.iter().filter_map(text));
+                items.iter().filter_map(text).for_each(&mut each);
             }
             if next == "0" {
-                return Ok(keys);
+                return Ok(());
             }
             cursor = next;
         }

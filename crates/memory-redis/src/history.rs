@@ -9,7 +9,7 @@ use memory_core::history::skip_undecodable;
 use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, Error, HistoryCapabilities, HistoryStore,
     MAX_READ_PAGE, Page, PageRequest, PreparedBatch, Result, Scope, ScopeFilter, StoredMessage,
-    ThreadCount, ThreadCursor, Window,
+    TenantId, ThreadCount, ThreadCursor, Window,
 };
 use redis::Value;
 
@@ -32,6 +32,8 @@ impl HistoryStore for RedisStore {
             .with_lists_every_thread(true)
             .with_reduces_on_append(self.max_messages().is_some())
             .with_cursor_reads(true)
+            .with_paged_reads(true)
+            .with_lists_tenants(true)
     }
 
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
@@ -234,6 +236,48 @@ impl HistoryStore for RedisStore {
             .await
             .during("read_since")
     }
+
+    /// One call of the read script (`lua/read.lua`, mode `page`): the stored messages above
+    /// `after`, active and archived, skipping the sequence numbers whose bodies
+    /// `Overflow::Delete` deleted, at most `limit` of them (clamped to 1..=[`MAX_READ_PAGE`]).
+    /// One call looks at no more than 4,000 sequence numbers; when every one it looked at was
+    /// deleted, or every message it found is undecodable (left out with a warning), the page
+    /// would be empty while the thread goes on, so the store calls again after the last one
+    /// looked at, until the page holds a message or the thread ends: one call per page except
+    /// on such a thread. A thread cleared and written again between those calls is read from
+    /// `after` again (the `born` mark, as in [`read`](HistoryStore::read)). An expired thread's
+    /// keys are gone: it reads as empty. Stored seqs are found by their token counts (deleted
+    /// with the bodies): a body whose token count is missing (data the scripts did not write)
+    /// is not found, where `Window::Everything` reports it as `Serialization`.
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let limit = limit.clamp(1, MAX_READ_PAGE);
+        let what = format!("read {limit} messages after {after} of thread {scope}");
+        let page = self
+            .read_one_page(scope, &what, after, limit)
+            .await
+            .during("read_page")?;
+        tracing::debug!(scope = %scope, after, returned = page.len(), "history.read_page");
+        Ok(page)
+    }
+
+    /// The tenants with at least one thread: a `SCAN` of the threads' meta keys under the
+    /// store's prefix (on every master of a cluster), sorted, after the cursor (the last tenant
+    /// of the previous page). A meta key exists exactly while its thread holds a message (a
+    /// clear deletes it, an expiry expires it with the thread's other keys, and `SCAN` does
+    /// not return expired keys), so no tenant is listed for threads that are gone, and threads
+    /// written before the per-tenant indexes existed count too. Each page costs a scan of the
+    /// whole keyspace (the client keeps only the `limit + 1` smallest tenants): an
+    /// administration call, not a hot path.
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        self.list_key_tenants("list the tenants with threads", &page, Listed::Threads)
+            .await
+            .during("list_tenants")
+    }
 }
 
 /// How many times a read starts again when the thread is cleared and written again between two
@@ -292,6 +336,84 @@ pub(crate) struct Bounds {
 }
 
 impl RedisStore {
+    /// [`HistoryStore::read_page`]'s calls of the read script (see there).
+    async fn read_one_page(
+        &self,
+        scope: &Scope,
+        what: &str,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        let keys = ThreadKeys::new(self.prefix(), scope);
+        let script_keys = [
+            keys.meta.as_str(),
+            keys.msg.as_str(),
+            keys.tok.as_str(),
+            keys.active.as_str(),
+        ];
+        let limit_arg = limit.to_string();
+        let mut restarts = 0usize;
+        let mut born: Option<Vec<u8>> = None;
+        let mut cursor = after;
+        loop {
+            let cursor_arg = cursor.to_string();
+            let reply = self
+                .eval(
+                    what,
+                    &SCRIPTS.read,
+                    &script_keys,
+                    &[
+                        b"page".as_slice(),
+                        cursor_arg.as_bytes(),
+                        limit_arg.as_bytes(),
+                        b"".as_slice(),
+                    ],
+                )
+                .await?;
+            let Value::Array(mut items) = reply else {
+                return Err(bad_reply(what, "the read script did not return an array"));
+            };
+            if items.len() < 2 {
+                return Err(bad_reply(what, "the read script returned no page header"));
+            }
+            let body = items.split_off(2);
+            let [Value::BulkString(mark), Value::BulkString(next)] = items.as_slice() else {
+                return Err(bad_reply(what, "the page header is not two strings"));
+            };
+            match &born {
+                Some(first) if first != mark => {
+                    // Cleared and written again since the first call: read the new life from
+                    // `after`, not from where the old one was probed to.
+                    if restarts >= READ_RESTARTS {
+                        return Err(Error::conflict(format!(
+                            "{what}: the thread was cleared and written again while it was \
+                             read, {} times in a row",
+                            READ_RESTARTS + 1
+                        )));
+                    }
+                    restarts = restarts.saturating_add(1);
+                    born = None;
+                    cursor = after;
+                    continue;
+                }
+                Some(_) => {}
+                None => born = Some(mark.clone()),
+            }
+            let page = decode_messages(what, Value::Array(body))?;
+            if !page.is_empty() || next.is_empty() {
+                return Ok(page);
+            }
+            let next = std::str::from_utf8(next)
+                .ok()
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or_else(|| bad_reply(what, "a page cursor is not a number"))?;
+            if next <= cursor {
+                return Err(bad_reply(what, "the page cursor did not move"));
+            }
+            cursor = next;
+        }
+    }
+
     /// Reads the window `walk` selects, within `bounds`, in pages of at most [`MAX_READ_PAGE`]
     /// messages, each one script call, so no call holds the server for long. `None` when the
     /// thread was cleared and written again between two pages (its `born` mark changed, or is

@@ -12,7 +12,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use memory_core::{
     Error, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities, SessionStore,
-    StoredSession, encode_state,
+    StoredSession, TenantId, encode_state,
 };
 use redis::Value;
 use serde_json::Value as Json;
@@ -30,6 +30,7 @@ impl SessionStore for RedisStore {
         SessionCapabilities::none()
             .with_ttl(true)
             .with_expires_by_default(self.default_ttl().is_some())
+            .with_lists_tenants(true)
     }
 
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
@@ -104,6 +105,19 @@ impl SessionStore for RedisStore {
         })
         .await
         .during("purge_expired")
+    }
+
+    /// The tenants with at least one session: a `SCAN` of the sessions' hashes under the
+    /// store's prefix (on every master of a cluster), sorted, after the cursor (the last tenant
+    /// of the previous page). A session's hash exists exactly while the session lives (a
+    /// delete removes it, an expiry expires it, and `SCAN` does not return expired keys; a
+    /// tombstone, `…:sver`, is another key), so a tenant whose sessions are all gone is not
+    /// listed. Each page costs a scan of the whole keyspace, as [`list`](SessionStore::list):
+    /// an administration call, not a hot path.
+    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
+        self.list_key_tenants("list the tenants with sessions", &page, Listed::Sessions)
+            .await
+            .during("list_tenants")
     }
 }
 

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::{
-    MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TokenCounter, ttl_millis,
+    MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter, ttl_millis,
 };
 use redis::Cmd;
 use redis::Value;
@@ -103,7 +103,10 @@ pub(crate) const EXPIRY_RECORD_GRACE: Duration = Duration::from_secs(24 * 3600);
 /// keyspace with `SCAN … MATCH` (never `KEYS`), on every master of a cluster: each of its
 /// pages scans the whole keyspace. Both return scopes in [`Scope::key`] order; the cursor is
 /// the last scope key returned (or examined: a `list_threads` page that met mostly threads
-/// gone since they were indexed may end short, with a cursor).
+/// gone since they were indexed may end short, with a cursor). `list_tenants` (history and
+/// sessions) scans the threads' meta keys or the sessions' hashes under the prefix, on every
+/// master, and keeps the smallest tenants after the cursor: each page scans the keyspace, an
+/// administration call.
 #[derive(Clone)]
 pub struct RedisStore {
     inner: Arc<Inner>,
@@ -342,6 +345,41 @@ impl RedisStore {
         ))
     }
 
+    /// A page of the tenants holding a key of `what` (a thread's meta hash, a session's hash),
+    /// in tenant order, after the request's cursor (the last tenant of the previous page): one
+    /// `SCAN` of every key of `what` under the prefix, on every master of a cluster, keeping
+    /// the `limit + 1` smallest tenants after the cursor (one more than a page tells whether
+    /// another page follows). Keys of another layout that match the pattern are skipped.
+    pub(crate) async fn list_key_tenants(
+        &self,
+        what_for: &str,
+        page: &PageRequest,
+        what: Listed,
+    ) -> Result<Page<TenantId>> {
+        let limit = page.limit.max(1);
+        let after = page.cursor.as_deref();
+        let pattern = keys::scan_all_pattern(self.prefix(), what);
+        let prefix = self.prefix();
+        let mut smallest: BTreeSet<TenantId> = BTreeSet::new();
+        self.inner
+            .conn
+            .scan_each(what_for, &pattern, None, |key| {
+                let Some(scope) = keys::scope_of(prefix, &key, what) else {
+                    return;
+                };
+                let tenant = scope.tenant();
+                if after.is_some_and(|c| tenant.as_str() <= c) || smallest.contains(tenant) {
+                    return;
+                }
+                smallest.insert(tenant.clone());
+                if smallest.len() > limit.saturating_add(1) {
+                    smallest.pop_last();
+                }
+            })
+            .await?;
+        Ok(tenant_page(smallest, limit))
+    }
+
     /// Deletes the expiry records of `what` whose thread or session has expired and returns
     /// how many it deleted. `data_key` maps a record's scope to the key that exists while the
     /// thread or session lives. Per node, in batches of [`PURGE_BATCH`] records: one pipelined
@@ -482,6 +520,21 @@ pub(crate) fn scope_page(
         items: items.into_iter().map(|(_, s)| s).collect(),
         next_cursor,
     }
+}
+
+/// The page of at most `limit` (at least 1) of `smallest` (the smallest tenants after the
+/// request's cursor, up to one more than a page), with the last tenant as the cursor when
+/// another page follows.
+pub(crate) fn tenant_page(smallest: BTreeSet<TenantId>, limit: usize) -> Page<TenantId> {
+    let limit = limit.max(1);
+    let more = smallest.len() > limit;
+    let items: Vec<TenantId> = smallest.into_iter().take(limit).collect();
+    let next_cursor = if more {
+        items.last().map(|t| t.as_str().to_owned())
+    } else {
+        None
+    };
+    Page { items, next_cursor }
 }
 
 /// A builder of [`RedisStore`]: the endpoint and every option of [`RedisConfig`].

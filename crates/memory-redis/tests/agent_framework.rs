@@ -1419,3 +1419,96 @@ async fn a_memory_refuses_the_agent_framework_list() {
     }
     cleanup(&prefix).await;
 }
+
+/// `read_page` pages by list position: one script call per page, together the whole list;
+/// limits clamp, the end and past it are empty, and a page of undecodable elements goes on
+/// after them. There is no `list_tenants`: the keys do not carry a scope's tenant.
+#[tokio::test]
+async fn read_page_pages_by_position() {
+    let prefix = unique_prefix();
+    let shared = memory_redis::RedisStore::connect(&url()).await.unwrap();
+    let store = shared
+        .agent_framework(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
+        .default_ttl(LEFTOVER_TTL)
+        .connect()
+        .await
+        .unwrap();
+    let caps = store.capabilities();
+    assert!(caps.paged_reads && !caps.lists_tenants);
+    let listed = store
+        .list_tenants(PageRequest::first(10))
+        .await
+        .unwrap_err();
+    assert_eq!(listed.kind(), ErrorKind::Unsupported);
+
+    let scope = session("paged");
+    let n = MAX_READ_PAGE + 50;
+    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    store.append(&scope, &messages).await.unwrap();
+    store.read_page(&scope, 0, 1).await.unwrap();
+    let mut paged = Vec::new();
+    let mut after = 0;
+    loop {
+        let before = shared.round_trips();
+        let page = store.read_page(&scope, after, MAX_READ_PAGE).await.unwrap();
+        assert_eq!(shared.round_trips() - before, 1, "the page after {after}");
+        let Some(last) = page.last() else { break };
+        after = last.seq;
+        paged.push(page);
+    }
+    assert_eq!(
+        paged.iter().map(Vec::len).collect::<Vec<_>>(),
+        [MAX_READ_PAGE, 50]
+    );
+    let paged: Vec<_> = paged.into_iter().flatten().collect();
+    assert_eq!(paged, store.read(&scope, Window::Everything).await.unwrap());
+    assert!(
+        paged
+            .iter()
+            .all(|m| m.message.id.as_str() == format!("m{}", m.seq - 1) && !m.archived)
+    );
+    assert_eq!(seqs(&store.read_page(&scope, 4, 0).await.unwrap()), [5]);
+    assert_eq!(
+        store.read_page(&scope, 0, usize::MAX).await.unwrap().len(),
+        MAX_READ_PAGE
+    );
+    let last = n as u64;
+    assert_eq!(
+        seqs(&store.read_page(&scope, last - 1, 5).await.unwrap()),
+        [last]
+    );
+    assert!(store.read_page(&scope, last, 5).await.unwrap().is_empty());
+    assert!(
+        store
+            .read_page(&scope, u64::MAX, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(
+        store
+            .read_page(&session("unknown"), 0, 5)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // Positions 2 and 3 do not decode: a page of them alone goes on to position 4.
+    let key = store.key_for(&scope).unwrap();
+    let mut conn = raw().await;
+    for index in [1, 2] {
+        let _: () = conn.lset(&key, index, "not json").await.unwrap();
+    }
+    assert_eq!(seqs(&store.read_page(&scope, 0, 3).await.unwrap()), [1]);
+    assert_eq!(seqs(&store.read_page(&scope, 1, 2).await.unwrap()), [4, 5]);
+    // A key outside the store's scope template is refused, as by every call.
+    let other = Scope::session("paged")
+        .unwrap()
+        .with_tenant("other")
+        .unwrap();
+    assert_eq!(
+        store.read_page(&other, 0, 5).await.unwrap_err().kind(),
+        ErrorKind::InvalidInput
+    );
+    cleanup(&prefix).await;
+}

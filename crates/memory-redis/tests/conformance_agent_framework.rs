@@ -146,6 +146,18 @@ impl HistoryStore for PerTemplate {
         self.history(scope).await?.clear(scope).await
     }
 
+    async fn read_page(
+        &self,
+        scope: &Scope,
+        after: u64,
+        limit: usize,
+    ) -> Result<Vec<StoredMessage>> {
+        self.history(scope)
+            .await?
+            .read_page(scope, after, limit)
+            .await
+    }
+
     /// Every page of each history whose template `filter` selects, merged in scope-key order.
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         let histories: Vec<AfRedisHistory> =

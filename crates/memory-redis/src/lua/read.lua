@@ -8,6 +8,9 @@
 --                (Window::Last / TokenBudget); when budget ~= '', only as long as their token
 --                counts add up to at most budget (the window ends before the first that does
 --                not fit).
+--   'page'       the stored messages, active and archived, with seq > cursor: at most `limit`
+--                of them, skipping the seqs whose bodies are deleted (Overflow::Delete), but
+--                probing at most PAGE_PROBES seqs (HistoryStore::read_page).
 -- Returns {born, next, then seq, tokens, active (1/0), json for each message of the page in seq
 -- order}: born is the thread's creation mark (meta 'born', '' for none, so the caller sees a
 -- thread cleared and created again between two pages); next is the cursor of the next page, or
@@ -18,6 +21,9 @@ local seqs
 local counts = nil
 local active_set = nil
 local next_cursor = ''
+-- How many seqs one 'page' call looks at, at most: a range thinned out by Overflow::Delete
+-- (deleted active messages above an archived one) may hold long runs of deleted bodies.
+local PAGE_PROBES = 4000
 
 local born = redis.call('HGET', meta, 'born') or ''
 
@@ -61,6 +67,44 @@ elseif mode == 'everything' then
     if to < last then next_cursor = itos(to) end
     active_set = {}
     local members = redis.call('ZRANGEBYSCORE', active, itos(from), itos(to))
+    for i = 1, #members do active_set[members[i]] = true end
+  end
+elseif mode == 'page' then
+  -- As 'everything', but a page holds up to `limit` stored messages, however many deleted
+  -- seqs lie among them: it looks for stored seqs in the token counts (small values, deleted
+  -- with the bodies), a first chunk of `limit` seqs, then growing chunks, at most PAGE_PROBES
+  -- seqs in all, and reads the bodies of the ones it takes. next is the last seq looked at
+  -- when the thread goes on past it, so a page that found only deleted seqs (or bodies that
+  -- do not decode) still moves on.
+  local m = redis.call('HMGET', meta, 'last_seq', 'first_kept')
+  local last = stored_int(m[1], 'last_seq') or 0
+  local first = stored_int(m[2], 'first_kept') or 1
+  local from = math.max(tonumber(cursor) + 1, first)
+  local probed = from - 1
+  local step = limit
+  seqs, counts = {}, {}
+  while #seqs < limit and probed < last and probed - from + 1 < PAGE_PROBES do
+    local to = math.min(last, probed + step, from + PAGE_PROBES - 1)
+    local want = {}
+    for s = probed + 1, to do want[#want + 1] = itos(s) end
+    local got = chunked('HMGET', tok, want, true)
+    probed = to
+    for i = 1, #want do
+      if got[i] then
+        seqs[#seqs + 1] = want[i]
+        counts[#counts + 1] = got[i]
+        if #seqs == limit then
+          probed = tonumber(want[i])
+          break
+        end
+      end
+    end
+    if step < 1024 then step = step * 2 end
+  end
+  if probed < last then next_cursor = itos(probed) end
+  if #seqs > 0 then
+    active_set = {}
+    local members = redis.call('ZRANGEBYSCORE', active, seqs[1], seqs[#seqs])
     for i = 1, #members do active_set[members[i]] = true end
   end
 else
