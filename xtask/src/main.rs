@@ -15,6 +15,9 @@
 //!   (all-MiniLM-L6-v2) outside the repository and print its directory.
 //! - `cargo xtask fetch-mem0 [--cache-dir DIR]`: install the pinned `mem0ai` Python package
 //!   into a virtualenv outside the repository and print its `python`.
+//! - `cargo xtask fetch-pytools [--cache-dir DIR]`: install the pinned Python tools of the
+//!   server's client tests (`schemathesis`, the MCP SDK `mcp`) into a virtualenv outside the
+//!   repository and print its `python`.
 //!
 //! Each command lives in its own module; this file only parses the command line.
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
@@ -24,10 +27,12 @@ mod ci;
 mod faults;
 mod fetch_mem0;
 mod fetch_model;
+mod fetch_pytools;
 mod fuzz;
 mod services;
 mod test;
 mod util;
+mod venv;
 
 use std::process::ExitCode;
 
@@ -119,6 +124,19 @@ enum Command {
         #[arg(long)]
         cache_dir: Option<std::path::PathBuf>,
     },
+    /// Install the Python tools of the server's client tests (`schemathesis` and the MCP SDK
+    /// `mcp`, pinned with their dependencies in `xtask/pytools/requirements.txt`) into a
+    /// virtualenv in a cache outside the repository; print the virtualenv's `python`.
+    ///
+    /// Export the printed path as `AGENT_MEMORY_PYTOOLS_PYTHON` for the agent-memory command's
+    /// `python_clients` tests (`cargo xtask test` does it itself). Needs `python3` with `venv`
+    /// and PyPI access.
+    FetchPytools {
+        /// The cache directory (default: `$AGENT_MEMORY_CACHE_DIR`, else
+        /// `~/.cache/agent-memory`); the virtualenv goes to `py/pytools-<hash>` in it.
+        #[arg(long)]
+        cache_dir: Option<std::path::PathBuf>,
+    },
 }
 
 fn main() -> ExitCode {
@@ -132,6 +150,7 @@ fn main() -> ExitCode {
         Command::Fuzz { args } => fuzz::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
         Command::FetchMem0 { cache_dir } => fetch_mem0::run(cache_dir),
+        Command::FetchPytools { cache_dir } => fetch_pytools::run(cache_dir),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

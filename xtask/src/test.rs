@@ -11,7 +11,7 @@ use std::{
 };
 
 use crate::{
-    fetch_mem0, fetch_model, services,
+    fetch_mem0, fetch_model, fetch_pytools, services,
     util::{self, Result, Shown},
 };
 
@@ -29,7 +29,7 @@ pub(crate) struct Totals {
 
 /// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments: the services,
 /// the local embedding model (see `fetch-model`), the `mem0ai` virtualenv (see `fetch-mem0`),
-/// then the tests.
+/// the server's Python test tools (see `fetch-pytools`), then the tests.
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
@@ -48,6 +48,13 @@ pub(crate) fn run(extra: &[String]) -> Result {
         let python = fetch_mem0::ensure(None)?;
         println!("{}={}", fetch_mem0::PYTHON_ENV, python.display());
         cmd.env(fetch_mem0::PYTHON_ENV, python);
+    }
+    // schemathesis and the MCP SDK, which the server's client tests run: installed once into
+    // another virtualenv in the same cache, unless the caller points at an interpreter.
+    if env::var_os(fetch_pytools::PYTHON_ENV).is_none() {
+        let python = fetch_pytools::ensure(None)?;
+        println!("{}={}", fetch_pytools::PYTHON_ENV, python.display());
+        cmd.env(fetch_pytools::PYTHON_ENV, python);
     }
     // cargo sees pipes, not our terminal: keep its colours when we are on one.
     if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
