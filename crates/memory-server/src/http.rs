@@ -132,17 +132,59 @@ impl FromRequestParts<AppState> for Principal {
 }
 
 /// A JSON body whose rejections are problem documents (413 past the body limit).
+///
+/// The body must be a JSON object, as every request schema says: serde would also read a
+/// struct from a JSON array of its fields in order (so `[null, null]` was a `POST /v1/forget`
+/// of the whole tenant), and that form is refused before decoding.
 struct Body<T>(T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> ApiResult<Self> {
-        match Json::<T>::from_request(req, state).await {
+        if !is_json_content_type(req.headers()) {
+            return Err(ApiError(OpError::invalid(
+                "the request body must be JSON (Content-Type: application/json)",
+            )));
+        }
+        let bytes = axum::body::Bytes::from_request(req, state)
+            .await
+            .map_err(|rejection| {
+                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                    ApiError(OpError::new(
+                        ErrorCode::LimitExceeded,
+                        "the request body is larger than the server's limit",
+                    ))
+                } else {
+                    ApiError(OpError::invalid("the request body could not be read"))
+                }
+            })?;
+        if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+            return Err(ApiError(OpError::invalid(
+                "the request body must be a JSON object",
+            )));
+        }
+        match Json::<T>::from_bytes(&bytes) {
             Ok(Json(value)) => Ok(Body(value)),
             Err(rejection) => Err(json_rejection(&rejection)),
         }
     }
+}
+
+/// Whether the `Content-Type` is JSON (`application/json` or `application/*+json`), as axum's
+/// `Json` extractor decides it.
+fn is_json_content_type(headers: &HeaderMap) -> bool {
+    let Some(value) = headers.get(CONTENT_TYPE).and_then(|v| v.to_str().ok()) else {
+        return false;
+    };
+    let essence = value
+        .split(';')
+        .next()
+        .unwrap_or_default()
+        .trim()
+        .to_ascii_lowercase();
+    essence == "application/json"
+        || (essence.starts_with("application/") && essence.ends_with("+json"))
 }
 
 fn json_rejection(rejection: &JsonRejection) -> ApiError {
@@ -263,6 +305,8 @@ impl ReadQuery {
                 "give at most one of `last`, `after`, `token_budget` and `archived=true`",
             ));
         }
+        at_most_int64("after", self.after)?;
+        at_most_int64("token_budget", self.token_budget)?;
         Ok(match (self.last, self.after, self.token_budget) {
             (Some(n), _, _) => WindowSpec::Last(n),
             (_, Some(seq), _) => WindowSpec::After(seq),
@@ -270,6 +314,18 @@ impl ReadQuery {
             _ if everything => WindowSpec::Everything,
             _ => WindowSpec::All,
         })
+    }
+}
+
+/// Refuses a value the OpenAPI document does not allow: it gives every `u64` as an `int64`
+/// (utoipa's mapping), so a larger one is invalid input, as clients read the document.
+fn at_most_int64(name: &str, value: Option<u64>) -> Result<(), OpError> {
+    match value {
+        Some(v) if i64::try_from(v).is_err() => Err(OpError::invalid(format!(
+            "`{name}` must be at most {}",
+            i64::MAX
+        ))),
+        _ => Ok(()),
     }
 }
 
@@ -485,6 +541,8 @@ async fn archive(
     Q(query): Q<ScopeQuery>,
     Body(body): Body<ArchiveBody>,
 ) -> ApiResult<Json<AffectedView>> {
+    at_most_int64("from", Some(body.from))?;
+    at_most_int64("to", Some(body.to))?;
     let affected = state
         .ops
         .archive(&who, &query.address(session), body.from..=body.to)
