@@ -265,12 +265,9 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
         .arg(format!("Authorization: Bearer {}", server.token))
         .args([
             "--checks",
-            "not_a_server_error,status_code_conformance,content_type_conformance,\
-             response_headers_conformance,response_schema_conformance",
-            "--phases",
-            "examples,coverage,fuzzing",
+            SCHEMATHESIS_CHECKS,
             "--max-examples",
-            "25",
+            "50",
             "--seed",
             "20261125",
             "--workers",
@@ -283,11 +280,39 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
         ]);
     let output = run(cmd, Duration::from_secs(240), &server, "schemathesis");
     let stdout = String::from_utf8_lossy(&output.stdout);
-    // A run that tested nothing would pass too: make sure it went through the operations.
+    // A run that tested nothing would pass too: every operation of the document was tested.
+    let selected = summary_number(&stdout, "Selected:");
+    let tested = summary_number(&stdout, "Tested:");
     assert!(
-        stdout.contains("/v1/threads") || stdout.contains("passed"),
-        "schemathesis printed no tested operation:\n{stdout}"
+        selected >= 13 && tested == selected,
+        "schemathesis tested {tested} of {selected} operations:\n{stdout}"
     );
+}
+
+/// The checks: no 5xx; every status, content type, header and body as documented; invalid
+/// requests refused; required headers (the token) enforced; unknown methods refused with a
+/// correct `Allow`; deleted resources gone and created ones there; auth not ignored.
+/// `positive_data_acceptance` is left out: the document does not (yet) give the id
+/// constraints (1–128 of `A-Z a-z 0-9 - _ . : @`) of paths and queries, so generated ids
+/// outside them are refused with 400 as they should be.
+const SCHEMATHESIS_CHECKS: &str = "not_a_server_error,status_code_conformance,\
+    content_type_conformance,response_headers_conformance,response_schema_conformance,\
+    negative_data_rejection,missing_required_header,unsupported_method,\
+    allow_header_conformance,use_after_free,ensure_resource_availability,ignored_auth";
+
+/// The first number after `label` in schemathesis's summary (`Selected: 13/13`, `Tested: 13`).
+fn summary_number(stdout: &str, label: &str) -> u32 {
+    stdout
+        .lines()
+        .find_map(|line| line.trim().strip_prefix(label))
+        .and_then(|rest| {
+            rest.trim()
+                .split(|c: char| !c.is_ascii_digit())
+                .next()?
+                .parse()
+                .ok()
+        })
+        .unwrap_or_else(|| panic!("no `{label}` line in schemathesis's output:\n{stdout}"))
 }
 
 #[test]
