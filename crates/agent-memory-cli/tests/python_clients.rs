@@ -320,16 +320,17 @@ fn mcp_sdk_calls_every_tool_over_stdio() {
     let Some(python) = pytools_python() else {
         return;
     };
-    // The HTTP server is started only for its log in failure messages and its directory.
+    // `agent-memory mcp` opens the HTTP server's SQLite file through the same configuration
+    // file; the HTTP server only shares it (and its log goes into failure messages).
     let server = Server::start();
     let mut cmd = python_command(&python);
     cmd.current_dir(server.dir.path())
         .arg(mcp_script())
         .arg("stdio")
         .arg(env!("CARGO_BIN_EXE_agent-memory"))
-        .args(["mcp", "--config"])
+        .args(["mcp", "--tenant", TENANT, "--config"])
         .arg(server.config_path())
-        .env("AGENT_MEMORY_SERVER_TENANT", TENANT);
+        .env_remove("AGENT_MEMORY_URL");
     let output = run(
         cmd,
         Duration::from_secs(120),
