@@ -22,7 +22,7 @@ use axum::response::{IntoResponse, Response};
 use rmcp::handler::server::router::tool::ToolRouter;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, ListResourceTemplatesResult, ListResourcesResult,
+    CallToolResult, ContentBlock, Implementation, ListResourceTemplatesResult, ListResourcesResult,
     PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
     Resource, ResourceContents, ResourceTemplate, ServerCapabilities, ServerConfig as McpInfo,
 };
@@ -47,6 +47,8 @@ pub const MCP_PATH: &str = "/mcp";
 pub const DEFAULT_RECALL_TOKENS: u64 = 4_000;
 /// The most matches a `search_memory` returns (and its default).
 pub const MAX_SEARCH_RESULTS: usize = 100;
+/// The server's name in the MCP handshake.
+pub const SERVER_NAME: &str = "agent-memory";
 /// The URI scheme of a thread's resource.
 pub const THREAD_SCHEME: &str = "thread://";
 
@@ -583,6 +585,7 @@ impl ServerHandler for MemoryMcp {
                 .enable_resources()
                 .build(),
         )
+        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
         .with_instructions(
             "agent-memory: durable memory for agents. `remember` stores messages or facts of a session, `recall` returns the session's context within a token budget, `search_memory` finds messages by text, `list_threads` lists your threads, `forget` deletes data (try `dry_run` first). Each thread's history is the resource `thread://<session>`.",
         )
