@@ -10,12 +10,11 @@
     missing_docs
 )]
 
-use std::net::SocketAddr;
-use std::time::{SystemTime, UNIX_EPOCH};
+mod common;
 
 use agent_memory::{OpenOptions, TenantId, UserId};
-use memory_server::auth::{Authenticator, Principal, TokenEntry};
-use memory_server::http::Server;
+use common::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
+use memory_server::auth::Principal;
 use memory_server::mcp::{MemoryMcp, thread_uri};
 use memory_server::ops::{Ops, OpsLimits};
 use rmcp::model::{
@@ -27,99 +26,21 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-/// A store for one test: a SQLite file, or tables of its own on the PostgreSQL server.
-struct Backend {
-    name: &'static str,
-    url: String,
-    prefix: Option<String>,
-    _dir: Option<tempfile::TempDir>,
-}
-
-fn unique(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    format!(
-        "mcp{tag}{:x}{:x}",
-        nanos & 0xffff_ffff,
-        std::process::id() & 0xffff
-    )
-}
-
-fn postgres_base() -> String {
-    std::env::var("AGENT_MEMORY_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-impl Backend {
-    fn sqlite() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        Self {
-            name: "sqlite",
-            url: format!("sqlite://{}", dir.path().join("memory.db").display()),
-            prefix: None,
-            _dir: Some(dir),
-        }
-    }
-
-    fn postgres(tag: &str) -> Self {
-        let prefix = format!("{}_", unique(tag));
-        Self {
-            name: "postgres",
-            url: format!("{}?prefix={prefix}", postgres_base()),
-            prefix: Some(prefix),
-            _dir: None,
-        }
-    }
-
-    async fn ops(&self) -> Ops {
-        let stores = OpenOptions::new()
-            .open(&self.url)
-            .await
-            .unwrap_or_else(|e| panic!("open {}: {e}", self.name));
-        Ops::new(stores, OpsLimits::default())
+fn name(kind: Kind) -> &'static str {
+    match kind {
+        Kind::Sqlite => "sqlite",
+        Kind::Postgres => "postgres",
+        Kind::Mysql => "mariadb",
+        Kind::Redis => "redis",
     }
 }
 
-impl Drop for Backend {
-    fn drop(&mut self) {
-        let Some(prefix) = self.prefix.clone() else {
-            return;
-        };
-        if std::thread::panicking() {
-            return;
-        }
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(async move {
-                use sqlx::Connection;
-                let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_base()).await else {
-                    return;
-                };
-                let tables: Vec<(String,)> = sqlx::query_as(
-                    "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1",
-                )
-                .bind(format!("{prefix}%"))
-                .fetch_all(&mut conn)
-                .await
-                .unwrap_or_default();
-                for (table,) in tables {
-                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                        "DROP TABLE IF EXISTS \"{table}\" CASCADE"
-                    )))
-                    .execute(&mut conn)
-                    .await;
-                }
-            });
-        })
-        .join();
-    }
+async fn open_ops(store: &TestStore) -> Ops {
+    let stores = OpenOptions::new()
+        .open(&store.url)
+        .await
+        .unwrap_or_else(|e| panic!("open {}: {e}", name(store.kind)));
+    Ops::new(stores, OpsLimits::default())
 }
 
 fn principal(tenant: &str, user: Option<&str>) -> Principal {
@@ -145,30 +66,15 @@ async fn stream_client(ops: Ops, who: Principal) -> Client {
     ().serve(client_end).await.unwrap()
 }
 
-/// The whole HTTP server (API and MCP) on a free loopback port, with `tokens`.
-async fn http_server(ops: Ops, tokens: &[(&str, Principal)]) -> SocketAddr {
-    let auth = Authenticator::Tokens(
-        tokens
-            .iter()
-            .map(|(secret, who)| TokenEntry::from_secret(secret, who.clone()))
-            .collect(),
-    );
-    let server = Server::bind_with("127.0.0.1:0".parse().unwrap(), ops, auth, 16 << 20)
-        .await
-        .unwrap();
-    let addr = server.local_addr();
-    tokio::spawn(server.run(std::future::pending()));
-    addr
-}
-
 fn install_crypto() {
     let _ = rustls::crypto::ring::default_provider().install_default();
 }
 
-async fn http_client(addr: SocketAddr, token: &str) -> Client {
+/// rmcp's streamable HTTP client of `server`'s `/mcp`, with `token`.
+async fn http_client(server: &TestServer, token: &str) -> Client {
     install_crypto();
-    let config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"))
-        .auth_header(token);
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token);
     ().serve(StreamableHttpClientTransport::from_config(config))
         .await
         .unwrap()
@@ -479,56 +385,58 @@ async fn every_tool(client: &Client, backend: &str) {
     assert_eq!(again["total_items"], 0);
 }
 
+async fn every_tool_over_a_byte_stream(kind: Kind) {
+    let store = TestStore::new(kind, "mcpstr");
+    let client = stream_client(open_ops(&store).await, principal("acme", None)).await;
+    every_tool(&client, name(kind)).await;
+    client.cancel().await.unwrap();
+}
+
+async fn every_tool_over_streamable_http(kind: Kind) {
+    let mut server = TestServer::start(kind, "mcphttp").await;
+    let client = http_client(&server, TOKEN_A).await;
+    every_tool(&client, name(kind)).await;
+    client.cancel().await.unwrap();
+    server.stop().await;
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn every_tool_over_a_byte_stream_on_sqlite() {
-    let backend = Backend::sqlite();
-    let client = stream_client(backend.ops().await, principal("acme", None)).await;
-    every_tool(&client, backend.name).await;
-    client.cancel().await.unwrap();
+    every_tool_over_a_byte_stream(Kind::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_tool_over_a_byte_stream_on_postgres() {
-    let backend = Backend::postgres("str");
-    let client = stream_client(backend.ops().await, principal("acme", None)).await;
-    every_tool(&client, backend.name).await;
-    client.cancel().await.unwrap();
+    every_tool_over_a_byte_stream(Kind::Postgres).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_tool_over_streamable_http_on_sqlite() {
-    let backend = Backend::sqlite();
-    let addr = http_server(backend.ops().await, &[("token-a", principal("acme", None))]).await;
-    let client = http_client(addr, "token-a").await;
-    every_tool(&client, backend.name).await;
-    client.cancel().await.unwrap();
+    every_tool_over_streamable_http(Kind::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn every_tool_over_streamable_http_on_postgres() {
-    let backend = Backend::postgres("http");
-    let addr = http_server(backend.ops().await, &[("token-a", principal("acme", None))]).await;
-    let client = http_client(addr, "token-a").await;
-    every_tool(&client, backend.name).await;
-    client.cancel().await.unwrap();
+    every_tool_over_streamable_http(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_tool_over_streamable_http_on_mariadb() {
+    every_tool_over_streamable_http(Kind::Mysql).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_tool_over_streamable_http_on_redis() {
+    every_tool_over_streamable_http(Kind::Redis).await;
 }
 
 /// Tenant A's data, seen through tenant B's token and a token bound to another user of A.
-async fn isolation(backend: Backend) {
-    let ops = backend.ops().await;
-    let addr = http_server(
-        ops,
-        &[
-            ("token-a", principal("tenant-a", None)),
-            ("token-b", principal("tenant-b", None)),
-            ("token-alice", principal("tenant-a", Some("alice"))),
-        ],
-    )
-    .await;
-    let a = http_client(addr, "token-a").await;
-    let b = http_client(addr, "token-b").await;
-    let alice = http_client(addr, "token-alice").await;
-    let name = backend.name;
+async fn isolation(kind: Kind) {
+    let mut server = TestServer::start(kind, "mcpiso").await;
+    let a = http_client(&server, TOKEN_A).await;
+    let b = http_client(&server, TOKEN_B).await;
+    let alice = http_client(&server, TOKEN_ALICE).await;
+    let name = name(kind);
 
     ok(
         &a,
@@ -653,37 +561,49 @@ async fn isolation(backend: Backend) {
     for client in [a, b, alice] {
         client.cancel().await.unwrap();
     }
+    server.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_token_reaches_only_its_tenant_on_sqlite() {
-    isolation(Backend::sqlite()).await;
+    isolation(Kind::Sqlite).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_token_reaches_only_its_tenant_on_postgres() {
-    isolation(Backend::postgres("iso")).await;
+    isolation(Kind::Postgres).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_reaches_only_its_tenant_on_mariadb() {
+    isolation(Kind::Mysql).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_token_reaches_only_its_tenant_on_redis() {
+    isolation(Kind::Redis).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_without_a_valid_token_are_refused_before_mcp() {
     install_crypto();
-    let backend = Backend::sqlite();
-    let addr = http_server(backend.ops().await, &[("token-a", principal("acme", None))]).await;
-    let http = reqwest::Client::new();
+    let mut server = TestServer::start(Kind::Sqlite, "mcpauth").await;
+    let http = server.client.clone();
     let initialize = json!({
         "jsonrpc": "2.0", "id": 1, "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {},
                    "clientInfo": {"name": "t", "version": "1"}}
     });
+    let bearer_a = format!("Bearer {TOKEN_A}");
+    let basic_a = format!("Basic {TOKEN_A}");
     for header in [
         None,
         Some("Bearer wrong-token"),
-        Some("Basic token-a"),
-        Some("token-a"),
+        Some(basic_a.as_str()),
+        Some(TOKEN_A),
     ] {
         let mut request = http
-            .post(format!("http://{addr}/mcp"))
+            .post(server.url("/mcp"))
             .header("accept", "application/json, text/event-stream")
             .json(&initialize);
         if let Some(header) = header {
@@ -695,15 +615,15 @@ async fn requests_without_a_valid_token_are_refused_before_mcp() {
         let body = response.text().await.unwrap();
         assert!(body.contains("unauthorized"), "{body}");
         assert!(
-            !body.contains("token-a") && !body.contains("wrong-token"),
+            !body.contains(TOKEN_A) && !body.contains("wrong-token"),
             "{body}"
         );
     }
     // The right token initializes; rmcp's client refuses to start without one.
     let response = http
-        .post(format!("http://{addr}/mcp"))
+        .post(server.url("/mcp"))
         .header("accept", "application/json, text/event-stream")
-        .header("authorization", "Bearer token-a")
+        .header("authorization", bearer_a.as_str())
         .json(&initialize)
         .send()
         .await
@@ -714,12 +634,62 @@ async fn requests_without_a_valid_token_are_refused_before_mcp() {
         body["result"]["serverInfo"]["name"], "agent-memory",
         "{body}"
     );
-    let refused = ()
-        .serve(StreamableHttpClientTransport::from_uri(format!(
-            "http://{addr}/mcp"
-        )))
-        .await;
+    // With tokens, any Host is served (the token is the protection).
+    let response = http
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", bearer_a.as_str())
+        .header("host", "memory.example.com")
+        .json(&initialize)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let refused = ().serve(StreamableHttpClientTransport::from_uri(server.url("/mcp"))).await;
     assert!(refused.is_err());
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_open_server_serves_mcp_only_to_loopback_host_names() {
+    let store = TestStore::new(Kind::Sqlite, "mcpopen");
+    let mut config = common::config(&store);
+    config.plain_tokens.clear();
+    let mut server = TestServer::start_with(config, store).await;
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}
+    });
+    let send = |host: Option<&'static str>| {
+        let mut request = server
+            .client
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .json(&initialize);
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        request.send()
+    };
+    // A page of another site that resolves to 127.0.0.1 (DNS rebinding) is refused.
+    assert_eq!(send(Some("evil.example:8080")).await.unwrap().status(), 403);
+    assert_eq!(send(None).await.unwrap().status(), 200);
+    // Without a token every call is the `default` tenant.
+    let client =
+        ().serve(StreamableHttpClientTransport::from_uri(server.url("/mcp")))
+            .await
+            .unwrap();
+    ok(
+        &client,
+        "remember",
+        json!({"session": "s", "messages": [{"role": "user", "text": "hello"}]}),
+    )
+    .await;
+    let listed = ok(&client, "list_threads", json!({})).await;
+    assert_eq!(sessions(&listed), [("s".to_owned(), "history".to_owned())]);
+    client.cancel().await.unwrap();
+    server.stop().await;
 }
 
 #[test]
