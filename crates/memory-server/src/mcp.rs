@@ -228,20 +228,6 @@ pub struct ForgetArgs {
     pub everything: bool,
 }
 
-fn address(
-    session: &str,
-    user: &Option<String>,
-    agent: &Option<String>,
-    source: &Option<String>,
-) -> Address {
-    Address {
-        session: session.to_owned(),
-        user: user.clone(),
-        agent: agent.clone(),
-        source: source.clone(),
-    }
-}
-
 /// A tool's answer: its JSON as structured content (and as text), or the failure's sentence
 /// as a tool error.
 fn answer(result: OpResult<Value>) -> CallToolResult {
@@ -387,7 +373,12 @@ impl MemoryMcp {
         args: RememberArgs,
     ) -> OpResult<Value> {
         let who = self.principal(context)?;
-        let address = address(&args.session, &args.user, &args.agent, &args.source);
+        let address = Address {
+            session: args.session,
+            user: args.user,
+            agent: args.agent,
+            source: args.source,
+        };
         match (args.messages, args.fact) {
             (Some(messages), None) => {
                 let messages = messages
@@ -409,7 +400,12 @@ impl MemoryMcp {
         args: RecallArgs,
     ) -> OpResult<Value> {
         let who = self.principal(context)?;
-        let address = address(&args.session, &args.user, &args.agent, &args.source);
+        let address = Address {
+            session: args.session,
+            user: args.user,
+            agent: args.agent,
+            source: args.source,
+        };
         let budget = args.max_tokens.unwrap_or(DEFAULT_RECALL_TOKENS);
         to_json(&self.ops.recall(&who, &address, budget).await?)
     }
@@ -420,7 +416,12 @@ impl MemoryMcp {
         args: SearchArgs,
     ) -> OpResult<Value> {
         let who = self.principal(context)?;
-        let address = address(&args.session, &args.user, &args.agent, &args.source);
+        let address = Address {
+            session: args.session,
+            user: args.user,
+            agent: args.agent,
+            source: args.source,
+        };
         let limit = args.limit.unwrap_or(MAX_SEARCH_RESULTS);
         if limit == 0 || limit > MAX_SEARCH_RESULTS {
             return Err(OpError::invalid(format!(
@@ -793,4 +794,59 @@ pub async fn serve_stdio_with(ops: Ops, principal: Principal) -> Result<(), Stdi
         .await
         .map_err(|e| StdioError::Transport(e.to_string()))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_uris_parse_back_to_their_address() {
+        let uri = thread_uri("a:b@c", Some("u@x"), Some("ag"), Some("facts"));
+        let address = parse_thread_uri(&uri).unwrap();
+        assert_eq!(address.session, "a:b@c");
+        assert_eq!(address.user.as_deref(), Some("u@x"));
+        assert_eq!(address.agent.as_deref(), Some("ag"));
+        assert_eq!(address.source.as_deref(), Some("facts"));
+        // Raw `:` and `@`, and a trailing slash some URI libraries add, read the same.
+        assert_eq!(
+            parse_thread_uri("thread://a:b@c/").unwrap().session,
+            "a:b@c"
+        );
+        for bad in [
+            "thread://",
+            "thread://s?owner=x",
+            "thread://s?user",
+            "thread://s%4",
+            "thread://s%zz",
+            "threads://s",
+        ] {
+            let error = parse_thread_uri(bad).unwrap_err();
+            assert_eq!(error.code, ErrorCode::InvalidInput, "{bad}");
+            assert!(
+                error.detail.contains("thread://<session>"),
+                "{bad}: {error}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_stdio_principal_comes_from_flags_then_env_then_default() {
+        let env = |name: &str| match name {
+            STDIO_TENANT_ENV => Some("envtenant".to_owned()),
+            STDIO_USER_ENV => Some("envuser".to_owned()),
+            _ => None,
+        };
+        let p = stdio_principal(Some("flag"), None, env).unwrap();
+        assert_eq!(p.tenant.as_str(), "flag");
+        assert_eq!(p.user.unwrap().as_str(), "envuser");
+        let p = stdio_principal(None, Some("u"), env).unwrap();
+        assert_eq!(p.tenant.as_str(), "envtenant");
+        assert_eq!(p.user.unwrap().as_str(), "u");
+        let p = stdio_principal(None, None, |_| None).unwrap();
+        assert_eq!(p.tenant.as_str(), agent_memory::scope::DEFAULT_TENANT);
+        assert!(p.user.is_none());
+        let error = stdio_principal(Some("bad tenant!"), None, |_| None).unwrap_err();
+        assert!(error.0.contains("MCP tenant is invalid"), "{error}");
+    }
 }
