@@ -49,6 +49,21 @@ pub(crate) enum Command {
     PurgeExpired,
     /// Check a store: connectivity, schema, settings that lose data.
     Doctor(DoctorArgs),
+    /// Serve the memory over HTTP (docs/server.md) until Ctrl-C or SIGTERM, then finish the
+    /// requests in flight and stop.
+    Serve(ServeArgs),
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The configuration file (TOML; docs/server.md). Without one: the defaults, then the
+    /// `AGENT_MEMORY_SERVER_*` environment variables.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The listen address (`ip:port`), over the file and the environment.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
 }
 
 /// Which tenants a listing covers.
