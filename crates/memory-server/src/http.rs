@@ -780,7 +780,8 @@ async fn method_not_allowed() -> Response {
 }
 
 /// The router of the HTTP API over `ops`, authenticating with `auth`, refusing bodies over
-/// `max_body_bytes` (413).
+/// `max_body_bytes` (413), with the MCP endpoint at [`MCP_PATH`](crate::mcp::MCP_PATH)
+/// ([`mcp::router`](crate::mcp::router)).
 pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
     let state = AppState {
         ops,
@@ -804,7 +805,8 @@ pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .with_state(state)
+        .with_state(state.clone())
+        .merge(crate::mcp::router(state.ops, state.auth, max_body_bytes))
 }
 
 /// Why the server could not start or stopped.

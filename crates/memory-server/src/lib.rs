@@ -3,7 +3,8 @@
 //! - [`config`]: one TOML file plus environment overrides;
 //! - [`auth`]: bearer tokens to [`Principal`](auth::Principal)s (tenant, optional user);
 //! - [`ops`]: the operations, free of any transport, shared by every transport;
-//! - [`http`]: the HTTP API (axum) with its OpenAPI 3.1 document, and [`serve`].
+//! - [`http`]: the HTTP API (axum) with its OpenAPI 3.1 document, and [`serve`];
+//! - [`mcp`]: the MCP server (rmcp): tools and resources over stdio and streamable HTTP.
 //!
 //! See docs/server.md for the routes, authentication and configuration.
 #![forbid(unsafe_code)]
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod config;
 pub mod error;
 pub mod http;
+pub mod mcp;
 pub mod ops;
 
 pub use error::{ErrorCode, OpError, OpResult};
