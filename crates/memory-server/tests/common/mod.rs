@@ -239,6 +239,10 @@ impl TestServer {
 
     pub async fn start_with(config: ServerConfig, store: TestStore) -> Self {
         let server = Server::bind(&config).await.unwrap();
+        Self::start_server(server, store)
+    }
+
+    pub fn start_server(server: Server, store: TestStore) -> Self {
         let addr = server.local_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(server.run(async move {
