@@ -10,6 +10,7 @@
 mod cli;
 mod commands;
 mod error;
+mod mcp;
 mod output;
 mod serve;
 mod transfer;
@@ -59,6 +60,7 @@ async fn run(cli: Cli, url_given: bool) -> CliResult<()> {
             transfer::doctor(url, json).await
         }
         Command::Serve(args) => serve::serve(args, &cli.url, url_given).await,
+        Command::Mcp(args) => mcp::mcp(args, &cli.url, url_given).await,
     }
 }
 
