@@ -395,7 +395,7 @@ pub struct AffectedView {
 #[serde(deny_unknown_fields)]
 pub struct SaveBody {
     /// The state to save (any JSON value).
-    #[schema(value_type = Object)]
+    #[schema(value_type = Value)]
     pub state: Value,
 }
 

@@ -265,8 +265,8 @@ pub struct ListRequest {
 /// A stored session.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SessionView {
-    /// The state, exactly as saved.
-    #[schema(value_type = Object)]
+    /// The state, exactly as saved (any JSON value).
+    #[schema(value_type = Value)]
     pub state: Value,
     /// Its version (send it back in `If-Match` to save over it).
     pub version: u64,

@@ -144,3 +144,43 @@ async fn integers_past_int64_are_refused() {
     assert_eq!(status, 200, "{body}");
     assert_eq!(active(&client, &url).await, 0);
 }
+
+#[tokio::test]
+async fn a_session_state_is_any_json_value_as_documented() {
+    let (url, _stop) = start().await;
+    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    // The document promised an object while the server kept any value: a number saved, then
+    // loaded, was a response outside the document. It now says "any JSON value".
+    let (status, doc) = send(client.get(format!("{url}/openapi.json"))).await;
+    assert_eq!(status, 200);
+    for (schema, field) in [("SaveBody", "state"), ("SessionView", "state")] {
+        let property = &doc["components"]["schemas"][schema]["properties"][field];
+        assert!(property.is_object(), "{schema}.{field}: {property}");
+        assert!(
+            property.get("type").is_none(),
+            "{schema}.{field}: {property}"
+        );
+    }
+    for (i, state) in [
+        json!(-2.0e16),
+        json!(null),
+        json!("text"),
+        json!([1, 2]),
+        json!({"a": 1}),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let session = format!("st{i}");
+        let (status, body) = send(
+            client
+                .put(format!("{url}/v1/sessions/{session}"))
+                .json(&json!({ "state": state })),
+        )
+        .await;
+        assert_eq!(status, 200, "{state}: {body}");
+        let (status, loaded) = send(client.get(format!("{url}/v1/sessions/{session}"))).await;
+        assert_eq!(status, 200, "{loaded}");
+        assert_eq!(loaded["state"], state);
+    }
+}
