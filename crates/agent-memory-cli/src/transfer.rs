@@ -238,7 +238,7 @@ pub(crate) async fn migrate(args: &MigrateArgs, json: bool) -> CliResult<()> {
     ))
 }
 
-/// `doctor`: the diagnosis of [`agent_memory::doctor`]; exits non-zero when a check failed.
+/// `doctor`: the diagnosis of [`agent_memory::doctor()`]; exits non-zero when a check failed.
 pub(crate) async fn doctor(url: &str, json: bool) -> CliResult<()> {
     let diagnosis = agent_memory::doctor(url)
         .await
