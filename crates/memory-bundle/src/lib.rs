@@ -309,7 +309,15 @@ pub async fn export<W: Write + Send>(
     progress: &dyn Progress,
 ) -> Result<BundleSummary> {
     let mut writer = BundleWriter::new(out)?;
-    export_records(from, selection, &mut WriterSink(&mut writer), progress).await?;
+    let tenants = read::tenants(from, &selection.tenants).await?;
+    export_records(
+        from,
+        &tenants,
+        selection,
+        &mut WriterSink(&mut writer),
+        progress,
+    )
+    .await?;
     let (_, totals) = writer.finish()?;
     Ok(totals.into())
 }
@@ -355,10 +363,13 @@ pub async fn migrate(
     selection: &Selection,
     progress: &dyn Progress,
 ) -> Result<MigrationReport> {
+    // Listed once, for the copy and the verification (listing every tenant can scan a
+    // whole store).
+    let tenants = read::tenants(from, &selection.tenants).await?;
     let mut importer = Importer::new(to, progress);
-    export_records(from, selection, &mut importer, &NoProgress).await?;
+    export_records(from, &tenants, selection, &mut importer, &NoProgress).await?;
     let stats = importer.finish().await?;
-    let (verified_threads, verified_sessions) = verify(from, to, selection).await?;
+    let (verified_threads, verified_sessions) = verify(from, to, &tenants, selection).await?;
     Ok(MigrationReport {
         copied: stats.copied,
         already_present: stats.already_present,
