@@ -718,3 +718,28 @@ async fn a_resumed_thread_past_a_thousand_archive_runs_gets_every_flag() {
     assert_eq!(report.copied.messages, 200);
     assert_eq!(dump(&to, "acme").await, source);
 }
+
+#[tokio::test]
+async fn migrate_lists_every_tenant_once_for_copy_and_verification() {
+    let from = memory_endpoint();
+    fill_sample(&from).await;
+    let wrapped = Arc::new(Wrapped::new(Arc::clone(&from.history)));
+    let source = Endpoint::new(
+        Arc::clone(&wrapped) as Arc<dyn HistoryStore>,
+        Arc::clone(&from.sessions),
+    );
+    let to = memory_endpoint();
+    let report = migrate(&source, &to, &Selection::all(), &NoProgress)
+        .await
+        .unwrap();
+    assert_eq!(report.verified_threads, 3);
+    // One listing (one page: the tenants fit in it) serves the copy and the verification.
+    assert_eq!(
+        wrapped
+            .tenant_listings
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert_eq!(dump(&to, "acme").await, dump(&from, "acme").await);
+    assert_eq!(dump(&to, "zeta").await, dump(&from, "zeta").await);
+}
