@@ -367,7 +367,8 @@ fn run_child(cli: &Cli, spec: &str) -> BenchResult<()> {
     let reports: Vec<_> = reports
         .into_iter()
         .map(|report| {
-            if uses_stores {
+            // A workload that bypasses the cache (`migrate`) says so itself.
+            if uses_stores && !report.extra.contains_key("window_cache") {
                 report.field("window_cache", backends::window_cache())
             } else {
                 report
