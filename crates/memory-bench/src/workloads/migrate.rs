@@ -9,9 +9,7 @@ use std::time::{Duration, Instant};
 
 use memory_bundle::{Endpoint, MigrationReport, NoProgress, Selection, migrate};
 use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
-use memory_core::{
-    HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionStore, TenantId,
-};
+use memory_core::{InMemoryHistoryStore, InMemorySessionStore, Scope, TenantId};
 use serde_json::json;
 
 use super::IMPORT_BATCH;
@@ -26,6 +24,8 @@ pub(crate) const MIGRATE_NS: [usize; 1] = [100_000];
 pub(crate) const THREADS: usize = 10;
 /// The sessions saved in the tenant, besides its threads.
 pub(crate) const SESSIONS: usize = 3;
+/// The messages of the untimed warm-up tenant (or N, if smaller).
+const WARMUP_MESSAGES: usize = 1_000;
 /// The share of each thread archived, in percent (its oldest messages).
 const ARCHIVED_PERCENT: usize = 3;
 
@@ -56,17 +56,17 @@ fn in_memory_endpoint() -> Endpoint {
     )
 }
 
-/// Seeds a fresh tenant of an in-memory source (setup, untimed): N messages over [`THREADS`]
+/// Seeds a fresh tenant of an in-memory source (setup, untimed): `n` messages over [`THREADS`]
 /// threads of three users, the oldest [`ARCHIVED_PERCENT`] % of each thread archived, and
 /// [`SESSIONS`] session states.
-async fn seed(ctx: &Ctx<'_>) -> BenchResult<Seeded> {
+async fn seed(ctx: &Ctx<'_>, n: usize) -> BenchResult<Seeded> {
     let tenant = TenantId::new(format!("bench-{}", uuid::Uuid::new_v4()))?;
     let source = in_memory_endpoint();
     let mut k = 0;
     let mut archived = 0u64;
     for t in 0..THREADS {
         let scope = thread_scope(&tenant, t)?;
-        let len = thread_len(ctx.n, t);
+        let len = thread_len(n, t);
         let mut first_seq = None;
         let mut left = len;
         while left > 0 {
@@ -97,7 +97,7 @@ async fn seed(ctx: &Ctx<'_>) -> BenchResult<Seeded> {
     for s in 0..SESSIONS {
         let scope = thread_scope(&tenant, s)?;
         let state = json!({
-            "turns": thread_len(ctx.n, s),
+            "turns": thread_len(n, s),
             "summary": ctx.data[s % ctx.data.len()].text,
             "preferences": {"answers": "short", "commands": true},
         });
@@ -120,13 +120,9 @@ fn thread_scope(tenant: &TenantId, t: usize) -> BenchResult<Scope> {
 }
 
 /// Checks that a migration copied the whole seeded tenant and verified it.
-fn check(
-    phase: &str,
-    report: &MigrationReport,
-    n: usize,
-    seeded: &Seeded,
-    threads: u64,
-) -> BenchResult<()> {
+fn check(phase: &str, report: &MigrationReport, n: usize, seeded: &Seeded) -> BenchResult<()> {
+    // Only threads that hold a message exist.
+    let threads = THREADS.min(n) as u64;
     let copied = &report.copied;
     let expected_sessions = SESSIONS.min(THREADS) as u64;
     if copied.messages != n as u64
@@ -208,7 +204,8 @@ impl Phase {
     }
 }
 
-/// `migrate`: per op, seed a fresh tenant of N messages in an in-memory source (untimed), time
+/// `migrate`: after an untimed warm-up (a tenant of up to 1,000 messages in and out), per op
+/// seed a fresh tenant of N messages in an in-memory source (untimed), time
 /// `migrate(in-memory → backend)` (phase `in`) and `migrate(backend → fresh in-memory)`
 /// (phase `out`), each with its verification, then forget the tenant in the backend
 /// (untimed). The backend's history store is used directly, never through the window cache.
@@ -219,33 +216,35 @@ pub(super) async fn migrate_workload(ctx: &Ctx<'_>, stores: &Stores) -> BenchRes
         Arc::clone(&stores.direct_history),
         Arc::clone(&stores.sessions),
     );
-    // Only threads that hold a message exist.
-    let threads = THREADS.min(ctx.n) as u64;
     let mut phase_in = Phase::default();
     let mut phase_out = Phase::default();
+    // Warm-up, untimed: a small tenant in and out (connections, statements, first-use costs).
+    let warm_n = ctx.n.min(WARMUP_MESSAGES);
+    let seeded = seed(ctx, warm_n).await?;
+    let selection = Selection::tenant(seeded.tenant.clone());
+    let report = migrate(&seeded.source, &backend, &selection, &NoProgress).await?;
+    check("in (warm-up)", &report, warm_n, &seeded)?;
+    let report = migrate(&backend, &in_memory_endpoint(), &selection, &NoProgress).await?;
+    check("out (warm-up)", &report, warm_n, &seeded)?;
+    forget(&backend, &seeded.tenant, warm_n as u64).await?;
+
     let mut archived = 0;
     for _ in 0..migrations {
-        let seeded = seed(ctx).await?;
+        let seeded = seed(ctx, ctx.n).await?;
         archived = seeded.archived;
         let selection = Selection::tenant(seeded.tenant.clone());
 
         let report = phase_in
             .run(stores, &seeded.source, &backend, &selection)
             .await?;
-        check("in", &report, ctx.n, &seeded, threads)?;
+        check("in", &report, ctx.n, &seeded)?;
 
         let out = in_memory_endpoint();
         let report = phase_out.run(stores, &backend, &out, &selection).await?;
-        check("out", &report, ctx.n, &seeded, threads)?;
+        check("out", &report, ctx.n, &seeded)?;
         drop(out);
 
-        forget(
-            &backend.history,
-            &backend.sessions,
-            &seeded.tenant,
-            ctx.n as u64,
-        )
-        .await?;
+        forget(&backend, &seeded.tenant, ctx.n as u64).await?;
     }
     Ok(vec![
         phase_in.report(ctx, "in", archived),
@@ -255,22 +254,25 @@ pub(super) async fn migrate_workload(ctx: &Ctx<'_>, stores: &Stores) -> BenchRes
 
 /// Forgets `tenant` in the backend (cleanup, untimed) and checks that it deleted the `n`
 /// messages.
-async fn forget(
-    history: &Arc<dyn HistoryStore>,
-    sessions: &Arc<dyn SessionStore>,
-    tenant: &TenantId,
-    n: u64,
-) -> BenchResult<()> {
+async fn forget(backend: &Endpoint, tenant: &TenantId, n: u64) -> BenchResult<()> {
     let receipt = Forgetter::new()
-        .history(Arc::clone(history))
-        .sessions(Arc::clone(sessions))
+        .history(Arc::clone(&backend.history))
+        .sessions(Arc::clone(&backend.sessions))
         .forget(&ForgetFilter::tenant(tenant.clone()), ForgetMode::Delete)
         .await?;
-    let deleted = receipt.stores.first().map_or(0, |history| history.items);
-    if deleted != n {
-        return Err(
-            format!("forgetting the tenant deleted {deleted} messages, expected {n}").into(),
-        );
+    let deleted: Vec<u64> = receipt.stores.iter().map(|store| store.items).collect();
+    if deleted != [n, SESSIONS as u64] {
+        return Err(format!(
+            "forgetting the tenant should delete {n} messages and {SESSIONS} sessions; it \
+             deleted {}",
+            receipt
+                .stores
+                .iter()
+                .map(|store| format!("{} {}", store.items, store.unit))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        )
+        .into());
     }
     Ok(())
 }
