@@ -11,6 +11,8 @@
 //! Every backend's history store runs through memory-layers' [`WindowCache`], as
 //! `agent_memory::open` gives it, unless the runner was started with `--no-cache`
 //! ([`set_window_cache`]): the old path, to compare.
+//! [`Stores::direct_history`] is the backend's own history store, never behind the cache: what
+//! the `migrate` workload copies into and out of.
 
 use std::future::Future;
 use std::net::{TcpStream, ToSocketAddrs};

@@ -66,7 +66,8 @@ struct Cli {
 
     /// A thread size: the first N messages of the data set, or for vector_upsert and
     /// vector_search a number of points (repeatable or comma-separated; default: 100, 1000,
-    /// 10000; for the vector workloads 10000, 100000; for embed 1000).
+    /// 10000; for the vector workloads 10000, 100000; for embed 1000; for migrate 100000, which
+    /// cycles the data set's texts and so may exceed it).
     #[arg(long = "n", value_name = "N", value_delimiter = ',')]
     ns: Vec<usize>,
 
