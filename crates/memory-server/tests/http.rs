@@ -553,6 +553,10 @@ async fn graceful_shutdown(kind: Kind) {
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     srv.begin_shutdown();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !srv.is_finished(),
+        "the server keeps running while a request is in flight"
+    );
     socket.write_all(tail.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     socket.read_to_end(&mut response).await.unwrap();
