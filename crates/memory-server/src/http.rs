@@ -23,8 +23,9 @@ use crate::auth::{Authenticator, Principal};
 use crate::config::{ConfigError, ServerConfig};
 use crate::error::{ErrorCode, OpError};
 use crate::ops::{
-    Address, AppendView, CountView, ForgetReceiptView, ForgetRequest, ListRequest, MessageInput,
-    MessageView, Ops, ScopePage, ScopeView, SessionView, StoreReceiptView, WindowSpec,
+    Address, AppendView, CountView, ForgetReceiptView, ForgetRequest, ListRequest,
+    MemoryContextView, MemoryPutView, MessageInput, MessageView, Ops, ScopePage, ScopeView,
+    SessionView, StoreReceiptView, WindowSpec,
 };
 
 /// The media type of error bodies.
@@ -672,6 +673,83 @@ async fn forget(
     Ok(Json(state.ops.forget(&who, body).await?))
 }
 
+/// A memory request's scope and token limit, from the query string.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct MemoryQuery {
+    /// The user.
+    pub user: Option<String>,
+    /// The agent.
+    pub agent: Option<String>,
+    /// The source (default `history`): the memory's window is the addressed thread.
+    pub source: Option<String>,
+    /// The token limit of the context (default 30,000).
+    pub token_limit: Option<u64>,
+}
+
+impl MemoryQuery {
+    fn split(self, session: String) -> (Address, Option<u64>) {
+        (
+            Address {
+                session,
+                user: self.user,
+                agent: self.agent,
+                source: self.source,
+            },
+            self.token_limit,
+        )
+    }
+}
+
+/// The context a `Memory` gives a model for the session, within the token limit.
+#[utoipa::path(get, path = "/v1/memory/{session}/context", tag = "memory",
+    params(("session" = String, Path, description = "The session id"), MemoryQuery),
+    responses(
+        (status = 200, description = "The messages to send a model", body = MemoryContextView),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn memory_context(
+    State(state): State<AppState>,
+    who: Principal,
+    P(session): P<String>,
+    Q(query): Q<MemoryQuery>,
+) -> ApiResult<Json<MemoryContextView>> {
+    let (address, limit) = query.split(session);
+    Ok(Json(state.ops.memory_context(&who, &address, limit).await?))
+}
+
+/// Puts messages into the session's `Memory` (appended, then flushed past its threshold).
+#[utoipa::path(post, path = "/v1/memory/{session}/messages", tag = "memory",
+    params(("session" = String, Path, description = "The session id"), MemoryQuery),
+    request_body = AppendBody,
+    responses(
+        (status = 200, description = "Put", body = MemoryPutView),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        (status = 413, description = "Too large", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+async fn memory_put(
+    State(state): State<AppState>,
+    who: Principal,
+    P(session): P<String>,
+    Q(query): Q<MemoryQuery>,
+    Body(body): Body<AppendBody>,
+) -> ApiResult<Json<MemoryPutView>> {
+    let (address, limit) = query.split(session);
+    let ops = state.ops.clone();
+    let task =
+        tokio::spawn(async move { ops.memory_put(&who, &address, limit, body.messages).await });
+    let view = task
+        .await
+        .map_err(|_| OpError::new(ErrorCode::Backend, "the put task failed"))??;
+    Ok(Json(view))
+}
+
 /// Adds the bearer security scheme.
 struct BearerAuth;
 
@@ -690,10 +768,12 @@ impl Modify for BearerAuth {
 #[openapi(
     info(title = "agent-memory server", description = "Conversation history, sessions and forget over HTTP. Errors are application/problem+json (RFC 9457) with a `kind`."),
     paths(healthz, readyz, append, read, count, archive, clear, list_threads,
-        load_session, save_session, delete_session, list_sessions, forget),
+        load_session, save_session, delete_session, list_sessions, forget, memory_context,
+        memory_put),
     components(schemas(Problem, AppendBody, AppendView, MessageInput, MessageView, MessagesView,
         CountView, ArchiveBody, AffectedView, ScopePage, ScopeView, SessionView, SaveBody,
-        VersionView, DeletedView, ForgetRequest, ForgetReceiptView, StoreReceiptView, StatusView)),
+        VersionView, DeletedView, ForgetRequest, ForgetReceiptView, StoreReceiptView, StatusView,
+        MemoryContextView, MemoryPutView)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;
@@ -744,6 +824,8 @@ pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
             get(load_session).put(save_session).delete(delete_session),
         )
         .route("/v1/forget", post(forget))
+        .route("/v1/memory/{session}/context", get(memory_context))
+        .route("/v1/memory/{session}/messages", post(memory_put))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

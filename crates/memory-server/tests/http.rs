@@ -553,6 +553,10 @@ async fn graceful_shutdown(kind: Kind) {
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     srv.begin_shutdown();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !srv.is_finished(),
+        "the server keeps running while a request is in flight"
+    );
     socket.write_all(tail.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     socket.read_to_end(&mut response).await.unwrap();
@@ -592,6 +596,102 @@ async fn graceful_shutdown(kind: Kind) {
     assert_eq!(stores.history.count(&scope).await.unwrap().active, 3);
 }
 
+/// The `Memory` routes: put, then the context with the blocks' text and the window; a small
+/// token limit flushes (archives) the oldest; another tenant sees none of it.
+async fn memory_context_and_put(kind: Kind) {
+    use agent_memory::memory::blocks::StaticMemoryBlock;
+    use memory_server::http::Server;
+    use memory_server::ops::Ops;
+    use std::sync::Arc;
+
+    let store = common::TestStore::new(kind, "memory");
+    let config = common::config(&store);
+    let stores = agent_memory::open(&store.url).await.unwrap();
+    let block = StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap();
+    let ops =
+        Ops::new(stores, config.ops_limits().unwrap()).with_memory_blocks(vec![Arc::new(block)]);
+    let server = Server::bind_with(
+        "127.0.0.1:0".parse().unwrap(),
+        ops,
+        config.authenticator().unwrap(),
+        config.max_body_bytes().unwrap(),
+    )
+    .await
+    .unwrap();
+    let mut srv = TestServer::start_server(server, store);
+
+    let (s, b) = srv
+        .post(
+            "/v1/memory/ms/messages",
+            TOKEN_A,
+            &msgs(&["p1", "p2", "p3"]),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["flushed_messages"], 0);
+    let (s, b) = srv.get("/v1/memory/ms/context", TOKEN_A).await;
+    assert_eq!(s, 200, "{b}");
+    let messages = b["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 4, "{b}");
+    let memory_text = messages[0]["parts"][0]["text"].as_str().unwrap();
+    assert!(
+        memory_text.contains("<core_info>") && memory_text.contains("Dana"),
+        "{b}"
+    );
+    let ids: Vec<&str> = messages[1..]
+        .iter()
+        .map(|m| m["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, vec!["p1", "p2", "p3"]);
+    // The memory's window is the session's thread: the thread routes see what it put.
+    let (_, b) = srv.get("/v1/threads/ms/count", TOKEN_A).await;
+    assert_eq!(b["active"], 3);
+    let (_, b) = srv.get("/v1/threads/ms/count?source=other", TOKEN_A).await;
+    assert_eq!(b["active"], 0);
+
+    // A small token limit: the put flushes the oldest out of the window (archived).
+    let many = json!({"messages": (0..30).map(|i| json!({"id": format!("q{i}"), "role": "user", "text": "several words in every message here"})).collect::<Vec<_>>()});
+    let (s, b) = srv
+        .post("/v1/memory/ms/messages?token_limit=100", TOKEN_A, &many)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b["flushed_messages"].as_u64().unwrap() > 0, "{b}");
+    let (_, count) = srv.get("/v1/threads/ms/count", TOKEN_A).await;
+    assert_eq!(count["archived"], b["flushed_messages"], "{count}");
+    let (_, b) = srv
+        .get("/v1/memory/ms/context?token_limit=100", TOKEN_A)
+        .await;
+    let last = b["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["id"], "q29");
+
+    // Bad limits and another tenant.
+    let (s, h, b) = srv
+        .send(
+            Method::GET,
+            "/v1/memory/ms/context?token_limit=0",
+            Some(TOKEN_A),
+            None,
+        )
+        .await;
+    assert_problem(s, &h, &b, 400, "invalid_input");
+    let (_, b) = srv.get("/v1/memory/ms/context", TOKEN_B).await;
+    assert_eq!(
+        b["messages"].as_array().unwrap().len(),
+        1,
+        "only the static block: {b}"
+    );
+    let (s, h, b) = srv
+        .send(
+            Method::GET,
+            "/v1/memory/ms/context?user=bob",
+            Some(TOKEN_ALICE),
+            None,
+        )
+        .await;
+    assert_problem(s, &h, &b, 403, "forbidden");
+    srv.stop().await;
+}
+
 macro_rules! on_every_backend {
     ($($kind:ident => $module:ident),* $(,)?) => {$(
         mod $module {
@@ -620,6 +720,11 @@ macro_rules! on_every_backend {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn a_token_never_reaches_another_tenant_or_user() {
                 tenant_isolation(Kind::$kind).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory_context_and_put() {
+                super::memory_context_and_put(Kind::$kind).await;
             }
 
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

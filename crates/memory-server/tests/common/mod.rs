@@ -239,6 +239,10 @@ impl TestServer {
 
     pub async fn start_with(config: ServerConfig, store: TestStore) -> Self {
         let server = Server::bind(&config).await.unwrap();
+        Self::start_server(server, store)
+    }
+
+    pub fn start_server(server: Server, store: TestStore) -> Self {
         let addr = server.local_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(server.run(async move {
@@ -273,6 +277,11 @@ impl TestServer {
         if let Some(tx) = self.shutdown.take() {
             let _ = tx.send(());
         }
+    }
+
+    /// Whether `run` returned.
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
     }
 
     pub async fn join(&mut self) {
