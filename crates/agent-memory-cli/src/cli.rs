@@ -52,6 +52,40 @@ pub(crate) enum Command {
     /// Create the store's tables or apply its pending schema migrations (every other command
     /// except `import` and `migrate`'s target refuses a store that is missing or not current).
     Upgrade(UpgradeArgs),
+    /// Serve the memory over HTTP (docs/server.md) until Ctrl-C or SIGTERM, then finish the
+    /// requests in flight and stop.
+    Serve(ServeArgs),
+    /// Serve the memory over MCP on stdin and stdout (docs/mcp.md) until the client closes
+    /// them; every call is the tenant (and user) given here or in the environment.
+    Mcp(McpArgs),
+}
+
+/// `mcp`.
+#[derive(Debug, Args)]
+pub(crate) struct McpArgs {
+    /// The configuration file (TOML; docs/server.md) for the store and the limits (its tokens
+    /// are not used: the caller is the process's tenant). Without one: the defaults, then the
+    /// `AGENT_MEMORY_SERVER_*` environment variables.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The tenant of every call (default: `AGENT_MEMORY_SERVER_MCP_TENANT`, else `default`).
+    #[arg(long)]
+    pub(crate) tenant: Option<String>,
+    /// The user of every call, if any (default: `AGENT_MEMORY_SERVER_MCP_USER`).
+    #[arg(long)]
+    pub(crate) user: Option<String>,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub(crate) struct ServeArgs {
+    /// The configuration file (TOML; docs/server.md). Without one: the defaults, then the
+    /// `AGENT_MEMORY_SERVER_*` environment variables.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// The listen address (`ip:port`), over the file and the environment.
+    #[arg(long, value_name = "ADDR")]
+    pub(crate) listen: Option<String>,
 }
 
 /// Which tenants a listing covers.

@@ -10,21 +10,29 @@
 mod cli;
 mod commands;
 mod error;
+mod mcp;
 mod output;
+mod serve;
 mod transfer;
 
 use std::process::ExitCode;
 
 use agent_memory::{OpenOptions, Stores, redact_url};
-use clap::Parser;
+use clap::parser::ValueSource;
+use clap::{CommandFactory, FromArgMatches};
 
 use crate::cli::{Cli, Command};
 use crate::error::{CliResult, Failed, error_lines};
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let cli = Cli::parse();
-    match run(cli).await {
+    let matches = Cli::command().get_matches();
+    let url_given = matches.value_source("url") == Some(ValueSource::CommandLine);
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(error) => error.exit(),
+    };
+    match run(cli, url_given).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             for line in error_lines(&error) {
@@ -35,8 +43,8 @@ async fn main() -> ExitCode {
     }
 }
 
-/// Runs one command.
-async fn run(cli: Cli) -> CliResult<()> {
+/// Runs one command; `url_given`: whether `--url` was on the command line.
+async fn run(cli: Cli, url_given: bool) -> CliResult<()> {
     let json = cli.json;
     match &cli.command {
         Command::Threads(args) => commands::threads(&open(&cli.url).await?, args, json).await,
@@ -57,6 +65,8 @@ async fn run(cli: Cli) -> CliResult<()> {
             let url = args.target.as_deref().unwrap_or(&cli.url);
             transfer::upgrade(url, json).await
         }
+        Command::Serve(args) => serve::serve(args, &cli.url, url_given).await,
+        Command::Mcp(args) => mcp::mcp(args, &cli.url, url_given).await,
     }
 }
 

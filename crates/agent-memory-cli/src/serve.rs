@@ -1,0 +1,62 @@
+//! `agent-memory serve`: the HTTP server of memory-server, stopped by Ctrl-C or SIGTERM.
+
+use memory_server::config::ServerConfig;
+use memory_server::http::Server;
+
+use crate::cli::ServeArgs;
+use crate::error::{CliResult, Failed};
+
+/// Serves until Ctrl-C or SIGTERM, then lets the requests in flight finish.
+///
+/// The store URL: `--url` when given on the command line, else the file's `store_url` or
+/// `AGENT_MEMORY_URL`, else the default.
+pub(crate) async fn serve(args: &ServeArgs, url: &str, url_given: bool) -> CliResult<()> {
+    let mut config = ServerConfig::load(args.config.as_deref())
+        .map_err(|e| Failed::with("could not load the server configuration", e))?;
+    if url_given || config.store_url.is_none() {
+        config.store_url = Some(url.to_owned());
+    }
+    if let Some(listen) = &args.listen {
+        config.listen.clone_from(listen);
+    }
+    let server = Server::bind(&config)
+        .await
+        .map_err(|e| Failed::with("could not start the server", e))?;
+    eprintln!(
+        "agent-memory server listening on http://{} (store {})",
+        server.local_addr(),
+        agent_memory::redact_url(config.store_url())
+    );
+    server
+        .run(shutdown_signal())
+        .await
+        .map_err(|e| Failed::with("the server failed", e))?;
+    eprintln!("agent-memory server stopped");
+    Ok(())
+}
+
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = async {
+        // If the handler cannot be installed, only SIGTERM stops the server.
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    #[cfg(unix)]
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    #[cfg(not(unix))]
+    let term = std::future::pending::<()>();
+    tokio::select! {
+        () = ctrl_c => {}
+        () = term => {}
+    }
+    eprintln!("agent-memory server shutting down: finishing the requests in flight");
+}

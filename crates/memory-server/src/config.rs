@@ -1,0 +1,413 @@
+//! The server's configuration: one TOML file, then environment overrides.
+//!
+//! ```toml
+//! listen = "127.0.0.1:8080"                 # default
+//! store_url = "sqlite://agent-memory.db"    # default: $AGENT_MEMORY_URL, else the facade's default
+//!
+//! [limits]
+//! max_body_bytes = 16777216                 # default 16 MiB; 413 above it
+//! max_messages_per_append = 1000            # default 1000 (at most 10,000)
+//!
+//! [[tokens]]                                # each token: its SHA-256 (hex), never the token
+//! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+//! tenant = "acme"
+//! user = "alice"                            # optional: the token can address only this user
+//! ```
+//!
+//! Environment overrides (each wins over the file):
+//!
+//! | variable | sets |
+//! | --- | --- |
+//! | `AGENT_MEMORY_SERVER_LISTEN` | `listen` |
+//! | `AGENT_MEMORY_URL` | `store_url` |
+//! | `AGENT_MEMORY_SERVER_MAX_BODY_BYTES` | `limits.max_body_bytes` |
+//! | `AGENT_MEMORY_SERVER_MAX_MESSAGES_PER_APPEND` | `limits.max_messages_per_append` |
+//! | `AGENT_MEMORY_SERVER_TOKENS` | more tokens, in plain text: `tenant[:user]=token`, comma-separated |
+//!
+//! With no token at all the server authenticates nobody: every request is the `default`
+//! tenant. That is allowed only on a loopback listen address; [`ServerConfig::authenticator`]
+//! refuses any other.
+
+use std::net::SocketAddr;
+use std::path::Path;
+
+use agent_memory::{MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, TenantId, UserId};
+use serde::Deserialize;
+
+use crate::auth::{Authenticator, Principal, TokenEntry};
+use crate::ops::OpsLimits;
+
+/// The listen address when none is configured.
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
+/// The request body limit when none is configured: 16 MiB.
+pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
+/// The largest body limit accepted: a full batch ([`MAX_BATCH_BYTES`]) plus 1 MiB of JSON
+/// framing.
+pub const MAX_BODY_BYTES: usize = MAX_BATCH_BYTES + 1024 * 1024;
+/// The prefix of the server's environment variables.
+pub const ENV_PREFIX: &str = "AGENT_MEMORY_SERVER_";
+
+/// A configuration that cannot be used; the message is a sentence and never holds a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
+
+/// A token as configured in the file.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TokenConfig {
+    /// The token's SHA-256, as 64 hex digits (`printf %s "$TOKEN" | sha256sum`).
+    pub sha256: String,
+    /// The tenant the token is bound to.
+    pub tenant: String,
+    /// The user the token is bound to, if any.
+    #[serde(default)]
+    pub user: Option<String>,
+}
+
+/// The request limits.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// The largest request body, in bytes (413 above it).
+    pub max_body_bytes: usize,
+    /// The most messages one append may carry.
+    pub max_messages_per_append: usize,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        Self {
+            max_body_bytes: DEFAULT_MAX_BODY_BYTES,
+            max_messages_per_append: OpsLimits::default().max_messages_per_append,
+        }
+    }
+}
+
+/// The whole configuration.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Where to listen (`host:port`, an IP address; port 0 picks a free port).
+    pub listen: String,
+    /// The store URL ([`agent_memory::open`]); `None`: `AGENT_MEMORY_URL`, else
+    /// [`agent_memory::DEFAULT_URL`].
+    pub store_url: Option<String>,
+    /// The request limits.
+    pub limits: LimitsConfig,
+    /// The tokens from the file (digests).
+    pub tokens: Vec<TokenConfig>,
+    /// Tokens in plain text, from `AGENT_MEMORY_SERVER_TOKENS` (never from the file).
+    #[serde(skip)]
+    pub plain_tokens: Vec<(String, Principal)>,
+}
+
+impl std::fmt::Debug for ServerConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerConfig")
+            .field("listen", &self.listen)
+            .field(
+                "store_url",
+                &self.store_url.as_deref().map(agent_memory::redact_url),
+            )
+            .field("limits", &self.limits)
+            .field(
+                "tokens",
+                &self.tokens.len().saturating_add(self.plain_tokens.len()),
+            )
+            .finish()
+    }
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: DEFAULT_LISTEN.to_owned(),
+            store_url: None,
+            limits: LimitsConfig::default(),
+            tokens: Vec::new(),
+            plain_tokens: Vec::new(),
+        }
+    }
+}
+
+fn principal(tenant: &str, user: Option<&str>) -> Result<Principal, ConfigError> {
+    let tenant = TenantId::new(tenant)
+        .map_err(|e| ConfigError(format!("a token's tenant is invalid: {e}")))?;
+    let user = user
+        .map(UserId::new)
+        .transpose()
+        .map_err(|e| ConfigError(format!("a token's user is invalid: {e}")))?;
+    Ok(Principal { tenant, user })
+}
+
+fn parse_hex_digest(hex: &str) -> Option<[u8; 32]> {
+    let hex = hex.trim().as_bytes();
+    if hex.len() != 64 {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for (byte, pair) in out.iter_mut().zip(hex.chunks_exact(2)) {
+        let text = std::str::from_utf8(pair).ok()?;
+        *byte = u8::from_str_radix(text, 16).ok()?;
+    }
+    Some(out)
+}
+
+impl ServerConfig {
+    /// Parses a TOML document.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] naming what is wrong (unknown keys are errors).
+    pub fn from_toml(text: &str) -> Result<Self, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError(format!("the configuration is invalid: {e}")))
+    }
+
+    /// Reads and parses the TOML file at `path`.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when the file cannot be read or is invalid.
+    pub fn from_file(path: &Path) -> Result<Self, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            ConfigError(format!(
+                "could not read the configuration file {}: {e}",
+                path.display()
+            ))
+        })?;
+        Self::from_toml(&text)
+    }
+
+    /// The file at `path` (or the defaults), then the process environment's overrides.
+    ///
+    /// # Errors
+    /// As [`from_file`](Self::from_file) and [`apply_env`](Self::apply_env).
+    pub fn load(path: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut config = match path {
+            Some(path) => Self::from_file(path)?,
+            None => Self::default(),
+        };
+        config.apply_env(|name| std::env::var(name).ok())?;
+        Ok(config)
+    }
+
+    /// Applies the overrides `env` returns (see the module's table).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a number that does not parse or a malformed token list.
+    pub fn apply_env(&mut self, env: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        let var =
+            |suffix: &str| env(&format!("{ENV_PREFIX}{suffix}")).filter(|v| !v.trim().is_empty());
+        if let Some(listen) = var("LISTEN") {
+            self.listen = listen.trim().to_owned();
+        }
+        if let Some(url) = env(agent_memory::URL_ENV).filter(|v| !v.trim().is_empty()) {
+            self.store_url = Some(url.trim().to_owned());
+        }
+        let number = |name: &str, value: String| {
+            value
+                .trim()
+                .parse::<usize>()
+                .map_err(|_| ConfigError(format!("{ENV_PREFIX}{name} must be a whole number")))
+        };
+        if let Some(v) = var("MAX_BODY_BYTES") {
+            self.limits.max_body_bytes = number("MAX_BODY_BYTES", v)?;
+        }
+        if let Some(v) = var("MAX_MESSAGES_PER_APPEND") {
+            self.limits.max_messages_per_append = number("MAX_MESSAGES_PER_APPEND", v)?;
+        }
+        if let Some(list) = var("TOKENS") {
+            for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+                let (who, token) = item.split_once('=').ok_or_else(|| {
+                    ConfigError(format!(
+                        "{ENV_PREFIX}TOKENS holds an entry that is not `tenant[:user]=token`"
+                    ))
+                })?;
+                if token.trim().is_empty() {
+                    return Err(ConfigError(format!(
+                        "{ENV_PREFIX}TOKENS holds an empty token"
+                    )));
+                }
+                let (tenant, user) = match who.split_once(':') {
+                    Some((tenant, user)) => (tenant, Some(user)),
+                    None => (who, None),
+                };
+                self.plain_tokens.push((
+                    token.trim().to_owned(),
+                    principal(tenant.trim(), user.map(str::trim))?,
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// The listen address.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] when `listen` is not `ip:port`.
+    pub fn listen_addr(&self) -> Result<SocketAddr, ConfigError> {
+        self.listen.parse().map_err(|_| {
+            ConfigError(format!(
+                "the listen address `{}` is not an IP address and port, such as 127.0.0.1:8080",
+                self.listen
+            ))
+        })
+    }
+
+    /// The store URL to open: `store_url`, else [`agent_memory::DEFAULT_URL`].
+    pub fn store_url(&self) -> &str {
+        self.store_url
+            .as_deref()
+            .unwrap_or(agent_memory::DEFAULT_URL)
+    }
+
+    /// The limits the operations enforce.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a limit of zero or above its maximum.
+    pub fn ops_limits(&self) -> Result<OpsLimits, ConfigError> {
+        let max = self.limits.max_messages_per_append;
+        if max == 0 || max > MAX_BATCH_MESSAGES {
+            return Err(ConfigError(format!(
+                "limits.max_messages_per_append must be between 1 and {MAX_BATCH_MESSAGES}"
+            )));
+        }
+        Ok(OpsLimits {
+            max_messages_per_append: max,
+        })
+    }
+
+    /// The body limit.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a limit under 1 KiB or above [`MAX_BODY_BYTES`].
+    pub fn max_body_bytes(&self) -> Result<usize, ConfigError> {
+        let max = self.limits.max_body_bytes;
+        if !(1024..=MAX_BODY_BYTES).contains(&max) {
+            return Err(ConfigError(format!(
+                "limits.max_body_bytes must be between 1024 and {MAX_BODY_BYTES}"
+            )));
+        }
+        Ok(max)
+    }
+
+    /// How requests are authenticated: the configured tokens, or, with none, every request
+    /// as the `default` tenant, which only a loopback listen address allows.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a digest that is not 64 hex digits, an invalid tenant or user, or
+    /// no token on a listen address that is not loopback.
+    pub fn authenticator(&self) -> Result<Authenticator, ConfigError> {
+        let mut entries = Vec::new();
+        for token in &self.tokens {
+            let digest = parse_hex_digest(&token.sha256).ok_or_else(|| {
+                ConfigError(format!(
+                    "the token of tenant `{}` has a sha256 that is not 64 hex digits",
+                    token.tenant
+                ))
+            })?;
+            entries.push(TokenEntry::from_digest(
+                digest,
+                principal(&token.tenant, token.user.as_deref())?,
+            ));
+        }
+        for (secret, principal) in &self.plain_tokens {
+            entries.push(TokenEntry::from_secret(secret, principal.clone()));
+        }
+        if !entries.is_empty() {
+            return Ok(Authenticator::Tokens(entries));
+        }
+        let addr = self.listen_addr()?;
+        if !addr.ip().is_loopback() {
+            return Err(ConfigError(format!(
+                "no token is configured, so the server only listens on a loopback address, not {addr}; configure [[tokens]] or {ENV_PREFIX}TOKENS"
+            )));
+        }
+        let tenant = TenantId::new(agent_memory::scope::DEFAULT_TENANT)
+            .map_err(|e| ConfigError(e.to_string()))?;
+        Ok(Authenticator::Open(Principal::tenant(tenant)))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::auth::sha256;
+
+    fn hex(bytes: [u8; 32]) -> String {
+        bytes.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn defaults_listen_on_loopback_without_tokens() {
+        let config = ServerConfig::from_toml("").unwrap();
+        assert_eq!(config.listen, DEFAULT_LISTEN);
+        assert!(matches!(
+            config.authenticator().unwrap(),
+            Authenticator::Open(_)
+        ));
+        assert_eq!(config.max_body_bytes().unwrap(), DEFAULT_MAX_BODY_BYTES);
+    }
+
+    #[test]
+    fn no_tokens_on_a_public_address_is_refused() {
+        let config = ServerConfig::from_toml("listen = \"0.0.0.0:8080\"").unwrap();
+        let err = config.authenticator().unwrap_err();
+        assert!(err.0.contains("loopback"), "{err}");
+    }
+
+    #[test]
+    fn file_tokens_and_env_tokens_authenticate() {
+        let text = format!(
+            "listen = \"0.0.0.0:9000\"\n[limits]\nmax_messages_per_append = 5\n[[tokens]]\nsha256 = \"{}\"\ntenant = \"acme\"\nuser = \"alice\"\n",
+            hex(sha256("file-token"))
+        );
+        let mut config = ServerConfig::from_toml(&text).unwrap();
+        config
+            .apply_env(|name| match name {
+                "AGENT_MEMORY_SERVER_TOKENS" => Some("beta=env-token, gamma:gus=other".to_owned()),
+                "AGENT_MEMORY_SERVER_LISTEN" => Some("127.0.0.1:0".to_owned()),
+                _ => None,
+            })
+            .unwrap();
+        assert_eq!(config.listen, "127.0.0.1:0");
+        assert_eq!(config.ops_limits().unwrap().max_messages_per_append, 5);
+        let auth = config.authenticator().unwrap();
+        let alice = auth.authenticate(Some("Bearer file-token")).unwrap();
+        assert_eq!(alice.tenant.as_str(), "acme");
+        assert_eq!(alice.user.unwrap().as_str(), "alice");
+        assert_eq!(
+            auth.authenticate(Some("Bearer env-token"))
+                .unwrap()
+                .tenant
+                .as_str(),
+            "beta"
+        );
+        assert_eq!(
+            auth.authenticate(Some("Bearer other"))
+                .unwrap()
+                .user
+                .unwrap()
+                .as_str(),
+            "gus"
+        );
+        assert!(!format!("{config:?}").contains("env-token"));
+    }
+
+    #[test]
+    fn bad_values_are_sentences() {
+        assert!(ServerConfig::from_toml("nope = 1").is_err());
+        let config =
+            ServerConfig::from_toml("[[tokens]]\nsha256 = \"xyz\"\ntenant = \"a\"").unwrap();
+        assert!(config.authenticator().unwrap_err().0.contains("64 hex"));
+        let mut config = ServerConfig::default();
+        assert!(
+            config
+                .apply_env(|n| (n == "AGENT_MEMORY_SERVER_TOKENS").then(|| "no-equals".to_owned()))
+                .is_err()
+        );
+        let err = config
+            .apply_env(|n| (n == "AGENT_MEMORY_SERVER_MAX_BODY_BYTES").then(|| "x".to_owned()))
+            .unwrap_err();
+        assert!(err.0.contains("whole number"));
+    }
+}
