@@ -49,6 +49,9 @@ pub(crate) enum Command {
     PurgeExpired,
     /// Check a store: connectivity, schema, settings that lose data.
     Doctor(DoctorArgs),
+    /// Create the store's tables or apply its pending schema migrations (every other command
+    /// except `import` and `migrate`'s target refuses a store that is missing or not current).
+    Upgrade(UpgradeArgs),
     /// Serve the memory over HTTP (docs/server.md) until Ctrl-C or SIGTERM, then finish the
     /// requests in flight and stop.
     Serve(ServeArgs),
@@ -235,6 +238,14 @@ pub(crate) struct ForgetArgs {
 #[derive(Debug, Args)]
 pub(crate) struct DoctorArgs {
     /// The store to check (else --url).
+    #[arg(value_name = "URL")]
+    pub(crate) target: Option<String>,
+}
+
+/// `upgrade`.
+#[derive(Debug, Args)]
+pub(crate) struct UpgradeArgs {
+    /// The store to create or migrate (else --url).
     #[arg(value_name = "URL")]
     pub(crate) target: Option<String>,
 }

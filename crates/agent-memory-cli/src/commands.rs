@@ -15,20 +15,32 @@ use crate::output::{one_line, print, print_json, table};
 
 /// How many items a listing asks for per page.
 const PAGE: usize = 500;
+/// How many tenants a tenant listing asks for per page: large, as some stores (Redis) scan
+/// their whole keyspace for every page of tenants.
+const TENANT_PAGE: usize = 10_000;
 
 /// Every item of a paged listing.
-pub(crate) async fn all_pages<T, F, Fut>(mut list: F) -> agent_memory::Result<Vec<T>>
+pub(crate) async fn all_pages<T, F, Fut>(list: F) -> agent_memory::Result<Vec<T>>
+where
+    F: FnMut(PageRequest) -> Fut,
+    Fut: Future<Output = agent_memory::Result<Page<T>>>,
+{
+    all_pages_of(PAGE, list).await
+}
+
+/// Every item of a paged listing, asking for `size` items per page.
+async fn all_pages_of<T, F, Fut>(size: usize, mut list: F) -> agent_memory::Result<Vec<T>>
 where
     F: FnMut(PageRequest) -> Fut,
     Fut: Future<Output = agent_memory::Result<Page<T>>>,
 {
     let mut items = Vec::new();
-    let mut request = PageRequest::first(PAGE);
+    let mut request = PageRequest::first(size);
     loop {
         let page = list(request).await?;
         items.extend(page.items);
         match page.next_cursor {
-            Some(cursor) => request = PageRequest::after(PAGE, cursor),
+            Some(cursor) => request = PageRequest::after(size, cursor),
             None => return Ok(items),
         }
     }
@@ -83,13 +95,14 @@ pub(crate) async fn tenants(stores: &Stores, args: &TenantsArgs) -> CliResult<Ve
 pub(crate) async fn all_tenants(stores: &Stores) -> CliResult<Vec<TenantId>> {
     let cannot =
         || "could not list the tenants of this store (name one with --tenant instead)".to_owned();
-    let mut set: BTreeSet<TenantId> = all_pages(|page| stores.history.list_tenants(page))
-        .await
-        .doing(cannot)?
-        .into_iter()
-        .collect();
+    let mut set: BTreeSet<TenantId> =
+        all_pages_of(TENANT_PAGE, |page| stores.history.list_tenants(page))
+            .await
+            .doing(cannot)?
+            .into_iter()
+            .collect();
     set.extend(
-        all_pages(|page| stores.sessions.list_tenants(page))
+        all_pages_of(TENANT_PAGE, |page| stores.sessions.list_tenants(page))
             .await
             .doing(cannot)?,
     );

@@ -53,21 +53,39 @@ async fn run(cli: Cli, url_given: bool) -> CliResult<()> {
         Command::Forget(args) => commands::forget(&open(&cli.url).await?, args, json).await,
         Command::PurgeExpired => commands::purge_expired(&open(&cli.url).await?, json).await,
         Command::Export(args) => transfer::export(&open(&cli.url).await?, args, json).await,
-        Command::Import(args) => transfer::import(&open(&cli.url).await?, args, json).await,
+        Command::Import(args) => {
+            transfer::import(&open_or_create(&cli.url).await?, args, json).await
+        }
         Command::Migrate(args) => transfer::migrate(args, json).await,
         Command::Doctor(args) => {
             let url = args.target.as_deref().unwrap_or(&cli.url);
             transfer::doctor(url, json).await
+        }
+        Command::Upgrade(args) => {
+            let url = args.target.as_deref().unwrap_or(&cli.url);
+            transfer::upgrade(url, json).await
         }
         Command::Serve(args) => serve::serve(args, &cli.url, url_given).await,
         Command::Mcp(args) => mcp::mcp(args, &cli.url, url_given).await,
     }
 }
 
-/// Opens the stores at `url`, without the window cache (the command reads each thread once);
+/// Opens the stores that exist at `url`, creating and migrating nothing (a mistyped URL or
+/// prefix is an error, not a new empty store; a production schema is never upgraded behind
+/// the applications' back), without the window cache (the command reads each thread once);
 /// the error names the URL with its secrets redacted.
 pub(crate) async fn open(url: &str) -> CliResult<Stores> {
-    OpenOptions::new()
+    open_with(url, OpenOptions::new().existing_only()).await
+}
+
+/// Opens the stores at `url` as an application does: creating the tables, or applying the
+/// pending migrations, when needed. For `import`, `migrate`'s target and `upgrade`.
+pub(crate) async fn open_or_create(url: &str) -> CliResult<Stores> {
+    open_with(url, OpenOptions::new()).await
+}
+
+async fn open_with(url: &str, options: OpenOptions) -> CliResult<Stores> {
+    options
         .without_window_cache()
         .open(url)
         .await

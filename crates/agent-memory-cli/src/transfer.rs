@@ -14,8 +14,8 @@ use serde_json::{Value, json};
 use crate::cli::{ExportArgs, ExportFormat, ImportArgs, MigrateArgs, ScopeArgs};
 use crate::commands::{agent_id, scope_of, session_id, tenant_id, user_id};
 use crate::error::{CliResult, Doing, Failed};
-use crate::open;
 use crate::output::{print, print_json, progress};
+use crate::{open, open_or_create};
 
 /// Where `export` writes: a file or standard output.
 fn output(args: &ExportArgs) -> CliResult<Box<dyn Write + Send>> {
@@ -201,7 +201,7 @@ pub(crate) async fn migrate(args: &MigrateArgs, json: bool) -> CliResult<()> {
     };
     let (from_shown, to_shown) = (redact_url(&args.from), redact_url(&args.to));
     let from = open(&args.from).await?;
-    let to = open(&args.to).await?;
+    let to = open_or_create(&args.to).await?;
     let bar = Bar(progress(Some(0), json, "messages"));
     let started = Instant::now();
     let report = bundle::migrate(&from.endpoint(), &to.endpoint(), &selection, &bar)
@@ -238,7 +238,7 @@ pub(crate) async fn migrate(args: &MigrateArgs, json: bool) -> CliResult<()> {
     ))
 }
 
-/// `doctor`: the diagnosis of [`agent_memory::doctor`]; exits non-zero when a check failed.
+/// `doctor`: the diagnosis of [`agent_memory::doctor()`]; exits non-zero when a check failed.
 pub(crate) async fn doctor(url: &str, json: bool) -> CliResult<()> {
     let diagnosis = agent_memory::doctor(url)
         .await
@@ -257,5 +257,21 @@ pub(crate) async fn doctor(url: &str, json: bool) -> CliResult<()> {
             "the store at {} failed a check (see above)",
             diagnosis.url
         )))
+    }
+}
+
+/// `upgrade`: opens the store at `url` as an application does, which creates its tables or
+/// applies its pending migrations, then checks that it now opens as current.
+pub(crate) async fn upgrade(url: &str, json: bool) -> CliResult<()> {
+    let shown = redact_url(url);
+    drop(open_or_create(url).await?);
+    drop(open(url).await?);
+    if json {
+        print_json(&json!({ "url": shown, "schema": "current" }))
+    } else {
+        print(&format!(
+            "The store at {shown} is at the current schema (tables created or migrated where \
+             needed)."
+        ))
     }
 }

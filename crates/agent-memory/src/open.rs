@@ -91,6 +91,7 @@ impl Stores {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct OpenOptions {
     window_cache: WindowCacheConfig,
+    existing_only: bool,
 }
 
 impl OpenOptions {
@@ -112,12 +113,29 @@ impl OpenOptions {
         self.window_cache(WindowCacheConfig::disabled())
     }
 
+    /// Opens only stores that already exist, creating and migrating nothing: for tools that
+    /// inspect or change an application's data (the `agent-memory` command), where a mistyped
+    /// URL or prefix must be an error rather than a new empty store, and a production schema
+    /// must not be upgraded behind the applications' back.
+    ///
+    /// SQL URLs open with [`memory_sql::SchemaMode::RequireCurrent`]: a missing SQLite file or
+    /// no tables with the prefix is [`NotFound`](memory_core::ErrorKind::NotFound), tables at an
+    /// older or newer schema version [`Unsupported`](memory_core::ErrorKind::Unsupported).
+    /// Redis has no schema and opening it writes nothing, and `memory:` is always a new empty
+    /// store: both open as usual. Without this option (the default) an open creates what is
+    /// missing and applies pending migrations.
+    #[must_use]
+    pub fn existing_only(mut self) -> Self {
+        self.existing_only = true;
+        self
+    }
+
     /// Opens the stores of the backend `url` names; see [`open`].
     ///
     /// # Errors
-    /// As [`open`].
+    /// As [`open`]; with [`existing_only`](Self::existing_only), also as it says.
     pub async fn open(&self, url: &str) -> Result<Stores> {
-        let stores = open_backend(url).await?;
+        let stores = open_backend(url, self.existing_only).await?;
         if !self.window_cache.enabled() {
             return Ok(stores);
         }
@@ -169,7 +187,7 @@ pub async fn open(url: &str) -> Result<Stores> {
 }
 
 /// The backend's own stores, without layers.
-async fn open_backend(url: &str) -> Result<Stores> {
+async fn open_backend(url: &str, existing_only: bool) -> Result<Stores> {
     let (url, prefix) = take_prefix(url);
     #[cfg(not(any(
         feature = "sqlite",
@@ -177,7 +195,7 @@ async fn open_backend(url: &str) -> Result<Stores> {
         feature = "mysql",
         feature = "redis"
     )))]
-    let _ = &prefix;
+    let _ = (&prefix, existing_only);
     let url = url.as_str();
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     match scheme {
@@ -186,13 +204,19 @@ async fn open_backend(url: &str) -> Result<Stores> {
             sessions: Arc::new(InMemorySessionStore::new()),
         }),
         #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Stores::from_one(sql_store(url, prefix).await?)),
+        "sqlite" => Ok(Stores::from_one(
+            sql_store(url, prefix, existing_only).await?,
+        )),
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Stores::from_one(sql_store(url, prefix).await?)),
+        "postgres" | "postgresql" => Ok(Stores::from_one(
+            sql_store(url, prefix, existing_only).await?,
+        )),
         #[cfg(feature = "mysql")]
         "mysql" | "mariadb" => {
             let url = url.replacen("mariadb:", "mysql:", 1);
-            Ok(Stores::from_one(sql_store(&url, prefix).await?))
+            Ok(Stores::from_one(
+                sql_store(&url, prefix, existing_only).await?,
+            ))
         }
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
@@ -206,12 +230,20 @@ async fn open_backend(url: &str) -> Result<Stores> {
     }
 }
 
-/// A SQL store at `url`, with the table prefix when one is given.
+/// A SQL store at `url`, with the table prefix when one is given; with `existing_only`, one
+/// that must exist at the current schema version.
 #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
-async fn sql_store(url: &str, prefix: Option<String>) -> Result<memory_sql::SqlStore> {
+async fn sql_store(
+    url: &str,
+    prefix: Option<String>,
+    existing_only: bool,
+) -> Result<memory_sql::SqlStore> {
     let mut builder = memory_sql::SqlStore::builder(url);
     if let Some(prefix) = prefix {
         builder = builder.table_prefix(prefix);
+    }
+    if existing_only {
+        builder = builder.existing_only();
     }
     builder.connect().await
 }
@@ -353,6 +385,37 @@ mod tests {
         );
         drop((a, b, a_again));
         let _ = std::fs::remove_file(&dir);
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn existing_only_creates_nothing_and_opens_what_exists() {
+        use memory_core::{ChatMessage, Scope, Window};
+        let path = std::env::temp_dir().join(format!("am-existing-{}.db", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let url = format!("sqlite://{}", path.display());
+        let strict = OpenOptions::new().existing_only();
+        let err = strict.open(&url).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        assert!(!path.exists(), "the file was created");
+        let scope = Scope::session("existing").unwrap();
+        let made = open(&format!("{url}?prefix=a_")).await.unwrap();
+        made.history
+            .append(&scope, &[ChatMessage::user("kept")])
+            .await
+            .unwrap();
+        let err = strict.open(&format!("{url}?prefix=b_")).await.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::NotFound, "{err}");
+        assert!(err.to_string().contains("\"b_\""), "{err}");
+        let found = strict.open(&format!("{url}?prefix=a_")).await.unwrap();
+        assert_eq!(
+            found.history.read(&scope, Window::All).await.unwrap().len(),
+            1
+        );
+        // Process memory has no schema: it opens as usual.
+        assert!(strict.open("memory:").await.is_ok());
+        drop((made, found));
+        let _ = std::fs::remove_file(&path);
     }
 
     #[tokio::test]

@@ -11,6 +11,8 @@
 //! Every backend's history store runs through memory-layers' [`WindowCache`], as
 //! `agent_memory::open` gives it, unless the runner was started with `--no-cache`
 //! ([`set_window_cache`]): the old path, to compare.
+//! [`Stores::direct_history`] is the backend's own history store, never behind the cache: what
+//! the `migrate` workload copies into and out of.
 
 use std::future::Future;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -108,6 +110,9 @@ impl Drop for TempDb {
 pub(crate) struct Stores {
     /// The chat history store (behind the window cache unless `--no-cache`).
     pub(crate) history: Arc<dyn HistoryStore>,
+    /// The backend's own history store, never behind the window cache: what a bulk tool such
+    /// as `memory_bundle::migrate` writes and reads (the `migrate` workload).
+    pub(crate) direct_history: Arc<dyn HistoryStore>,
     /// The session state store.
     pub(crate) sessions: Arc<dyn SessionStore>,
     counter: Counter,
@@ -118,8 +123,10 @@ pub(crate) struct Stores {
 impl Stores {
     /// The in-memory stores of memory-core.
     pub(crate) fn in_memory() -> Self {
+        let direct: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
         Self {
-            history: history(Arc::new(InMemoryHistoryStore::new())),
+            history: history(Arc::clone(&direct)),
+            direct_history: direct,
             sessions: Arc::new(InMemorySessionStore::new()),
             counter: Counter::None,
             temp_db: None,
@@ -130,6 +137,7 @@ impl Stores {
     fn sql(store: SqlStore, temp_db: Option<TempDb>, origin: Origin) -> Self {
         Self {
             history: history(Arc::new(store.clone())),
+            direct_history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
             counter: Counter::Sql(store),
             temp_db,
@@ -140,6 +148,7 @@ impl Stores {
     fn redis(store: RedisStore, origin: Origin) -> Self {
         Self {
             history: history(Arc::new(store.clone())),
+            direct_history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
             counter: Counter::Redis(store),
             temp_db: None,
@@ -162,12 +171,13 @@ impl Stores {
     pub(crate) async fn close(self) {
         let Self {
             history,
+            direct_history,
             sessions,
             counter,
             temp_db,
             origin,
         } = self;
-        drop((history, sessions));
+        drop((history, direct_history, sessions));
         // A second handle on another's objects leaves their pool open.
         if let (Counter::Sql(store), false) = (counter, matches!(origin, Origin::SameObjects)) {
             store.close().await;
@@ -214,6 +224,7 @@ impl Stores {
         match &self.origin {
             Origin::Shared | Origin::SameObjects => Ok(Self {
                 history: Arc::clone(&self.history),
+                direct_history: Arc::clone(&self.direct_history),
                 sessions: Arc::clone(&self.sessions),
                 counter: self.counter.clone(),
                 temp_db: None,

@@ -24,6 +24,7 @@ use crate::data::DataMessage;
 use crate::harness::{Ctx, Recorder, Report, Stats, fresh_scope, peak_rss_mb, round};
 use crate::{BenchResult, Case, vectors};
 
+mod migrate;
 mod turns;
 
 /// The context window every workload reads: what the model would get.
@@ -83,6 +84,8 @@ pub(crate) enum Workload {
     Embed,
     /// Decode the stored JSON bodies of N messages (`ChatMessage::from_json`).
     DecodeMessage,
+    /// `memory_bundle::migrate` of a tenant of N messages into the backend and back out.
+    Migrate,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -100,7 +103,7 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 15] = [
+    pub(crate) const ALL: [Workload; 16] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -116,6 +119,7 @@ impl Workload {
         Workload::VectorSearch,
         Workload::Embed,
         Workload::DecodeMessage,
+        Workload::Migrate,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -136,6 +140,7 @@ impl Workload {
             Workload::VectorSearch => "vector_search",
             Workload::Embed => "embed",
             Workload::DecodeMessage => "decode_message",
+            Workload::Migrate => "migrate",
         }
     }
 
@@ -182,6 +187,11 @@ impl Workload {
                  batch"
             }
             Workload::DecodeMessage => "decode the stored JSON bodies of N messages (from_json)",
+            Workload::Migrate => {
+                "memory_bundle::migrate of a tenant of N messages (10 threads, 3 % archived, 3 \
+                 sessions) from memory into the backend (phase in) and back out (phase out), \
+                 verified; N may exceed the data set"
+            }
         }
     }
 
@@ -201,13 +211,16 @@ impl Workload {
     }
 
     /// Whether N counts messages of the data set (and so may not exceed it); the vector
-    /// workloads' N counts generated points.
+    /// workloads' N counts generated points, and `migrate` cycles the data set's texts.
     pub(crate) fn n_is_messages(self) -> bool {
-        self.backend_kind() != BackendKind::Vector
+        self.backend_kind() != BackendKind::Vector && self != Workload::Migrate
     }
 
     /// The sizes measured when `--n` is not given.
     pub(crate) fn default_ns(self) -> &'static [usize] {
+        if self == Workload::Migrate {
+            return &migrate::MIGRATE_NS;
+        }
         match self.backend_kind() {
             BackendKind::Vector => &vectors::VECTOR_NS,
             BackendKind::Embedder => &vectors::EMBED_NS,
@@ -283,6 +296,7 @@ pub(crate) async fn run(
             Workload::ReadWindow => read_window(&ctx, &stores).await?,
             Workload::BulkImport => bulk_import(&ctx, &stores).await?,
             Workload::SessionRoundtrip => session_roundtrip(&ctx, &stores).await?,
+            Workload::Migrate => migrate::migrate_workload(&ctx, &stores).await?,
             Workload::CountTokens
             | Workload::VectorUpsert
             | Workload::VectorSearch
@@ -1030,7 +1044,7 @@ mod tests {
             let reports = run(&case, &data, Some(5)).await.unwrap();
             let expected = match workload {
                 Workload::SessionRoundtrip => 5,
-                Workload::CountTokens => 2,
+                Workload::CountTokens | Workload::Migrate => 2,
                 _ => 1,
             };
             assert_eq!(reports.len(), expected, "{workload:?}");

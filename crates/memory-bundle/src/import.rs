@@ -5,7 +5,8 @@ use std::io::Write;
 use std::ops::RangeInclusive;
 
 use memory_core::{
-    ChatMessage, Error, ErrorKind, MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, Result, Scope, Window,
+    ChatMessage, Error, ErrorKind, MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MessageId, Result, Scope,
+    Window,
 };
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
@@ -44,8 +45,13 @@ struct ThreadState {
     ordinal: u64,
     batch: Vec<ChatMessage>,
     batch_bytes: usize,
-    /// Target seq ranges to archive, once the messages in them are stored.
+    /// Target seq ranges to archive, once the messages in them are stored — and, for the
+    /// messages the target already held, once the target's message at the last of them was
+    /// found to have the input's id (never before: the target may hold another thread).
     runs: Vec<RangeInclusive<u64>>,
+    /// The id of the input's last message the target already held (at seq `ordinal` while
+    /// `ordinal <= present`).
+    last_present_id: Option<MessageId>,
 }
 
 /// Writes records into an endpoint.
@@ -110,6 +116,7 @@ impl<'a> Importer<'a> {
             batch: Vec::new(),
             batch_bytes: 0,
             runs: Vec::new(),
+            last_present_id: None,
         });
         Ok(())
     }
@@ -142,15 +149,20 @@ impl<'a> Importer<'a> {
         if ordinal <= thread.present {
             self.stats.already_present = self.stats.already_present.saturating_add(1);
             self.progress.messages_copied(1);
-            if ordinal == thread.present {
-                self.check_position(&record).await?;
+            let runs_full = thread.runs.len() >= MAX_RUNS;
+            if ordinal == thread.present || runs_full {
+                // The target's message here must be the input's before any archive flag
+                // touches the target's messages: a target holding another thread under this
+                // scope is refused unchanged. (At the resume point this is the check every
+                // resumed thread gets; before it, a check of the current position lets the
+                // runs held so far be applied, so they stay bounded.)
+                self.check_position(ordinal, &record.message.id).await?;
+                if runs_full {
+                    self.flush().await?;
+                }
             }
-            if self
-                .thread
-                .as_ref()
-                .is_some_and(|t| t.runs.len() >= MAX_RUNS)
-            {
-                self.flush().await?;
+            if let Some(thread) = self.thread.as_mut() {
+                thread.last_present_id = Some(record.message.id.clone());
             }
             return Ok(());
         }
@@ -174,14 +186,13 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
-    /// Checks that the target's message at the thread's last present position is the
-    /// input's message there.
-    async fn check_position(&self, record: &MessageRecord) -> Result<()> {
+    /// Checks that the target's message at `seq` (one the target already held) is the
+    /// input's message there, whose id is `id`.
+    async fn check_position(&self, seq: u64, id: &MessageId) -> Result<()> {
         let Some(thread) = self.thread.as_ref() else {
             return Ok(());
         };
         let history = &self.to.history;
-        let seq = thread.present;
         let found = if history.capabilities().paged_reads {
             history
                 .read_page(&thread.scope, seq.saturating_sub(1), 1)
@@ -196,17 +207,17 @@ impl<'a> Importer<'a> {
                 .find(|m| m.seq == seq)
         };
         match found {
-            Some(m) if m.message.id == record.message.id => Ok(()),
+            Some(m) if m.message.id == *id => Ok(()),
             Some(m) => Err(Error::conflict(format!(
                 "thread {} in the target holds message {} at seq {seq}, where the input has \
                  message {}: the target holds another thread under this scope (clear it, or \
                  import elsewhere)",
-                thread.scope, m.message.id, record.message.id
+                thread.scope, m.message.id, id
             ))),
             None => Err(Error::conflict(format!(
                 "thread {} in the target has no readable message at seq {seq}, where the \
                  input has message {}",
-                thread.scope, record.message.id
+                thread.scope, id
             ))),
         }
     }
@@ -257,21 +268,29 @@ impl<'a> Importer<'a> {
         Ok(())
     }
 
+    /// Checks the thread against the target, then applies what it holds. A target thread
+    /// longer than the input's is refused before anything is applied: none of the input's
+    /// messages reached the resume point, so none was checked against the target.
     async fn finish_thread(&mut self) -> Result<()> {
-        if self.thread.is_none() {
-            return Ok(());
-        }
-        self.flush().await?;
-        let Some(thread) = self.thread.take() else {
+        let Some(thread) = self.thread.as_ref() else {
             return Ok(());
         };
         if thread.present > thread.ordinal {
+            if let Some(id) = thread.last_present_id.as_ref() {
+                // A differing message names both ids.
+                self.check_position(thread.ordinal, id).await?;
+            }
+            let Some(thread) = self.thread.take() else {
+                return Ok(());
+            };
             return Err(Error::conflict(format!(
                 "thread {} in the target holds {} messages, more than the input's {}: the \
                  target holds another thread under this scope (clear it, or import elsewhere)",
                 thread.scope, thread.present, thread.ordinal
             )));
         }
+        self.flush().await?;
+        self.thread = None;
         Ok(())
     }
 

@@ -40,14 +40,18 @@
 //!   message at seq `t` is the thread's `t`-th message in the bundle (the target numbers from
 //!   1 whatever the source's seqs were), and the message at that position must have the
 //!   bundle's id, else the run stops with `Conflict` naming the thread (the target holds
-//!   another thread there). Archive flags are re-applied on every run (archiving is
+//!   another thread there); such a target thread (or one longer than the bundle's) is left
+//!   unchanged: no archive flag is applied to a message the target already held before its
+//!   position was checked. Archive flags are re-applied on every run (archiving is
 //!   idempotent).
 //! - Token counts are counted again by the target store on append (its counter may differ
 //!   from the source's); the bundle's counts are the source's.
 //! - Sessions: a state is created in the target, or replaces the target's current state
 //!   (load, then save with the loaded version, again on `Conflict`); a state already equal is
 //!   left alone. The target assigns its own version: versions never repeat for a scope, so
-//!   the source's version (kept in the bundle) cannot be carried over.
+//!   the source's version (kept in the bundle) cannot be carried over. The bundle's state
+//!   wins, however recent the target's: import or migrate again only before applications
+//!   switch to the target, or their session changes are rolled back.
 //! - What is copied: the threads the source's `list_threads` lists (a store without
 //!   `lists_every_thread` leaves some out, as its documentation says) and the sessions its
 //!   `list` lists. Time-to-live settings are not part of a bundle: the target's own apply.
@@ -305,7 +309,15 @@ pub async fn export<W: Write + Send>(
     progress: &dyn Progress,
 ) -> Result<BundleSummary> {
     let mut writer = BundleWriter::new(out)?;
-    export_records(from, selection, &mut WriterSink(&mut writer), progress).await?;
+    let tenants = read::tenants(from, &selection.tenants).await?;
+    export_records(
+        from,
+        &tenants,
+        selection,
+        &mut WriterSink(&mut writer),
+        progress,
+    )
+    .await?;
     let (_, totals) = writer.finish()?;
     Ok(totals.into())
 }
@@ -351,10 +363,13 @@ pub async fn migrate(
     selection: &Selection,
     progress: &dyn Progress,
 ) -> Result<MigrationReport> {
+    // Listed once, for the copy and the verification (listing every tenant can scan a
+    // whole store).
+    let tenants = read::tenants(from, &selection.tenants).await?;
     let mut importer = Importer::new(to, progress);
-    export_records(from, selection, &mut importer, &NoProgress).await?;
+    export_records(from, &tenants, selection, &mut importer, &NoProgress).await?;
     let stats = importer.finish().await?;
-    let (verified_threads, verified_sessions) = verify(from, to, selection).await?;
+    let (verified_threads, verified_sessions) = verify(from, to, &tenants, selection).await?;
     Ok(MigrationReport {
         copied: stats.copied,
         already_present: stats.already_present,

@@ -15,6 +15,9 @@ use crate::{BundleSummary, Endpoint, PAGE, Progress, Selection, Sink, Tenants};
 
 /// Scopes listed per page.
 const LIST_PAGE: usize = 200;
+/// Tenants listed per page: large, as some stores (Redis) scan their whole keyspace for
+/// every page of tenants.
+const TENANT_PAGE: usize = 10_000;
 /// Messages between two `messages_copied` progress calls of an export.
 const PROGRESS_STEP: u64 = 1_000;
 
@@ -37,21 +40,21 @@ pub(crate) async fn tenants(from: &Endpoint, tenants: &Tenants) -> Result<Vec<Te
         }
     };
     let mut all = BTreeSet::new();
-    let mut page = PageRequest::first(LIST_PAGE);
+    let mut page = PageRequest::first(TENANT_PAGE);
     loop {
         let got = from.history.list_tenants(page).await.map_err(explain)?;
         all.extend(got.items);
         match got.next_cursor {
-            Some(c) => page = PageRequest::after(LIST_PAGE, c),
+            Some(c) => page = PageRequest::after(TENANT_PAGE, c),
             None => break,
         }
     }
-    let mut page = PageRequest::first(LIST_PAGE);
+    let mut page = PageRequest::first(TENANT_PAGE);
     loop {
         let got = from.sessions.list_tenants(page).await.map_err(explain)?;
         all.extend(got.items);
         match got.next_cursor {
-            Some(c) => page = PageRequest::after(LIST_PAGE, c),
+            Some(c) => page = PageRequest::after(TENANT_PAGE, c),
             None => break,
         }
     }
@@ -122,15 +125,16 @@ impl<'a> MessageStream<'a> {
 }
 
 /// Sends the records of everything `selection` selects in `from` to `sink`: each thread and
-/// its messages, then each session and block state.
+/// its messages, then each session and block state. `tenants` are the selection's tenants
+/// ([`tenants`]), listed once by the caller.
 pub(crate) async fn export_records<S: Sink>(
     from: &Endpoint,
+    tenants: &[TenantId],
     selection: &Selection,
     sink: &mut S,
     progress: &dyn Progress,
 ) -> Result<()> {
-    let tenants = tenants(from, &selection.tenants).await?;
-    for tenant in &tenants {
+    for tenant in tenants {
         let filter = filter(tenant, selection);
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
@@ -144,7 +148,7 @@ pub(crate) async fn export_records<S: Sink>(
             }
         }
     }
-    for tenant in &tenants {
+    for tenant in tenants {
         let filter = filter(tenant, selection);
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
@@ -266,16 +270,16 @@ fn mismatch(what: impl std::fmt::Display) -> Error {
 }
 
 /// Compares the target with the source for everything `selection` selects: per thread the
-/// counts and every message, per session the state. Returns the threads and sessions
-/// verified.
+/// counts and every message, per session the state, for `tenants` (the selection's, listed
+/// once by the caller). Returns the threads and sessions verified.
 pub(crate) async fn verify(
     from: &Endpoint,
     to: &Endpoint,
+    tenants: &[TenantId],
     selection: &Selection,
 ) -> Result<(u64, u64)> {
-    let tenants = tenants(from, &selection.tenants).await?;
     let (mut threads, mut sessions) = (0u64, 0u64);
-    for tenant in &tenants {
+    for tenant in tenants {
         let filter = filter(tenant, selection);
         let mut page = PageRequest::first(LIST_PAGE);
         loop {

@@ -614,3 +614,132 @@ async fn crlf_line_ends_and_blank_lines_are_read() {
     let again = export_vec(&to, &Selection::all()).await;
     assert_eq!(body(vector.as_bytes()), body(&again));
 }
+
+/// A source thread of `n` messages `{prefix}{i}`, every odd seq archived (`n / 2` runs).
+async fn alternating_thread(ep: &Endpoint, s: &Scope, prefix: &str, n: u32) {
+    let msgs: Vec<_> = (0..n)
+        .map(|i| msg(&format!("{prefix}{i}"), &format!("{prefix} {i}"), i))
+        .collect();
+    for chunk in msgs.chunks(1_000) {
+        ep.history.append(s, chunk).await.unwrap();
+    }
+    for seq in (1..=u64::from(n)).step_by(2) {
+        ep.history.archive(s, seq..=seq).await.unwrap();
+    }
+}
+
+/// Imports `bundle` into a target whose thread `s` holds `n` foreign messages, none
+/// archived: a `Conflict` naming the thread, and the target's messages untouched.
+async fn assert_foreign_target_refused_unchanged(bundle: &[u8], s: &Scope, n: u32) {
+    let to = memory_endpoint();
+    let foreign: Vec<_> = (0..n)
+        .map(|i| msg(&format!("f{i}"), &format!("foreign {i}"), i))
+        .collect();
+    for chunk in foreign.chunks(1_000) {
+        to.history.append(s, chunk).await.unwrap();
+    }
+    let before = dump(&to, s.tenant().as_str()).await;
+    assert_eq!(before.len(), n as usize);
+    assert!(before.iter().all(|(_, _, archived, _)| !archived));
+
+    let err = import(&to, bundle, &NoProgress).await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert!(err.to_string().contains(&s.to_string()), "{err}");
+    // Every message, with its archived flag, is as it was: no archive flag of the bundle
+    // reached the foreign thread.
+    assert_eq!(dump(&to, s.tenant().as_str()).await, before);
+}
+
+#[tokio::test]
+async fn a_longer_foreign_target_thread_is_refused_before_any_archive() {
+    let from = memory_endpoint();
+    let s = scope("acme", Some("dana"), "chat-1");
+    // Three messages, the first two archived.
+    let msgs: Vec<_> = (0..3)
+        .map(|i| msg(&format!("a{i}"), &format!("message {i}"), i))
+        .collect();
+    from.history.append(&s, &msgs).await.unwrap();
+    from.history.archive(&s, 1..=2).await.unwrap();
+    let bundle = export_vec(&from, &tenants(&["acme"])).await;
+    // The target holds another, longer conversation under the same scope: the bundle's
+    // thread ends before the resume point, so no position was checked before the thread ends.
+    assert_foreign_target_refused_unchanged(&bundle, &s, 5).await;
+
+    // The same through migrate.
+    let to = memory_endpoint();
+    let foreign: Vec<_> = (0..5)
+        .map(|i| msg(&format!("f{i}"), &format!("foreign {i}"), i))
+        .collect();
+    to.history.append(&s, &foreign).await.unwrap();
+    let before = dump(&to, "acme").await;
+    let err = migrate(&from, &to, &tenants(&["acme"]), &NoProgress)
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Conflict, "{err}");
+    assert!(err.to_string().contains(&s.to_string()), "{err}");
+    // The error names the differing messages: the target's and the bundle's last one.
+    assert!(err.to_string().contains("f2"), "{err}");
+    assert!(err.to_string().contains("a2"), "{err}");
+    assert_eq!(dump(&to, "acme").await, before);
+}
+
+#[tokio::test]
+async fn a_longer_foreign_target_is_refused_unchanged_past_a_thousand_archive_runs() {
+    let from = memory_endpoint();
+    let s = scope("acme", Some("dana"), "long");
+    // 2,010 messages in 1,005 archived runs: the runs held exceed the importer's limit while
+    // every message is still one the target holds.
+    alternating_thread(&from, &s, "m", 2_010).await;
+    let bundle = export_vec(&from, &tenants(&["acme"])).await;
+    assert_foreign_target_refused_unchanged(&bundle, &s, 2_500).await;
+}
+
+#[tokio::test]
+async fn a_resumed_thread_past_a_thousand_archive_runs_gets_every_flag() {
+    let from = memory_endpoint();
+    let s = scope("acme", Some("dana"), "long");
+    alternating_thread(&from, &s, "m", 2_400).await;
+    // The target holds the thread's first 2,200 messages without their archive flags (a run
+    // that stopped after appending): the resume checks positions, then applies every flag.
+    let to = memory_endpoint();
+    let source = dump(&from, "acme").await;
+    let first: Vec<_> = source
+        .iter()
+        .take(2_200)
+        .map(|(_, _, _, m)| m.clone())
+        .collect();
+    for chunk in first.chunks(1_000) {
+        to.history.append(&s, chunk).await.unwrap();
+    }
+    let report = migrate(&from, &to, &tenants(&["acme"]), &NoProgress)
+        .await
+        .unwrap();
+    assert_eq!(report.already_present, 2_200);
+    assert_eq!(report.copied.messages, 200);
+    assert_eq!(dump(&to, "acme").await, source);
+}
+
+#[tokio::test]
+async fn migrate_lists_every_tenant_once_for_copy_and_verification() {
+    let from = memory_endpoint();
+    fill_sample(&from).await;
+    let wrapped = Arc::new(Wrapped::new(Arc::clone(&from.history)));
+    let source = Endpoint::new(
+        Arc::clone(&wrapped) as Arc<dyn HistoryStore>,
+        Arc::clone(&from.sessions),
+    );
+    let to = memory_endpoint();
+    let report = migrate(&source, &to, &Selection::all(), &NoProgress)
+        .await
+        .unwrap();
+    assert_eq!(report.verified_threads, 3);
+    // One listing (one page: the tenants fit in it) serves the copy and the verification.
+    assert_eq!(
+        wrapped
+            .tenant_listings
+            .load(std::sync::atomic::Ordering::SeqCst),
+        1
+    );
+    assert_eq!(dump(&to, "acme").await, dump(&from, "acme").await);
+    assert_eq!(dump(&to, "zeta").await, dump(&from, "zeta").await);
+}

@@ -32,6 +32,10 @@
 //!   [`BLOCK_STATE_SOURCE`](crate::memory::BLOCK_STATE_SOURCE) source), vector points, Mem0
 //!   memories. Afterwards no read of any API returns data of a matching scope.
 //! - [`ForgetMode::DryRun`] counts what `Delete` would delete and changes nothing.
+//! - Expired data is gone too: a store whose data can expire may keep an expired thread's or
+//!   session's rows until it is purged, and listings never show them, so a `Delete` first
+//!   purges the store's expired data ([`HistoryStore::purge_expired`],
+//!   [`SessionStore::purge_expired`]; every tenant's, since none of it is readable any more).
 //! - Idempotent: forgetting again finds nothing and reports zeros. A run stopped half-way (a
 //!   crash, a dead server) leaves some stores forgotten and others not; running it again
 //!   finishes the work. A failing store stops the run with its error, naming the store.
@@ -293,6 +297,10 @@ impl<H: HistoryStore> Forget for HistoryForget<H> {
     }
 
     async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        // Expired threads are never listed, but a store may still hold their rows.
+        if mode == ForgetMode::Delete && self.store.capabilities().ttl {
+            self.store.purge_expired().await?;
+        }
         let listing = filter.scope_filter();
         let mut page = PageRequest::first(LIST_PAGE);
         let (mut threads, mut messages) = (0u64, 0u64);
@@ -350,6 +358,10 @@ impl<S: SessionStore> Forget for SessionForget<S> {
     }
 
     async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        // Expired sessions are never listed, but a store may still hold their states.
+        if mode == ForgetMode::Delete && self.store.capabilities().ttl {
+            self.store.purge_expired().await?;
+        }
         let listing = filter.scope_filter();
         let mut page = PageRequest::first(LIST_PAGE);
         let mut sessions = 0u64;
@@ -491,4 +503,75 @@ fn failed_in(store: &str, done: &[StoreReceipt], error: Error) -> Error {
         error.message()
     );
     Error::new_like(&error, message)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::{ChatMessage, InMemoryHistoryStore, InMemorySessionStore};
+
+    #[tokio::test]
+    async fn a_forget_purges_expired_threads_and_sessions_it_cannot_list() {
+        let history = Arc::new(InMemoryHistoryStore::new());
+        let sessions = Arc::new(InMemorySessionStore::new());
+        let scope = Scope::session("s1")
+            .and_then(|s| s.with_tenant("acme"))
+            .and_then(|s| s.with_user("dana"))
+            .expect("valid ids");
+        history
+            .append(&scope, &[ChatMessage::user("my name is Dana")])
+            .await
+            .expect("append");
+        sessions
+            .save(&scope, &serde_json::json!({"name": "Dana"}), None)
+            .await
+            .expect("save");
+        let ttl = Some(Duration::from_millis(1));
+        history.set_ttl(&scope, ttl).await.expect("history ttl");
+        sessions.set_ttl(&scope, ttl).await.expect("session ttl");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+
+        let forgetter = Forgetter::new()
+            .history(history.clone())
+            .sessions(sessions.clone());
+        let filter = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+            .with_user(UserId::new("dana").expect("user"));
+        let dry = forgetter
+            .forget(&filter, ForgetMode::DryRun)
+            .await
+            .expect("dry run");
+        assert_eq!(dry.total_items(), 0, "expired data is not listed");
+        // A dry run purges nothing: the expired rows are still there to purge.
+        forgetter
+            .forget(&filter, ForgetMode::Delete)
+            .await
+            .expect("forget");
+        // The forget purged them: nothing expired is left.
+        assert_eq!(history.purge_expired().await.expect("purge"), 0);
+        assert_eq!(sessions.purge_expired().await.expect("purge"), 0);
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_purges_nothing() {
+        let history = Arc::new(InMemoryHistoryStore::new());
+        let scope = Scope::session("s1").expect("valid id");
+        history
+            .append(&scope, &[ChatMessage::user("hello")])
+            .await
+            .expect("append");
+        history
+            .set_ttl(&scope, Some(Duration::from_millis(1)))
+            .await
+            .expect("ttl");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let forgetter = Forgetter::new().history(history.clone());
+        let filter = ForgetFilter::tenant(scope.tenant().clone());
+        forgetter
+            .forget(&filter, ForgetMode::DryRun)
+            .await
+            .expect("dry run");
+        assert_eq!(history.purge_expired().await.expect("purge"), 1);
+    }
 }

@@ -160,6 +160,22 @@ impl Mem0Forget {
             if round == 0 {
                 self.client.delete_all(scope).await?;
             } else {
+                // One by one, only what provably belongs to the entity: a record that does not
+                // carry every id asked for could be another entity's, returned by a server that
+                // ignores the filter (the listing's check lets an absent id pass).
+                let wire = scope.wire_ids();
+                if let Some(record) = listed.iter().find(|r| !carries_every_id(r, &wire)) {
+                    return Err(Error::new(
+                        ErrorKind::Backend,
+                        format!(
+                            "Mem0 still lists memory {:?} after deleting {} in bulk, without \
+                             the ids that show it belongs there; nothing more was deleted one \
+                             by one",
+                            record.id,
+                            describe(&wire)
+                        ),
+                    ));
+                }
                 for record in &listed {
                     match self.client.delete(&record.id).await {
                         Ok(()) => {}
@@ -201,6 +217,20 @@ fn foreign_id<'r>(
             _ => None,
         }?;
         (found != wanted).then_some((*field, found))
+    })
+}
+
+/// Whether `record` carries every id of the entity, each equal to the one asked for.
+fn carries_every_id(record: &MemoryRecord, wire: &[(&'static str, String)]) -> bool {
+    wire.iter().all(|(field, wanted)| {
+        let found = match *field {
+            "user_id" => record.user_id.as_deref(),
+            "agent_id" => record.agent_id.as_deref(),
+            "app_id" => record.app_id.as_deref(),
+            "run_id" => record.run_id.as_deref(),
+            _ => None,
+        };
+        found == Some(wanted.as_str())
     })
 }
 
@@ -297,5 +327,28 @@ mod tests {
             foreign_id(&record(Some("dana")), &wire),
             Some(("user_id", "dana"))
         );
+    }
+
+    #[test]
+    fn only_records_carrying_every_id_are_deleted_one_by_one() {
+        let record = |user: Option<&str>, run: Option<&str>| MemoryRecord {
+            user_id: user.map(str::to_owned),
+            run_id: run.map(str::to_owned),
+            ..serde_json::from_value(serde_json::json!({"id": "m1", "memory": "x"})).unwrap()
+        };
+        let wire = vec![
+            ("user_id", "acme~dana".to_owned()),
+            ("run_id", "acme~s1".to_owned()),
+        ];
+        assert!(carries_every_id(
+            &record(Some("acme~dana"), Some("acme~s1")),
+            &wire
+        ));
+        assert!(!carries_every_id(&record(Some("acme~dana"), None), &wire));
+        assert!(!carries_every_id(&record(None, None), &wire));
+        assert!(!carries_every_id(
+            &record(Some("acme~dana"), Some("acme~s2")),
+            &wire
+        ));
     }
 }

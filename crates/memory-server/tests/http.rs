@@ -553,6 +553,10 @@ async fn graceful_shutdown(kind: Kind) {
     tokio::time::sleep(std::time::Duration::from_millis(5)).await;
     srv.begin_shutdown();
     tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert!(
+        !srv.is_finished(),
+        "the server keeps running while a request is in flight"
+    );
     socket.write_all(tail.as_bytes()).await.unwrap();
     let mut response = Vec::new();
     socket.read_to_end(&mut response).await.unwrap();
@@ -732,3 +736,27 @@ macro_rules! on_every_backend {
 }
 
 on_every_backend!(Sqlite => sqlite, Postgres => postgres, Mysql => mariadb, Redis => redis);
+
+/// A message over the library's `MAX_MESSAGE_BYTES` in a body under the server's limit is
+/// refused by the store's check: 413 with `limit_exceeded`, nothing stored.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_over_the_message_limit_is_413() {
+    let store = common::TestStore::new(Kind::Sqlite, "bigmsg");
+    let mut config = common::config(&store);
+    config.limits.max_body_bytes = agent_memory::MAX_MESSAGE_BYTES * 2;
+    let mut srv = TestServer::start_with(config, store).await;
+    let text = "x".repeat(agent_memory::MAX_MESSAGE_BYTES + 1);
+    let body = json!({"messages": [{"id": "big", "role": "user", "text": text}]});
+    let (s, h, b) = srv
+        .send(
+            Method::POST,
+            "/v1/threads/big/messages",
+            Some(TOKEN_A),
+            Some(&body),
+        )
+        .await;
+    assert_problem(s, &h, &b, 413, "limit_exceeded");
+    let (_, b) = srv.get("/v1/threads/big/count", TOKEN_A).await;
+    assert_eq!(b["active"], 0);
+    srv.stop().await;
+}

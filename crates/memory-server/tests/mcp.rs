@@ -634,6 +634,20 @@ async fn requests_without_a_valid_token_are_refused_before_mcp() {
         body["result"]["serverInfo"]["name"], "agent-memory",
         "{body}"
     );
+    // A body over the server's limit (64 KiB in the tests' configuration) is refused whole.
+    let big = json!({
+        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"session": "s", "fact": "x".repeat(100 * 1024)}}
+    });
+    let response = http
+        .post(server.url("/mcp"))
+        .header("accept", "application/json, text/event-stream")
+        .header("authorization", bearer_a.as_str())
+        .json(&big)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
     // With tokens, any Host is served (the token is the protection).
     let response = http
         .post(server.url("/mcp"))

@@ -13,6 +13,24 @@ use crate::dialect::Backend;
 
 /// The table prefix used when none is given.
 pub const DEFAULT_TABLE_PREFIX: &str = "agent_memory_";
+
+/// What opening a store may do to the database's schema.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaMode {
+    /// Create what is missing (the SQLite file, the tables) and apply pending migrations: what
+    /// an application wants. The default.
+    #[default]
+    CreateOrMigrate,
+    /// Change nothing: open an existing SQLite file without creating it (and without changing
+    /// its journal mode), create no table, apply no migration. The open fails with
+    /// [`NotFound`](memory_core::ErrorKind::NotFound) when the file or the tables with the
+    /// prefix are missing, and with [`Unsupported`](memory_core::ErrorKind::Unsupported) when
+    /// the tables are at another schema version than this build's. What an operator's tool
+    /// wants: a mistyped URL or prefix is an error, not a new empty store, and a production
+    /// schema is never upgraded behind the applications' back.
+    RequireCurrent,
+}
 /// How a [`SqlStore`](crate::SqlStore) uses its database: plain data, shared by every
 /// constructor.
 ///
@@ -35,6 +53,7 @@ pub struct SqlConfig {
     pub(crate) busy_timeout: Duration,
     pub(crate) operation_timeout: Duration,
     pub(crate) schema_version: Option<u32>,
+    pub(crate) schema_mode: SchemaMode,
 }
 
 impl Default for SqlConfig {
@@ -57,6 +76,7 @@ impl SqlConfig {
             busy_timeout: Duration::from_secs(10),
             operation_timeout: Duration::from_secs(30),
             schema_version: None,
+            schema_mode: SchemaMode::CreateOrMigrate,
         }
     }
 
@@ -120,6 +140,23 @@ impl SqlConfig {
         self
     }
 
+    /// Sets what opening may do to the schema (default [`SchemaMode::CreateOrMigrate`]).
+    pub fn with_schema_mode(mut self, mode: SchemaMode) -> Self {
+        self.schema_mode = mode;
+        self
+    }
+
+    /// Opens only a database whose tables exist at this build's schema version, creating and
+    /// migrating nothing: [`SchemaMode::RequireCurrent`].
+    pub fn existing_only(self) -> Self {
+        self.with_schema_mode(SchemaMode::RequireCurrent)
+    }
+
+    /// What opening may do to the schema.
+    pub fn schema_mode(&self) -> SchemaMode {
+        self.schema_mode
+    }
+
     /// Migrates only up to `version` instead of the newest schema. For tests of upgrades.
     #[doc(hidden)]
     pub fn __schema_version(mut self, version: u32) -> Self {
@@ -148,6 +185,7 @@ impl fmt::Debug for SqlConfig {
             .field("acquire_timeout", &self.acquire_timeout)
             .field("busy_timeout", &self.busy_timeout)
             .field("operation_timeout", &self.operation_timeout)
+            .field("schema_mode", &self.schema_mode)
             .finish()
     }
 }

@@ -142,6 +142,53 @@ async fn inspect_url(
     Ok(found)
 }
 
+/// For [`SchemaMode::RequireCurrent`](crate::SchemaMode::RequireCurrent): reads the schema
+/// version the way [`inspect`] does (only `SELECT`s and `PRAGMA` reads) and returns it when it
+/// is this build's; else an error sentence saying what is wrong and what to do.
+pub(crate) async fn require_current(db: &Db, prefix: &TablePrefix) -> Result<u32> {
+    let mut found = SqlInspection {
+        backend: db.dialect.backend,
+        server_version: None,
+        table_prefix: prefix.as_str().to_owned(),
+        schema_version: 0,
+        latest_version: SCHEMA_VERSION,
+        pending: Vec::new(),
+        in_memory: false,
+        missing_file: None,
+        journal_mode: None,
+        busy_timeout: None,
+    };
+    read_all(db, prefix, &mut found).await?;
+    let (current, latest) = (found.schema_version, SCHEMA_VERSION);
+    let prefix = prefix.as_str();
+    if current == 0 {
+        return Err(Error::not_found(format!(
+            "there are no agent-memory tables with prefix {prefix:?} in this database: check \
+             the URL and the prefix (nothing was created)"
+        )));
+    }
+    if current > latest {
+        return Err(Error::unsupported(format!(
+            "the tables with prefix {prefix:?} are at schema version {current}, newer than the \
+             version {latest} this build knows: upgrade agent-memory"
+        )));
+    }
+    if current < latest {
+        let pending: Vec<String> = pending_after(current)
+            .into_iter()
+            .map(|(v, n)| format!("{v} ({n})"))
+            .collect();
+        return Err(Error::unsupported(format!(
+            "the tables with prefix {prefix:?} are at schema version {current} and this build \
+             needs version {latest} (pending migrations: {}): upgrade the schema with an open \
+             that migrates (`agent-memory upgrade`, or the library's default open) once the \
+             applications using these tables are upgraded; nothing was changed",
+            pending.join(", ")
+        )));
+    }
+    Ok(current)
+}
+
 fn names(pending: Vec<(u32, &'static str)>) -> Vec<(u32, String)> {
     pending
         .into_iter()

@@ -31,7 +31,7 @@ mod session;
 mod sql;
 mod store;
 
-pub use config::{DEFAULT_TABLE_PREFIX, SqlConfig};
+pub use config::{DEFAULT_TABLE_PREFIX, SchemaMode, SqlConfig};
 pub use dialect::Backend;
 pub use doctor::{SqlInspection, inspect};
 #[cfg(feature = "llamaindex")]

@@ -10,7 +10,7 @@ use memory_core::{
     Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter,
 };
 
-use crate::config::{DbUrl, SqlConfig};
+use crate::config::{DbUrl, SchemaMode, SqlConfig};
 use crate::cursor::CursorSql;
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
@@ -34,7 +34,10 @@ use crate::sql::{HistorySql, SessionSql};
 ///
 /// Open one with [`SqlStore::connect`] or [`SqlStore::builder`] from a URL, or wrap the
 /// application's sqlx pool with `from_sqlite_pool`, `from_postgres_pool` or `from_mysql_pool`.
-/// Every constructor creates or upgrades the schema (see the crate docs).
+/// Every constructor creates or upgrades the schema (see the crate docs), unless the
+/// configuration says [`SchemaMode::RequireCurrent`] ([`SqlConfig::existing_only`],
+/// [`SqlStoreBuilder::existing_only`]): then it creates and migrates nothing, and fails when the
+/// tables are missing or at another version.
 #[derive(Clone)]
 pub struct SqlStore {
     pub(crate) inner: Arc<Inner>,
@@ -151,8 +154,13 @@ impl SqlStore {
         let default_ttl_ms = config.default_ttl.map(ttl_ms).transpose()?;
         let dialect = Dialect::new(backend);
         let db = Db::new(pool, dialect);
-        let target = config.schema_version.unwrap_or(SCHEMA_VERSION);
-        let schema_version = schema::migrate(&db, &prefix, target).await?;
+        let schema_version = match config.schema_mode {
+            SchemaMode::CreateOrMigrate => {
+                let target = config.schema_version.unwrap_or(SCHEMA_VERSION);
+                schema::migrate(&db, &prefix, target).await?
+            }
+            SchemaMode::RequireCurrent => crate::doctor::require_current(&db, &prefix).await?,
+        };
         Ok(Self {
             inner: Arc::new(Inner {
                 history: HistorySql::new(dialect, &prefix),
@@ -273,16 +281,28 @@ impl SqlStoreBuilder {
         self
     }
 
+    /// Opens only an existing database whose tables are at this build's schema version,
+    /// creating nothing (no SQLite file, no table) and migrating nothing; see
+    /// [`SchemaMode::RequireCurrent`].
+    pub fn existing_only(mut self) -> Self {
+        self.config = self.config.existing_only();
+        self
+    }
+
     /// Replaces the whole configuration.
     pub fn config(mut self, config: SqlConfig) -> Self {
         self.config = config;
         self
     }
 
-    /// Opens the database, creating or upgrading the schema.
+    /// Opens the database, creating or upgrading the schema (or, with
+    /// [`existing_only`](Self::existing_only), checking that it exists and is current).
     ///
     /// # Errors
-    /// As [`SqlStore::connect`].
+    /// As [`SqlStore::connect`]; with [`existing_only`](Self::existing_only) also
+    /// [`NotFound`](memory_core::ErrorKind::NotFound) for a missing SQLite file or missing
+    /// tables, [`Unsupported`](memory_core::ErrorKind::Unsupported) for tables at an older or
+    /// newer schema version.
     pub async fn connect(self) -> Result<SqlStore> {
         let url = DbUrl::parse(&self.url)?;
         TablePrefix::new(&self.config.table_prefix)?;
@@ -405,6 +425,13 @@ async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
         .map_err(|e| crate::error::sql_error(&ctx, e))?;
     let memory = url.is_sqlite_memory();
     let options = options.busy_timeout(config.busy_timeout);
+    let existing_only = config.schema_mode == SchemaMode::RequireCurrent;
+    if existing_only && !memory && !options.get_filename().exists() {
+        return Err(Error::not_found(format!(
+            "there is no SQLite file at {}: check the URL (nothing was created)",
+            options.get_filename().display()
+        )));
+    }
     let (options, pool) = if memory {
         // One connection that never expires: every connection to `:memory:` is a new, empty
         // database, so the pool must never replace it.
@@ -416,6 +443,16 @@ async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
             .test_before_acquire(false)
             // Waiting for the one connection is normal here, not a sign of a dead server.
             .acquire_timeout(config.acquire_timeout.max(Duration::from_secs(60)));
+        (options, pool)
+    } else if existing_only {
+        // The file as it is: not created, its journal mode left alone.
+        let options = options
+            .create_if_missing(false)
+            .synchronous(SqliteSynchronous::Normal);
+        let pool = SqlitePoolOptions::new()
+            .max_connections(config.max_connections.unwrap_or(4))
+            .test_before_acquire(false)
+            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout));
         (options, pool)
     } else {
         let options = options

@@ -58,6 +58,17 @@ impl Raw {
         }
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     }
+
+    /// The one integer `sql` selects.
+    async fn count(&self, sql: &str) -> i64 {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            Raw::Sqlite(p) => sqlx::query_scalar(q).fetch_one(p).await,
+            Raw::Postgres(p) => sqlx::query_scalar(q).fetch_one(p).await,
+            Raw::MySql(p) => sqlx::query_scalar(q).fetch_one(p).await,
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
 }
 
 async fn open(target: Target) -> Db {
@@ -431,6 +442,50 @@ async fn listings_take_cursors_of_any_text() {
                 assert_eq!(page.next_cursor, None);
             }
         }
+        db.drop_tables().await;
+    }
+}
+
+/// A forget leaves no row of an expired thread or session behind: listings never show expired
+/// data, so the forget purges it first (the rows would otherwise stay until a purge).
+#[tokio::test]
+async fn a_forget_leaves_no_rows_of_expired_threads_or_sessions() {
+    use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+    use std::sync::Arc;
+    for target in [Target::SqliteFile, Target::Postgres, Target::MySql] {
+        let db = open(target).await;
+        let store = Arc::new(db.store.clone());
+        let s = scope("t-expired", "gone").with_user("dana").unwrap();
+        store.append(&s, &texts(3)).await.unwrap();
+        SessionStore::save(&*store, &s, &serde_json::json!({"name": "Dana"}), None)
+            .await
+            .unwrap();
+        HistoryStore::set_ttl(&*store, &s, Some(Duration::from_millis(1)))
+            .await
+            .unwrap();
+        SessionStore::set_ttl(&*store, &s, Some(Duration::from_millis(1)))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let raw = db.raw.as_ref().unwrap();
+        let messages = format!("SELECT COUNT(*) FROM {}messages", db.prefix);
+        let states = format!(
+            "SELECT COUNT(*) FROM {}sessions WHERE state <> ''",
+            db.prefix
+        );
+        assert_eq!(
+            raw.count(&messages).await,
+            3,
+            "{target:?}: rows kept until a purge"
+        );
+        let forgetter = Forgetter::new()
+            .history(store.clone())
+            .sessions(store.clone());
+        let filter = ForgetFilter::tenant(TenantId::new("t-expired").unwrap())
+            .with_user(memory_core::UserId::new("dana").unwrap());
+        forgetter.forget(&filter, ForgetMode::Delete).await.unwrap();
+        assert_eq!(raw.count(&messages).await, 0, "{target:?}: message rows");
+        assert_eq!(raw.count(&states).await, 0, "{target:?}: session states");
         db.drop_tables().await;
     }
 }

@@ -164,6 +164,8 @@ pub struct Wrapped {
     pub tenants: bool,
     pub archive: bool,
     pub faults: Faults,
+    /// `list_tenants` calls made.
+    pub tenant_listings: AtomicUsize,
 }
 
 impl Wrapped {
@@ -174,6 +176,7 @@ impl Wrapped {
             tenants: true,
             archive: true,
             faults: Faults::none(),
+            tenant_listings: AtomicUsize::new(0),
         }
     }
 }
@@ -252,6 +255,7 @@ impl HistoryStore for Wrapped {
                 "list_tenants needs HistoryCapabilities::lists_tenants",
             ));
         }
+        self.tenant_listings.fetch_add(1, Ordering::SeqCst);
         self.inner.list_tenants(page).await
     }
 }

@@ -279,6 +279,11 @@ impl TestServer {
         }
     }
 
+    /// Whether `run` returned.
+    pub fn is_finished(&self) -> bool {
+        self.handle.as_ref().is_none_or(JoinHandle::is_finished)
+    }
+
     pub async fn join(&mut self) {
         if let Some(handle) = self.handle.take() {
             handle.await.unwrap().unwrap();

@@ -1,0 +1,190 @@
+//! Every command but `import`, `migrate`'s target and `upgrade` opens only a store that exists
+//! at the current schema: a mistyped URL or prefix fails (exit 1, a sentence) and creates
+//! nothing, an old schema is refused and left as it is, and `upgrade` migrates it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing
+)]
+
+mod common;
+
+use agent_memory::sql::{SCHEMA_VERSION, SqlConfig, SqlStore};
+use agent_memory::{ChatMessage, Scope};
+use common::{TestStore, cli, json_of};
+
+/// The commands that only read or delete: none may create or migrate anything.
+const COMMANDS: [&[&str]; 7] = [
+    &["threads"],
+    &["show", "--session", "s1"],
+    &["stats"],
+    &["export", "--session", "s1"],
+    &["forget", "--user", "dana"],
+    &["forget", "--user", "dana", "--dry-run"],
+    &["purge-expired"],
+];
+
+fn fails_with(url: Option<&str>, args: &[&str], dir: &std::path::Path, needle: &str) {
+    let mut cmd = cli();
+    cmd.current_dir(dir);
+    if let Some(url) = url {
+        cmd.args(["--url", url]);
+    }
+    let output = cmd.args(args).output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{args:?}: {stderr}");
+    assert!(
+        stderr.starts_with("error: could not open the store at "),
+        "{args:?}: {stderr}"
+    );
+    assert!(stderr.contains(needle), "{args:?}: {stderr}");
+    assert!(!stderr.contains("Error {"), "{stderr}");
+    assert!(
+        !String::from_utf8_lossy(&output.stdout).contains("deleted"),
+        "{args:?}"
+    );
+}
+
+/// The prefix a `TestStore`'s URL names.
+fn prefix_of(url: &str) -> String {
+    url.rsplit_once("prefix=").unwrap().1.to_owned()
+}
+
+fn base_of(url: &str) -> String {
+    url.split_once('?').unwrap().0.to_owned()
+}
+
+#[test]
+fn a_missing_sqlite_file_is_an_error_and_is_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("typo.db");
+    let url = format!("sqlite://{}", path.display());
+    for args in COMMANDS {
+        fails_with(Some(&url), args, dir.path(), "there is no SQLite file at");
+    }
+    fails_with(
+        Some(&url),
+        &["migrate", "--from", &url, "--to", "memory:"],
+        dir.path(),
+        "there is no SQLite file at",
+    );
+    // No --url: the default ./agent-memory.db is not created either.
+    fails_with(
+        None,
+        &["forget", "--user", "dana"],
+        dir.path(),
+        "there is no SQLite file at",
+    );
+    let left: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+    assert!(left.is_empty(), "files were created: {left:?}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_prefix_on_a_server_is_an_error_and_creates_no_table() {
+    let dir = tempfile::tempdir().unwrap();
+    for store in [TestStore::postgres("nopfx"), TestStore::mysql("nopfx")] {
+        let name = store.name();
+        let prefix = prefix_of(&store.url);
+        for args in COMMANDS {
+            fails_with(
+                Some(&store.url),
+                args,
+                dir.path(),
+                &format!("no agent-memory tables with prefix {prefix:?}"),
+            );
+        }
+        assert!(
+            tables(&base_of(&store.url), &prefix).await.is_empty(),
+            "{name}: tables were created"
+        );
+    }
+}
+
+/// The tables of `prefix` on the server of `base`, from information_schema.
+async fn tables(base: &str, prefix: &str) -> Vec<String> {
+    let like = format!("{prefix}%");
+    if base.starts_with("postgres") {
+        let pool = sqlx::PgPool::connect(base).await.unwrap();
+        sqlx::query_scalar(
+            "SELECT table_name::text FROM information_schema.tables \
+             WHERE table_schema = ANY(current_schemas(false)) AND table_name LIKE $1",
+        )
+        .bind(&like)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    } else {
+        let pool = sqlx::MySqlPool::connect(base).await.unwrap();
+        sqlx::query_scalar(
+            "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+             WHERE table_schema = DATABASE() AND table_name LIKE ?",
+        )
+        .bind(&like)
+        .fetch_all(&pool)
+        .await
+        .unwrap()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_old_schema_is_refused_left_as_it_is_and_upgraded_on_request() {
+    let dir = tempfile::tempdir().unwrap();
+    // Cleaned up (tables dropped) when they go out of scope.
+    let (sqlite, pg, my) = (
+        TestStore::sqlite(),
+        TestStore::postgres("oldv"),
+        TestStore::mysql("oldv"),
+    );
+    let stores = [
+        (
+            sqlite.url.clone(),
+            "agent_memory_".to_owned(),
+            sqlite.url.clone(),
+        ),
+        (base_of(&pg.url), prefix_of(&pg.url), pg.url.clone()),
+        (base_of(&my.url), prefix_of(&my.url), my.url.clone()),
+    ];
+    let scope = Scope::session("s1").unwrap();
+    for (base, prefix, url) in &stores {
+        let old = || {
+            SqlStore::builder(base.as_str()).config(
+                SqlConfig::new()
+                    .with_table_prefix(prefix)
+                    .__schema_version(3),
+            )
+        };
+        // (This build cannot write to v3 tables: they stay empty until upgraded.)
+        old().connect().await.unwrap().close().await;
+        for args in COMMANDS {
+            fails_with(Some(url), args, dir.path(), "at schema version 3");
+        }
+        let store = old().connect().await.unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), 3, "{url}");
+        store.close().await;
+
+        let output = cli()
+            .args(["--url", url, "--json", "upgrade"])
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(json_of(&output)["schema"], "current");
+        let store = old().connect().await.unwrap();
+        assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
+        agent_memory::HistoryStore::append(&store, &scope, &[ChatMessage::user("new")])
+            .await
+            .unwrap();
+        store.close().await;
+        let output = cli()
+            .args(["--url", url, "--json", "threads"])
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{url}");
+        assert_eq!(json_of(&output).as_array().unwrap().len(), 1, "{url}");
+    }
+}
