@@ -457,21 +457,13 @@ impl MemoryMcp {
         args: ForgetArgs,
     ) -> OpResult<Value> {
         let who = self.principal(context)?;
-        if args.session.is_none()
-            && args.user.is_none()
-            && args.agent.is_none()
-            && who.user.is_none()
-            && !args.everything
-        {
-            return Err(OpError::invalid(
-                "forgetting the whole tenant needs `everything: true`; name a session, user or agent to forget less",
-            ));
-        }
+        // `ops` refuses a whole-tenant forget without `everything`, for every transport.
         let request = ForgetRequest {
             user: args.user,
             agent: args.agent,
             session: args.session,
             dry_run: args.dry_run,
+            everything: args.everything,
         };
         to_json(&self.ops.forget(&who, request).await?)
     }

@@ -288,6 +288,10 @@ pub struct ForgetRequest {
     /// Count what would be deleted; delete nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Must be `true` to forget the whole tenant (no user, agent or session named, and a token
+    /// bound to no user): an empty body never deletes a tenant by accident.
+    #[serde(default)]
+    pub everything: bool,
 }
 
 /// What one store forgot.
@@ -641,6 +645,12 @@ impl Ops {
         }
         if let Some(session) = &request.session {
             filter = filter.with_session(SessionId::new(session.as_str()).map_err(invalid)?);
+        }
+        if filter.is_whole_tenant() && !request.everything {
+            return Err(OpError::invalid(
+                "forgetting the whole tenant needs `everything: true`; name a user, agent or \
+                 session to forget less",
+            ));
         }
         let mode = if request.dry_run {
             ForgetMode::DryRun

@@ -283,6 +283,20 @@ async fn forget_receipt(kind: Kind) {
         .post("/v1/forget", TOKEN_A, &json!({"user": "carol"}))
         .await;
     assert_eq!(body["total_items"], 0);
+    // A body naming nothing never forgets the tenant: it needs `everything`.
+    for empty in [json!({}), json!({"dry_run": false})] {
+        let (status, body) = srv.post("/v1/forget", TOKEN_A, &empty).await;
+        assert_eq!(status, 400, "{body}");
+        assert_eq!(body["kind"], "invalid_input", "{body}");
+    }
+    let (_, body) = srv.get("/v1/threads/f2/count?user=dave", TOKEN_A).await;
+    assert_eq!(body["active"], 1, "a refused forget deleted nothing");
+    let (status, body) = srv
+        .post("/v1/forget", TOKEN_A, &json!({"everything": true}))
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let (_, body) = srv.get("/v1/threads/f2/count?user=dave", TOKEN_A).await;
+    assert_eq!(body["active"], 0, "everything forgets the whole tenant");
     srv.stop().await;
 }
 
@@ -447,8 +461,11 @@ async fn tenant_isolation(kind: Kind) {
             .await
             .unwrap();
         assert_eq!(resp.status(), 412);
-        let (_, b) = srv.post("/v1/forget", token, &json!({})).await;
-        assert_eq!(b["total_items"], 0);
+        // The whole of tenant A (or A's user) holds none of B's data.
+        let (_, b) = srv
+            .post("/v1/forget", token, &json!({"everything": true}))
+            .await;
+        assert_eq!(b["total_items"], 0, "{b}");
         // A body or query naming a tenant does not exist as a field / is ignored.
         let (s, b) = srv
             .post("/v1/forget", token, &json!({"tenant": "tenantb"}))
