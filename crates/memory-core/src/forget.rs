@@ -237,7 +237,8 @@ impl fmt::Display for ForgetReceipt {
                 store.store, store.items, store.unit
             )?;
             if store.scopes > 0 {
-                write!(f, " in {} scopes", store.scopes)?;
+                let noun = if store.scopes == 1 { "scope" } else { "scopes" };
+                write!(f, " in {} {noun}", store.scopes)?;
             }
         }
         Ok(())
@@ -551,6 +552,25 @@ mod tests {
         // The forget purged them: nothing expired is left.
         assert_eq!(history.purge_expired().await.expect("purge"), 0);
         assert_eq!(sessions.purge_expired().await.expect("purge"), 0);
+    }
+
+    #[test]
+    fn a_receipt_reads_as_sentences() {
+        let receipt = ForgetReceipt {
+            filter: ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+                .with_session(SessionId::new("s1").expect("session")),
+            mode: ForgetMode::DryRun,
+            stores: vec![
+                StoreReceipt::new("history", 1, 18, "messages"),
+                StoreReceipt::new("sessions", 2, 2, "sessions"),
+                StoreReceipt::new("vectors", 0, 4, "points"),
+            ],
+        };
+        assert_eq!(
+            receipt.to_string(),
+            "Forget tenant acme, session s1:\n  history: would delete 18 messages in 1 scope\n  \
+             sessions: would delete 2 sessions in 2 scopes\n  vectors: would delete 4 points"
+        );
     }
 
     #[tokio::test]
