@@ -12,6 +12,7 @@ pub mod error;
 pub mod forget;
 pub mod history;
 pub mod id;
+pub mod lexical;
 pub mod memory;
 pub mod message;
 pub mod model;
@@ -41,6 +42,7 @@ pub use history::{
     Window,
 };
 pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
+pub use lexical::{ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};

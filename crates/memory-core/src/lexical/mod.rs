@@ -1,0 +1,326 @@
+//! [`TextIndex`]: scoped text documents with payloads, searched by words (lexical retrieval).
+//!
+//! The lexical twin of [`VectorStore`](crate::VectorStore): the same scopes, ids, payloads,
+//! filters and optional cross-scope operations, but a document is text and a search ranks
+//! documents by how well their words match the query's (BM25 or the engine's own full-text
+//! ranking). Backends: tantivy (in process, in memory or in a directory), SQLite FTS5,
+//! PostgreSQL full-text search and MariaDB/MySQL `FULLTEXT` indexes.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::forget::ForgetFilter;
+use crate::history::unsupported_operation;
+use crate::scope::Scope;
+use crate::vector::PayloadFilter;
+
+/// The longest document text, in bytes, a [`TextIndex`] must accept (1 MiB). A longer text is
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput).
+pub const MAX_TEXT_BYTES: usize = 1 << 20;
+
+/// The longest query text, in bytes (16 KiB). A longer query is
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput).
+pub const MAX_QUERY_BYTES: usize = 16 << 10;
+
+/// One document: an id, its text and a JSON payload.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TextDocument {
+    /// The document's id, unique within its scope.
+    pub id: Uuid,
+    /// The text that is indexed and matched.
+    pub text: String,
+    /// Free-form payload, returned with search results and matched by filters.
+    pub payload: serde_json::Map<String, serde_json::Value>,
+}
+
+/// A lexical search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TextQuery {
+    /// The query's text; its words are matched against the documents' words.
+    pub text: String,
+    /// How many results at most.
+    pub top_k: usize,
+    /// Only documents whose payload matches.
+    pub filter: Option<PayloadFilter>,
+}
+
+impl TextQuery {
+    /// The `top_k` best matches for `text`.
+    pub fn new(text: impl Into<String>, top_k: usize) -> Self {
+        Self {
+            text: text.into(),
+            top_k,
+            filter: None,
+        }
+    }
+
+    /// Restricts the search to documents matching `filter`.
+    #[must_use]
+    pub fn with_filter(mut self, filter: PayloadFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+}
+
+/// A search result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScoredDocument {
+    /// The document's id.
+    pub id: Uuid,
+    /// The engine's relevance score: higher is better, positive for every result. Scores rank
+    /// the results of one search; they are not comparable across engines or searches.
+    pub score: f32,
+    /// The document's payload.
+    pub payload: serde_json::Map<String, serde_json::Value>,
+}
+
+/// What a text index can do beyond the required behaviour.
+///
+/// Every field is `false` in [`none`](Self::none) (and [`Default`]); an index turns on what it
+/// has with the `with_*` methods. The struct is `#[non_exhaustive]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub struct TextCapabilities {
+    /// [`TextIndex::delete_matching`] and [`TextIndex::count_matching`] are supported.
+    pub deletes_matching: bool,
+}
+
+impl TextCapabilities {
+    /// No optional operation.
+    pub const fn none() -> Self {
+        Self {
+            deletes_matching: false,
+        }
+    }
+
+    /// Sets whether [`TextIndex::delete_matching`] and [`TextIndex::count_matching`] are
+    /// supported.
+    #[must_use]
+    pub const fn with_deletes_matching(mut self, deletes_matching: bool) -> Self {
+        self.deletes_matching = deletes_matching;
+        self
+    }
+}
+
+/// Scoped text documents searched by words.
+///
+/// # Behavior
+/// - Every call names a scope; a document belongs to one scope, and no call on one scope reads
+///   or changes another's documents, whatever query or filter is passed. Ids are unique within
+///   a scope: the same id in two scopes is two documents. A scope never written is empty.
+/// - [`upsert`](TextIndex::upsert) inserts or replaces documents by id within the scope (a
+///   replaced document takes the new text and payload, and its old words no longer match);
+///   a retried upsert of the same documents changes nothing; an empty batch is a no-op. A text
+///   longer than [`MAX_TEXT_BYTES`] or holding a NUL character is
+///   [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that batch is written.
+///   An empty text is allowed (it matches nothing).
+/// - [`search`](TextIndex::search) returns at most `top_k` documents *of the scope* (none for
+///   a `top_k` of 0, and none for a query with no word, e.g. only punctuation) by decreasing
+///   score, ties by ascending id, each with a positive score and its payload. Only documents
+///   that share at least one word with the query are returned (after the engine's own
+///   normalisation: case folding always; stemming and stop words as the engine documents), and
+///   only those whose payload matches the query's [`PayloadFilter`]. A document holding more of
+///   the query's rare words ranks above one holding fewer. Query text is words, never syntax:
+///   quotes, operators (`AND`, `-`, `*`, `:` …) and other punctuation in it are not
+///   interpreted and never cause an error. A query longer than [`MAX_QUERY_BYTES`] is
+///   `InvalidInput`; a filter the backend cannot express is
+///   [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
+/// - [`get`](TextIndex::get) returns the documents of the given ids that exist in the scope,
+///   with their exact text and payload; unknown ids are skipped.
+/// - [`delete`](TextIndex::delete) removes documents by id and returns how many existed;
+///   deleted documents are not found by any read.
+/// - [`count`](TextIndex::count) counts a scope's documents; [`clear`](TextIndex::clear)
+///   removes them all and returns how many.
+/// - Writes are visible to every read that starts after the write returned.
+/// - [`capabilities`](TextIndex::capabilities) is constant and tells the truth; an absent
+///   optional operation returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes
+///   nothing.
+/// - [`delete_matching`](TextIndex::delete_matching) (optional:
+///   [`TextCapabilities::deletes_matching`]) removes every document of every scope the filter
+///   [matches](ForgetFilter::matches), and no other, and returns how many;
+///   [`count_matching`](TextIndex::count_matching) returns how many it would remove now.
+#[async_trait]
+pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
+    /// What this index supports. The default is [`TextCapabilities::none`].
+    fn capabilities(&self) -> TextCapabilities {
+        TextCapabilities::none()
+    }
+
+    /// Inserts or replaces documents.
+    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()>;
+
+    /// The best matches for the query.
+    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>>;
+
+    /// The documents with these ids.
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>>;
+
+    /// Removes documents by id.
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
+
+    /// Counts the scope's documents.
+    async fn count(&self, scope: &Scope) -> Result<u64>;
+
+    /// Removes every document of the scope; returns how many.
+    async fn clear(&self, scope: &Scope) -> Result<u64>;
+
+    /// Removes every document of the scopes `filter` selects; returns how many.
+    ///
+    /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let _ = filter;
+        Err(unsupported_operation::<Self>(
+            "delete_matching",
+            "TextCapabilities",
+            "deletes_matching",
+        ))
+    }
+
+    /// Counts the documents of the scopes `filter` selects.
+    ///
+    /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let _ = filter;
+        Err(unsupported_operation::<Self>(
+            "count_matching",
+            "TextCapabilities",
+            "deletes_matching",
+        ))
+    }
+}
+
+/// Forwards [`TextIndex`] through smart pointers, so `Arc<dyn TextIndex>` and
+/// `Box<dyn TextIndex>` are indexes too. `clippy::missing_trait_methods` is denied: a method
+/// added to the trait must be forwarded here.
+macro_rules! forward_text_index {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: TextIndex + ?Sized> TextIndex for $pointer<T> {
+            fn capabilities(&self) -> TextCapabilities {
+                (**self).capabilities()
+            }
+            async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
+                (**self).upsert(scope, documents).await
+            }
+            async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
+                (**self).search(scope, query).await
+            }
+            async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
+                (**self).get(scope, ids).await
+            }
+            async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+                (**self).delete(scope, ids).await
+            }
+            async fn count(&self, scope: &Scope) -> Result<u64> {
+                (**self).count(scope).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<u64> {
+                (**self).clear(scope).await
+            }
+            async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+                (**self).delete_matching(filter).await
+            }
+            async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+                (**self).count_matching(filter).await
+            }
+        }
+    )*};
+}
+
+forward_text_index!(Arc, Box);
+
+/// Checks a batch of documents against the [`TextIndex`] limits: every text at most
+/// [`MAX_TEXT_BYTES`] and free of NUL characters.
+///
+/// # Errors
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) naming the first bad document.
+pub fn check_documents(documents: &[TextDocument]) -> Result<()> {
+    for d in documents {
+        if d.text.len() > MAX_TEXT_BYTES {
+            return Err(crate::Error::invalid_input(format!(
+                "the text of document {} is {} bytes, more than the {MAX_TEXT_BYTES} a text index accepts",
+                d.id,
+                d.text.len()
+            )));
+        }
+        if d.text.contains('\0') {
+            return Err(crate::Error::invalid_input(format!(
+                "the text of document {} holds a NUL character",
+                d.id
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Checks a query against the [`TextIndex`] limits.
+///
+/// # Errors
+/// [`InvalidInput`](crate::ErrorKind::InvalidInput) for a query longer than
+/// [`MAX_QUERY_BYTES`].
+pub fn check_query(query: &TextQuery) -> Result<()> {
+    if query.text.len() > MAX_QUERY_BYTES {
+        return Err(crate::Error::invalid_input(format!(
+            "the query is {} bytes, more than the {MAX_QUERY_BYTES} a text search accepts",
+            query.text.len()
+        )));
+    }
+    Ok(())
+}
+
+/// The query's words as every backend should see them: lowercased runs of letters and digits
+/// (Unicode), in order, duplicates kept. Backends that build their own query syntax (FTS5
+/// `MATCH`, `to_tsquery`, `MATCH … AGAINST`) quote these words, so no query text is ever
+/// interpreted as syntax.
+pub fn query_words(text: &str) -> Vec<String> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|w| !w.is_empty())
+        .map(str::to_lowercase)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn query_words_drop_syntax() {
+        assert_eq!(
+            query_words("\"Caroline\" AND -melanie* : pottery's  NEAR(x)"),
+            ["caroline", "and", "melanie", "pottery", "s", "near", "x"]
+        );
+        assert!(query_words("?!  ...").is_empty());
+    }
+
+    #[test]
+    fn limits_are_checked() {
+        let long = TextDocument {
+            id: Uuid::nil(),
+            text: "a".repeat(MAX_TEXT_BYTES.saturating_add(1)),
+            payload: serde_json::Map::new(),
+        };
+        assert!(check_documents(&[long]).is_err());
+        let nul = TextDocument {
+            id: Uuid::nil(),
+            text: "a\0b".into(),
+            payload: serde_json::Map::new(),
+        };
+        assert!(check_documents(&[nul]).is_err());
+        assert!(
+            check_query(&TextQuery::new(
+                "x".repeat(MAX_QUERY_BYTES.saturating_add(1)),
+                3
+            ))
+            .is_err()
+        );
+        assert!(check_query(&TextQuery::new("fine", 3)).is_ok());
+    }
+}
