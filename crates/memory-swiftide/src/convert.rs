@@ -94,11 +94,15 @@ fn output_parts(output: &ToolOutput) -> (&'static str, String, Option<Value>) {
     match output {
         ToolOutput::Text(text) => ("text", text.clone(), None),
         ToolOutput::Fail(text) => ("fail", text.clone(), None),
-        ToolOutput::FeedbackRequired(value) => {
-            ("feedback_required", value_text(value.as_ref()), value.clone())
-        }
+        ToolOutput::FeedbackRequired(value) => (
+            "feedback_required",
+            value_text(value.as_ref()),
+            value.clone(),
+        ),
         ToolOutput::Stop(value) => ("stop", value_text(value.as_ref()), value.clone()),
-        ToolOutput::AgentFailed(value) => ("agent_failed", value_text(value.as_ref()), value.clone()),
+        ToolOutput::AgentFailed(value) => {
+            ("agent_failed", value_text(value.as_ref()), value.clone())
+        }
         // `ToolOutput` is not exhaustive in later swiftide versions; keep its text.
         #[allow(unreachable_patterns)]
         other => ("text", other.to_string(), None),
@@ -368,12 +372,7 @@ mod tests {
 
     #[test]
     fn what_swiftide_cannot_express_is_an_unsupported_error() {
-        let refusal = ChatMessage::new(
-            Role::Assistant,
-            vec![Part::Refusal {
-                text: "no".into(),
-            }],
-        );
+        let refusal = ChatMessage::new(Role::Assistant, vec![Part::Refusal { text: "no".into() }]);
         let two_texts = ChatMessage::new(Role::User, vec![Part::text("a"), Part::text("b")]);
         let developer = ChatMessage::text_message(Role::Developer, "be brief");
         let orphan = ChatMessage::tool_result("call-1", "42");
@@ -391,7 +390,10 @@ mod tests {
         let SwiftMessage::ToolOutput(call, ToolOutput::Text(text)) = &out[1] else {
             panic!("expected a tool output, got {:?}", out[1]);
         };
-        assert_eq!((call.name(), call.args(), text.as_str()), ("add", Some(r#"{"a":1}"#), "2"));
+        assert_eq!(
+            (call.name(), call.args(), text.as_str()),
+            ("add", Some(r#"{"a":1}"#), "2")
+        );
     }
 
     #[test]

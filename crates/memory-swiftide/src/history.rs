@@ -147,13 +147,14 @@ impl SwiftideHistory {
     pub async fn read(&self) -> Result<Vec<SwiftMessage>> {
         let stored = self.store.read(&self.scope, Window::All).await?;
         let view: Vec<ChatMessage> = match &self.window {
-            HistoryWindow::All => stored.into_iter().map(StoredMessage::into_message).collect(),
-            HistoryWindow::TokenBudget(budget) => {
-                TokenBudgetReducer::new(*budget)
-                    .reduce(&stored)
-                    .await?
-                    .view(&stored)
-            }
+            HistoryWindow::All => stored
+                .into_iter()
+                .map(StoredMessage::into_message)
+                .collect(),
+            HistoryWindow::TokenBudget(budget) => TokenBudgetReducer::new(*budget)
+                .reduce(&stored)
+                .await?
+                .view(&stored),
             HistoryWindow::Reducer(reducer) => reducer.reduce(&stored).await?.view(&stored),
         };
         to_swiftide_all(&view)
@@ -188,7 +189,10 @@ impl SwiftideHistory {
         // under the ids they got after the message before them.
         let before_tail = tail.len().checked_sub(n).filter(|k| *k <= 1);
         if let Some(k) = before_tail {
-            let previous = tail.first().filter(|_| k == 1).map(|m| m.message.id.clone());
+            let previous = tail
+                .first()
+                .filter(|_| k == 1)
+                .map(|m| m.message.id.clone());
             let batch = self.batch(items, previous, archived)?;
             let stored_ids = tail.iter().skip(k).map(|m| &m.message.id);
             if batch.iter().map(|m| &m.id).eq(stored_ids) {
@@ -237,7 +241,9 @@ impl SwiftideHistory {
                      messages it replaces, cannot be kept in it.",
                 ));
             }
-            self.store.archive(&self.scope, first.seq..=last.seq).await?;
+            self.store
+                .archive(&self.scope, first.seq..=last.seq)
+                .await?;
         }
         let rest = items.get(keep..).unwrap_or_default();
         if rest.is_empty() {
