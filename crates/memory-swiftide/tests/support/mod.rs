@@ -77,10 +77,11 @@ impl ChatCompletion for FakeOpenAi {
         else {
             return Err(LanguageModelError::permanent("not an assistant answer"));
         };
-        let mut response = ChatCompletionResponse::default();
-        response.message = text;
-        response.tool_calls = calls;
-        Ok(response)
+        Ok(ChatCompletionResponse {
+            message: text,
+            tool_calls: calls,
+            ..Default::default()
+        })
     }
 }
 
