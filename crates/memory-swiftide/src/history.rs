@@ -1,11 +1,11 @@
 //! [`SwiftideHistory`]: swiftide's [`MessageHistory`] over any [`HistoryStore`].
 
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::{
-    ChatMessage, ChatReducer, Error, HistoryStore, MessageId, Result, Scope, SessionId,
+    ChatMessage, ChatReducer, Error, HistoryStore, MessageId, Reduction, Result, Scope, SessionId,
     StoredMessage, TenantId, TokenBudgetReducer, UserId, Window,
 };
 use swiftide_core::MessageHistory;
@@ -55,15 +55,41 @@ pub enum HistoryWindow {
 /// - Errors are [`memory_core::Error`]s inside swiftide's `anyhow::Error` (downcast to read the
 ///   [`ErrorKind`](memory_core::ErrorKind)).
 ///
-/// swiftide's `DefaultContext` remembers positions in the list `history` returned; a window
-/// that drops older messages while an agent runs moves them. Choose a window that holds at
-/// least one run (a budget well above one turn with its tool calls), or [`HistoryWindow::All`]
-/// with swiftide's own summaries.
-#[derive(Clone)]
+/// swiftide's `DefaultContext` finds the messages added since its last completion by the
+/// length of the list `history` returned then. A window that drops as many older messages as
+/// were added would hide the new ones (the agent would stop before sending a tool's output),
+/// so when a read's list would be exactly as long as the previous read's while messages were
+/// added, it keeps what the previous read kept, once, even over the window. A shorter list is
+/// safe: swiftide then starts again from the list's beginning (and logs a warning). The guard
+/// knows the reads of this value only (a clone starts afresh): give each agent its own.
 pub struct SwiftideHistory {
     store: Arc<dyn HistoryStore>,
     scope: Scope,
     window: HistoryWindow,
+    /// What the last [`read`](Self::read) returned (each agent's own: a clone starts afresh).
+    last_view: Mutex<Option<LastView>>,
+}
+
+/// The length and bounds of the list a read returned.
+#[derive(Debug, Clone, Copy)]
+struct LastView {
+    /// How many messages it had.
+    len: usize,
+    /// The sequence number of its first stored message after the pinned one.
+    first_seq: u64,
+    /// The thread's last sequence number when it was read.
+    last_seq: u64,
+}
+
+impl Clone for SwiftideHistory {
+    fn clone(&self) -> Self {
+        Self {
+            store: self.store.clone(),
+            scope: self.scope.clone(),
+            window: self.window.clone(),
+            last_view: Mutex::new(None),
+        }
+    }
 }
 
 impl fmt::Debug for SwiftideHistory {
@@ -89,6 +115,7 @@ impl SwiftideHistory {
             store,
             scope,
             window: HistoryWindow::All,
+            last_view: Mutex::new(None),
         }
     }
 
@@ -107,6 +134,7 @@ impl SwiftideHistory {
             store,
             scope,
             window: HistoryWindow::All,
+            last_view: Mutex::new(None),
         })
     }
 
@@ -146,17 +174,45 @@ impl SwiftideHistory {
     /// message swiftide cannot express.
     pub async fn read(&self) -> Result<Vec<SwiftMessage>> {
         let stored = self.store.read(&self.scope, Window::All).await?;
-        let view: Vec<ChatMessage> = match &self.window {
-            HistoryWindow::All => stored
-                .into_iter()
-                .map(StoredMessage::into_message)
-                .collect(),
-            HistoryWindow::TokenBudget(budget) => TokenBudgetReducer::new(*budget)
-                .reduce(&stored)
-                .await?
-                .view(&stored),
-            HistoryWindow::Reducer(reducer) => reducer.reduce(&stored).await?.view(&stored),
+        let reduction = match &self.window {
+            HistoryWindow::All => Reduction::keep_all(),
+            HistoryWindow::TokenBudget(budget) => {
+                TokenBudgetReducer::new(*budget).reduce(&stored).await?
+            }
+            HistoryWindow::Reducer(reducer) => reducer.reduce(&stored).await?,
         };
+        let thread_last = stored.last().map_or(0, |m| m.seq);
+        let first_kept = stored
+            .iter()
+            .enumerate()
+            .find(|(i, _)| Some(*i) != reduction.pinned && !reduction.is_dropped(*i))
+            .map_or(thread_last.saturating_add(1), |(_, m)| m.seq);
+        let mut view = reduction.view(&stored);
+        let mut last = self
+            .last_view
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut first_seq = first_kept;
+        if let Some(previous) = *last {
+            // swiftide's DefaultContext finds new messages by the length of this list: a
+            // window that dropped as many messages as were added would hide them (the agent
+            // would stop before sending a tool's output). Keep what the last view kept, once.
+            if view.len() == previous.len && thread_last > previous.last_seq {
+                view = stored
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, m)| Some(*i) == reduction.pinned || m.seq >= previous.first_seq)
+                    .map(|(_, m)| ChatMessage::clone(&m.message))
+                    .collect();
+                first_seq = previous.first_seq;
+            }
+        }
+        *last = Some(LastView {
+            len: view.len(),
+            first_seq,
+            last_seq: thread_last,
+        });
+        drop(last);
         to_swiftide_all(&view)
     }
 

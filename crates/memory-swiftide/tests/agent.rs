@@ -286,3 +286,77 @@ async fn the_token_budget_window_keeps_the_system_prompt_and_the_newest_turns() 
         ))
     );
 }
+
+/// Drops the two oldest messages after the system prompt once the thread holds more than four.
+#[derive(Debug)]
+struct DropTwoOldest;
+
+#[async_trait::async_trait]
+impl memory_core::ChatReducer for DropTwoOldest {
+    async fn reduce(
+        &self,
+        messages: &[memory_core::StoredMessage],
+    ) -> memory_core::Result<memory_core::Reduction> {
+        Ok(if messages.len() > 4 {
+            memory_core::Reduction::new(Some(0), 3)
+        } else {
+            memory_core::Reduction::keep_all()
+        })
+    }
+}
+
+/// Regression: a window that drops as many messages as were pushed since swiftide's last
+/// completion left the list as long as before, and swiftide's DefaultContext saw nothing new:
+/// the tool's output was never sent.
+#[tokio::test]
+async fn a_window_that_moves_by_what_was_added_does_not_hide_it_from_swiftide() {
+    use memory_swiftide::swiftide_core::AgentContext;
+    use memory_swiftide::swiftide_core::chat_completion::ToolCall;
+
+    let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+    let history = SwiftideHistory::for_scope(store, unique_scope())
+        .unwrap()
+        .with_reducer(Arc::new(DropTwoOldest));
+    let mut context = swiftide_agents::DefaultContext::default();
+    context.with_message_history(history);
+    context
+        .add_messages(vec![
+            SwiftMessage::new_system("Be brief."),
+            SwiftMessage::new_user("Hi"),
+            SwiftMessage::new_assistant(Some("Hello!"), None),
+            SwiftMessage::new_user("What is 2 + 3?"),
+        ])
+        .await
+        .unwrap();
+    assert_eq!(context.next_completion().await.unwrap().unwrap().len(), 4);
+
+    let call = ToolCall::builder()
+        .id("call_1")
+        .name("add")
+        .args(r#"{"a":2,"b":3}"#)
+        .build()
+        .unwrap();
+    let output = SwiftMessage::new_tool_output(call.clone(), ToolOutput::text("5"));
+    context
+        .add_messages(vec![
+            SwiftMessage::new_assistant(None::<String>, Some(vec![call])),
+            output.clone(),
+        ])
+        .await
+        .unwrap();
+    let next = context
+        .next_completion()
+        .await
+        .unwrap()
+        .expect("the tool's output is new to swiftide");
+    assert_eq!(next.last(), Some(&output));
+
+    // Later reads apply the window again.
+    context
+        .add_message(SwiftMessage::new_assistant(Some("5"), None))
+        .await
+        .unwrap();
+    let next = context.next_completion().await.unwrap();
+    assert!(next.is_none(), "an assistant answer ends the run: {next:?}");
+    assert_eq!(context.history().await.unwrap().len(), 5);
+}
