@@ -23,7 +23,9 @@ pub enum HistoryWindow {
     All,
     /// The newest whole groups (a tool call with its results, a user turn) whose stored token
     /// counts fit the budget, after the leading system message, which is always kept
-    /// ([`TokenBudgetReducer`]).
+    /// ([`TokenBudgetReducer`]). Like every window here, it is applied to the active messages
+    /// read whole (the reducers need the groups); swiftide's `overwrite`, which archives, keeps
+    /// the active part of a long thread short.
     TokenBudget(u64),
     /// What a reducer keeps of the active messages (its view; the store is not changed).
     Reducer(Arc<dyn ChatReducer>),
