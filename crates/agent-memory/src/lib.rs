@@ -43,6 +43,10 @@ pub use memory_vector as vector_stores;
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;
 
+/// agent-memory as a swiftide agent's message history (feature `swiftide`).
+#[cfg(feature = "swiftide")]
+pub use memory_swiftide as swiftide;
+
 pub use doctor::doctor;
 /// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features
 /// `agent-framework`, `llamaindex`).

@@ -102,6 +102,12 @@ impl Scope {
         self
     }
 
+    /// Sets the user from an already validated id.
+    pub fn with_user_id(mut self, user: UserId) -> Self {
+        self.user = Some(user);
+        self
+    }
+
     /// Sets the agent from an already validated id.
     pub fn with_agent_id(mut self, agent: AgentId) -> Self {
         self.agent = Some(agent);
