@@ -17,6 +17,7 @@ use std::fmt;
 
 use memory_core::{Error, ErrorKind, Result};
 use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::WithHttpConfig;
 use opentelemetry_sdk::Resource;
 use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{SdkMeterProvider, Stream};
@@ -44,8 +45,8 @@ pub struct TelemetryConfig {
 }
 
 impl TelemetryConfig {
-    /// A pipeline for the service `service_name` (the `service.name` resource attribute),
-    /// without message text (unless [`CAPTURE_CONTENT_ENV`] says otherwise) and without a log
+    /// A pipeline for the service `service_name` (the `service.name` resource attribute, unless
+    /// `OTEL_SERVICE_NAME` sets it), without message text (unless [`CAPTURE_CONTENT_ENV`] says otherwise) and without a log
     /// on stderr.
     pub fn new(service_name: impl Into<String>) -> Self {
         Self {
@@ -132,15 +133,38 @@ fn export_error(what: &str, error: &dyn fmt::Display) -> Error {
 /// [`ErrorKind::InvalidInput`] when the exporters cannot be built from the environment, or a
 /// global subscriber is already installed.
 pub fn install(config: TelemetryConfig) -> Result<TelemetryGuard> {
+    let client = http_client()?;
     let spans = opentelemetry_otlp::SpanExporter::builder()
         .with_http()
+        .with_http_client(client.clone())
         .build()
         .map_err(|e| config_error("span", &e))?;
     let metrics = opentelemetry_otlp::MetricExporter::builder()
         .with_http()
+        .with_http_client(client)
         .build()
         .map_err(|e| config_error("metric", &e))?;
     install_with(config, spans, metrics)
+}
+
+/// The exporters' blocking HTTP client (they send from the SDK's own threads), with
+/// memory-http's TLS settings (rustls, ring, the platform's roots: reqwest is built without a
+/// crypto provider of its own). Built on a thread of its own, outside any async runtime.
+fn http_client() -> Result<reqwest::blocking::Client> {
+    let tls = memory_http::tls_config()?;
+    std::thread::spawn(move || {
+        reqwest::blocking::Client::builder()
+            .tls_backend_preconfigured(tls)
+            .build()
+    })
+    .join()
+    .map_err(|_| Error::new(ErrorKind::Backend, "building the OTLP HTTP client panicked"))?
+    .map_err(|e| {
+        Error::new(
+            ErrorKind::Backend,
+            format!("could not build the OTLP HTTP client: {e}"),
+        )
+    })
 }
 
 /// [`install`] when [`ENDPOINT_ENV`] is set (and not empty); `None` otherwise, installing
@@ -195,9 +219,15 @@ where
     if let Some(capture) = config.capture_content {
         memory_core::telemetry::set_capture_content(capture);
     }
-    let resource = Resource::builder()
-        .with_service_name(config.service_name.clone())
-        .build();
+    // The SDK reads OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES; the configured name
+    // applies when the environment names no service.
+    let resource = if std::env::var_os("OTEL_SERVICE_NAME").is_some() {
+        Resource::builder().build()
+    } else {
+        Resource::builder()
+            .with_service_name(config.service_name.clone())
+            .build()
+    };
     let tracer_provider = SdkTracerProvider::builder()
         .with_batch_exporter(spans)
         .with_resource(resource.clone())
