@@ -21,12 +21,15 @@ use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
+/// A span's or event's fields, as text.
+type FieldList = Vec<(String, String)>;
+
 /// Wants everything; keeps each span's name and fields, and each metric event's fields.
 #[derive(Default)]
 struct Recorder {
     next: AtomicU64,
-    spans: Mutex<HashMap<u64, (String, Vec<(String, String)>)>>,
-    events: Mutex<Vec<Vec<(String, String)>>>,
+    spans: Mutex<HashMap<u64, (String, FieldList)>>,
+    events: Mutex<Vec<FieldList>>,
 }
 
 struct Fields<'a>(&'a mut Vec<(String, String)>);
