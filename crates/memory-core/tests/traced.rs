@@ -200,3 +200,82 @@ async fn every_call_is_a_span_and_a_duration_and_a_failure_says_its_kind() {
             && has(fields, "error.type", "not_found")
     }));
 }
+
+#[tokio::test]
+async fn a_recall_and_a_forget_are_spans_with_their_counts() {
+    use std::sync::Arc;
+
+    use memory_core::memory::blocks::VectorMemoryBlock;
+    use memory_core::{ForgetFilter, ForgetMode, Forgetter, Memory, TenantId};
+    use memory_testkit::memory::WordHashEmbedder;
+
+    let recorder = listening();
+    let history: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+    let sessions: Arc<dyn SessionStore> = Arc::new(InMemorySessionStore::new());
+    let vectors = Arc::new(InMemoryVectorStore::new());
+    let scope = Scope::session("traced-recall")
+        .unwrap()
+        .with_tenant("recall")
+        .unwrap();
+    let block = VectorMemoryBlock::new(Arc::new(WordHashEmbedder), vectors.clone())
+        .with_similarity_top_k(3);
+    let memory = Memory::builder(scope.clone(), Arc::clone(&history), Arc::clone(&sessions))
+        .token_limit(60)
+        .block(Arc::new(block))
+        .build()
+        .unwrap();
+    let notes: Vec<ChatMessage> = (0..8)
+        .map(|i| {
+            ChatMessage::user(format!(
+                "note {i}: the teapot parcel goes to the garden door"
+            ))
+        })
+        .collect();
+    assert!(memory.put_messages(&notes).await.unwrap().messages > 0);
+    memory
+        .get(&[ChatMessage::user("where does the teapot parcel go?")])
+        .await
+        .unwrap();
+    let receipt = Forgetter::new()
+        .history(Arc::clone(&history))
+        .sessions(Arc::clone(&sessions))
+        .vectors(vectors)
+        .forget(
+            &ForgetFilter::tenant(TenantId::new("recall").unwrap()),
+            ForgetMode::Delete,
+        )
+        .await
+        .unwrap();
+
+    let spans = recorder.spans.lock().unwrap();
+    let find = |name: &str, tenant: &str| {
+        spans
+            .values()
+            .find(|(n, fields)| n == name && has(fields, "agent_memory.scope.tenant", tenant))
+            .map(|(_, fields)| fields.clone())
+            .unwrap_or_else(|| panic!("no {name} span"))
+    };
+    let recall = find("agent_memory.retrieve", "recall");
+    assert!(has(&recall, "agent_memory.retrieval.top_k", "3"));
+    let hits: i64 = recall
+        .iter()
+        .find(|(n, _)| n == "agent_memory.retrieval.hits")
+        .map(|(_, v)| v.parse().unwrap())
+        .expect("hits recorded");
+    assert!(hits >= 1, "{recall:?}");
+    assert!(
+        recall
+            .iter()
+            .any(|(n, _)| n == "agent_memory.retrieval.top_score"),
+        "{recall:?}"
+    );
+    assert!(!recall.iter().any(|(_, v)| v.contains("teapot")), "no text");
+    let forget = find("agent_memory.forget", "recall");
+    assert!(has(&forget, "agent_memory.forget.dry_run", "false"));
+    assert!(has(
+        &forget,
+        "agent_memory.forget.items",
+        &receipt.total_items().to_string()
+    ));
+    assert!(receipt.total_items() > 0);
+}
