@@ -17,6 +17,7 @@ mod transfer;
 
 use std::process::ExitCode;
 
+use agent_memory::telemetry::{self, TelemetryConfig};
 use agent_memory::{OpenOptions, Stores, redact_url};
 use clap::parser::ValueSource;
 use clap::{CommandFactory, FromArgMatches};
@@ -31,6 +32,17 @@ async fn main() -> ExitCode {
     let cli = match Cli::from_arg_matches(&matches) {
         Ok(cli) => cli,
         Err(error) => error.exit(),
+    };
+    // With OTEL_EXPORTER_OTLP_ENDPOINT set, every command's spans and metrics go to that
+    // collector (docs/telemetry.md); the guard flushes them when main returns.
+    let _telemetry = match telemetry::install_from_env(
+        TelemetryConfig::new("agent-memory").with_log_to_stderr(true),
+    ) {
+        Ok(guard) => guard,
+        Err(error) => {
+            eprintln!("telemetry is off: {error}");
+            None
+        }
     };
     match run(cli, url_given).await {
         Ok(()) => ExitCode::SUCCESS,

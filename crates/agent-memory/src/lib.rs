@@ -6,6 +6,10 @@
 /// Health checks of a backend: [`doctor`](crate::doctor()) and its findings.
 pub mod doctor;
 mod open;
+/// The OpenTelemetry pipeline (feature `otel`): [`install`](telemetry::install) for
+/// applications, [`build`](telemetry::build) with given exporters for tests.
+#[cfg(feature = "otel")]
+pub mod telemetry;
 
 pub use memory_core::*;
 

@@ -3,10 +3,12 @@
 use std::fmt;
 use std::sync::Arc;
 
+use memory_core::telemetry::Traced;
 use memory_core::{
     Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result, SessionStore,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
+use tracing::Instrument;
 
 /// The URL [`open_default`] opens when [`URL_ENV`] is not set: with the `sqlite` feature (on by
 /// default) a SQLite file in the current directory, so memory survives a restart; without it,
@@ -52,6 +54,15 @@ impl Stores {
         memory_core::forget::Forgetter::new()
             .history(Arc::clone(&self.history))
             .sessions(Arc::clone(&self.sessions))
+    }
+
+    /// The stores wrapped in [`Traced`], so every call is a span and a duration data point
+    /// (docs/telemetry.md).
+    fn traced(self, system: &'static str) -> Self {
+        Self {
+            history: Arc::new(Traced::new(self.history, system)),
+            sessions: Arc::new(Traced::new(self.sessions, system)),
+        }
     }
 
     #[cfg(any(
@@ -135,7 +146,25 @@ impl OpenOptions {
     /// # Errors
     /// As [`open`]; with [`existing_only`](Self::existing_only), also as it says.
     pub async fn open(&self, url: &str) -> Result<Stores> {
-        let stores = open_backend(url, self.existing_only).await?;
+        let span = tracing::info_span!(
+            "agent_memory.open",
+            otel.status_code = tracing::field::Empty,
+            db.system.name = system_name(url),
+            agent_memory.url = %memory_core::redact_url(url),
+            agent_memory.window_cache = self.window_cache.enabled(),
+            error.type = tracing::field::Empty,
+        );
+        let stores = match open_backend(url, self.existing_only)
+            .instrument(span.clone())
+            .await
+        {
+            Ok(stores) => stores.traced(system_name(url)),
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", e.kind().as_str());
+                return Err(e);
+            }
+        };
         if !self.window_cache.enabled() {
             return Ok(stores);
         }
@@ -246,6 +275,20 @@ async fn sql_store(
         builder = builder.existing_only();
     }
     builder.connect().await
+}
+
+/// The OpenTelemetry `db.system.name` of the backend `url` names (`other` for a scheme no
+/// backend handles).
+fn system_name(url: &str) -> &'static str {
+    match url.split_once(':').map_or(url, |(scheme, _)| scheme) {
+        "memory" => "memory",
+        "sqlite" => "sqlite",
+        "postgres" | "postgresql" => "postgresql",
+        "mysql" => "mysql",
+        "mariadb" => "mariadb",
+        "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => "redis",
+        _ => "other",
+    }
 }
 
 /// `url` without its `prefix` query parameter, and that parameter's value (the last one when

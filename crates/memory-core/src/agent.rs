@@ -394,8 +394,22 @@ impl Agent {
                 message.id = derived_input_id(session.scope(), turn, index, message);
             }
         }
-        let span = tracing::info_span!("agent.run", agent = %self.name, scope = %session.scope());
-        self.run_inner(input, session).instrument(span).await
+        let span = turn_span(&self.name, session.scope());
+        let capture = !span.is_disabled() && crate::telemetry::capture_content();
+        if capture {
+            span.record(
+                "gen_ai.input.messages",
+                crate::telemetry::messages_json(&input).as_str(),
+            );
+        }
+        let result = self
+            .run_inner(input, session)
+            .instrument(span.clone())
+            .await;
+        if !span.is_disabled() {
+            record_turn(&span, &result, capture);
+        }
+        result
     }
 
     async fn run_inner(
@@ -443,13 +457,15 @@ impl Agent {
         let mut reduced = 0;
         let view: Vec<ChatMessage> = match &self.reducer {
             Some((reducer, ReducerTrigger::BeforeMessagesRetrieval)) if !window.is_empty() => {
-                let reduction = reducer
-                    .reduce(window)
-                    .instrument(tracing::debug_span!(
-                        "reducer.reduce",
-                        messages = window.len()
-                    ))
-                    .await?;
+                let span =
+                    crate::telemetry::reducer_span("before_messages_retrieval", window.len());
+                let reduction = reducer.reduce(window).instrument(span.clone()).await?;
+                crate::telemetry::record_reduction(
+                    &span,
+                    "before_messages_retrieval",
+                    window,
+                    &reduction,
+                );
                 reduced = reduction.dropped_count();
                 if reduced > 0 {
                     tracing::info!(
@@ -508,18 +524,41 @@ impl Agent {
         let mut counter: Option<Arc<dyn TokenCounter>> = self.counter.clone();
         let stop_reason = loop {
             iterations = iterations.saturating_add(1);
+            let model_span = tracing::info_span!(
+                "model.complete",
+                otel.name = "chat",
+                otel.kind = "client",
+                otel.status_code = tracing::field::Empty,
+                gen_ai.operation.name = "chat",
+                gen_ai.agent.name = %self.name,
+                gen_ai.usage.input_tokens = tracing::field::Empty,
+                gen_ai.usage.output_tokens = tracing::field::Empty,
+                error.type = tracing::field::Empty,
+                iteration = iterations,
+                messages = request.messages.len()
+            );
             let response = match self
                 .model
                 .complete(&request)
-                .instrument(tracing::debug_span!(
-                    "model.complete",
-                    iteration = iterations,
-                    messages = request.messages.len()
-                ))
+                .instrument(model_span.clone())
                 .await
             {
-                Ok(response) => response,
+                Ok(response) => {
+                    if let Some(u) = response.usage {
+                        model_span.record(
+                            "gen_ai.usage.input_tokens",
+                            crate::telemetry::int(u.input_tokens),
+                        );
+                        model_span.record(
+                            "gen_ai.usage.output_tokens",
+                            crate::telemetry::int(u.output_tokens),
+                        );
+                    }
+                    response
+                }
                 Err(error) => {
+                    model_span.record("otel.status_code", "ERROR");
+                    model_span.record("error.type", error.kind().as_str());
                     tracing::warn!(%error, "the model failed; nothing is stored");
                     return Err(self.fail(session, &input, error).await);
                 }
@@ -699,13 +738,9 @@ impl Agent {
                 message: Arc::new(message),
             })
             .collect();
-        let reduction = reducer
-            .reduce(&stored)
-            .instrument(tracing::debug_span!(
-                "reducer.reduce_in_flight",
-                messages = stored.len()
-            ))
-            .await?;
+        let span = crate::telemetry::reducer_span("in_flight", stored.len());
+        let reduction = reducer.reduce(&stored).instrument(span.clone()).await?;
+        crate::telemetry::record_reduction(&span, "in_flight", &stored, &reduction);
         let dropped = reduction.dropped_count();
         if dropped > 0 {
             tracing::info!(
@@ -813,13 +848,9 @@ impl Agent {
                     .await?
             }
         };
-        let reduction = reducer
-            .reduce(&window)
-            .instrument(tracing::debug_span!(
-                "reducer.reduce",
-                messages = window.len()
-            ))
-            .await?;
+        let span = crate::telemetry::reducer_span("after_message_added", window.len());
+        let reduction = reducer.reduce(&window).instrument(span.clone()).await?;
+        crate::telemetry::record_reduction(&span, "after_message_added", &window, &reduction);
         let mut archived = 0u64;
         for range in archive_ranges(&window, &reduction) {
             let moved = self
@@ -841,8 +872,112 @@ impl Agent {
                 archived,
                 "reducer archived messages out of the active window"
             );
+            tracing::event!(
+                target: "agent_memory::metrics",
+                parent: None,
+                tracing::Level::DEBUG,
+                monotonic_counter.agent_memory.history.archived_messages = archived,
+                agent_memory.archive.reason = "reducer",
+            );
         }
         Ok((archived, summarized))
+    }
+}
+
+/// The span of one agent turn (OpenTelemetry `gen_ai` `invoke_agent`); its fields are
+/// evaluated only when a subscriber wants it.
+fn turn_span(agent: &AgentId, scope: &crate::Scope) -> tracing::Span {
+    let span = tracing::info_span!(
+        "agent.run",
+        otel.name = tracing::field::Empty,
+        otel.status_code = tracing::field::Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = %agent,
+        gen_ai.conversation.id = %scope.key(),
+        agent_memory.scope.tenant = %scope.tenant(),
+        agent_memory.scope.user = scope.user().map(|u| u.as_str()),
+        agent_memory.scope.agent = scope.agent().map(|a| a.as_str()),
+        agent_memory.scope.session = %scope.session_id(),
+        gen_ai.usage.input_tokens = tracing::field::Empty,
+        gen_ai.usage.output_tokens = tracing::field::Empty,
+        agent_memory.turn.window_messages = tracing::field::Empty,
+        agent_memory.turn.iterations = tracing::field::Empty,
+        agent_memory.turn.tool_calls = tracing::field::Empty,
+        agent_memory.turn.messages_produced = tracing::field::Empty,
+        agent_memory.reducer.messages_dropped = tracing::field::Empty,
+        agent_memory.history.archived = tracing::field::Empty,
+        gen_ai.input.messages = tracing::field::Empty,
+        gen_ai.output.messages = tracing::field::Empty,
+        error.type = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        span.record("otel.name", format_args!("invoke_agent {agent}"));
+    }
+    span
+}
+
+/// Records what a turn did on its span, and the `gen_ai.client.token.usage` data points.
+fn record_turn(span: &tracing::Span, result: &Result<AgentRun>, capture: bool) {
+    let run = match result {
+        Ok(run) => run,
+        Err(error) => {
+            span.record("otel.status_code", "ERROR");
+            span.record("error.type", error.kind().as_str());
+            return;
+        }
+    };
+    if let Some(usage) = run.usage {
+        span.record(
+            "gen_ai.usage.input_tokens",
+            crate::telemetry::int(usage.input_tokens),
+        );
+        span.record(
+            "gen_ai.usage.output_tokens",
+            crate::telemetry::int(usage.output_tokens),
+        );
+        for (kind, tokens) in [
+            ("input", usage.input_tokens),
+            ("output", usage.output_tokens),
+        ] {
+            tracing::event!(
+                target: "agent_memory::metrics",
+                parent: None,
+                tracing::Level::DEBUG,
+                histogram.gen_ai.client.token.usage = tokens,
+                gen_ai.operation.name = "invoke_agent",
+                gen_ai.token.type = kind,
+            );
+        }
+    }
+    span.record(
+        "agent_memory.turn.window_messages",
+        crate::telemetry::int(run.window_len),
+    );
+    span.record(
+        "agent_memory.turn.iterations",
+        crate::telemetry::int(run.iterations),
+    );
+    span.record(
+        "agent_memory.turn.tool_calls",
+        crate::telemetry::int(run.tool_calls.len()),
+    );
+    span.record(
+        "agent_memory.turn.messages_produced",
+        crate::telemetry::int(run.messages.len()),
+    );
+    span.record(
+        "agent_memory.reducer.messages_dropped",
+        crate::telemetry::int(run.reduced),
+    );
+    span.record(
+        "agent_memory.history.archived",
+        crate::telemetry::int(run.archived),
+    );
+    if capture {
+        span.record(
+            "gen_ai.output.messages",
+            crate::telemetry::messages_json(&run.messages).as_str(),
+        );
     }
 }
 

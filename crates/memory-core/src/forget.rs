@@ -47,6 +47,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::history::HistoryStore;
@@ -526,11 +527,43 @@ impl Forgetter {
     /// The first failing store's error, its message prefixed with the store's name and the
     /// stores already done; running the same forget again is safe and finishes the work.
     pub async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<ForgetReceipt> {
+        let span = tracing::info_span!(
+            "agent_memory.forget",
+            otel.status_code = tracing::field::Empty,
+            agent_memory.scope.tenant = %filter.tenant_id(),
+            agent_memory.scope.user = filter.user().map(|u| u.as_str()),
+            agent_memory.scope.agent = filter.agent().map(|a| a.as_str()),
+            agent_memory.scope.session = filter.session().map(|s| s.as_str()),
+            agent_memory.forget.dry_run = mode == ForgetMode::DryRun,
+            agent_memory.forget.stores = crate::telemetry::int(self.targets.len()),
+            agent_memory.forget.items = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
         let mut stores = Vec::with_capacity(self.targets.len());
         for target in &self.targets {
-            match target.forget(filter, mode).await {
+            match target.forget(filter, mode).instrument(span.clone()).await {
                 Ok(receipt) => stores.push(receipt),
-                Err(error) => return Err(failed_in(target.store_name(), &stores, error)),
+                Err(error) => {
+                    span.record("otel.status_code", "ERROR");
+                    span.record("error.type", error.kind().as_str());
+                    return Err(failed_in(target.store_name(), &stores, error));
+                }
+            }
+        }
+        let items = stores
+            .iter()
+            .fold(0u64, |sum, store| sum.saturating_add(store.items));
+        span.record("agent_memory.forget.items", crate::telemetry::int(items));
+        if mode == ForgetMode::Delete {
+            for store in &stores {
+                tracing::event!(
+                    target: "agent_memory::metrics",
+                    parent: None,
+                    tracing::Level::DEBUG,
+                    monotonic_counter.agent_memory.forget.deleted_items = store.items,
+                    agent_memory.forget.store = store.store.as_str(),
+                    agent_memory.forget.unit = store.unit.as_str(),
+                );
             }
         }
         Ok(ForgetReceipt {

@@ -20,6 +20,7 @@ pub mod redact;
 pub mod reducer;
 pub mod scope;
 pub mod session;
+pub mod telemetry;
 pub mod tokens;
 pub mod tool;
 pub mod ttl;

@@ -15,6 +15,7 @@ use std::time::Duration;
 
 use memory_core::memory::blocks::{RetrievalPostprocessor, SimilarityCutoff};
 use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext};
+use memory_core::telemetry::Traced;
 use memory_core::{
     AiContext, AppendOutcome, ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse,
     ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, ForgetFilter, HistoryCapabilities,
@@ -112,6 +113,7 @@ async fn history_store_through_arc_and_box() {
     history_through(Box::new(InMemoryHistoryStore::new()) as Box<dyn HistoryStore>).await;
     history_through(Arc::new(InMemoryHistoryStore::new())).await;
     history_through(Box::new(InMemoryHistoryStore::new())).await;
+    history_through(Traced::new(InMemoryHistoryStore::new(), "memory")).await;
 }
 
 /// A history store with the required methods only: the optional ones are the trait's defaults.
@@ -183,6 +185,7 @@ async fn optional_history_operations_default_to_unsupported() {
     history_defaults_through(arc).await;
     let boxed: Box<dyn HistoryStore> = Box::new(RequiredOnlyHistory::default());
     history_defaults_through(boxed).await;
+    history_defaults_through(Traced::new(RequiredOnlyHistory::default(), "memory")).await;
     let err = RequiredOnlyHistory::default()
         .archive(&scope("s"), 1..=2)
         .await
@@ -247,6 +250,7 @@ async fn sessions_through<S: SessionStore>(store: S) {
 async fn session_store_through_arc_and_box() {
     sessions_through(Arc::new(InMemorySessionStore::new()) as Arc<dyn SessionStore>).await;
     sessions_through(Box::new(InMemorySessionStore::new()) as Box<dyn SessionStore>).await;
+    sessions_through(Traced::new(InMemorySessionStore::new(), "memory")).await;
 }
 
 /// A session store with the required methods only.
@@ -274,9 +278,10 @@ impl SessionStore for RequiredOnlySessions {
 
 #[tokio::test]
 async fn optional_session_operations_default_to_unsupported() {
-    let stores: [Box<dyn SessionStore>; 2] = [
+    let stores: [Box<dyn SessionStore>; 3] = [
         Box::new(RequiredOnlySessions::default()),
         Box::new(Arc::new(RequiredOnlySessions::default()) as Arc<dyn SessionStore>),
+        Box::new(Traced::new(RequiredOnlySessions::default(), "memory")),
     ];
     for store in stores {
         let s = scope("session-defaults");
@@ -488,6 +493,7 @@ async fn vectors_through<V: VectorStore>(store: V) {
 async fn vector_store_through_arc_and_box() {
     vectors_through(Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>).await;
     vectors_through(Box::new(InMemoryVectorStore::new()) as Box<dyn VectorStore>).await;
+    vectors_through(Traced::new(InMemoryVectorStore::new(), "memory")).await;
 }
 
 /// A vector store with the required methods only.
@@ -518,9 +524,10 @@ impl VectorStore for RequiredOnlyVectors {
 
 #[tokio::test]
 async fn optional_vector_operations_default_to_unsupported() {
-    let stores: [Box<dyn VectorStore>; 2] = [
+    let stores: [Box<dyn VectorStore>; 3] = [
         Box::new(RequiredOnlyVectors::default()),
         Box::new(Arc::new(RequiredOnlyVectors::default()) as Arc<dyn VectorStore>),
+        Box::new(Traced::new(RequiredOnlyVectors::default(), "memory")),
     ];
     for store in stores {
         assert_eq!(store.capabilities(), VectorCapabilities::none());

@@ -39,6 +39,18 @@ use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
 /// # Errors
 /// [`ErrorKind::Backend`] if the platform's root certificates cannot be loaded.
 pub fn http_client_builder() -> Result<ClientBuilder> {
+    Ok(Client::builder()
+        .tls_backend_preconfigured(tls_config()?)
+        .redirect(reqwest::redirect::Policy::none()))
+}
+
+/// The TLS settings of [`http_client_builder`]: rustls with the ring crypto provider, the
+/// platform's root certificates and HTTP/1.1, for a client built otherwise (a blocking one,
+/// say: `reqwest::blocking::ClientBuilder::tls_backend_preconfigured`).
+///
+/// # Errors
+/// [`ErrorKind::Backend`] if the platform's root certificates cannot be loaded.
+pub fn tls_config() -> Result<rustls::ClientConfig> {
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let verifier =
         rustls_platform_verifier::Verifier::new(Arc::clone(&provider)).map_err(|err| {
@@ -57,9 +69,7 @@ pub fn http_client_builder() -> Result<ClientBuilder> {
         .with_custom_certificate_verifier(Arc::new(verifier))
         .with_no_client_auth();
     tls.alpn_protocols = vec![b"http/1.1".to_vec()];
-    Ok(Client::builder()
-        .tls_backend_preconfigured(tls)
-        .redirect(reqwest::redirect::Policy::none()))
+    Ok(tls)
 }
 
 /// Builds `builder` into a client.

@@ -12,7 +12,7 @@ mod secret;
 #[cfg(feature = "testing")]
 pub mod testing;
 
-pub use client::{ApiClient, build_client, http_client_builder};
+pub use client::{ApiClient, build_client, http_client_builder, tls_config};
 pub use config::{is_header_text, parse_base_url};
 pub use error::{Failure, MAX_QUOTED_BODY, Retry, quote_body, status_text, transport_failure};
 pub use redact::scrub;

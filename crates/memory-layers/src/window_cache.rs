@@ -69,8 +69,18 @@ struct Counters {
     passed_through: AtomicU64,
 }
 
-fn bump(counter: &AtomicU64) {
+/// Counts one read answered as `result` (`hit`, `miss`, `reload`, `refetch`,
+/// `pass_through`), in the cache's own stats and in the metric
+/// `agent_memory.window_cache.requests`.
+fn bump(counter: &AtomicU64, result: &'static str) {
     counter.fetch_add(1, Ordering::Relaxed);
+    tracing::event!(
+        target: "agent_memory::metrics",
+        parent: None,
+        tracing::Level::DEBUG,
+        monotonic_counter.agent_memory.window_cache.requests = 1u64,
+        agent_memory.window_cache.result = result,
+    );
 }
 
 /// A window as the cache served it, with the cursor and counts of the store's answer when the
@@ -275,7 +285,7 @@ impl<S: HistoryStore> WindowCache<S> {
                 windows.remove(&key);
                 if error.kind() == ErrorKind::InvalidInput {
                     // The store refused the cursor (its data were replaced under it): start over.
-                    bump(&self.counters.refetches);
+                    bump(&self.counters.refetches, "refetch");
                     return self.load(windows, key, window).await;
                 }
                 return Err(error);
@@ -284,27 +294,27 @@ impl<S: HistoryStore> WindowCache<S> {
         match answer.delta {
             Delta::Appended => {
                 if answer.messages.is_empty() && answer.cursor == cached.cursor() {
-                    bump(&self.counters.hits);
+                    bump(&self.counters.hits, "hit");
                     return Ok(Served::answered(cached.to_messages(), &answer));
                 }
                 let read = Some((answer.cursor, answer.count));
                 match cached.extended(key.shape, answer.messages, answer.cursor) {
                     Some(extended) => {
-                        bump(&self.counters.hits);
+                        bump(&self.counters.hits, "hit");
                         Ok(Served {
                             messages: self.keep(windows, key, extended),
                             read,
                         })
                     }
                     None => {
-                        bump(&self.counters.refetches);
+                        bump(&self.counters.refetches, "refetch");
                         windows.remove(&key);
                         self.load(windows, key, window).await
                     }
                 }
             }
             Delta::Whole => {
-                bump(&self.counters.reloads);
+                bump(&self.counters.reloads, "reload");
                 let read = Some((answer.cursor, answer.count));
                 Ok(Served {
                     messages: self.keep(
@@ -317,7 +327,7 @@ impl<S: HistoryStore> WindowCache<S> {
             }
             // A kind of answer this cache does not know: trust only a plain read.
             _ => {
-                bump(&self.counters.refetches);
+                bump(&self.counters.refetches, "refetch");
                 windows.remove(&key);
                 Ok(Served::plain(self.inner.read(&key.scope, window).await?))
             }
@@ -327,7 +337,7 @@ impl<S: HistoryStore> WindowCache<S> {
     /// Serves `window` of `scope` from the cache (`None`: the cache does not keep this window).
     async fn serve(&self, scope: &Scope, window: Window) -> Option<Result<Served>> {
         let (Some(windows), Some(shape)) = (&self.windows, WindowShape::of(window)) else {
-            bump(&self.counters.passed_through);
+            bump(&self.counters.passed_through, "pass_through");
             return None;
         };
         let key = WindowKey {
@@ -337,7 +347,7 @@ impl<S: HistoryStore> WindowCache<S> {
         Some(match windows.get(&key) {
             Some(cached) => self.refresh(windows, key, window, cached).await,
             None => {
-                bump(&self.counters.misses);
+                bump(&self.counters.misses, "miss");
                 self.load(windows, key, window).await
             }
         })

@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 pub fn cli() -> assert_cmd::Command {
     let mut cmd = assert_cmd::Command::cargo_bin("agent-memory").unwrap();
     cmd.env_remove(agent_memory::URL_ENV);
+    cmd.env_remove("OTEL_EXPORTER_OTLP_ENDPOINT");
     cmd
 }
 

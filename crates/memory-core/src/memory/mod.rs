@@ -383,8 +383,53 @@ impl Memory {
         scope: &Scope,
         active_tokens: u64,
     ) -> Result<FlushReport> {
-        let span = tracing::info_span!("memory.flush", scope = %scope, active_tokens);
-        self.flush_window(scope).instrument(span).await
+        let span = tracing::info_span!(
+            "memory.flush",
+            otel.status_code = tracing::field::Empty,
+            gen_ai.conversation.id = %scope.key(),
+            agent_memory.scope.tenant = %scope.tenant(),
+            agent_memory.scope.session = %scope.session_id(),
+            agent_memory.memory.active_tokens = crate::telemetry::int(active_tokens),
+            agent_memory.memory.blocks = crate::telemetry::int(self.blocks.len()),
+            agent_memory.flush.messages = tracing::field::Empty,
+            agent_memory.flush.tokens = tracing::field::Empty,
+            agent_memory.flush.deliveries = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let result = self.flush_window(scope).instrument(span.clone()).await;
+        match &result {
+            Ok(report) => {
+                span.record(
+                    "agent_memory.flush.messages",
+                    crate::telemetry::int(report.messages),
+                );
+                span.record(
+                    "agent_memory.flush.tokens",
+                    crate::telemetry::int(report.tokens),
+                );
+                span.record(
+                    "agent_memory.flush.deliveries",
+                    crate::telemetry::int(report.deliveries),
+                );
+                if report.messages > 0 {
+                    tracing::event!(
+                        target: "agent_memory::metrics",
+                        parent: None,
+                        tracing::Level::DEBUG,
+                        monotonic_counter.agent_memory.memory.flushes = 1u64,
+                        monotonic_counter.agent_memory.memory.flushed_messages = report.messages,
+                        monotonic_counter.agent_memory.memory.flushed_tokens = report.tokens,
+                        monotonic_counter.agent_memory.history.archived_messages = report.messages,
+                        agent_memory.archive.reason = "flush",
+                    );
+                }
+            }
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", e.kind().as_str());
+            }
+        }
+        result
     }
 
     async fn flush_window(&self, scope: &Scope) -> Result<FlushReport> {

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
+use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::error::{Error, ErrorKind, Result};
@@ -289,17 +290,57 @@ impl MemoryBlock for VectorMemoryBlock {
         if !has_batches || query.is_empty() {
             return Ok(BlockContent::Text(String::new()));
         }
-        let vector = self.embed_one(query.join("\n")).await?;
-        let mut results = self
-            .store
-            .search(
-                &self.vector_scope(context.scope)?,
-                &VectorQuery::new(vector, self.similarity_top_k),
-            )
-            .await?;
+        let span = tracing::info_span!(
+            "agent_memory.retrieve",
+            otel.status_code = tracing::field::Empty,
+            agent_memory.block.name = self.name.as_str(),
+            agent_memory.scope.tenant = %context.scope.tenant(),
+            agent_memory.scope.session = %context.scope.session_id(),
+            agent_memory.retrieval.top_k = crate::telemetry::int(self.similarity_top_k),
+            agent_memory.retrieval.hits = tracing::field::Empty,
+            agent_memory.retrieval.kept = tracing::field::Empty,
+            agent_memory.retrieval.top_score = tracing::field::Empty,
+            error.type = tracing::field::Empty,
+        );
+        let searched = async {
+            let vector = self.embed_one(query.join("\n")).await?;
+            self.store
+                .search(
+                    &self.vector_scope(context.scope)?,
+                    &VectorQuery::new(vector, self.similarity_top_k),
+                )
+                .await
+        }
+        .instrument(span.clone())
+        .await;
+        let mut results = match searched {
+            Ok(results) => results,
+            Err(e) => {
+                span.record("otel.status_code", "ERROR");
+                span.record("error.type", e.kind().as_str());
+                return Err(e);
+            }
+        };
+        let hits = results.len();
+        if let Some(top) = results.iter().map(|r| r.score).reduce(f32::max) {
+            span.record("agent_memory.retrieval.top_score", f64::from(top));
+        }
         for p in &self.postprocessors {
             results = p.process(results);
         }
+        span.record("agent_memory.retrieval.hits", crate::telemetry::int(hits));
+        span.record(
+            "agent_memory.retrieval.kept",
+            crate::telemetry::int(results.len()),
+        );
+        tracing::event!(
+            target: "agent_memory::metrics",
+            parent: None,
+            tracing::Level::DEBUG,
+            monotonic_counter.agent_memory.retrieval.searches = 1u64,
+            monotonic_counter.agent_memory.retrieval.hits = u64::try_from(hits).unwrap_or(u64::MAX),
+            agent_memory.block.name = self.name.as_str(),
+        );
         let texts: Vec<String> = results
             .iter()
             .filter_map(|r| recalled_text(&r.payload))
