@@ -1,6 +1,9 @@
 //! rig `Message` → `ChatMessage` (→ stored JSON →) `ChatMessage` → rig `Message` is the
 //! identity for what rig can express; what rig cannot hold is a typed error.
 
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
 use memory_core::{ChatMessage, ErrorKind, Media, Part, Role};
 use memory_rig::convert::{
     RIG_BLOCK_MEDIA_TYPE, RIG_METADATA_KEY, to_chat_message, to_rig_message, to_rig_messages,
