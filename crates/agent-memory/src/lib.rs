@@ -43,6 +43,10 @@ pub use memory_vector as vector_stores;
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;
 
+/// rig's `ConversationMemory` over any history store (feature `rig`): `RigMemory`.
+#[cfg(feature = "rig")]
+pub use memory_rig as rig;
+
 pub use doctor::doctor;
 /// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features
 /// `agent-framework`, `llamaindex`).
