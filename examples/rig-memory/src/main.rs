@@ -151,11 +151,17 @@ struct StandIn;
 impl Respond for StandIn {
     fn respond(&self, request: &Request) -> ResponseTemplate {
         let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
-        let messages = field(&body, "messages").as_array().cloned().unwrap_or_default();
+        let messages = field(&body, "messages")
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
         let last = messages.last().cloned().unwrap_or(Value::Null);
         let text = |m: &Value| match field(m, "content") {
             Value::String(s) => s.clone(),
-            Value::Array(parts) => parts.iter().filter_map(|p| field(p, "text").as_str()).collect(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| field(p, "text").as_str())
+                .collect(),
             _ => String::new(),
         };
         let message = if field(&last, "role") == "tool" {
