@@ -225,3 +225,86 @@ async fn a_thread_rig_cannot_hold_is_a_typed_error_on_load() {
         MemoryError::Backend(_)
     ));
 }
+
+/// The in-memory store without archive (its capability off, the default body answering).
+#[derive(Debug, Default)]
+struct NoArchive(InMemoryHistoryStore);
+
+#[memory_core::async_trait]
+impl HistoryStore for NoArchive {
+    fn capabilities(&self) -> memory_core::HistoryCapabilities {
+        self.0.capabilities().with_archive(false)
+    }
+    async fn append(
+        &self,
+        scope: &Scope,
+        messages: &[ChatMessage],
+    ) -> memory_core::Result<memory_core::AppendOutcome> {
+        self.0.append(scope, messages).await
+    }
+    async fn read(
+        &self,
+        scope: &Scope,
+        window: Window,
+    ) -> memory_core::Result<Vec<memory_core::StoredMessage>> {
+        self.0.read(scope, window).await
+    }
+    async fn count(&self, scope: &Scope) -> memory_core::Result<memory_core::ThreadCount> {
+        self.0.count(scope).await
+    }
+    async fn clear(&self, scope: &Scope) -> memory_core::Result<u64> {
+        self.0.clear(scope).await
+    }
+    async fn list_threads(
+        &self,
+        filter: &memory_core::ScopeFilter,
+        page: memory_core::PageRequest,
+    ) -> memory_core::Result<memory_core::Page<Scope>> {
+        self.0.list_threads(filter, page).await
+    }
+}
+
+#[tokio::test]
+async fn clear_on_a_store_without_archive_is_unsupported_and_deletes_nothing() {
+    let memory = memory(Arc::new(NoArchive::default()));
+    memory.append(&conv("t"), turn(1)).await.unwrap();
+    let error = memory.archive_conversation(&conv("t")).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unsupported);
+    assert!(memory.clear(&conv("t")).await.is_err());
+    assert_eq!(memory.load(&conv("t")).await.unwrap(), turn(1));
+}
+
+/// A reducer that always fails.
+#[derive(Debug)]
+struct FailingReducer;
+
+#[memory_core::async_trait]
+impl memory_core::ChatReducer for FailingReducer {
+    async fn reduce(
+        &self,
+        _messages: &[memory_core::StoredMessage],
+    ) -> memory_core::Result<memory_core::Reduction> {
+        Err(memory_core::Error::new(
+            ErrorKind::Unavailable,
+            "the summarizer is down",
+        ))
+    }
+}
+
+#[tokio::test]
+async fn a_failing_reducer_is_a_policy_error_for_rig() {
+    let memory = RigMemory::builder(
+        store(),
+        TenantId::new("acme").unwrap(),
+        UserId::new("alice").unwrap(),
+    )
+    .reducer(Arc::new(FailingReducer))
+    .build();
+    memory.append(&conv("t"), turn(1)).await.unwrap();
+    match memory.load(&conv("t")).await.unwrap_err() {
+        MemoryError::Policy(message) => assert!(message.contains("summarizer is down")),
+        other => panic!("expected a policy error, got {other}"),
+    }
+    let error = memory.load_messages(&conv("t")).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::Unavailable);
+}
