@@ -10,12 +10,16 @@
 // of range is a failed check, reported by the panic.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+#[cfg(feature = "engines")]
+pub mod engines;
 pub mod fault_net;
 pub mod faults;
 pub mod fixtures;
 pub mod forget;
 pub mod history;
 pub mod hostile;
+#[cfg(feature = "http-load")]
+pub mod http_load;
 mod macros;
 pub mod memory;
 pub mod scripted_model;
