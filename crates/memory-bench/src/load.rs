@@ -141,3 +141,44 @@ fn reports(backend: &str, run: &LoadRun, verified: bool) -> Vec<Report> {
             .field("context_token_limit", plan.context_token_limit),
     ]
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_small_load_verifies_on_the_in_memory_stores() {
+        let options = LoadOptions {
+            clients: 4,
+            appends: 8,
+            batch: 2,
+        };
+        run(&["in-memory".to_owned()], &options).await.unwrap();
+    }
+
+    #[test]
+    fn each_run_has_three_lines() {
+        let plan = LoadPlan::new(4, 2, "s");
+        let run = LoadRun {
+            plan,
+            append_phase: Duration::from_secs(2),
+            appends: http_load::Latencies {
+                samples: vec![Duration::from_millis(1); 6],
+            },
+            windows: http_load::Latencies::default(),
+            contexts: http_load::Latencies::default(),
+            acked: Vec::new(),
+            readers: Vec::new(),
+            final_thread: Vec::new(),
+            final_count: (0, 0),
+            resent_after_failure: 0,
+            problems: Vec::new(),
+        };
+        let lines = reports("in-memory", &run, true);
+        let names: Vec<&str> = lines.iter().map(|r| r.workload).collect();
+        assert_eq!(names, ["load_append", "load_window", "load_context"]);
+        // Requests per second of the append phase's wall-clock time: 6 in 2 s.
+        assert_eq!(lines[0].ops_per_s, 3.0);
+        assert_eq!(lines[0].extra["messages_per_s"], 3.0);
+    }
+}

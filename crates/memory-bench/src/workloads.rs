@@ -1055,7 +1055,7 @@ mod tests {
             let reports = run(&case, &data, Some(5)).await.unwrap();
             let expected = match workload {
                 Workload::SessionRoundtrip => 5,
-                Workload::CountTokens | Workload::Migrate => 2,
+                Workload::CountTokens | Workload::Migrate | Workload::ServerCost => 2,
                 _ => 1,
             };
             assert_eq!(reports.len(), expected, "{workload:?}");
