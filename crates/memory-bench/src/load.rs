@@ -158,22 +158,9 @@ mod tests {
 
     #[test]
     fn each_run_has_three_lines() {
-        let plan = LoadPlan::new(4, 2, "s");
-        let run = LoadRun {
-            plan,
-            append_phase: Duration::from_secs(2),
-            appends: http_load::Latencies {
-                samples: vec![Duration::from_millis(1); 6],
-            },
-            windows: http_load::Latencies::default(),
-            contexts: http_load::Latencies::default(),
-            acked: Vec::new(),
-            readers: Vec::new(),
-            final_thread: Vec::new(),
-            final_count: (0, 0),
-            resent_after_failure: 0,
-            problems: Vec::new(),
-        };
+        let mut run = LoadRun::new(LoadPlan::new(4, 2, "s"));
+        run.append_phase = Duration::from_secs(2);
+        run.appends.samples = vec![Duration::from_millis(1); 6];
         let lines = reports("in-memory", &run, true);
         let names: Vec<&str> = lines.iter().map(|r| r.workload).collect();
         assert_eq!(names, ["load_append", "load_window", "load_context"]);

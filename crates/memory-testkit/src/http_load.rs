@@ -237,19 +237,7 @@ pub async fn run(target: &LoadTarget, plan: &LoadPlan) -> LoadRun {
     )
     .await;
 
-    let mut run = LoadRun {
-        plan: plan.clone(),
-        append_phase: Duration::ZERO,
-        appends: Latencies::default(),
-        windows: Latencies::default(),
-        contexts: Latencies::default(),
-        acked: Vec::new(),
-        readers: Vec::new(),
-        final_thread: Vec::new(),
-        final_count: (0, 0),
-        resent_after_failure: 0,
-        problems: Vec::new(),
-    };
+    let mut run = LoadRun::new(plan.clone());
     for (log, ended) in appended {
         run.append_phase = run.append_phase.max(ended);
         run.appends.samples.extend(log.latencies);
@@ -471,6 +459,23 @@ async fn reader(
 }
 
 impl LoadRun {
+    /// A run of `plan` that has done nothing yet.
+    pub fn new(plan: LoadPlan) -> Self {
+        Self {
+            plan,
+            append_phase: Duration::ZERO,
+            appends: Latencies::default(),
+            windows: Latencies::default(),
+            contexts: Latencies::default(),
+            acked: Vec::new(),
+            readers: Vec::new(),
+            final_thread: Vec::new(),
+            final_count: (0, 0),
+            resent_after_failure: 0,
+            problems: Vec::new(),
+        }
+    }
+
     /// Checks that nothing acknowledged was lost, nothing was stored twice, and every client
     /// saw one order (see the [module](self) documentation).
     ///
@@ -636,22 +641,14 @@ mod tests {
             session: "s".into(),
         };
         let n = thread.len() as u64;
-        LoadRun {
-            plan,
-            append_phase: Duration::ZERO,
-            appends: Latencies::default(),
-            windows: Latencies::default(),
-            contexts: Latencies::default(),
-            acked,
-            readers: Vec::new(),
-            final_thread: thread
-                .iter()
-                .map(|(s, id)| (*s, (*id).to_owned()))
-                .collect(),
-            final_count: (n, n),
-            resent_after_failure: 0,
-            problems: Vec::new(),
-        }
+        let mut run = LoadRun::new(plan);
+        run.acked = acked;
+        run.final_thread = thread
+            .iter()
+            .map(|(s, id)| (*s, (*id).to_owned()))
+            .collect();
+        run.final_count = (n, n);
+        run
     }
 
     #[test]
