@@ -9,6 +9,8 @@
 //! - `cargo xtask faults [-- ARGS]`: the writer-process fault tests (SIGKILL mid-batch, racing
 //!   processes) on every engine at full counts.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
+//! - `cargo xtask load [ARGS]`: the load run of the memory server (`memory-bench --load`, release
+//!   mode): concurrent clients, then the verification; fails if it fails.
 //! - `cargo xtask fuzz [--inputs N] [--target NAME]`: fuzz every decoder of outside bytes
 //!   (`memory-fuzz`, release mode; 10 million inputs by default); fails on any panic.
 //! - `cargo xtask fetch-model [--cache-dir DIR]`: download the local embedding model
@@ -29,6 +31,7 @@ mod fetch_mem0;
 mod fetch_model;
 mod fetch_pytools;
 mod fuzz;
+mod load;
 mod services;
 mod test;
 mod util;
@@ -92,6 +95,19 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
+    /// Run the memory server's load: `memory-bench --load` in release mode.
+    ///
+    /// On each backend (`--backend in-memory,sqlite-file,postgres,mariadb,redis`; default:
+    /// every available one) the server starts in-process on 127.0.0.1; `--clients N` (16)
+    /// concurrent clients on one thread, three quarters appending `--appends N` (200) batches
+    /// of `--batch N` (1) messages each, the rest reading windows and the context. Prints
+    /// appends/s and p50/p99 of appends, window and context reads as JSON lines; fails unless
+    /// nothing was lost or duplicated and every client saw one order.
+    Load {
+        /// Arguments for `memory-bench --load`.
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Fuzz every decoder of outside bytes: build and run `memory-fuzz` in release mode.
     ///
     /// `--inputs N` (default 10,000,000, split evenly between the targets), `--target NAME`
@@ -147,6 +163,7 @@ fn main() -> ExitCode {
         Command::Ci { no_tests } => ci::run(no_tests),
         Command::Faults { args } => faults::run(&args),
         Command::Bench { args } => bench::run(&args),
+        Command::Load { args } => load::run(&args),
         Command::Fuzz { args } => fuzz::run(&args),
         Command::FetchModel { cache_dir } => fetch_model::run(cache_dir),
         Command::FetchMem0 { cache_dir } => fetch_mem0::run(cache_dir),

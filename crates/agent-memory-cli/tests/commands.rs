@@ -33,7 +33,7 @@ fn scopes() -> (Vec<Scope>, Vec<Scope>, Scope) {
 }
 
 async fn seeded(store: &TestStore) {
-    let stores = store.open().await;
+    let stores = common::open(store).await;
     let (u1, u2, other) = scopes();
     seed(&stores, &u1, 12, 2).await;
     seed(&stores, &u2, 5, 0).await;
@@ -176,7 +176,7 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
     for store in TestStore::every("forget") {
         let name = store.name();
         seeded(&store).await;
-        let stores = store.open().await;
+        let stores = common::open(&store).await;
         let before = snapshot(&stores, &["default", "other"]).await;
 
         // A dry run counts and changes nothing.
@@ -302,7 +302,7 @@ async fn purge_expired_prints_counts() {
             store.name()
         );
         assert!(purged["sessions"] == 0 || purged["sessions"].is_null());
-        let stores = store.open().await;
+        let stores = common::open(&store).await;
         assert_eq!(
             snapshot(&stores, &["default"]).await.messages(),
             12 + 12 + 5,

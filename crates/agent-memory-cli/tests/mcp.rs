@@ -106,7 +106,7 @@ async fn every_tool_over_stdio(store: &TestStore) {
     client.cancel().await.unwrap();
 
     // What the binary stored is the tenant `acme`'s, read through the library.
-    let stores = store.open().await;
+    let stores = common::open(store).await;
     let scope = Scope::new(
         TenantId::new("acme").unwrap(),
         SessionId::new("s1").unwrap(),

@@ -333,6 +333,34 @@ pub(crate) fn find(name: &str) -> BenchResult<&'static Backend> {
     })
 }
 
+/// Every backend that is available now, in registry order; each one left out is named on
+/// stderr with the reason.
+pub(crate) fn available() -> Vec<&'static Backend> {
+    let mut available = Vec::new();
+    for backend in BACKENDS {
+        match (backend.available)() {
+            Ok(()) => available.push(backend),
+            Err(why) => eprintln!(
+                "note: backend {} left out ({why}); name it with --backend to try it anyway",
+                backend.name
+            ),
+        }
+    }
+    available
+}
+
+/// The backends called `names`, or every available one when `names` is empty.
+///
+/// # Errors
+/// When a name is not a backend's.
+pub(crate) fn select(names: &[String]) -> BenchResult<Vec<&'static Backend>> {
+    if names.is_empty() {
+        Ok(available())
+    } else {
+        names.iter().map(|name| find(name)).collect()
+    }
+}
+
 /// An availability check for backends that need nothing outside the process.
 fn always() -> Result<(), String> {
     Ok(())

@@ -16,6 +16,8 @@
 mod backends;
 mod data;
 mod harness;
+mod load;
+mod server;
 mod vectors;
 mod workloads;
 
@@ -47,8 +49,9 @@ pub(crate) const DEFAULT_NS: [usize; 3] = [100, 1_000, 10_000];
 )]
 struct Cli {
     /// The chat data set: JSON lines `{"i", "role", "text"}` (shared/bench/chat-10000.jsonl).
-    #[arg(long, value_name = "PATH")]
-    data: PathBuf,
+    /// Not needed by `--load`.
+    #[arg(long, value_name = "PATH", required_unless_present = "load")]
+    data: Option<PathBuf>,
 
     /// A workload to run (repeatable or comma-separated; default: all).
     #[arg(
@@ -84,6 +87,24 @@ struct Cli {
     /// Lists the workloads and backends and exits.
     #[arg(long)]
     list: bool,
+
+    /// Runs the load (`cargo xtask load`) instead of the workloads: on each backend, the memory
+    /// server in-process on 127.0.0.1 under `--clients` concurrent clients on one thread, then
+    /// the verification (nothing lost or duplicated, one order); fails if it fails.
+    #[arg(long)]
+    load: bool,
+
+    /// With `--load`: concurrent clients (three quarters append, the rest read).
+    #[arg(long, value_name = "N", default_value_t = 16, requires = "load")]
+    clients: usize,
+
+    /// With `--load`: appends per appending client.
+    #[arg(long, value_name = "N", default_value_t = 200, requires = "load")]
+    appends: usize,
+
+    /// With `--load`: messages per append.
+    #[arg(long, value_name = "N", default_value_t = 1, requires = "load")]
+    batch: usize,
 
     /// Runs one case in this process: `workload:backend:n` (used by the parent process).
     #[arg(long, value_name = "WORKLOAD:BACKEND:N", hide = true)]
@@ -131,6 +152,8 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = if cli.list {
         list()
+    } else if cli.load {
+        run_load(&cli)
     } else if let Some(spec) = &cli.case {
         run_child(&cli, spec)
     } else {
@@ -143,6 +166,31 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The data set's path (`--data`).
+fn data_path(cli: &Cli) -> BenchResult<&Path> {
+    cli.data
+        .as_deref()
+        .ok_or_else(|| "--data PATH is needed to run the workloads".into())
+}
+
+/// Runs the load on the selected backends (`--load`).
+fn run_load(cli: &Cli) -> BenchResult<()> {
+    if cli.clients < 2 || cli.appends == 0 || cli.batch == 0 {
+        return Err(
+            "--load needs at least 2 --clients, 1 --appends and a --batch of at least 1".into(),
+        );
+    }
+    let options = load::LoadOptions {
+        clients: cli.clients,
+        appends: cli.appends,
+        batch: cli.batch,
+    };
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?
+        .block_on(load::run(&cli.backends, &options))
 }
 
 /// Prints the workloads and backends (`--list`).
@@ -196,20 +244,11 @@ fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
     };
     let wants = |kind: BackendKind| workloads.iter().any(|w| w.backend_kind() == kind);
     let selected: Vec<&Backend> = if cli.backends.is_empty() {
-        let mut available = Vec::new();
-        for backend in backends::BACKENDS
-            .iter()
-            .filter(|_| wants(BackendKind::Stores))
-        {
-            match (backend.available)() {
-                Ok(()) => available.push(backend),
-                Err(why) => eprintln!(
-                    "note: backend {} left out ({why}); name it with --backend to try it anyway",
-                    backend.name
-                ),
-            }
+        if wants(BackendKind::Stores) {
+            backends::available()
+        } else {
+            Vec::new()
         }
-        available
     } else {
         cli.backends
             .iter()
@@ -261,7 +300,8 @@ fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
 /// Runs every selected case in a child process and forwards the children's JSON lines.
 fn run_parent(cli: &Cli) -> BenchResult<()> {
     // Fail on a bad data set here, once, rather than in every child.
-    let data = data::load(&cli.data)?;
+    let data_path = data_path(cli)?;
+    let data = data::load(data_path)?;
     let cases = plan(cli)?;
     if let Some(largest) = cases
         .iter()
@@ -273,7 +313,7 @@ fn run_parent(cli: &Cli) -> BenchResult<()> {
         return Err(format!(
             "--n {largest} is larger than the data set ({} messages in {})",
             data.len(),
-            cli.data.display()
+            data_path.display()
         )
         .into());
     }
@@ -312,7 +352,7 @@ fn run_case_process(exe: &Path, cli: &Cli, case: &Case) -> BenchResult<()> {
     let mut command = Command::new(exe);
     command
         .arg("--data")
-        .arg(&cli.data)
+        .arg(data_path(cli)?)
         .arg("--case")
         .arg(case.spec())
         .stdin(Stdio::null())
@@ -350,7 +390,7 @@ fn run_case_process(exe: &Path, cli: &Cli, case: &Case) -> BenchResult<()> {
 /// Runs the one case of `--case` in this process and prints its JSON lines.
 fn run_child(cli: &Cli, spec: &str) -> BenchResult<()> {
     let case = Case::parse(spec)?;
-    let data = data::load(&cli.data)?;
+    let data = data::load(data_path(cli)?)?;
     if case.workload.n_is_messages() && case.n > data.len() {
         return Err(format!(
             "n = {} is larger than the data set ({} messages)",

@@ -25,6 +25,7 @@ use crate::harness::{Ctx, Recorder, Report, Stats, fresh_scope, peak_rss_mb, rou
 use crate::{BenchResult, Case, vectors};
 
 mod migrate;
+mod server_cost;
 mod turns;
 
 /// The context window every workload reads: what the model would get.
@@ -86,6 +87,9 @@ pub(crate) enum Workload {
     DecodeMessage,
     /// `memory_bundle::migrate` of a tenant of N messages into the backend and back out.
     Migrate,
+    /// The memory server's own cost: an HTTP append and context read minus the same `Ops` call.
+    #[value(alias = "server-cost")]
+    ServerCost,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -103,7 +107,7 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 16] = [
+    pub(crate) const ALL: [Workload; 17] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -120,6 +124,7 @@ impl Workload {
         Workload::Embed,
         Workload::DecodeMessage,
         Workload::Migrate,
+        Workload::ServerCost,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -141,6 +146,7 @@ impl Workload {
             Workload::Embed => "embed",
             Workload::DecodeMessage => "decode_message",
             Workload::Migrate => "migrate",
+            Workload::ServerCost => "server_cost",
         }
     }
 
@@ -191,6 +197,10 @@ impl Workload {
                 "memory_bundle::migrate of a tenant of N messages (10 threads, 3 % archived, 3 \
                  sessions) from memory into the backend (phase in) and back out (phase out), \
                  verified; N may exceed the data set"
+            }
+            Workload::ServerCost => {
+                "the memory server's own cost on a thread of N: p50 of an HTTP append of one \
+                 message and of a context read over loopback, minus p50 of the same Ops call"
             }
         }
     }
@@ -297,6 +307,7 @@ pub(crate) async fn run(
             Workload::BulkImport => bulk_import(&ctx, &stores).await?,
             Workload::SessionRoundtrip => session_roundtrip(&ctx, &stores).await?,
             Workload::Migrate => migrate::migrate_workload(&ctx, &stores).await?,
+            Workload::ServerCost => server_cost::server_cost(&ctx, &stores).await?,
             Workload::CountTokens
             | Workload::VectorUpsert
             | Workload::VectorSearch
@@ -1044,7 +1055,7 @@ mod tests {
             let reports = run(&case, &data, Some(5)).await.unwrap();
             let expected = match workload {
                 Workload::SessionRoundtrip => 5,
-                Workload::CountTokens | Workload::Migrate => 2,
+                Workload::CountTokens | Workload::Migrate | Workload::ServerCost => 2,
                 _ => 1,
             };
             assert_eq!(reports.len(), expected, "{workload:?}");

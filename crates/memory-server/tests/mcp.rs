@@ -26,20 +26,11 @@ use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-fn name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Sqlite => "sqlite",
-        Kind::Postgres => "postgres",
-        Kind::Mysql => "mariadb",
-        Kind::Redis => "redis",
-    }
-}
-
 async fn open_ops(store: &TestStore) -> Ops {
     let stores = OpenOptions::new()
         .open(&store.url)
         .await
-        .unwrap_or_else(|e| panic!("open {}: {e}", name(store.kind)));
+        .unwrap_or_else(|e| panic!("open {}: {e}", store.name()));
     Ops::new(stores, OpsLimits::default())
 }
 
@@ -388,14 +379,14 @@ async fn every_tool(client: &Client, backend: &str) {
 async fn every_tool_over_a_byte_stream(kind: Kind) {
     let store = TestStore::new(kind, "mcpstr");
     let client = stream_client(open_ops(&store).await, principal("acme", None)).await;
-    every_tool(&client, name(kind)).await;
+    every_tool(&client, kind.name()).await;
     client.cancel().await.unwrap();
 }
 
 async fn every_tool_over_streamable_http(kind: Kind) {
     let mut server = TestServer::start(kind, "mcphttp").await;
     let client = http_client(&server, TOKEN_A).await;
-    every_tool(&client, name(kind)).await;
+    every_tool(&client, kind.name()).await;
     client.cancel().await.unwrap();
     server.stop().await;
 }
@@ -436,7 +427,7 @@ async fn isolation(kind: Kind) {
     let a = http_client(&server, TOKEN_A).await;
     let b = http_client(&server, TOKEN_B).await;
     let alice = http_client(&server, TOKEN_ALICE).await;
-    let name = name(kind);
+    let name = kind.name();
 
     ok(
         &a,

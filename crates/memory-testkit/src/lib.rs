@@ -10,6 +10,8 @@
 // of range is a failed check, reported by the panic.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+#[cfg(feature = "engines")]
+pub mod engines;
 pub mod fault_net;
 pub mod faults;
 pub mod fixtures;
@@ -17,6 +19,8 @@ pub mod forget;
 pub mod history;
 pub mod hostile;
 pub mod lexical;
+#[cfg(feature = "http-load")]
+pub mod http_load;
 mod macros;
 pub mod memory;
 pub mod scripted_model;

@@ -1,5 +1,5 @@
-//! Helpers of the server's tests: a store per backend under a prefix of its own (cleaned up
-//! when dropped), and a real server on 127.0.0.1:0 with a real HTTP client.
+//! Helpers of the server's tests: a real server on 127.0.0.1:0 with a real HTTP client, on a
+//! store of its own on each engine (memory-testkit's `TestStore`, cleaned up when dropped).
 #![allow(
     dead_code,
     clippy::unwrap_used,
@@ -10,188 +10,13 @@
     unreachable_pub
 )]
 
-use std::path::PathBuf;
-use std::time::{SystemTime, UNIX_EPOCH};
-
 use memory_server::auth::Principal;
 use memory_server::config::ServerConfig;
 use memory_server::http::{ServeError, Server};
+pub use memory_testkit::engines::{Engine as Kind, TestStore};
 use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
-
-/// A name no other test (or run) uses: lowercase letters, digits, at most 24 characters.
-pub fn unique(tag: &str) -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap()
-        .as_nanos();
-    let tail = format!("{:x}{:x}", nanos & 0xffff_ffff, std::process::id() & 0xffff);
-    let tag: String = tag.chars().take(8).collect();
-    format!("srv{tag}{tail}")
-}
-
-pub fn postgres_base() -> String {
-    std::env::var("AGENT_MEMORY_POSTGRES_URL")
-        .unwrap_or_else(|_| "postgres://postgres@127.0.0.1:5432/test".to_owned())
-}
-
-pub fn mysql_base() -> String {
-    std::env::var("AGENT_MEMORY_MYSQL_URL")
-        .unwrap_or_else(|_| "mysql://root@127.0.0.1:3306/test".to_owned())
-}
-
-pub fn redis_base() -> String {
-    std::env::var("AGENT_MEMORY_REDIS_URL").unwrap_or_else(|_| "redis://127.0.0.1:6379".to_owned())
-}
-
-fn with_prefix(base: &str, prefix: &str) -> String {
-    let sep = if base.contains('?') { '&' } else { '?' };
-    format!("{base}{sep}prefix={prefix}")
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
-    Sqlite,
-    Postgres,
-    Mysql,
-    Redis,
-}
-
-/// A store on one backend, under a prefix of its own; cleaned up when dropped.
-pub struct TestStore {
-    pub url: String,
-    pub kind: Kind,
-    prefix: String,
-    _dir: Option<tempfile::TempDir>,
-}
-
-impl TestStore {
-    pub fn new(kind: Kind, tag: &str) -> Self {
-        match kind {
-            Kind::Sqlite => {
-                let dir = tempfile::tempdir().unwrap();
-                let path: PathBuf = dir.path().join("memory.db");
-                Self {
-                    url: format!("sqlite://{}", path.display()),
-                    kind,
-                    prefix: String::new(),
-                    _dir: Some(dir),
-                }
-            }
-            Kind::Postgres => Self::server(kind, &postgres_base(), tag),
-            Kind::Mysql => Self::server(kind, &mysql_base(), tag),
-            Kind::Redis => Self::server(kind, &redis_base(), tag),
-        }
-    }
-
-    fn server(kind: Kind, base: &str, tag: &str) -> Self {
-        let prefix = format!("{}_", unique(tag));
-        Self {
-            url: with_prefix(base, &prefix),
-            kind,
-            prefix,
-            _dir: None,
-        }
-    }
-}
-
-impl Drop for TestStore {
-    fn drop(&mut self) {
-        let (kind, prefix) = (self.kind, self.prefix.clone());
-        if kind == Kind::Sqlite || std::thread::panicking() {
-            return;
-        }
-        let _ = std::thread::spawn(move || {
-            let Ok(rt) = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-            else {
-                return;
-            };
-            rt.block_on(cleanup(kind, &prefix));
-        })
-        .join();
-    }
-}
-
-async fn cleanup(kind: Kind, prefix: &str) {
-    use sqlx::Connection;
-    match kind {
-        Kind::Sqlite => {}
-        Kind::Postgres => {
-            let Ok(mut conn) = sqlx::PgConnection::connect(&postgres_base()).await else {
-                return;
-            };
-            let tables: Vec<(String,)> = sqlx::query_as(
-                "SELECT tablename::text FROM pg_tables WHERE schemaname = current_schema() AND tablename LIKE $1",
-            )
-            .bind(format!("{prefix}%"))
-            .fetch_all(&mut conn)
-            .await
-            .unwrap_or_default();
-            for (table,) in tables {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DROP TABLE IF EXISTS \"{table}\" CASCADE"
-                )))
-                .execute(&mut conn)
-                .await;
-            }
-        }
-        Kind::Mysql => {
-            let Ok(mut conn) = sqlx::MySqlConnection::connect(&mysql_base()).await else {
-                return;
-            };
-            let tables: Vec<(String,)> = sqlx::query_as(
-                "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE() AND table_name LIKE ?",
-            )
-            .bind(format!("{prefix}%"))
-            .fetch_all(&mut conn)
-            .await
-            .unwrap_or_default();
-            let _ = sqlx::query("SET FOREIGN_KEY_CHECKS = 0")
-                .execute(&mut conn)
-                .await;
-            for (table,) in tables {
-                let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
-                    "DROP TABLE IF EXISTS `{table}`"
-                )))
-                .execute(&mut conn)
-                .await;
-            }
-        }
-        Kind::Redis => {
-            let Ok(client) = redis::Client::open(redis_base()) else {
-                return;
-            };
-            let Ok(mut conn) = client.get_multiplexed_async_connection().await else {
-                return;
-            };
-            let mut cursor: u64 = 0;
-            loop {
-                let Ok((next, keys)): redis::RedisResult<(u64, Vec<String>)> = redis::cmd("SCAN")
-                    .arg(cursor)
-                    .arg("MATCH")
-                    .arg(format!("{prefix}*"))
-                    .arg("COUNT")
-                    .arg(1000)
-                    .query_async(&mut conn)
-                    .await
-                else {
-                    return;
-                };
-                if !keys.is_empty() {
-                    let _: redis::RedisResult<u64> =
-                        redis::cmd("DEL").arg(&keys).query_async(&mut conn).await;
-                }
-                if next == 0 {
-                    return;
-                }
-                cursor = next;
-            }
-        }
-    }
-}
 
 /// The token of tenant A (unbound), tenant B, and tenant A's user-bound token for `alice`.
 pub const TOKEN_A: &str = "token-of-tenant-a-0123456789";
