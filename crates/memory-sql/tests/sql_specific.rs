@@ -111,7 +111,14 @@ impl Raw {
     }
 
     async fn drop_tables(&self, prefix: &str) {
-        for table in ["messages", "threads", "sessions", "schema_migrations"] {
+        for table in [
+            "texts_fts",
+            "texts",
+            "messages",
+            "threads",
+            "sessions",
+            "schema_migrations",
+        ] {
             self.exec(&format!("DROP TABLE IF EXISTS {prefix}{table}"))
                 .await;
         }
@@ -340,7 +347,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
