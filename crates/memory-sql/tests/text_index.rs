@@ -531,3 +531,24 @@ async fn the_table_prefix_separates_indexes() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
+
+/// PostgreSQL's `tsvector` holds at most 1 MB: a text of distinct tokens under
+/// `MAX_TEXT_BYTES` can exceed it. The upsert is `LimitExceeded` (documented), and nothing of
+/// its batch is written.
+#[tokio::test]
+async fn postgres_refuses_a_tsvector_over_its_limit_as_limit_exceeded() {
+    let index = index(Engine::Postgres).await;
+    let s = scope("dana");
+    let mut text = String::new();
+    let mut n = 0u64;
+    while text.len() + 40 < memory_core::lexical::MAX_TEXT_BYTES {
+        text.push_str(&format!("{:x} ", n.wrapping_mul(0x9e37_79b9_7f4a_7c15)));
+        n += 1;
+    }
+    let err = index
+        .upsert(&s, &[doc(1, "small", json!({})), doc(2, &text, json!({}))])
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::LimitExceeded, "{err}");
+    assert_eq!(index.count(&s).await.unwrap(), 0);
+}
