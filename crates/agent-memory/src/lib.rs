@@ -39,6 +39,11 @@ pub use memory_openai as openai;
 #[cfg(any(feature = "qdrant", feature = "qdrant-edge", feature = "candle"))]
 pub use memory_vector as vector_stores;
 
+/// Lexical retrieval in process: the BM25 [`TextIndex`] on tantivy, in memory or in a
+/// directory (feature `tantivy`).
+#[cfg(feature = "tantivy")]
+pub use memory_lexical as text_indexes;
+
 /// Mem0 as a context provider and a memory block (feature `mem0`).
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;

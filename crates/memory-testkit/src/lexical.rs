@@ -660,6 +660,55 @@ pub async fn search_breaks_ties_by_id(index: &dyn TextIndex) {
     );
 }
 
+/// Contract: ties by ascending id and filters hold however many documents tie: a backend that
+/// fetches candidates in rounds (to filter them, or to order ties) must not stop at a round's
+/// edge.
+pub async fn many_ties_and_a_selective_filter(index: &dyn TextIndex) {
+    let scope = random_scope();
+    upsert_fillers(index, &scope).await;
+    let ids = sorted_ids(120);
+    // Identical texts, upserted in one batch in descending id order; every 10th is kept by
+    // the filter.
+    let documents: Vec<TextDocument> = ids
+        .iter()
+        .enumerate()
+        .rev()
+        .map(|(i, id)| document(*id, "copper kettle", json!({"keep": i % 10 == 9})))
+        .collect();
+    upsert(index, &scope, &documents).await;
+    assert_eq!(
+        result_ids(&search(index, &scope, TextQuery::new("kettle", 5)).await),
+        ids[..5].to_vec(),
+        "120 tied documents: the 5 smallest ids"
+    );
+    let kept: Vec<Uuid> = ids.iter().skip(9).step_by(10).copied().collect();
+    assert_eq!(
+        result_ids(
+            &search(
+                index,
+                &scope,
+                TextQuery::new("kettle copper", 3)
+                    .with_filter(PayloadFilter::eq("keep", json!(true)))
+            )
+            .await
+        ),
+        kept[..3].to_vec(),
+        "the 3 smallest ids of the tied documents the filter keeps"
+    );
+    assert_eq!(
+        result_ids(
+            &search(
+                index,
+                &scope,
+                TextQuery::new("kettle", 100).with_filter(PayloadFilter::eq("keep", json!(true)))
+            )
+            .await
+        ),
+        kept,
+        "every kept document, by ascending id"
+    );
+}
+
 /// Contract: case folding always: a query matches words whatever their case.
 pub async fn search_folds_case(index: &dyn TextIndex) {
     let scope = random_scope();

@@ -518,6 +518,7 @@ macro_rules! __text_index_checks {
                 empty_text_is_allowed,
                 search_ranks_by_shared_words,
                 search_breaks_ties_by_id,
+                many_ties_and_a_selective_filter,
                 search_folds_case,
                 query_syntax_is_never_interpreted,
                 query_without_words_is_empty,
