@@ -63,7 +63,7 @@ impl Stores {
     }
 
     /// The backend's own [`TextIndex`] (lexical search over scoped documents), in the same
-    /// database and under the same table prefix: [`memory_sql::SqlTextIndex`] for SQL URLs
+    /// database and under the same table prefix: `memory_sql::SqlTextIndex` for SQL URLs
     /// (SQLite FTS5, PostgreSQL full-text search, MySQL/MariaDB `FULLTEXT`). `None` for the
     /// backends without one (`memory:`, Redis).
     pub fn text_index(&self) -> Option<Arc<dyn TextIndex>> {
