@@ -6,6 +6,7 @@ use std::sync::Arc;
 use memory_core::telemetry::Traced;
 use memory_core::{
     Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result, SessionStore,
+    TextIndex,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
 use tracing::Instrument;
@@ -22,13 +23,15 @@ pub const DEFAULT_URL: &str = "memory:";
 /// The environment variable [`open_default`] reads a URL from.
 pub const URL_ENV: &str = "AGENT_MEMORY_URL";
 
-/// A history store and a session store on one backend.
+/// A history store and a session store on one backend, and its text index when it has one.
 #[derive(Clone)]
 pub struct Stores {
     /// Where conversation threads live.
     pub history: Arc<dyn HistoryStore>,
     /// Where session states live.
     pub sessions: Arc<dyn SessionStore>,
+    /// The backend's text index (SQL URLs), see [`Stores::text_index`].
+    text: Option<Arc<dyn TextIndex>>,
 }
 
 impl fmt::Debug for Stores {
@@ -36,6 +39,7 @@ impl fmt::Debug for Stores {
         f.debug_struct("Stores")
             .field("history", &self.history)
             .field("sessions", &self.sessions)
+            .field("text", &self.text)
             .finish()
     }
 }
@@ -47,13 +51,25 @@ impl Stores {
         memory_bundle::Endpoint::new(Arc::clone(&self.history), Arc::clone(&self.sessions))
     }
 
-    /// A [`Forgetter`](memory_core::forget::Forgetter) over the two stores: history first,
-    /// then sessions (block states of a `Memory` included). Add other stores (vectors, Mem0)
-    /// with its builder methods.
+    /// A [`Forgetter`](memory_core::forget::Forgetter) over the stores: history first, then
+    /// sessions (block states of a `Memory` included), then the text index when there is one
+    /// (named "texts"). Add other stores (vectors, Mem0) with its builder methods.
     pub fn forgetter(&self) -> memory_core::forget::Forgetter {
-        memory_core::forget::Forgetter::new()
+        let forgetter = memory_core::forget::Forgetter::new()
             .history(Arc::clone(&self.history))
-            .sessions(Arc::clone(&self.sessions))
+            .sessions(Arc::clone(&self.sessions));
+        match &self.text {
+            Some(text) => forgetter.texts(Arc::clone(text)),
+            None => forgetter,
+        }
+    }
+
+    /// The backend's own [`TextIndex`] (lexical search over scoped documents), in the same
+    /// database and under the same table prefix: `memory_sql::SqlTextIndex` for SQL URLs
+    /// (SQLite FTS5, PostgreSQL full-text search, MySQL/MariaDB `FULLTEXT`). `None` for the
+    /// backends without one (`memory:`, Redis).
+    pub fn text_index(&self) -> Option<Arc<dyn TextIndex>> {
+        self.text.clone()
     }
 
     /// The stores wrapped in [`Traced`], so every call is a span and a duration data point
@@ -75,7 +91,18 @@ impl Stores {
         Self {
             history: Arc::new(store.clone()),
             sessions: Arc::new(store),
+            text: None,
         }
+    }
+
+    /// A SQL store's history, sessions and text index.
+    #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+    fn from_sql(store: memory_sql::SqlStore) -> Result<Self> {
+        let text: Arc<dyn TextIndex> = Arc::new(store.text_index()?);
+        Ok(Self {
+            text: Some(text),
+            ..Self::from_one(store)
+        })
     }
 }
 
@@ -170,7 +197,7 @@ impl OpenOptions {
         }
         Ok(Stores {
             history: Arc::new(WindowCache::with_config(stores.history, self.window_cache)),
-            sessions: stores.sessions,
+            ..stores
         })
     }
 
@@ -231,21 +258,16 @@ async fn open_backend(url: &str, existing_only: bool) -> Result<Stores> {
         "memory" => Ok(Stores {
             history: Arc::new(InMemoryHistoryStore::new()),
             sessions: Arc::new(InMemorySessionStore::new()),
+            text: None,
         }),
         #[cfg(feature = "sqlite")]
-        "sqlite" => Ok(Stores::from_one(
-            sql_store(url, prefix, existing_only).await?,
-        )),
+        "sqlite" => Stores::from_sql(sql_store(url, prefix, existing_only).await?),
         #[cfg(feature = "postgres")]
-        "postgres" | "postgresql" => Ok(Stores::from_one(
-            sql_store(url, prefix, existing_only).await?,
-        )),
+        "postgres" | "postgresql" => Stores::from_sql(sql_store(url, prefix, existing_only).await?),
         #[cfg(feature = "mysql")]
         "mysql" | "mariadb" => {
             let url = url.replacen("mariadb:", "mysql:", 1);
-            Ok(Stores::from_one(
-                sql_store(&url, prefix, existing_only).await?,
-            ))
+            Stores::from_sql(sql_store(&url, prefix, existing_only).await?)
         }
         #[cfg(feature = "redis")]
         "redis" | "rediss" | "redis+cluster" | "rediss+cluster" => {
@@ -490,6 +512,39 @@ mod tests {
                 assert_eq!(window.last().unwrap().message.text(), text);
             }
         }
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn sql_urls_have_a_text_index_that_forget_reaches() {
+        use memory_core::forget::{ForgetFilter, ForgetMode};
+        use memory_core::lexical::{TextDocument, TextQuery};
+        use memory_core::{Scope, TenantId};
+        assert!(open("memory:").await.unwrap().text_index().is_none());
+        let stores = open("sqlite::memory:").await.unwrap();
+        let text = stores.text_index().expect("a SQL URL has a text index");
+        let scope = Scope::session("facade")
+            .unwrap()
+            .with_tenant("acme")
+            .unwrap();
+        let doc: TextDocument = serde_json::from_value(serde_json::json!({
+            "id": "00000000-0000-0000-0000-000000000007",
+            "text": "Caroline took a pottery class",
+            "payload": {},
+        }))
+        .unwrap();
+        text.upsert(&scope, &[doc]).await.unwrap();
+        let found = text
+            .search(&scope, &TextQuery::new("pottery", 3))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        let forgetter = stores.forgetter();
+        assert_eq!(forgetter.store_names(), ["history", "sessions", "texts"]);
+        let acme = ForgetFilter::tenant(TenantId::new("acme").unwrap());
+        let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
+        assert_eq!(receipt.total_items(), 1, "{receipt}");
+        assert_eq!(text.count(&scope).await.unwrap(), 0);
     }
 
     #[cfg(feature = "sqlite")]

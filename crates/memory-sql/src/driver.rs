@@ -41,6 +41,8 @@ pub(crate) enum Col {
     Flag,
     /// Text, possibly `NULL`.
     Text,
+    /// A double-precision number (a relevance score), possibly `NULL`.
+    Float,
 }
 
 /// One decoded value.
@@ -48,6 +50,7 @@ pub(crate) enum Col {
 pub(crate) enum Value {
     Null,
     Int(i64),
+    Float(f64),
     Text(String),
     /// A text column whose bytes are not UTF-8 (SQLite stores what it is given): an error
     /// where the row is used, never for the whole result.
@@ -85,6 +88,22 @@ impl Row {
             Value::Text(_) | Value::NotUtf8 => Err(Error::serialization(format!(
                 "column {i} holds text where a number was expected"
             ))),
+            Value::Float(_) => Err(Error::serialization(format!(
+                "column {i} holds a fraction where an integer was expected"
+            ))),
+        }
+    }
+
+    /// A non-null floating-point column.
+    pub(crate) fn float(&self, i: usize) -> Result<f64> {
+        match self.get(i)? {
+            Value::Float(v) => Ok(*v),
+            Value::Null => Err(Error::serialization(format!(
+                "column {i} is NULL where a number was expected"
+            ))),
+            Value::Int(_) | Value::Text(_) | Value::NotUtf8 => Err(Error::serialization(format!(
+                "column {i} does not hold a floating-point number"
+            ))),
         }
     }
 
@@ -104,7 +123,7 @@ impl Row {
         match std::mem::replace(slot, Value::Null) {
             Value::Null => Ok(None),
             Value::Text(s) => Ok(Some(s)),
-            Value::Int(_) => Err(Error::serialization(format!(
+            Value::Int(_) | Value::Float(_) => Err(Error::serialization(format!(
                 "column {i} holds a number where text was expected"
             ))),
             Value::NotUtf8 => Err(Error::serialization(format!(
@@ -281,6 +300,7 @@ where
     E: sqlx::Executor<'c, Database = DB>,
     for<'t> i64: sqlx::Encode<'t, DB> + sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> i16: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
+    for<'t> f64: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> String: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> Vec<u8>: sqlx::Type<DB> + sqlx::Decode<'t, DB>,
     for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
@@ -324,6 +344,7 @@ where
     usize: sqlx::ColumnIndex<R>,
     i64: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
     i16: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
+    f64: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
     String: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
     Vec<u8>: sqlx::Type<R::Database> + for<'r> sqlx::Decode<'r, R::Database>,
 {
@@ -336,6 +357,9 @@ where
             Col::Flag => row
                 .try_get::<Option<i16>, _>(i)?
                 .map_or(Value::Null, |v| Value::Int(i64::from(v))),
+            Col::Float => row
+                .try_get::<Option<f64>, _>(i)?
+                .map_or(Value::Null, Value::Float),
             Col::Text => match row.try_get::<Option<String>, _>(i) {
                 Ok(text) => text.map_or(Value::Null, Value::Text),
                 // Bytes that are not UTF-8 spoil their row only (see `Value::NotUtf8`).

@@ -9,7 +9,7 @@
 //! | serialization failure, deadlock, lost unique race (PostgreSQL 40001, 40P01, 23505; MySQL 1213, 1062; SQLite BUSY_SNAPSHOT, LOCKED, UNIQUE) | `Conflict` (retried first where the operation is safe to retry) |
 //! | decoding a column, encoding a value | `Serialization` |
 //! | bad URL or option | `InvalidInput` |
-//! | MySQL 1153 (packet too large) | `LimitExceeded` |
+//! | MySQL 1153 (packet too large); PostgreSQL 54000 (a program limit: a `tsvector` over 1 MB) | `LimitExceeded` |
 //! | anything else | `Backend` |
 //!
 //! The sqlx error is kept as the [`source`](std::error::Error::source).
@@ -129,6 +129,8 @@ fn classify_database(db: &dyn sqlx::error::DatabaseError) -> ErrorKind {
         // lock_not_available (lock_timeout), query_canceled (statement_timeout).
         "55P03" | "57014" => ErrorKind::Timeout,
         "57P01" | "57P02" | "57P03" | "53300" => ErrorKind::Unavailable,
+        // program_limit_exceeded: a `tsvector` over 1 MB, an index row too large.
+        "54000" => ErrorKind::LimitExceeded,
         c if c.starts_with("08") => ErrorKind::Unavailable,
         _ if db.is_unique_violation() => ErrorKind::Conflict,
         _ => ErrorKind::Backend,

@@ -30,6 +30,7 @@ mod schema;
 mod session;
 mod sql;
 mod store;
+mod text;
 
 pub use config::{DEFAULT_TABLE_PREFIX, SchemaMode, SqlConfig};
 pub use dialect::Backend;
@@ -39,6 +40,7 @@ pub use llamaindex::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 pub use prefix::MAX_TABLE_PREFIX_LEN;
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};
+pub use text::SqlTextIndex;
 
 /// The sqlx version this crate is built on, re-exported so the `from_*_pool` constructors take
 /// exactly the pool types the application builds.

@@ -18,7 +18,7 @@ use crate::prefix::TablePrefix;
 use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 5;
+pub const SCHEMA_VERSION: u32 = 6;
 
 struct Migration {
     version: u32,
@@ -64,6 +64,13 @@ const MIGRATIONS: &[Migration] = &[
         postgres: include_str!("../migrations/postgres/0005_thread_epoch.sql"),
         mysql: include_str!("../migrations/mysql/0005_thread_epoch.sql"),
     },
+    Migration {
+        version: 6,
+        name: "text_index",
+        sqlite: include_str!("../migrations/sqlite/0006_text_index.sql"),
+        postgres: include_str!("../migrations/postgres/0006_text_index.sql"),
+        mysql: include_str!("../migrations/mysql/0006_text_index.sql"),
+    },
 ];
 
 impl Migration {
@@ -76,19 +83,36 @@ impl Migration {
     }
 }
 
-/// The statements of a script: `--` comment lines dropped, split on `;`.
+/// The statements of a script: `--` comment lines dropped, split on `;`, except inside a
+/// `CREATE TRIGGER`, whose body holds statements of its own and which ends at `END;`.
 fn statements(script: &str) -> Vec<String> {
     let without_comments: String = script
         .lines()
         .filter(|l| !l.trim_start().starts_with("--"))
         .collect::<Vec<_>>()
         .join("\n");
-    without_comments
-        .split(';')
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-        .map(str::to_owned)
-        .collect()
+    let mut out = Vec::new();
+    let mut pending = String::new();
+    for piece in without_comments.split(';') {
+        if !pending.is_empty() {
+            pending.push(';');
+        }
+        pending.push_str(piece);
+        let statement = pending.trim();
+        let upper = statement.to_ascii_uppercase();
+        if upper.starts_with("CREATE TRIGGER") && !upper.ends_with("END") {
+            continue;
+        }
+        if !statement.is_empty() {
+            out.push(statement.to_owned());
+        }
+        pending.clear();
+    }
+    let rest = pending.trim();
+    if !rest.is_empty() {
+        out.push(rest.to_owned());
+    }
+    out
 }
 
 fn migrations_table(backend: Backend) -> &'static str {
@@ -338,6 +362,30 @@ mod tests {
                 .iter()
                 .enumerate()
                 .all(|(i, m)| m.version as usize == i + 1)
+        );
+    }
+
+    #[test]
+    fn triggers_stay_whole() {
+        let stmts = statements(
+            "CREATE TABLE {prefix}a (x INT);\n-- a comment; with a semicolon\n\
+             CREATE TRIGGER {prefix}t AFTER INSERT ON {prefix}a BEGIN\n\
+             INSERT INTO {prefix}b VALUES (1);\n INSERT INTO {prefix}b VALUES (2);\nEND;\n\
+             CREATE INDEX {prefix}i ON {prefix}a (x);",
+        );
+        assert_eq!(stmts.len(), 3, "{stmts:?}");
+        assert!(stmts[1].starts_with("CREATE TRIGGER") && stmts[1].ends_with("END"));
+        assert_eq!(stmts[1].matches(';').count(), 2, "{}", stmts[1]);
+        assert!(stmts[2].starts_with("CREATE INDEX"));
+        // The SQLite text index: a table, an index, the FTS5 table and three triggers.
+        let sqlite = statements(MIGRATIONS[5].sqlite);
+        assert_eq!(sqlite.len(), 6, "{sqlite:?}");
+        assert_eq!(
+            sqlite
+                .iter()
+                .filter(|s| s.starts_with("CREATE TRIGGER"))
+                .count(),
+            3
         );
     }
 

@@ -578,6 +578,11 @@ impl SqlStore {
             })
     }
 
+    /// The schema version the tables were at (or were brought to) when the store opened.
+    pub(crate) fn opened_schema_version(&self) -> u32 {
+        self.inner.schema_version
+    }
+
     /// Whether this is a private in-memory SQLite database (one process only).
     pub(crate) fn is_private_memory(&self) -> bool {
         self.inner.memory

@@ -110,7 +110,14 @@ impl Db {
     async fn drop_tables(self) {
         self.store.close().await;
         if let Some(raw) = &self.raw {
-            for table in ["messages", "threads", "sessions", "schema_migrations"] {
+            for table in [
+                "texts_fts",
+                "texts",
+                "messages",
+                "threads",
+                "sessions",
+                "schema_migrations",
+            ] {
                 raw.exec(&format!("DROP TABLE IF EXISTS {}{table}", self.prefix))
                     .await;
             }

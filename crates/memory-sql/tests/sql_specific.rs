@@ -111,7 +111,14 @@ impl Raw {
     }
 
     async fn drop_tables(&self, prefix: &str) {
-        for table in ["messages", "threads", "sessions", "schema_migrations"] {
+        for table in [
+            "texts_fts",
+            "texts",
+            "messages",
+            "threads",
+            "sessions",
+            "schema_migrations",
+        ] {
             self.exec(&format!("DROP TABLE IF EXISTS {prefix}{table}"))
                 .await;
         }
@@ -301,8 +308,8 @@ async fn upgrade_from_v1(target: Target) {
     assert!(!raw.has_index(&messages_table, &index).await);
     v1.close().await;
     // This build's statements need the current schema: write the data with it, then take the
-    // tables back to v1 (the v2 index, the v3, v4 and v5 columns dropped, their records
-    // removed).
+    // tables back to v1 (the v2 index, the v3, v4 and v5 columns and the v6 tables dropped,
+    // their records removed).
     let v1 = open(&url, &prefix).await;
     let scope = Scope::session("upgrade")
         .unwrap()
@@ -331,6 +338,10 @@ async fn upgrade_from_v1(target: Target) {
     .await;
     raw.exec(&format!("ALTER TABLE {prefix}threads DROP COLUMN epoch"))
         .await;
+    // v6: the text table (and, on SQLite, its FTS5 table; its triggers go with the table).
+    raw.exec(&format!("DROP TABLE IF EXISTS {prefix}texts_fts"))
+        .await;
+    raw.exec(&format!("DROP TABLE {prefix}texts")).await;
     raw.exec(&format!(
         "DELETE FROM {prefix}schema_migrations WHERE version > 1"
     ))
@@ -340,7 +351,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 5);
+    assert_eq!(SCHEMA_VERSION, 6);
     assert!(raw.has_index(&messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
@@ -351,7 +362,23 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 5, "one row per applied version");
+    assert_eq!(versions, 6, "one row per applied version");
+    // v6 made the text table again, with its index.
+    {
+        use memory_core::lexical::{TextDocument, TextIndex, TextQuery};
+        let texts = store.text_index().unwrap();
+        let doc = TextDocument {
+            id: uuid::Uuid::from_u128(1),
+            text: "upgraded lantern".into(),
+            payload: serde_json::Map::new(),
+        };
+        texts.upsert(&scope, &[doc]).await.unwrap();
+        let found = texts
+            .search(&scope, &TextQuery::new("lantern", 3))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1, "{target:?}");
+    }
     // v3 starts the thread's active window at its first active message.
     let first_active = raw
         .int(&format!("SELECT first_active FROM {prefix}threads"))
