@@ -45,6 +45,24 @@ impl fmt::Debug for Stores {
 }
 
 impl Stores {
+    /// Stores built by hand: a history store and a session store, without a text index (add
+    /// one with [`with_text_index`](Self::with_text_index)).
+    pub fn new(history: Arc<dyn HistoryStore>, sessions: Arc<dyn SessionStore>) -> Self {
+        Self {
+            history,
+            sessions,
+            text: None,
+        }
+    }
+
+    /// The same stores with `text` as their text index (returned by
+    /// [`text_index`](Self::text_index) and forgotten in by [`forgetter`](Self::forgetter)).
+    #[must_use]
+    pub fn with_text_index(mut self, text: Arc<dyn TextIndex>) -> Self {
+        self.text = Some(text);
+        self
+    }
+
     /// The two stores as an endpoint of [`bundle`](crate::bundle)'s export, import and
     /// migrate.
     pub fn endpoint(&self) -> memory_bundle::Endpoint {
@@ -78,6 +96,7 @@ impl Stores {
         Self {
             history: Arc::new(Traced::new(self.history, system)),
             sessions: Arc::new(Traced::new(self.sessions, system)),
+            text: self.text,
         }
     }
 

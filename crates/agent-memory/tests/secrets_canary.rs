@@ -414,10 +414,7 @@ async fn sql_store(url: &str) -> Stores {
         .connect()
         .await
         .unwrap_or_else(|e| panic!("the store did not open: {e}"));
-    Stores {
-        history: Arc::new(store.clone()),
-        sessions: Arc::new(store),
-    }
+    Stores::new(Arc::new(store.clone()), Arc::new(store))
 }
 
 /// Every row of every table this test's prefix names, as text.

@@ -40,10 +40,10 @@ pub(crate) struct RunningServer {
 /// When the tenant is invalid, the port cannot be bound or the client cannot be built.
 pub(crate) async fn start(stores: &Stores) -> BenchResult<RunningServer> {
     let ops = Ops::new(
-        agent_memory::Stores {
-            history: std::sync::Arc::clone(&stores.history),
-            sessions: std::sync::Arc::clone(&stores.sessions),
-        },
+        agent_memory::Stores::new(
+            std::sync::Arc::clone(&stores.history),
+            std::sync::Arc::clone(&stores.sessions),
+        ),
         OpsLimits::default(),
     );
     let principal = Principal::tenant(agent_memory::TenantId::new(TENANT)?);
