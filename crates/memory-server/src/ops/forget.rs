@@ -60,7 +60,7 @@ impl Ops {
     /// `request` selects, and returns the receipt.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an invalid id; [`ErrorCode::Forbidden`] for a user the
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an invalid id; [`ErrorCode::Forbidden`](crate::ErrorCode::Forbidden) for a user the
     /// token is not bound to; the stores' errors (a failed forget is finished by a rerun).
     pub async fn forget(
         &self,

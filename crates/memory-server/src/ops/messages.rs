@@ -56,7 +56,7 @@ impl MessageInput {
     /// The message it describes.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an invalid id, part or timestamp, or both or neither of
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an invalid id, part or timestamp, or both or neither of
     /// `text` and `parts`.
     pub fn into_message(self) -> OpResult<ChatMessage> {
         let parts = match (self.text, self.parts) {

@@ -37,7 +37,7 @@ pub const DEFAULT_PAGE_LIMIT: usize = 100;
 /// The limits the operations enforce (the transport enforces the body size itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpsLimits {
-    /// The most messages one append may carry (at most [`MAX_BATCH_MESSAGES`]).
+    /// The most messages one append may carry (at most [`MAX_BATCH_MESSAGES`](agent_memory::MAX_BATCH_MESSAGES)).
     pub max_messages_per_append: usize,
 }
 

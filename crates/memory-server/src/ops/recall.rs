@@ -36,7 +36,7 @@ impl Ops {
     /// stored once however often it is remembered.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an empty fact or a source other than the facts
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an empty fact or a source other than the facts
     /// thread's; as [`append`](Self::append).
     pub async fn remember_fact(
         &self,
@@ -74,7 +74,7 @@ impl Ops {
     /// two rendered as one text.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for a zero budget or an address naming the facts source;
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for a zero budget or an address naming the facts source;
     /// as [`scope`](Self::scope); the store's errors.
     pub async fn recall(
         &self,
@@ -149,7 +149,7 @@ impl Ops {
     /// whole, so a search costs one read of it.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an empty query or a zero limit; as
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an empty query or a zero limit; as
     /// [`scope`](Self::scope); the store's errors.
     pub async fn search_text(
         &self,
