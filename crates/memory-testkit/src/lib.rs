@@ -16,6 +16,7 @@ pub mod fixtures;
 pub mod forget;
 pub mod history;
 pub mod hostile;
+pub mod lexical;
 mod macros;
 pub mod memory;
 pub mod scripted_model;
@@ -24,6 +25,7 @@ pub mod vector;
 
 pub use forget::run_all_forget_checks;
 pub use history::run_all_history_checks;
+pub use lexical::run_all_text_index_checks;
 pub use memory::run_all_memory_checks;
 pub use scripted_model::{ScriptedChatModel, ScriptedReply};
 pub use session::run_all_session_checks;
@@ -35,7 +37,7 @@ pub mod __private {
     use std::future::Future;
     use std::sync::Arc;
 
-    use memory_core::{HistoryStore, SessionStore, VectorStore};
+    use memory_core::{HistoryStore, SessionStore, TextIndex, VectorStore};
 
     pub use tokio;
 
@@ -77,5 +79,10 @@ pub mod __private {
     /// The store under test, shared.
     pub fn vector_store<S: VectorStore>(store: S) -> Arc<dyn VectorStore> {
         Arc::new(store)
+    }
+
+    /// The index under test, shared.
+    pub fn text_index<T: TextIndex>(index: T) -> Arc<dyn TextIndex> {
+        Arc::new(index)
     }
 }
