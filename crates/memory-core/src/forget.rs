@@ -3,7 +3,8 @@
 //! of what each store deleted.
 //!
 //! A [`Forgetter`] holds the stores to forget in (each a [`Forget`] target: the adapters
-//! [`HistoryForget`], [`SessionForget`] and [`VectorForget`] here, Mem0's in `memory-mem0`),
+//! [`HistoryForget`], [`SessionForget`], [`VectorForget`] and [`TextForget`] here, Mem0's in
+//! `memory-mem0`),
 //! and [`Forgetter::forget`] runs them in order with one [`ForgetFilter`]:
 //!
 //! ```
@@ -29,8 +30,8 @@
 //! - [`ForgetMode::Delete`] deletes, in each store, every item of every matching scope: a
 //!   history's threads with their active and archived messages, every session state (block
 //!   states of a `Memory` included: they are sessions under the
-//!   [`BLOCK_STATE_SOURCE`](crate::memory::BLOCK_STATE_SOURCE) source), vector points, Mem0
-//!   memories. Afterwards no read of any API returns data of a matching scope.
+//!   [`BLOCK_STATE_SOURCE`](crate::memory::BLOCK_STATE_SOURCE) source), vector points, text
+//!   index documents, Mem0 memories. Afterwards no read of any API returns data of a matching scope.
 //! - [`ForgetMode::DryRun`] counts what `Delete` would delete and changes nothing.
 //! - Expired data is gone too: a store whose data can expire may keep an expired thread's or
 //!   session's rows until it is purged, and listings never show them, so a `Delete` first
@@ -50,6 +51,7 @@ use async_trait::async_trait;
 use crate::error::{Error, Result};
 use crate::history::HistoryStore;
 use crate::id::{AgentId, SessionId, TenantId, UserId};
+use crate::lexical::TextIndex;
 use crate::scope::{PageRequest, Scope, ScopeFilter};
 use crate::session::SessionStore;
 use crate::vector::VectorStore;
@@ -174,16 +176,17 @@ pub enum ForgetMode {
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct StoreReceipt {
-    /// The store, as the application named it ("history", "sessions", "vectors", "mem0").
+    /// The store, as the application named it ("history", "sessions", "vectors", "texts",
+    /// "mem0").
     pub store: String,
     /// The scopes (threads, sessions) that held matching data; 0 when the store cannot tell
     /// its items' scopes apart (a vector store deleting by filter, Mem0).
     pub scopes: u64,
-    /// The items deleted: messages, session states, vector points or memories (see
-    /// [`unit`](Self::unit)).
+    /// The items deleted: messages, session states, vector points, text documents or memories
+    /// (see [`unit`](Self::unit)).
     pub items: u64,
     /// What [`items`](Self::items) counts, plural: "messages", "sessions", "points",
-    /// "memories".
+    /// "documents", "memories".
     pub unit: String,
 }
 
@@ -427,6 +430,47 @@ impl<V: VectorStore> Forget for VectorForget<V> {
     }
 }
 
+/// Forgets the documents of a [`TextIndex`] that supports
+/// [`delete_matching`](TextIndex::delete_matching) (see
+/// [`TextCapabilities::deletes_matching`](crate::lexical::TextCapabilities::deletes_matching));
+/// an index without it refuses with [`Unsupported`](crate::ErrorKind::Unsupported) and
+/// deletes nothing.
+#[derive(Debug, Clone)]
+pub struct TextForget<T> {
+    name: String,
+    index: T,
+}
+
+impl<T: TextIndex> TextForget<T> {
+    /// Forgets in `index`, named "texts" in receipts.
+    pub fn new(index: T) -> Self {
+        Self::named("texts", index)
+    }
+
+    /// Forgets in `index`, named `name` in receipts.
+    pub fn named(name: impl Into<String>, index: T) -> Self {
+        Self {
+            name: name.into(),
+            index,
+        }
+    }
+}
+
+#[async_trait]
+impl<T: TextIndex> Forget for TextForget<T> {
+    fn store_name(&self) -> &str {
+        &self.name
+    }
+
+    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+        let documents = match mode {
+            ForgetMode::Delete => self.index.delete_matching(filter).await?,
+            ForgetMode::DryRun => self.index.count_matching(filter).await?,
+        };
+        Ok(StoreReceipt::new(&self.name, 0, documents, "documents"))
+    }
+}
+
 /// Forgets a filter's data across several stores, in the order they were added.
 #[derive(Debug, Clone, Default)]
 pub struct Forgetter {
@@ -455,6 +499,12 @@ impl Forgetter {
     #[must_use]
     pub fn vectors(self, store: Arc<dyn VectorStore>) -> Self {
         self.target(Arc::new(VectorForget::new(store)))
+    }
+
+    /// Adds a text index, named "texts".
+    #[must_use]
+    pub fn texts(self, index: Arc<dyn TextIndex>) -> Self {
+        self.target(Arc::new(TextForget::new(index)))
     }
 
     /// Adds any store that can forget (Mem0's, say).
@@ -593,5 +643,154 @@ mod tests {
             .await
             .expect("dry run");
         assert_eq!(history.purge_expired().await.expect("purge"), 1);
+    }
+    /// A text index holding one document per listed scope, for the [`TextForget`] tests.
+    #[derive(Debug, Default)]
+    struct ScopesIndex {
+        scopes: std::sync::Mutex<Vec<Scope>>,
+        deletes_matching: bool,
+    }
+
+    impl ScopesIndex {
+        fn holding(scopes: Vec<Scope>, deletes_matching: bool) -> Self {
+            Self {
+                scopes: std::sync::Mutex::new(scopes),
+                deletes_matching,
+            }
+        }
+
+        fn left(&self) -> usize {
+            self.scopes.lock().expect("lock").len()
+        }
+    }
+
+    #[async_trait]
+    impl TextIndex for ScopesIndex {
+        fn capabilities(&self) -> crate::TextCapabilities {
+            crate::TextCapabilities::none().with_deletes_matching(self.deletes_matching)
+        }
+        async fn upsert(&self, _: &Scope, _: &[crate::TextDocument]) -> Result<()> {
+            Ok(())
+        }
+        async fn search(
+            &self,
+            _: &Scope,
+            _: &crate::TextQuery,
+        ) -> Result<Vec<crate::ScoredDocument>> {
+            Ok(Vec::new())
+        }
+        async fn get(&self, _: &Scope, _: &[uuid::Uuid]) -> Result<Vec<crate::TextDocument>> {
+            Ok(Vec::new())
+        }
+        async fn delete(&self, _: &Scope, _: &[uuid::Uuid]) -> Result<u64> {
+            Ok(0)
+        }
+        async fn count(&self, scope: &Scope) -> Result<u64> {
+            let scopes = self.scopes.lock().expect("lock");
+            Ok(scopes.iter().filter(|s| *s == scope).count() as u64)
+        }
+        async fn clear(&self, _: &Scope) -> Result<u64> {
+            Ok(0)
+        }
+        async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            if !self.deletes_matching {
+                return Err(crate::Error::unsupported("no delete_matching here"));
+            }
+            let mut scopes = self.scopes.lock().expect("lock");
+            let before = scopes.len();
+            scopes.retain(|s| !filter.matches(s));
+            Ok(before.saturating_sub(scopes.len()) as u64)
+        }
+        async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            if !self.deletes_matching {
+                return Err(crate::Error::unsupported("no count_matching here"));
+            }
+            let scopes = self.scopes.lock().expect("lock");
+            Ok(scopes.iter().filter(|s| filter.matches(s)).count() as u64)
+        }
+    }
+
+    fn scope_of(tenant: &str, user: &str, session: &str) -> Scope {
+        Scope::session(session)
+            .and_then(|s| s.with_tenant(tenant))
+            .and_then(|s| s.with_user(user))
+            .expect("valid ids")
+    }
+
+    #[tokio::test]
+    async fn a_text_index_is_forgotten_by_filter() {
+        let index = Arc::new(ScopesIndex::holding(
+            vec![
+                scope_of("acme", "dana", "s1"),
+                scope_of("acme", "dana", "s2"),
+                scope_of("acme", "dana", "s2"),
+                scope_of("acme", "eli", "s1"),
+                scope_of("other", "dana", "s1"),
+            ],
+            true,
+        ));
+        let forgetter = Forgetter::new().texts(index.clone());
+        assert_eq!(forgetter.store_names(), ["texts"]);
+        let dana = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+            .with_user(UserId::new("dana").expect("user"));
+        let dry = forgetter
+            .forget(&dana, ForgetMode::DryRun)
+            .await
+            .expect("dry run");
+        assert_eq!(dry.stores, [StoreReceipt::new("texts", 0, 3, "documents")]);
+        assert_eq!(index.left(), 5, "a dry run deletes nothing");
+        let done = forgetter
+            .forget(&dana, ForgetMode::Delete)
+            .await
+            .expect("forget");
+        assert_eq!(done.stores, [StoreReceipt::new("texts", 0, 3, "documents")]);
+        assert_eq!(
+            done.to_string(),
+            "Forget tenant acme, user dana:\n  texts: deleted 3 documents"
+        );
+        assert_eq!(
+            index.left(),
+            2,
+            "eli's and the other tenant's documents stay"
+        );
+        assert_eq!(
+            index
+                .count(&scope_of("acme", "eli", "s1"))
+                .await
+                .expect("count"),
+            1
+        );
+        let again = forgetter
+            .forget(&dana, ForgetMode::Delete)
+            .await
+            .expect("forget again");
+        assert_eq!(again.total_items(), 0, "forgetting again finds nothing");
+    }
+
+    #[tokio::test]
+    async fn a_text_index_without_deletes_matching_is_refused_and_kept() {
+        let index = Arc::new(ScopesIndex::holding(
+            vec![scope_of("acme", "dana", "s1")],
+            false,
+        ));
+        let forgetter = Forgetter::new()
+            .history(Arc::new(InMemoryHistoryStore::new()))
+            .target(Arc::new(TextForget::named("lexical", index.clone())));
+        let filter = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"));
+        for mode in [ForgetMode::DryRun, ForgetMode::Delete] {
+            let error = forgetter
+                .forget(&filter, mode)
+                .await
+                .expect_err("an index that cannot delete by filter is refused");
+            assert_eq!(error.kind(), crate::ErrorKind::Unsupported);
+            assert!(
+                error
+                    .message()
+                    .contains("lexical store failed (history finished"),
+                "the error names the store: {}",
+                error.message()
+            );
+        }
+        assert_eq!(index.left(), 1, "nothing was deleted");
     }
 }

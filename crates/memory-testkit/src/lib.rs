@@ -16,15 +16,19 @@ pub mod fixtures;
 pub mod forget;
 pub mod history;
 pub mod hostile;
+pub mod lexical;
 mod macros;
 pub mod memory;
+pub mod retrieval;
 pub mod scripted_model;
 pub mod session;
 pub mod vector;
 
 pub use forget::run_all_forget_checks;
 pub use history::run_all_history_checks;
+pub use lexical::run_all_text_index_checks;
 pub use memory::run_all_memory_checks;
+pub use retrieval::run_all_retriever_checks;
 pub use scripted_model::{ScriptedChatModel, ScriptedReply};
 pub use session::run_all_session_checks;
 pub use vector::run_all_vector_checks;
@@ -35,7 +39,7 @@ pub mod __private {
     use std::future::Future;
     use std::sync::Arc;
 
-    use memory_core::{HistoryStore, SessionStore, VectorStore};
+    use memory_core::{HistoryStore, SessionStore, TextIndex, VectorStore};
 
     pub use tokio;
 
@@ -77,5 +81,17 @@ pub mod __private {
     /// The store under test, shared.
     pub fn vector_store<S: VectorStore>(store: S) -> Arc<dyn VectorStore> {
         Arc::new(store)
+    }
+
+    /// The retriever under test, shared.
+    pub fn retriever<R: memory_core::retrieval::Retriever>(
+        retriever: R,
+    ) -> Arc<dyn memory_core::retrieval::Retriever> {
+        Arc::new(retriever)
+    }
+
+    /// The index under test, shared.
+    pub fn text_index<T: TextIndex>(index: T) -> Arc<dyn TextIndex> {
+        Arc::new(index)
     }
 }

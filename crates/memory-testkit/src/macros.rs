@@ -179,6 +179,64 @@ macro_rules! vector_store_tests {
     };
 }
 
+/// Generates one test per [`TextIndex`](memory_core::TextIndex) check.
+///
+/// As [`history_store_tests!`], with a future of any type implementing `TextIndex`; the
+/// default module is `text_index`. The optional check of `delete_matching` and
+/// `count_matching` follows the index's [`capabilities`](memory_core::TextIndex::capabilities):
+/// without `deletes_matching` it checks that both are refused with `Unsupported` and change
+/// nothing.
+///
+/// ```ignore
+/// memory_testkit::text_index_tests!(mod tantivy_in_memory, async {
+///     memory_lexical::TantivyTextIndex::in_memory().unwrap()
+/// });
+/// ```
+#[macro_export]
+macro_rules! text_index_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__text_index_checks!(tests($crate::__private::text_index, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::text_index_tests!(mod text_index, $make);
+    };
+}
+
+/// Generates one test per [`Retriever`](memory_core::retrieval::Retriever) check (the
+/// [`retrieval`](crate::retrieval) suite).
+///
+/// As [`history_store_tests!`], with a future of any type implementing `Retriever` (a dense, a
+/// lexical or a hybrid retriever over the engine under test); the default module is
+/// `retriever`. Every engine offering lexical or hybrid retrieval runs it.
+///
+/// ```
+/// use std::sync::Arc;
+/// memory_testkit::retriever_tests!(mod dense_in_memory, async {
+///     memory_core::retrieval::DenseRetriever::new(
+///         Arc::new(memory_testkit::memory::WordHashEmbedder),
+///         Arc::new(memory_core::InMemoryVectorStore::new()),
+///     )
+/// });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! retriever_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__retriever_checks!(tests($crate::__private::retriever, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::retriever_tests!(mod retriever, $make);
+    };
+}
+
 /// Generates one test per check of the [`memory`](crate::memory) suite: [`Memory`](memory_core::Memory)
 /// and its blocks, the exactly-once flush watermark, the reducers, `TeamSession`, `AgentChat`
 /// and the agent's tool loop, on a [`HistoryStore`](memory_core::HistoryStore) and a
@@ -466,6 +524,62 @@ macro_rules! __vector_checks {
                 count_counts_the_scope_points,
                 clear_removes_the_scope_points,
                 delete_matching_removes_the_selected_scopes,
+            ]
+            owned []
+        }
+    };
+}
+
+/// The text index checks (all take `&dyn TextIndex`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __text_index_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite lexical
+            shared [
+                upsert_then_get_returns_documents,
+                unknown_scope_is_empty,
+                scopes_are_isolated,
+                upsert_replaces_text_and_payload,
+                retried_upsert_is_idempotent,
+                empty_batch_is_a_no_op,
+                invalid_documents_are_refused_atomically,
+                empty_text_is_allowed,
+                search_ranks_by_shared_words,
+                search_breaks_ties_by_id,
+                search_folds_case,
+                query_syntax_is_never_interpreted,
+                query_without_words_is_empty,
+                too_long_query_is_refused,
+                filter_eq_matches_field_values,
+                filter_combinations,
+                delete_returns_how_many_existed,
+                count_and_clear,
+                writes_are_visible_to_the_next_read,
+                unicode_words_match,
+                delete_matching_removes_the_selected_scopes,
+            ]
+            owned []
+        }
+    };
+}
+
+/// The retriever checks (all take `&dyn Retriever`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __retriever_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite retrieval
+            shared [
+                scopes_are_isolated,
+                the_matching_item_ranks_first,
+                top_k_and_filter_are_honoured,
+                index_replaces_by_id,
+                delete_and_clear_count,
             ]
             owned []
         }

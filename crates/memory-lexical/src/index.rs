@@ -1,0 +1,590 @@
+//! [`TantivyTextIndex`]: a [`TextIndex`] on tantivy, in memory or in a directory.
+
+use std::collections::{BTreeSet, HashMap};
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use async_trait::async_trait;
+use memory_core::forget::ForgetFilter;
+use memory_core::lexical::{check_documents, check_query, query_words};
+use memory_core::{
+    Error, ErrorKind, PayloadFilter, Result, Scope, ScoredDocument, TextCapabilities, TextDocument,
+    TextIndex, TextQuery,
+};
+use tantivy::collector::{Count, TopDocs};
+use tantivy::directory::MmapDirectory;
+use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{
+    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
+};
+use uuid::Uuid;
+
+use crate::analyzer::Analyzer;
+use crate::error::{backend, join};
+use crate::schema::{Fields, document_key};
+
+/// The indexing memory budget of the one writer thread (tantivy's minimum is 15 MB).
+const WRITER_HEAP_BYTES: usize = 32_000_000;
+
+/// The fewest candidates a search fetches at first; it fetches more while the `top_k`-th
+/// result may still tie with, or lose to, a document it has not fetched (filters and ties).
+const MIN_CANDIDATES: usize = 32;
+
+/// A BM25 [`TextIndex`] on [tantivy](https://docs.rs/tantivy): in memory
+/// ([`in_memory`](Self::in_memory)) or persisted in a directory ([`open`](Self::open)).
+///
+/// One tantivy index holds every scope's documents; each document carries its scope's key
+/// (every search, read and write is restricted to it by a term on that key, so no query text
+/// or filter can reach another scope) and its tenant, user, agent and session (so
+/// [`delete_matching`](TextIndex::delete_matching) deletes by a query on them). Texts are cut
+/// into words by the [`Analyzer`] the index was created with, and ranked by BM25 (tantivy's
+/// `k1 = 1.2`, `b = 0.75`; document frequencies are counted over the whole index, every
+/// scope, so scores depend on other scopes' documents, but never the set of results).
+///
+/// - A query's words ([`query_words`], then the analyzer) become an OR of term queries: no
+///   query syntax exists, so no query text is an error.
+/// - Payload filters are evaluated over the stored payloads of the best candidates
+///   ([`PayloadFilter::matches`], exactly as every other backend), fetching more candidates
+///   until the `top_k` matching documents are certain: every filter is supported, a
+///   selective filter costs more candidates.
+/// - Ties by ascending id: candidates are sorted by (score descending, id ascending), and more
+///   are fetched while the lowest fetched score ties the `top_k`-th.
+/// - Writes go through one tantivy `IndexWriter` behind a mutex: every upsert, delete or
+///   clear is one commit (a batch of documents is one commit) followed by a reload of the
+///   reader, so it is visible to the next read. A commit costs a new segment (tantivy merges
+///   them in the background) and, in a directory, an fsync: batch documents when you can.
+/// - Every tantivy call runs on tokio's blocking pool (`spawn_blocking`).
+/// - A directory holds one index, opened by one `TantivyTextIndex` at a time (tantivy locks
+///   it); it remembers its analyzer, and opening it with another is refused.
+#[derive(Clone)]
+pub struct TantivyTextIndex {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    reader: IndexReader,
+    writer: Mutex<IndexWriter>,
+    fields: Fields,
+    analyzer: Analyzer,
+    /// The directory, or `None` in memory.
+    path: Option<PathBuf>,
+    /// The analyzer, for query words (a clone per search: analyzers hold per-call state).
+    text_analyzer: tantivy::tokenizer::TextAnalyzer,
+}
+
+impl fmt::Debug for TantivyTextIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TantivyTextIndex")
+            .field("path", &self.inner.path)
+            .field("analyzer", &self.inner.analyzer)
+            .finish_non_exhaustive()
+    }
+}
+
+impl TantivyTextIndex {
+    /// A new empty index in memory, with the [English](Analyzer::english) analyzer.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Backend`] when tantivy cannot start its writer.
+    pub fn in_memory() -> Result<Self> {
+        Self::in_memory_with(Analyzer::default())
+    }
+
+    /// A new empty index in memory, with `analyzer`.
+    ///
+    /// # Errors
+    /// As [`in_memory`](Self::in_memory).
+    pub fn in_memory_with(analyzer: Analyzer) -> Result<Self> {
+        let (schema, fields) = Fields::schema(&analyzer.name());
+        let index = Index::create_in_ram(schema);
+        Self::start(index, fields, analyzer, None)
+    }
+
+    /// Opens the index in the directory `dir`, creating the directory and the index when
+    /// needed, with the [English](Analyzer::english) analyzer. Blocks on file I/O; see
+    /// [`open_async`](Self::open_async).
+    ///
+    /// # Errors
+    /// As [`open_with`](Self::open_with).
+    pub fn open(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(dir, Analyzer::default())
+    }
+
+    /// Opens (or creates) the index in `dir` with `analyzer`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`] when the directory holds an index created with another
+    /// analyzer (or is not a text index of this crate); [`ErrorKind::Backend`] when the
+    /// directory cannot be created or read, or another `TantivyTextIndex` has it open.
+    pub fn open_with(dir: impl AsRef<Path>, analyzer: Analyzer) -> Result<Self> {
+        let path = dir.as_ref().to_path_buf();
+        let shown = path.display().to_string();
+        std::fs::create_dir_all(&path).map_err(|e| {
+            backend(
+                ErrorKind::Backend,
+                format!("creating the directory {shown}"),
+                e,
+            )
+        })?;
+        let directory = MmapDirectory::open(&path).map_err(|e| {
+            backend(
+                ErrorKind::Backend,
+                format!("opening the directory {shown}"),
+                e,
+            )
+        })?;
+        let (schema, fields) = Fields::schema(&analyzer.name());
+        let index = Index::open_or_create(directory, schema).map_err(|e| match e {
+            tantivy::TantivyError::SchemaError(_) => Error::invalid_input(format!(
+                "the directory {shown} holds a text index of another schema or analyzer \
+                 than {} (open it with the analyzer it was created with)",
+                analyzer.name()
+            ))
+            .with_backend("tantivy")
+            .with_source(e),
+            other => backend(
+                ErrorKind::Backend,
+                format!("opening the index in {shown}"),
+                other,
+            ),
+        })?;
+        Self::start(index, fields, analyzer, Some(path))
+    }
+
+    /// As [`open`](Self::open), on tokio's blocking pool.
+    ///
+    /// # Errors
+    /// As [`open_with`](Self::open_with).
+    pub async fn open_async(dir: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with_async(dir, Analyzer::default()).await
+    }
+
+    /// As [`open_with`](Self::open_with), on tokio's blocking pool.
+    ///
+    /// # Errors
+    /// As [`open_with`](Self::open_with).
+    pub async fn open_with_async(dir: impl AsRef<Path>, analyzer: Analyzer) -> Result<Self> {
+        let dir = dir.as_ref().to_path_buf();
+        tokio::task::spawn_blocking(move || Self::open_with(dir, analyzer))
+            .await
+            .map_err(|e| join("opening the text index", e))?
+    }
+
+    /// The analyzer the index cuts texts and queries with.
+    pub fn analyzer(&self) -> Analyzer {
+        self.inner.analyzer
+    }
+
+    /// The directory, or `None` for an index in memory.
+    pub fn path(&self) -> Option<&Path> {
+        self.inner.path.as_deref()
+    }
+
+    fn start(
+        index: Index,
+        fields: Fields,
+        analyzer: Analyzer,
+        path: Option<PathBuf>,
+    ) -> Result<Self> {
+        let text_analyzer = analyzer.build();
+        index
+            .tokenizers()
+            .register(&analyzer.name(), text_analyzer.clone());
+        let writer = index
+            .writer_with_num_threads(1, WRITER_HEAP_BYTES)
+            .map_err(|e| match e {
+                tantivy::TantivyError::LockFailure(..) => backend(
+                    ErrorKind::Backend,
+                    "starting the writer: another TantivyTextIndex has this directory open",
+                    e,
+                ),
+                other => backend(ErrorKind::Backend, "starting the writer", other),
+            })?;
+        let reader = index
+            .reader_builder()
+            .reload_policy(ReloadPolicy::Manual)
+            .try_into()
+            .map_err(|e| backend(ErrorKind::Backend, "opening the reader", e))?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                reader,
+                writer: Mutex::new(writer),
+                fields,
+                analyzer,
+                path,
+                text_analyzer,
+            }),
+        })
+    }
+
+    /// Runs `f` on the blocking pool.
+    async fn blocking<T, F>(&self, action: &'static str, f: F) -> Result<T>
+    where
+        T: Send + 'static,
+        F: FnOnce(&Inner) -> Result<T> + Send + 'static,
+    {
+        let inner = Arc::clone(&self.inner);
+        tokio::task::spawn_blocking(move || f(&inner))
+            .await
+            .map_err(|e| join(action, e))?
+    }
+}
+
+impl Inner {
+    fn writer(&self) -> Result<MutexGuard<'_, IndexWriter>> {
+        self.writer.lock().map_err(|_| {
+            Error::new(
+                ErrorKind::Backend,
+                "tantivy: the index writer was poisoned by a panic in another thread",
+            )
+            .with_backend("tantivy")
+        })
+    }
+
+    /// Commits the writer's pending operations and reloads the reader, so the next read sees
+    /// them; on a failure, rolls them back.
+    fn commit(&self, writer: &mut IndexWriter, action: &'static str) -> Result<()> {
+        if let Err(e) = writer.commit() {
+            let _ = writer.rollback();
+            return Err(backend(ErrorKind::Backend, action, e));
+        }
+        self.reader
+            .reload()
+            .map_err(|e| backend(ErrorKind::Backend, action, e))
+    }
+
+    fn scope_query(&self, scope: &Scope) -> TermQuery {
+        TermQuery::new(
+            Term::from_field_text(self.fields.scope, &scope.key()),
+            IndexRecordOption::Basic,
+        )
+    }
+
+    /// The documents of `ids` in `scope`.
+    fn keys_query(&self, scope: &Scope, ids: &BTreeSet<Uuid>) -> BooleanQuery {
+        BooleanQuery::new(
+            ids.iter()
+                .map(|id| -> (Occur, Box<dyn Query>) {
+                    (
+                        Occur::Should,
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(self.fields.key, &document_key(scope, *id)),
+                            IndexRecordOption::Basic,
+                        )),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    /// The documents of every scope `filter` selects.
+    fn forget_query(&self, filter: &ForgetFilter) -> BooleanQuery {
+        let f = &self.fields;
+        let mut terms = vec![Term::from_field_text(f.tenant, filter.tenant_id().as_str())];
+        if let Some(user) = filter.user() {
+            terms.push(Term::from_field_text(f.user, user.as_str()));
+        }
+        if let Some(agent) = filter.agent() {
+            terms.push(Term::from_field_text(f.agent, agent.as_str()));
+        }
+        if let Some(session) = filter.session() {
+            terms.push(Term::from_field_text(f.session, session.as_str()));
+        }
+        BooleanQuery::new(
+            terms
+                .into_iter()
+                .map(|t| -> (Occur, Box<dyn Query>) {
+                    (
+                        Occur::Must,
+                        Box::new(TermQuery::new(t, IndexRecordOption::Basic)),
+                    )
+                })
+                .collect(),
+        )
+    }
+
+    fn count(&self, searcher: &Searcher, query: &dyn Query, action: &'static str) -> Result<u64> {
+        searcher
+            .search(query, &Count)
+            .map(|n| n as u64)
+            .map_err(|e| backend(ErrorKind::Backend, action, e))
+    }
+
+    /// The analyzed words of a query, each once.
+    fn query_terms(&self, text: &str) -> BTreeSet<String> {
+        let words = query_words(text).join(" ");
+        let mut analyzer = self.text_analyzer.clone();
+        let mut stream = analyzer.token_stream(&words);
+        let mut terms = BTreeSet::new();
+        while stream.advance() {
+            terms.insert(stream.token().text.clone());
+        }
+        terms
+    }
+
+    /// The id, text and payload of a stored document.
+    fn stored(&self, searcher: &Searcher, address: DocAddress) -> Result<TextDocument> {
+        let doc: TantivyDocument = searcher
+            .doc(address)
+            .map_err(|e| backend(ErrorKind::Backend, "reading a stored document", e))?;
+        let field = |field| {
+            doc.get_first(field)
+                .and_then(|v| v.as_str().map(str::to_owned))
+        };
+        let corrupt = |what: &str| {
+            Error::new(
+                ErrorKind::Serialization,
+                format!("tantivy: a stored document has no valid {what}"),
+            )
+            .with_backend("tantivy")
+        };
+        let id = field(self.fields.id)
+            .and_then(|id| Uuid::parse_str(&id).ok())
+            .ok_or_else(|| corrupt("id"))?;
+        let text = field(self.fields.text).unwrap_or_default();
+        let payload = match field(self.fields.payload) {
+            Some(json) => match serde_json::from_str::<serde_json::Value>(&json) {
+                Ok(serde_json::Value::Object(map)) => map,
+                _ => return Err(corrupt("payload")),
+            },
+            None => return Err(corrupt("payload")),
+        };
+        Ok(TextDocument { id, text, payload })
+    }
+
+    /// The best `top_k` documents of `scope` for `terms` whose payload matches `filter`, by
+    /// (score descending, id ascending).
+    fn search(
+        &self,
+        scope: &Scope,
+        terms: &BTreeSet<String>,
+        top_k: usize,
+        filter: Option<&PayloadFilter>,
+    ) -> Result<Vec<ScoredDocument>> {
+        let words = BooleanQuery::new(
+            terms
+                .iter()
+                .map(|t| -> (Occur, Box<dyn Query>) {
+                    (
+                        Occur::Should,
+                        Box::new(TermQuery::new(
+                            Term::from_field_text(self.fields.text, t),
+                            IndexRecordOption::WithFreqs,
+                        )),
+                    )
+                })
+                .collect(),
+        );
+        let query = BooleanQuery::new(vec![
+            (Occur::Must, Box::new(words)),
+            (
+                Occur::Must,
+                Box::new(ConstScoreQuery::new(Box::new(self.scope_query(scope)), 0.0)),
+            ),
+        ]);
+        let searcher = self.reader.searcher();
+        let mut limit = top_k.saturating_add(1).max(MIN_CANDIDATES);
+        let mut loaded: HashMap<DocAddress, Option<ScoredDocument>> = HashMap::new();
+        loop {
+            let hits = searcher
+                .search(&query, &TopDocs::with_limit(limit).order_by_score())
+                .map_err(|e| backend(ErrorKind::Backend, "search", e))?;
+            for (score, address) in &hits {
+                if loaded.contains_key(address) {
+                    continue;
+                }
+                let doc = self.stored(&searcher, *address)?;
+                let kept = filter.is_none_or(|f| f.matches(&doc.payload));
+                loaded.insert(
+                    *address,
+                    kept.then_some(ScoredDocument {
+                        id: doc.id,
+                        score: *score,
+                        payload: doc.payload,
+                    }),
+                );
+            }
+            let exhausted = hits.len() < limit;
+            let lowest = hits.last().map(|(score, _)| *score);
+            let mut kept: Vec<&ScoredDocument> = loaded.values().flatten().collect();
+            kept.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+            // Every document not fetched scores at most `lowest`: the top_k are certain when
+            // the top_k-th kept scores strictly more (or nothing is left to fetch).
+            let certain = exhausted
+                || match (kept.get(top_k.saturating_sub(1)), lowest) {
+                    (Some(last), Some(lowest)) => kept.len() >= top_k && last.score > lowest,
+                    _ => false,
+                };
+            if certain {
+                return Ok(kept.into_iter().take(top_k).cloned().collect());
+            }
+            limit = limit.saturating_mul(4);
+        }
+    }
+}
+
+#[async_trait]
+impl TextIndex for TantivyTextIndex {
+    fn capabilities(&self) -> TextCapabilities {
+        TextCapabilities::none().with_deletes_matching(true)
+    }
+
+    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
+        check_documents(documents)?;
+        if documents.is_empty() {
+            return Ok(());
+        }
+        let fields = self.inner.fields;
+        let batch: Vec<(Term, TantivyDocument)> = documents
+            .iter()
+            .map(|d| {
+                (
+                    Term::from_field_text(fields.key, &document_key(scope, d.id)),
+                    fields.document(scope, d),
+                )
+            })
+            .collect();
+        self.blocking("upsert", move |inner| {
+            let mut writer = inner.writer()?;
+            for (key, doc) in batch {
+                writer.delete_term(key);
+                if let Err(e) = writer.add_document(doc) {
+                    let _ = writer.rollback();
+                    return Err(backend(ErrorKind::Backend, "upsert", e));
+                }
+            }
+            inner.commit(&mut writer, "upsert")
+        })
+        .await
+    }
+
+    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
+        check_query(query)?;
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let terms = self.inner.query_terms(&query.text);
+        if terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (scope, top_k, filter) = (scope.clone(), query.top_k, query.filter.clone());
+        self.blocking("search", move |inner| {
+            inner.search(&scope, &terms, top_k, filter.as_ref())
+        })
+        .await
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
+        let wanted: BTreeSet<Uuid> = ids.iter().copied().collect();
+        if wanted.is_empty() {
+            return Ok(Vec::new());
+        }
+        let (scope, ids) = (scope.clone(), ids.to_vec());
+        self.blocking("get", move |inner| {
+            let searcher = inner.reader.searcher();
+            let hits = searcher
+                .search(
+                    &inner.keys_query(&scope, &wanted),
+                    &TopDocs::with_limit(wanted.len()).order_by_score(),
+                )
+                .map_err(|e| backend(ErrorKind::Backend, "get", e))?;
+            let mut found = HashMap::new();
+            for (_, address) in hits {
+                let doc = inner.stored(&searcher, address)?;
+                found.insert(doc.id, doc);
+            }
+            // In the order asked, each once.
+            Ok(ids.iter().filter_map(|id| found.remove(id)).collect())
+        })
+        .await
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        let wanted: BTreeSet<Uuid> = ids.iter().copied().collect();
+        if wanted.is_empty() {
+            return Ok(0);
+        }
+        let scope = scope.clone();
+        self.blocking("delete", move |inner| {
+            let mut writer = inner.writer()?;
+            let existing = inner.count(
+                &inner.reader.searcher(),
+                &inner.keys_query(&scope, &wanted),
+                "delete",
+            )?;
+            if existing > 0 {
+                for id in &wanted {
+                    writer.delete_term(Term::from_field_text(
+                        inner.fields.key,
+                        &document_key(&scope, *id),
+                    ));
+                }
+                inner.commit(&mut writer, "delete")?;
+            }
+            Ok(existing)
+        })
+        .await
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        let scope = scope.clone();
+        self.blocking("count", move |inner| {
+            inner.count(
+                &inner.reader.searcher(),
+                &inner.scope_query(&scope),
+                "count",
+            )
+        })
+        .await
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let scope = scope.clone();
+        self.blocking("clear", move |inner| {
+            let mut writer = inner.writer()?;
+            let existing = inner.count(
+                &inner.reader.searcher(),
+                &inner.scope_query(&scope),
+                "clear",
+            )?;
+            if existing > 0 {
+                writer.delete_term(Term::from_field_text(inner.fields.scope, &scope.key()));
+                inner.commit(&mut writer, "clear")?;
+            }
+            Ok(existing)
+        })
+        .await
+    }
+
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.blocking("delete_matching", move |inner| {
+            let mut writer = inner.writer()?;
+            let query = inner.forget_query(&filter);
+            let existing = inner.count(&inner.reader.searcher(), &query, "delete_matching")?;
+            if existing > 0 {
+                writer
+                    .delete_query(Box::new(query))
+                    .map_err(|e| backend(ErrorKind::Backend, "delete_matching", e))?;
+                inner.commit(&mut writer, "delete_matching")?;
+            }
+            Ok(existing)
+        })
+        .await
+    }
+
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let filter = filter.clone();
+        self.blocking("count_matching", move |inner| {
+            inner.count(
+                &inner.reader.searcher(),
+                &inner.forget_query(&filter),
+                "count_matching",
+            )
+        })
+        .await
+    }
+}

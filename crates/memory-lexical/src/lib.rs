@@ -1,0 +1,12 @@
+#![doc = include_str!("../README.md")]
+#![forbid(unsafe_code)]
+#![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
+#![deny(missing_docs)]
+
+mod analyzer;
+mod error;
+mod index;
+mod schema;
+
+pub use analyzer::{Analyzer, DEFAULT_MAX_WORD_BYTES};
+pub use index::TantivyTextIndex;
