@@ -2,7 +2,8 @@
 //! agent that speaks the Model Context Protocol, over stdio and streamable HTTP.
 //!
 //! Tools: `remember` (append messages or a fact), `recall` (a session's context within a token
-//! budget), `search_memory` (a case-insensitive text match over a thread's messages),
+//! budget, with the memory blocks' text), `search_memory` (the vector memory's search when an
+//! embedder is configured, else a case-insensitive text match over a thread's messages),
 //! `list_threads` and `forget` (with a dry run). Resources: the template `thread://{session}`,
 //! a thread's history as JSON, and each listed thread.
 //!
@@ -165,7 +166,8 @@ pub struct RecallArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// The text to find (case-insensitive substring of a message's text).
+    /// What to look for: matched by meaning when the server has an embedder, else a
+    /// case-insensitive substring of a message's text.
     pub query: String,
     /// The session id of the thread to search.
     pub session: String,
@@ -181,7 +183,7 @@ pub struct SearchArgs {
     /// The most matches to return, newest first (default and at most 100).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Search archived messages too (default: only the active window).
+    /// Text mode only: search archived messages too (default: only the active window).
     #[serde(default)]
     pub include_archived: bool,
 }
@@ -321,7 +323,7 @@ impl MemoryMcp {
     /// `search_memory`: a text match over one thread.
     #[tool(
         name = "search_memory",
-        description = "Search one thread's messages for a text: a case-insensitive substring match on each message's text (not a semantic search), newest first, at most `limit` (default and at most 100). Only the active window unless `include_archived` is true.",
+        description = "Search a session's memory for `query`. When the server has an embedder (`mode: vector`): the batches of the thread its memory holds, ranked by meaning, best first, each with its text and score, at most `limit` (default and at most 100). Without one (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search_memory(
@@ -428,11 +430,18 @@ impl MemoryMcp {
                 "`limit` must be between 1 and {MAX_SEARCH_RESULTS}"
             )));
         }
+        if self.ops.vector_block().is_some() {
+            let found = self
+                .ops
+                .search_memory(&who, &address, &args.query, Some(limit))
+                .await?;
+            return Ok(json!({ "mode": "vector", "results": to_json(&found.results)? }));
+        }
         let matches = self
             .ops
             .search_text(&who, &address, &args.query, limit, args.include_archived)
             .await?;
-        Ok(json!({ "matches": to_json(&matches)? }))
+        Ok(json!({ "mode": "text", "matches": to_json(&matches)? }))
     }
 
     async fn list_op(

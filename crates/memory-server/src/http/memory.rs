@@ -2,16 +2,16 @@
 
 use axum::Json;
 use axum::extract::State;
-use serde::Deserialize;
-use utoipa::IntoParams;
+use serde::{Deserialize, Serialize};
+use utoipa::{IntoParams, ToSchema};
 
 use super::AppState;
-use super::extract::{Body, P, Q};
+use super::extract::{Body, P, Q, ScopeQuery};
 use super::problem::{ApiResult, Problem};
 use super::threads::AppendBody;
 use crate::auth::Principal;
 use crate::error::{ErrorCode, OpError};
-use crate::ops::{Address, MemoryContextView, MemoryPutView};
+use crate::ops::{Address, MemoryContextView, MemoryPutView, SearchView};
 
 /// A memory request's scope and token limit, from the query string.
 #[derive(Debug, Clone, Default, Deserialize, IntoParams)]
@@ -88,4 +88,46 @@ pub(super) async fn memory_put(
         .await
         .map_err(|_| OpError::new(ErrorCode::Backend, "the put task failed"))??;
     Ok(Json(view))
+}
+
+/// The body of a memory search.
+#[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchBody {
+    /// What to look for (any text; matched by meaning with a dense retriever).
+    #[schema(min_length = 1)]
+    pub query: String,
+    /// How many results at most (default 5, at most 100).
+    #[serde(default)]
+    #[schema(minimum = 1, maximum = 100)]
+    pub top_k: Option<usize>,
+}
+
+/// Searches the session's memory: the batches of the addressed thread its `Memory` flushed to
+/// the vector block, best first. 501 when the server has no embedder configured.
+#[utoipa::path(post, path = "/v1/memory/{session}/search", tag = "memory",
+    params(("session" = String, Path, description = "The session id"), ScopeQuery),
+    request_body = SearchBody,
+    responses(
+        (status = 200, description = "The results, best first", body = SearchView),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "Search unavailable: no embedder configured", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(super) async fn memory_search(
+    State(state): State<AppState>,
+    who: Principal,
+    P(session): P<String>,
+    Q(query): Q<ScopeQuery>,
+    Body(body): Body<SearchBody>,
+) -> ApiResult<Json<SearchView>> {
+    let address = query.address(session);
+    Ok(Json(
+        state
+            .ops
+            .search_memory(&who, &address, &body.query, body.top_k)
+            .await?,
+    ))
 }

@@ -27,7 +27,7 @@ use problem::problem_response;
 
 pub use extract::ScopeQuery;
 pub use health::StatusView;
-pub use memory::MemoryQuery;
+pub use memory::{MemoryQuery, SearchBody};
 pub use openapi::ApiDoc;
 pub use problem::{ApiError, PROBLEM_JSON, Problem, status_of};
 pub use server::{ServeError, Server, serve};
@@ -86,6 +86,7 @@ pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
         .route("/v1/forget", post(forget::forget))
         .route("/v1/memory/{session}/context", get(memory::memory_context))
         .route("/v1/memory/{session}/messages", post(memory::memory_put))
+        .route("/v1/memory/{session}/search", post(memory::memory_search))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

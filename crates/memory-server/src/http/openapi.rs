@@ -6,6 +6,7 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::health::StatusView;
+use super::memory::SearchBody;
 use super::problem::{ApiError, Problem};
 use super::sessions::{DeletedView, SaveBody, VersionView};
 use super::threads::{AffectedView, AppendBody, ArchiveBody, MessagesView};
@@ -13,7 +14,8 @@ use super::{forget, health, memory, sessions, threads};
 use crate::error::{ErrorCode, OpError};
 use crate::ops::{
     AppendView, CountView, ForgetReceiptView, ForgetRequest, MemoryContextView, MemoryPutView,
-    MessageInput, MessageView, ScopePage, ScopeView, SessionView, StoreReceiptView,
+    MessageInput, MessageView, ScopePage, ScopeView, SearchHitView, SearchView, SessionView,
+    StoreReceiptView,
 };
 
 /// Adds the bearer security scheme.
@@ -36,11 +38,11 @@ impl Modify for BearerAuth {
     paths(health::healthz, health::readyz, threads::append, threads::read, threads::count,
         threads::archive, threads::clear, threads::list_threads, sessions::load_session,
         sessions::save_session, sessions::delete_session, sessions::list_sessions,
-        forget::forget, memory::memory_context, memory::memory_put),
+        forget::forget, memory::memory_context, memory::memory_put, memory::memory_search),
     components(schemas(Problem, AppendBody, AppendView, MessageInput, MessageView, MessagesView,
         CountView, ArchiveBody, AffectedView, ScopePage, ScopeView, SessionView, SaveBody,
         VersionView, DeletedView, ForgetRequest, ForgetReceiptView, StoreReceiptView, StatusView,
-        MemoryContextView, MemoryPutView)),
+        MemoryContextView, MemoryPutView, SearchBody, SearchView, SearchHitView)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;

@@ -49,8 +49,13 @@ impl Server {
         let limits = config.ops_limits()?;
         let max_body = config.max_body_bytes()?;
         let addr = config.listen_addr()?;
+        let vector = config.vector_memory()?;
         let stores = agent_memory::open(config.store_url()).await?;
-        Self::bind_with(addr, Ops::new(stores, limits), auth, max_body).await
+        let mut ops = Ops::new(stores, limits);
+        if let Some(block) = vector {
+            ops = ops.with_vector_memory(block);
+        }
+        Self::bind_with(addr, ops, auth, max_body).await
     }
 
     /// Binds `addr` with already opened operations (for embedders and tests).

@@ -37,7 +37,7 @@ pub struct MemoryPutView {
 }
 
 impl Ops {
-    fn memory(
+    pub(super) fn memory(
         &self,
         who: &Principal,
         address: &Address,

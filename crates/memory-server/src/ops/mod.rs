@@ -7,12 +7,14 @@ mod forget;
 mod memory;
 mod messages;
 mod recall;
+mod search;
 mod sessions;
 mod threads;
 
 use std::sync::Arc;
 
 use agent_memory::memory::MemoryBlock;
+use agent_memory::memory::blocks::VectorMemoryBlock;
 use agent_memory::{
     AgentId, PageRequest, Scope, ScopeFilter, SessionId, SourceId, Stores, TenantId,
 };
@@ -26,6 +28,9 @@ pub use forget::{ForgetReceiptView, ForgetRequest, StoreReceiptView};
 pub use memory::{MAX_MEMORY_TOKEN_LIMIT, MemoryContextView, MemoryPutView};
 pub use messages::{AppendView, MessageInput, MessageView};
 pub use recall::{FACTS_SOURCE, RecallView};
+pub use search::{
+    DEFAULT_SEARCH_TOP_K, MAX_SEARCH_TOP_K, SEARCH_UNAVAILABLE, SearchHitView, SearchView,
+};
 pub use sessions::SessionView;
 pub use threads::{CountView, ListRequest, ScopePage, ScopeView, WindowSpec};
 
@@ -79,6 +84,7 @@ pub struct Ops {
     stores: Stores,
     limits: OpsLimits,
     blocks: Vec<Arc<dyn MemoryBlock>>,
+    vector: Option<Arc<VectorMemoryBlock>>,
 }
 
 fn invalid(error: agent_memory::Error) -> OpError {
@@ -105,13 +111,27 @@ impl Ops {
             stores,
             limits,
             blocks: Vec::new(),
+            vector: None,
         }
     }
 
-    /// The same operations, with `blocks` in every session's `Memory` (the memory routes).
+    /// The same operations, with `blocks` in every session's `Memory` (the memory routes),
+    /// beside the vector block of [`with_vector_memory`](Self::with_vector_memory), if any.
     #[must_use]
     pub fn with_memory_blocks(mut self, blocks: Vec<Arc<dyn MemoryBlock>>) -> Self {
         self.blocks = blocks;
+        if let Some(vector) = &self.vector {
+            self.blocks.push(Arc::clone(vector) as Arc<dyn MemoryBlock>);
+        }
+        self
+    }
+
+    /// The same operations, with `block` in every session's `Memory` too, and memory searches
+    /// ([`search_memory`](Self::search_memory)) run on it.
+    #[must_use]
+    pub fn with_vector_memory(mut self, block: Arc<VectorMemoryBlock>) -> Self {
+        self.blocks.push(Arc::clone(&block) as Arc<dyn MemoryBlock>);
+        self.vector = Some(block);
         self
     }
 

@@ -1,7 +1,7 @@
 //! The agent-facing operations the MCP tools use: remember a fact, recall a session's
 //! memory, search a thread's text.
 
-use agent_memory::{Role, Window};
+use agent_memory::{Part, Role, Window};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -20,6 +20,10 @@ pub struct RecallView {
     /// The facts and the conversation as one text for a prompt: `Facts:` with one `- fact` a
     /// line, then `Conversation:` with one `role: text` a line (each part absent when empty).
     pub context: String,
+    /// The `<memory>` text the server's memory blocks give for the session (what the vector
+    /// memory retrieved for the conversation's last messages), when the server has blocks and
+    /// they gave any; it also opens `context`.
+    pub memory: Option<String>,
     /// The session's facts that fit, oldest first.
     pub facts: Vec<MessageView>,
     /// The newest messages of the thread that fit, in seq order.
@@ -114,7 +118,12 @@ impl Ops {
                 .await?
         };
         let message_tokens: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
+        let memory = self.blocks_text(who, address, max_tokens).await?;
         let mut context = String::new();
+        if let Some(text) = &memory {
+            context.push_str(text);
+            context.push_str("\n\n");
+        }
         if !facts.is_empty() {
             context.push_str("Facts:\n");
             for fact in &facts {
@@ -137,10 +146,34 @@ impl Ops {
         }
         Ok(RecallView {
             context,
+            memory,
             facts: facts.iter().map(view).collect::<OpResult<_>>()?,
             messages: messages.iter().map(view).collect::<OpResult<_>>()?,
             tokens: fact_tokens.saturating_add(message_tokens),
         })
+    }
+
+    /// The `<memory>` text the `Memory`'s blocks render for the session, if it has blocks
+    /// and they render anything.
+    async fn blocks_text(
+        &self,
+        who: &Principal,
+        address: &Address,
+        max_tokens: u64,
+    ) -> OpResult<Option<String>> {
+        if self.blocks.is_empty() {
+            return Ok(None);
+        }
+        let limit = max_tokens.min(super::MAX_MEMORY_TOKEN_LIMIT);
+        let messages = self.memory(who, address, Some(limit))?.get(&[]).await?;
+        Ok(messages
+            .first()
+            .filter(|m| m.role == Role::System)
+            .and_then(|m| m.parts.first())
+            .and_then(|part| match part {
+                Part::Text { text } if text.starts_with("<memory>") => Some(text.clone()),
+                _ => None,
+            }))
     }
 
     /// The messages of the thread whose text contains `query`, ignoring case (a plain
