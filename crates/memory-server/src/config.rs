@@ -88,6 +88,30 @@ impl Default for LimitsConfig {
     }
 }
 
+/// The `[mcp]` table: the MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Whether `agent-memory serve` serves MCP at `/mcp` (streamable HTTP) beside the HTTP
+    /// API (default `true`; `agent-memory mcp` over stdio ignores it).
+    pub enabled: bool,
+    /// The server's name in the MCP handshake (default `agent-memory`).
+    pub name: Option<String>,
+    /// The instructions given to MCP clients (default
+    /// [`DEFAULT_INSTRUCTIONS`](crate::mcp::DEFAULT_INSTRUCTIONS)).
+    pub instructions: Option<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            name: None,
+            instructions: None,
+        }
+    }
+}
+
 /// The whole configuration.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -105,6 +129,8 @@ pub struct ServerConfig {
     pub embedder: EmbedderConfig,
     /// The blocks of the server's `Memory` (`[memory]`).
     pub memory: MemoryConfig,
+    /// The MCP server (`[mcp]`).
+    pub mcp: McpConfig,
     /// Tokens in plain text, from `AGENT_MEMORY_SERVER_TOKENS` (never from the file).
     #[serde(skip)]
     pub plain_tokens: Vec<(String, Principal)>,
@@ -120,6 +146,7 @@ impl std::fmt::Debug for ServerConfig {
             )
             .field("limits", &self.limits)
             .field("embedder", &self.embedder.kind)
+            .field("mcp", &self.mcp.enabled)
             .field(
                 "tokens",
                 &self.tokens.len().saturating_add(self.plain_tokens.len()),
@@ -137,6 +164,7 @@ impl Default for ServerConfig {
             tokens: Vec::new(),
             embedder: EmbedderConfig::default(),
             memory: MemoryConfig::default(),
+            mcp: McpConfig::default(),
             plain_tokens: Vec::new(),
         }
     }

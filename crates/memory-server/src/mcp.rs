@@ -38,7 +38,7 @@ use serde_json::{Value, json};
 use agent_memory::{TenantId, UserId};
 
 use crate::auth::{Authenticator, Principal};
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, McpConfig, ServerConfig};
 use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::{Address, ForgetRequest, ListRequest, MessageInput, Ops};
 
@@ -50,6 +50,8 @@ pub const DEFAULT_RECALL_TOKENS: u64 = 4_000;
 pub const MAX_SEARCH_RESULTS: usize = 100;
 /// The server's name in the MCP handshake.
 pub const SERVER_NAME: &str = "agent-memory";
+/// The instructions the server gives MCP clients when `[mcp] instructions` sets none.
+pub const DEFAULT_INSTRUCTIONS: &str = "agent-memory: durable memory for agents. `remember` stores messages or facts of a session, `recall` returns the session's context within a token budget, `search_memory` searches a session's memory, `list_threads` lists your threads, `forget` deletes data (try `dry_run` first). Each thread's history is the resource `thread://<session>`.";
 /// The URI scheme of a thread's resource.
 pub const THREAD_SCHEME: &str = "thread://";
 
@@ -70,6 +72,7 @@ pub struct MemoryMcp {
     ops: Ops,
     identity: Identity,
     tool_router: ToolRouter<Self>,
+    settings: Arc<McpConfig>,
 }
 
 /// A message to remember.
@@ -255,6 +258,7 @@ impl MemoryMcp {
             ops,
             identity: Identity::Fixed(principal),
             tool_router: Self::tool_router(),
+            settings: Arc::new(McpConfig::default()),
         }
     }
 
@@ -265,7 +269,15 @@ impl MemoryMcp {
             ops,
             identity: Identity::PerRequest,
             tool_router: Self::tool_router(),
+            settings: Arc::new(McpConfig::default()),
         }
+    }
+
+    /// The same server, introducing itself with `settings`' name and instructions.
+    #[must_use]
+    pub fn with_settings(mut self, settings: Arc<McpConfig>) -> Self {
+        self.settings = settings;
+        self
     }
 
     fn principal(&self, context: &RequestContext<RoleServer>) -> OpResult<Principal> {
@@ -587,9 +599,15 @@ impl ServerHandler for MemoryMcp {
                 .enable_resources()
                 .build(),
         )
-        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_server_info(Implementation::new(
+            self.settings.name.as_deref().unwrap_or(SERVER_NAME),
+            env!("CARGO_PKG_VERSION"),
+        ))
         .with_instructions(
-            "agent-memory: durable memory for agents. `remember` stores messages or facts of a session, `recall` returns the session's context within a token budget, `search_memory` finds messages by text, `list_threads` lists your threads, `forget` deletes data (try `dry_run` first). Each thread's history is the resource `thread://<session>`.",
+            self.settings
+                .instructions
+                .as_deref()
+                .unwrap_or(DEFAULT_INSTRUCTIONS),
         )
     }
 
@@ -678,6 +696,21 @@ impl ServerHandler for MemoryMcp {
 /// tokens, loopback only) the `Host` header must be a loopback name, against DNS rebinding;
 /// with tokens any `Host` is accepted, since a request without a token is refused anyway.
 pub fn router(ops: Ops, authenticator: Arc<Authenticator>, max_body_bytes: usize) -> axum::Router {
+    router_with(
+        ops,
+        authenticator,
+        max_body_bytes,
+        Arc::new(McpConfig::default()),
+    )
+}
+
+/// As [`router`], introducing itself with `settings`' name and instructions.
+pub fn router_with(
+    ops: Ops,
+    authenticator: Arc<Authenticator>,
+    max_body_bytes: usize,
+    settings: Arc<McpConfig>,
+) -> axum::Router {
     let mut http = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -687,7 +720,7 @@ pub fn router(ops: Ops, authenticator: Arc<Authenticator>, max_body_bytes: usize
         http = http.disable_allowed_hosts();
     }
     let service = StreamableHttpService::new(
-        move || Ok(MemoryMcp::per_request(ops.clone())),
+        move || Ok(MemoryMcp::per_request(ops.clone()).with_settings(Arc::clone(&settings))),
         Arc::new(NeverSessionManager::default()),
         http,
     );
@@ -777,8 +810,22 @@ pub enum StdioError {
 /// [`StdioError`] for a configuration or store that cannot be used, or a failed session.
 pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<(), StdioError> {
     let limits = config.ops_limits()?;
+    let vector = config.vector_memory()?;
     let stores = agent_memory::open(config.store_url()).await?;
-    serve_stdio_with(Ops::new(stores, limits), principal).await
+    let mut ops = Ops::new(stores, limits);
+    if let Some(block) = vector {
+        ops = ops.with_vector_memory(block);
+    }
+    let running = MemoryMcp::for_principal(ops, principal)
+        .with_settings(Arc::new(config.mcp.clone()))
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| StdioError::Transport(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| StdioError::Transport(e.to_string()))?;
+    Ok(())
 }
 
 /// Serves MCP over stdio with already opened operations (see [`serve_stdio`]).

@@ -238,3 +238,49 @@ macro_rules! on_every_backend {
 }
 
 on_every_backend!(Sqlite => sqlite, Postgres => postgres, Mysql => mariadb, Redis => redis);
+
+/// `[mcp] enabled = false`: no `/mcp` endpoint (404), the HTTP API still serves.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_can_be_disabled() {
+    let store = TestStore::new(Kind::Sqlite, "mcp_off");
+    let mut config = common::config(&store);
+    config.mcp.enabled = false;
+    let mut srv = TestServer::start_with(config, store).await;
+    let (s, h, b) = srv
+        .send(Method::POST, "/mcp", Some(TOKEN_A), Some(&json!({})))
+        .await;
+    assert_problem(s, &h, &b, 404, "not_found");
+    let (s, b) = srv.get("/v1/threads", TOKEN_A).await;
+    assert_eq!(s, 200, "{b}");
+    srv.stop().await;
+}
+
+/// `[mcp] name` and `instructions` are what the handshake gives.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn mcp_name_and_instructions_come_from_the_config() {
+    let store = TestStore::new(Kind::Sqlite, "mcp_name");
+    let mut config: memory_server::config::ServerConfig = toml_config();
+    config.listen = "127.0.0.1:0".to_owned();
+    config.store_url = common::config(&store).store_url;
+    config.plain_tokens = common::config(&store).plain_tokens;
+    let mut srv = TestServer::start_with(config, store).await;
+    let client = mcp_client(&srv, TOKEN_A).await;
+    let info = client.peer_info().expect("the server's info");
+    assert_eq!(
+        info.server_info.as_ref().map(|i| i.name.as_str()),
+        Some("team-memory")
+    );
+    assert_eq!(
+        info.instructions.as_deref(),
+        Some("Remember the team's decisions.")
+    );
+    client.cancel().await.unwrap();
+    srv.stop().await;
+}
+
+fn toml_config() -> memory_server::config::ServerConfig {
+    memory_server::config::ServerConfig::from_toml(
+        "[mcp]\nname = \"team-memory\"\ninstructions = \"Remember the team's decisions.\"\n",
+    )
+    .unwrap()
+}

@@ -20,6 +20,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 
 use crate::auth::Authenticator;
+use crate::config::McpConfig;
 use crate::error::OpError;
 use crate::ops::Ops;
 
@@ -57,11 +58,21 @@ async fn method_not_allowed() -> Response {
 /// `max_body_bytes` (413), with the MCP endpoint at [`MCP_PATH`](crate::mcp::MCP_PATH)
 /// ([`mcp::router`](crate::mcp::router)).
 pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
+    router_with(ops, auth, max_body_bytes, &McpConfig::default())
+}
+
+/// As [`router`], with the `[mcp]` settings: no `/mcp` endpoint when `mcp.enabled` is false.
+pub fn router_with(
+    ops: Ops,
+    auth: Authenticator,
+    max_body_bytes: usize,
+    mcp: &McpConfig,
+) -> Router {
     let state = AppState {
         ops,
         auth: Arc::new(auth),
     };
-    Router::new()
+    let api = Router::new()
         .route("/healthz", get(health::healthz))
         .route("/readyz", get(health::readyz))
         .route("/openapi.json", get(openapi::openapi_json))
@@ -90,6 +101,14 @@ pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
-        .with_state(state.clone())
-        .merge(crate::mcp::router(state.ops, state.auth, max_body_bytes))
+        .with_state(state.clone());
+    if !mcp.enabled {
+        return api;
+    }
+    api.merge(crate::mcp::router_with(
+        state.ops,
+        state.auth,
+        max_body_bytes,
+        Arc::new(mcp.clone()),
+    ))
 }

@@ -55,7 +55,8 @@ impl Server {
         if let Some(block) = vector {
             ops = ops.with_vector_memory(block);
         }
-        Self::bind_with(addr, ops, auth, max_body).await
+        let router = super::router_with(ops, auth, max_body, &config.mcp);
+        Self::bind_router(addr, router).await
     }
 
     /// Binds `addr` with already opened operations (for embedders and tests).
@@ -68,6 +69,10 @@ impl Server {
         auth: Authenticator,
         max_body_bytes: usize,
     ) -> Result<Self, ServeError> {
+        Self::bind_router(addr, router(ops, auth, max_body_bytes)).await
+    }
+
+    async fn bind_router(addr: SocketAddr, router: Router) -> Result<Self, ServeError> {
         let listener = tokio::net::TcpListener::bind(addr)
             .await
             .map_err(|source| ServeError::Io { addr, source })?;
@@ -77,7 +82,7 @@ impl Server {
         Ok(Self {
             listener,
             addr,
-            router: router(ops, auth, max_body_bytes),
+            router,
         })
     }
 
