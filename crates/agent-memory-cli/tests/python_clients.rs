@@ -166,7 +166,12 @@ fn server_config(dir: &Path, port: u16, token: &str) -> String {
          \n\
          [[tokens]]\n\
          sha256 = \"{digest}\"\n\
-         tenant = \"{TENANT}\"\n",
+         tenant = \"{TENANT}\"\n\
+         \n\
+         # The memory search route answers (not 501) with an embedder configured.\n\
+         [embedder]\n\
+         kind = \"hashing\"\n\
+         dimensions = 64\n",
         db.display()
     )
 }

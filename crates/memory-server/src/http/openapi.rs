@@ -14,8 +14,8 @@ use super::{forget, health, memory, sessions, threads};
 use crate::error::{ErrorCode, OpError};
 use crate::ops::{
     AppendView, CountView, ForgetReceiptView, ForgetRequest, MemoryContextView, MemoryPutView,
-    MessageInput, MessageView, ScopePage, ScopeView, SearchHitView, SearchView, SessionView,
-    StoreReceiptView,
+    MessageInput, MessageView, RoleName, ScopePage, ScopeView, SearchHitView, SearchView,
+    SessionView, StoreReceiptView,
 };
 
 /// Adds the bearer security scheme.
@@ -42,7 +42,7 @@ impl Modify for BearerAuth {
     components(schemas(Problem, AppendBody, AppendView, MessageInput, MessageView, MessagesView,
         CountView, ArchiveBody, AffectedView, ScopePage, ScopeView, SessionView, SaveBody,
         VersionView, DeletedView, ForgetRequest, ForgetReceiptView, StoreReceiptView, StatusView,
-        MemoryContextView, MemoryPutView, SearchBody, SearchView, SearchHitView)),
+        MemoryContextView, MemoryPutView, SearchBody, SearchView, SearchHitView, RoleName)),
     modifiers(&BearerAuth),
 )]
 pub struct ApiDoc;

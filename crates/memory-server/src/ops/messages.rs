@@ -8,6 +8,23 @@ use utoipa::ToSchema;
 use super::invalid;
 use crate::error::{OpError, OpResult};
 
+/// A message's role, as the OpenAPI document names it (the schema of
+/// [`Role`](agent_memory::Role), which serializes to these names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RoleName {
+    /// Instructions from the application.
+    System,
+    /// Instructions from the developer.
+    Developer,
+    /// The end user.
+    User,
+    /// The model.
+    Assistant,
+    /// A tool's result.
+    Tool,
+}
+
 /// A message to append.
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
@@ -18,7 +35,7 @@ pub struct MessageInput {
     #[serde(default)]
     pub id: Option<String>,
     /// `system`, `developer`, `user`, `assistant` or `tool`.
-    #[schema(value_type = String, example = "user")]
+    #[schema(value_type = RoleName, example = "user")]
     pub role: Role,
     /// The text: shorthand for one `text` part (give `text` or `parts`).
     #[serde(default)]

@@ -26,7 +26,7 @@ use crate::error::{ErrorCode, OpError, OpResult};
 
 pub use forget::{ForgetReceiptView, ForgetRequest, StoreReceiptView};
 pub use memory::{MAX_MEMORY_TOKEN_LIMIT, MemoryContextView, MemoryPutView};
-pub use messages::{AppendView, MessageInput, MessageView};
+pub use messages::{AppendView, MessageInput, MessageView, RoleName};
 pub use recall::{FACTS_SOURCE, RecallView};
 pub use search::{
     DEFAULT_SEARCH_TOP_K, MAX_SEARCH_TOP_K, SEARCH_UNAVAILABLE, SearchHitView, SearchView,
