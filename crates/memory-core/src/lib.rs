@@ -18,6 +18,7 @@ pub mod message;
 pub mod model;
 pub mod redact;
 pub mod reducer;
+pub mod retrieval;
 pub mod scope;
 pub mod session;
 pub mod telemetry;
@@ -51,6 +52,10 @@ pub use redact::{REDACTED, redact_url, url_secrets};
 pub use reducer::{
     ChatReducer, MessageCountReducer, ReducerTrigger, Reduction, SUMMARY_METADATA_KEY,
     Segmentation, SummarizingReducer, TokenBudgetReducer, is_summary,
+};
+pub use retrieval::{
+    DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, MemoryItem, RetrievalQuery,
+    Retrieved, Retriever,
 };
 pub use scope::{Page, PageRequest, Scope, ScopeFilter};
 pub use session::{

@@ -23,6 +23,7 @@
 //! | `AGENT_MEMORY_SERVER_MAX_BODY_BYTES` | `limits.max_body_bytes` |
 //! | `AGENT_MEMORY_SERVER_MAX_MESSAGES_PER_APPEND` | `limits.max_messages_per_append` |
 //! | `AGENT_MEMORY_SERVER_TOKENS` | more tokens, in plain text: `tenant[:user]=token`, comma-separated |
+//! | `AGENT_MEMORY_SERVER_EMBEDDER`, `..._EMBEDDER_MODEL`, `..._EMBEDDER_BASE_URL`, `..._EMBEDDER_DIMENSIONS` | `embedder.kind`, `.model`, `.base_url`, `.dimensions` ([`crate::embedder`]) |
 //!
 //! With no token at all the server authenticates nobody: every request is the `default`
 //! tenant. That is allowed only on a loopback listen address; [`ServerConfig::authenticator`]
@@ -30,11 +31,14 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 
+use agent_memory::memory::blocks::VectorMemoryBlock;
 use agent_memory::{MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, TenantId, UserId};
 use serde::Deserialize;
 
 use crate::auth::{Authenticator, Principal, TokenEntry};
+use crate::embedder::{EmbedderConfig, MemoryConfig};
 use crate::ops::OpsLimits;
 
 /// The listen address when none is configured.
@@ -84,6 +88,30 @@ impl Default for LimitsConfig {
     }
 }
 
+/// The `[mcp]` table: the MCP server.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct McpConfig {
+    /// Whether `agent-memory serve` serves MCP at `/mcp` (streamable HTTP) beside the HTTP
+    /// API (default `true`; `agent-memory mcp` over stdio ignores it).
+    pub enabled: bool,
+    /// The server's name in the MCP handshake (default `agent-memory`).
+    pub name: Option<String>,
+    /// The instructions given to MCP clients (default
+    /// [`DEFAULT_INSTRUCTIONS`](crate::mcp::DEFAULT_INSTRUCTIONS)).
+    pub instructions: Option<String>,
+}
+
+impl Default for McpConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            name: None,
+            instructions: None,
+        }
+    }
+}
+
 /// The whole configuration.
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -97,6 +125,12 @@ pub struct ServerConfig {
     pub limits: LimitsConfig,
     /// The tokens from the file (digests).
     pub tokens: Vec<TokenConfig>,
+    /// The embedder of the vector memory (`[embedder]`, [`crate::embedder`]).
+    pub embedder: EmbedderConfig,
+    /// The blocks of the server's `Memory` (`[memory]`).
+    pub memory: MemoryConfig,
+    /// The MCP server (`[mcp]`).
+    pub mcp: McpConfig,
     /// Tokens in plain text, from `AGENT_MEMORY_SERVER_TOKENS` (never from the file).
     #[serde(skip)]
     pub plain_tokens: Vec<(String, Principal)>,
@@ -111,6 +145,8 @@ impl std::fmt::Debug for ServerConfig {
                 &self.store_url.as_deref().map(agent_memory::redact_url),
             )
             .field("limits", &self.limits)
+            .field("embedder", &self.embedder.kind)
+            .field("mcp", &self.mcp.enabled)
             .field(
                 "tokens",
                 &self.tokens.len().saturating_add(self.plain_tokens.len()),
@@ -126,6 +162,9 @@ impl Default for ServerConfig {
             store_url: None,
             limits: LimitsConfig::default(),
             tokens: Vec::new(),
+            embedder: EmbedderConfig::default(),
+            memory: MemoryConfig::default(),
+            mcp: McpConfig::default(),
             plain_tokens: Vec::new(),
         }
     }
@@ -215,6 +254,7 @@ impl ServerConfig {
         if let Some(v) = var("MAX_MESSAGES_PER_APPEND") {
             self.limits.max_messages_per_append = number("MAX_MESSAGES_PER_APPEND", v)?;
         }
+        self.embedder.apply_env(|suffix| var(suffix))?;
         if let Some(list) = var("TOKENS") {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let (who, token) = item.split_once('=').ok_or_else(|| {
@@ -238,6 +278,18 @@ impl ServerConfig {
             }
         }
         Ok(())
+    }
+
+    /// The vector memory block, or `None` when no embedder is configured; the API key is
+    /// read from the process environment.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for an embedder that cannot be built.
+    pub fn vector_memory(&self) -> Result<Option<Arc<VectorMemoryBlock>>, ConfigError> {
+        Ok(self
+            .embedder
+            .embedder(|name| std::env::var(name).ok())?
+            .map(|embedder| self.memory.vector_block(embedder)))
     }
 
     /// The listen address.

@@ -1,6 +1,7 @@
 //! The agent-memory server: the memory engine over HTTP, for agents in any language.
 //!
 //! - [`config`]: one TOML file plus environment overrides;
+//! - [`embedder`]: the vector memory (`[embedder]`, `[memory]`) memory searches run on;
 //! - [`auth`]: bearer tokens to [`Principal`](auth::Principal)s (tenant, optional user);
 //! - [`ops`]: the operations, free of any transport, shared by every transport;
 //! - [`http`]: the HTTP API (axum) with its OpenAPI 3.1 document, and [`serve`];
@@ -21,6 +22,7 @@
 
 pub mod auth;
 pub mod config;
+pub mod embedder;
 pub mod error;
 pub mod http;
 pub mod mcp;

@@ -2,7 +2,8 @@
 //! agent that speaks the Model Context Protocol, over stdio and streamable HTTP.
 //!
 //! Tools: `remember` (append messages or a fact), `recall` (a session's context within a token
-//! budget), `search_memory` (a case-insensitive text match over a thread's messages),
+//! budget, with the memory blocks' text), `search_memory` (the vector memory's search when an
+//! embedder is configured, else a case-insensitive text match over a thread's messages),
 //! `list_threads` and `forget` (with a dry run). Resources: the template `thread://{session}`,
 //! a thread's history as JSON, and each listed thread.
 //!
@@ -37,7 +38,7 @@ use serde_json::{Value, json};
 use agent_memory::{TenantId, UserId};
 
 use crate::auth::{Authenticator, Principal};
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, McpConfig, ServerConfig};
 use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::{Address, ForgetRequest, ListRequest, MessageInput, Ops};
 
@@ -49,6 +50,8 @@ pub const DEFAULT_RECALL_TOKENS: u64 = 4_000;
 pub const MAX_SEARCH_RESULTS: usize = 100;
 /// The server's name in the MCP handshake.
 pub const SERVER_NAME: &str = "agent-memory";
+/// The instructions the server gives MCP clients when `[mcp] instructions` sets none.
+pub const DEFAULT_INSTRUCTIONS: &str = "agent-memory: durable memory for agents. `remember` stores messages or facts of a session, `recall` returns the session's context within a token budget, `search_memory` searches a session's memory, `list_threads` lists your threads, `forget` deletes data (try `dry_run` first). Each thread's history is the resource `thread://<session>`.";
 /// The URI scheme of a thread's resource.
 pub const THREAD_SCHEME: &str = "thread://";
 
@@ -69,6 +72,7 @@ pub struct MemoryMcp {
     ops: Ops,
     identity: Identity,
     tool_router: ToolRouter<Self>,
+    settings: Arc<McpConfig>,
 }
 
 /// A message to remember.
@@ -165,7 +169,8 @@ pub struct RecallArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchArgs {
-    /// The text to find (case-insensitive substring of a message's text).
+    /// What to look for: matched by meaning when the server has an embedder, else a
+    /// case-insensitive substring of a message's text.
     pub query: String,
     /// The session id of the thread to search.
     pub session: String,
@@ -181,7 +186,7 @@ pub struct SearchArgs {
     /// The most matches to return, newest first (default and at most 100).
     #[serde(default)]
     pub limit: Option<usize>,
-    /// Search archived messages too (default: only the active window).
+    /// Text mode only: search archived messages too (default: only the active window).
     #[serde(default)]
     pub include_archived: bool,
 }
@@ -253,6 +258,7 @@ impl MemoryMcp {
             ops,
             identity: Identity::Fixed(principal),
             tool_router: Self::tool_router(),
+            settings: Arc::new(McpConfig::default()),
         }
     }
 
@@ -263,7 +269,15 @@ impl MemoryMcp {
             ops,
             identity: Identity::PerRequest,
             tool_router: Self::tool_router(),
+            settings: Arc::new(McpConfig::default()),
         }
+    }
+
+    /// The same server, introducing itself with `settings`' name and instructions.
+    #[must_use]
+    pub fn with_settings(mut self, settings: Arc<McpConfig>) -> Self {
+        self.settings = settings;
+        self
     }
 
     fn principal(&self, context: &RequestContext<RoleServer>) -> OpResult<Principal> {
@@ -321,7 +335,7 @@ impl MemoryMcp {
     /// `search_memory`: a text match over one thread.
     #[tool(
         name = "search_memory",
-        description = "Search one thread's messages for a text: a case-insensitive substring match on each message's text (not a semantic search), newest first, at most `limit` (default and at most 100). Only the active window unless `include_archived` is true.",
+        description = "Search a session's memory for `query`. When the server has an embedder (`mode: vector`): the batches of the thread its memory holds, ranked by meaning, best first, each with its text and score, at most `limit` (default and at most 100). Without one (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search_memory(
@@ -428,11 +442,18 @@ impl MemoryMcp {
                 "`limit` must be between 1 and {MAX_SEARCH_RESULTS}"
             )));
         }
+        if self.ops.vector_block().is_some() {
+            let found = self
+                .ops
+                .search_memory(&who, &address, &args.query, Some(limit))
+                .await?;
+            return Ok(json!({ "mode": "vector", "results": to_json(&found.results)? }));
+        }
         let matches = self
             .ops
             .search_text(&who, &address, &args.query, limit, args.include_archived)
             .await?;
-        Ok(json!({ "matches": to_json(&matches)? }))
+        Ok(json!({ "mode": "text", "matches": to_json(&matches)? }))
     }
 
     async fn list_op(
@@ -578,9 +599,15 @@ impl ServerHandler for MemoryMcp {
                 .enable_resources()
                 .build(),
         )
-        .with_server_info(Implementation::new(SERVER_NAME, env!("CARGO_PKG_VERSION")))
+        .with_server_info(Implementation::new(
+            self.settings.name.as_deref().unwrap_or(SERVER_NAME),
+            env!("CARGO_PKG_VERSION"),
+        ))
         .with_instructions(
-            "agent-memory: durable memory for agents. `remember` stores messages or facts of a session, `recall` returns the session's context within a token budget, `search_memory` finds messages by text, `list_threads` lists your threads, `forget` deletes data (try `dry_run` first). Each thread's history is the resource `thread://<session>`.",
+            self.settings
+                .instructions
+                .as_deref()
+                .unwrap_or(DEFAULT_INSTRUCTIONS),
         )
     }
 
@@ -669,6 +696,21 @@ impl ServerHandler for MemoryMcp {
 /// tokens, loopback only) the `Host` header must be a loopback name, against DNS rebinding;
 /// with tokens any `Host` is accepted, since a request without a token is refused anyway.
 pub fn router(ops: Ops, authenticator: Arc<Authenticator>, max_body_bytes: usize) -> axum::Router {
+    router_with(
+        ops,
+        authenticator,
+        max_body_bytes,
+        Arc::new(McpConfig::default()),
+    )
+}
+
+/// As [`router`], introducing itself with `settings`' name and instructions.
+pub fn router_with(
+    ops: Ops,
+    authenticator: Arc<Authenticator>,
+    max_body_bytes: usize,
+    settings: Arc<McpConfig>,
+) -> axum::Router {
     let mut http = StreamableHttpServerConfig::default()
         .with_legacy_session_mode(false)
         .with_json_response(true)
@@ -678,7 +720,7 @@ pub fn router(ops: Ops, authenticator: Arc<Authenticator>, max_body_bytes: usize
         http = http.disable_allowed_hosts();
     }
     let service = StreamableHttpService::new(
-        move || Ok(MemoryMcp::per_request(ops.clone())),
+        move || Ok(MemoryMcp::per_request(ops.clone()).with_settings(Arc::clone(&settings))),
         Arc::new(NeverSessionManager::default()),
         http,
     );
@@ -768,8 +810,22 @@ pub enum StdioError {
 /// [`StdioError`] for a configuration or store that cannot be used, or a failed session.
 pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<(), StdioError> {
     let limits = config.ops_limits()?;
+    let vector = config.vector_memory()?;
     let stores = agent_memory::open(config.store_url()).await?;
-    serve_stdio_with(Ops::new(stores, limits), principal).await
+    let mut ops = Ops::new(stores, limits);
+    if let Some(block) = vector {
+        ops = ops.with_vector_memory(block);
+    }
+    let running = MemoryMcp::for_principal(ops, principal)
+        .with_settings(Arc::new(config.mcp.clone()))
+        .serve(rmcp::transport::stdio())
+        .await
+        .map_err(|e| StdioError::Transport(e.to_string()))?;
+    running
+        .waiting()
+        .await
+        .map_err(|e| StdioError::Transport(e.to_string()))?;
+    Ok(())
 }
 
 /// Serves MCP over stdio with already opened operations (see [`serve_stdio`]).

@@ -184,3 +184,21 @@ async fn a_session_state_is_any_json_value_as_documented() {
         assert_eq!(loaded["state"], state);
     }
 }
+
+/// The OpenAPI document gives a message's role as the enum of the roles the server accepts.
+#[test]
+fn the_openapi_role_is_an_enum_of_the_accepted_roles() {
+    use utoipa::OpenApi;
+    let doc = serde_json::to_value(memory_server::http::ApiDoc::openapi()).unwrap();
+    let role = &doc["components"]["schemas"]["RoleName"];
+    assert_eq!(
+        role["enum"],
+        serde_json::json!(["system", "developer", "user", "assistant", "tool"]),
+        "{role}"
+    );
+    for name in ["system", "developer", "user", "assistant", "tool"] {
+        let parsed: agent_memory::Role =
+            serde_json::from_value(serde_json::Value::String(name.to_owned())).unwrap();
+        assert_eq!(serde_json::to_value(parsed).unwrap(), name);
+    }
+}

@@ -23,6 +23,7 @@ pub mod lexical;
 pub mod http_load;
 mod macros;
 pub mod memory;
+pub mod retrieval;
 pub mod scripted_model;
 pub mod session;
 pub mod vector;
@@ -31,6 +32,7 @@ pub use forget::run_all_forget_checks;
 pub use history::run_all_history_checks;
 pub use lexical::run_all_text_index_checks;
 pub use memory::run_all_memory_checks;
+pub use retrieval::run_all_retriever_checks;
 pub use scripted_model::{ScriptedChatModel, ScriptedReply};
 pub use session::run_all_session_checks;
 pub use vector::run_all_vector_checks;
@@ -83,6 +85,13 @@ pub mod __private {
     /// The store under test, shared.
     pub fn vector_store<S: VectorStore>(store: S) -> Arc<dyn VectorStore> {
         Arc::new(store)
+    }
+
+    /// The retriever under test, shared.
+    pub fn retriever<R: memory_core::retrieval::Retriever>(
+        retriever: R,
+    ) -> Arc<dyn memory_core::retrieval::Retriever> {
+        Arc::new(retriever)
     }
 
     /// The index under test, shared.

@@ -206,6 +206,37 @@ macro_rules! text_index_tests {
     };
 }
 
+/// Generates one test per [`Retriever`](memory_core::retrieval::Retriever) check (the
+/// [`retrieval`](crate::retrieval) suite).
+///
+/// As [`history_store_tests!`], with a future of any type implementing `Retriever` (a dense, a
+/// lexical or a hybrid retriever over the engine under test); the default module is
+/// `retriever`. Every engine offering lexical or hybrid retrieval runs it.
+///
+/// ```
+/// use std::sync::Arc;
+/// memory_testkit::retriever_tests!(mod dense_in_memory, async {
+///     memory_core::retrieval::DenseRetriever::new(
+///         Arc::new(memory_testkit::memory::WordHashEmbedder),
+///         Arc::new(memory_core::InMemoryVectorStore::new()),
+///     )
+/// });
+/// # fn main() {}
+/// ```
+#[macro_export]
+macro_rules! retriever_tests {
+    (mod $module:ident, $make:expr $(,)?) => {
+        mod $module {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::__retriever_checks!(tests($crate::__private::retriever, $make));
+        }
+    };
+    ($make:expr $(,)?) => {
+        $crate::retriever_tests!(mod retriever, $make);
+    };
+}
+
 /// Generates one test per check of the [`memory`](crate::memory) suite: [`Memory`](memory_core::Memory)
 /// and its blocks, the exactly-once flush watermark, the reducers, `TeamSession`, `AgentChat`
 /// and the agent's tool loop, on a [`HistoryStore`](memory_core::HistoryStore) and a
@@ -530,6 +561,26 @@ macro_rules! __text_index_checks {
                 writes_are_visible_to_the_next_read,
                 unicode_words_match,
                 delete_matching_removes_the_selected_scopes,
+            ]
+            owned []
+        }
+    };
+}
+
+/// The retriever checks (all take `&dyn Retriever`).
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __retriever_checks {
+    ($($mode:tt)*) => {
+        $crate::__checks! {
+            mode [$($mode)*]
+            suite retrieval
+            shared [
+                scopes_are_isolated,
+                the_matching_item_ranks_first,
+                top_k_and_filter_are_honoured,
+                index_replaces_by_id,
+                delete_and_clear_count,
             ]
             owned []
         }

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use tracing::Instrument;
 use uuid::Uuid;
 
-use crate::error::{Error, ErrorKind, Result};
+use crate::error::Result;
 use crate::history::StoredMessage;
 use crate::memory::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
@@ -16,9 +16,10 @@ use crate::memory::{
 };
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
+use crate::retrieval::{DenseRetriever, MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::scope::Scope;
 use crate::tokens::TokenCounter;
-use crate::vector::{ScoredPoint, VectorPoint, VectorQuery, VectorStore};
+use crate::vector::{ScoredPoint, VectorStore};
 
 /// Filters or reorders retrieved batches before they are shown.
 ///
@@ -65,10 +66,16 @@ impl RetrievalPostprocessor for SimilarityCutoff {
     }
 }
 
-/// Each flushed batch becomes one point: its messages as a `<message role='…'>` transcript,
-/// embedded by an [`Embedder`] and kept in a [`VectorStore`] under the session's scope (source
-/// `memory.vector.<block name>`). `get` embeds the last `retrieval_context_window` messages and
-/// shows the `similarity_top_k` most similar batches.
+/// Each flushed batch becomes one item of memory: its messages as a `<message role='…'>`
+/// transcript, indexed by a [`Retriever`] under the session's scope (source
+/// `memory.vector.<block name>`). `get` searches with the last `retrieval_context_window`
+/// messages and shows the `similarity_top_k` best batches.
+///
+/// [`new`](Self::new) indexes by embedding ([`DenseRetriever`]: an [`Embedder`] and a
+/// [`VectorStore`]); [`with_retriever`](Self::with_retriever) takes any retriever, e.g. a
+/// [`LexicalRetriever`](crate::retrieval::LexicalRetriever) or a
+/// [`HybridRetriever`](crate::retrieval::HybridRetriever). [`search`](Self::search) searches a
+/// session's batches directly.
 ///
 /// A batch's point id is derived from the scope, the block, the batch's sequence range and its
 /// first and last messages' ids (the thread's incarnation: seqs restart after a `clear`), so a
@@ -83,8 +90,7 @@ impl RetrievalPostprocessor for SimilarityCutoff {
 pub struct VectorMemoryBlock {
     name: String,
     priority: u32,
-    embedder: Arc<dyn Embedder>,
-    store: Arc<dyn VectorStore>,
+    retriever: Arc<dyn Retriever>,
     similarity_top_k: usize,
     retrieval_context_window: usize,
     postprocessors: Vec<Arc<dyn RetrievalPostprocessor>>,
@@ -92,12 +98,18 @@ pub struct VectorMemoryBlock {
 
 impl VectorMemoryBlock {
     /// A block named `retrieval_based_memory`, priority 2, top 2 of the last 5 messages.
+    /// Each batch is embedded by `embedder` and kept as a point of `store`.
     pub fn new(embedder: Arc<dyn Embedder>, store: Arc<dyn VectorStore>) -> Self {
+        Self::with_retriever(Arc::new(DenseRetriever::new(embedder, store)))
+    }
+
+    /// A block named `retrieval_based_memory`, priority 2, top 2 of the last 5 messages,
+    /// indexing and searching its batches through `retriever`.
+    pub fn with_retriever(retriever: Arc<dyn Retriever>) -> Self {
         Self {
             name: "retrieval_based_memory".to_owned(),
             priority: 2,
-            embedder,
-            store,
+            retriever,
             similarity_top_k: 2,
             retrieval_context_window: 5,
             postprocessors: Vec::new(),
@@ -107,7 +119,7 @@ impl VectorMemoryBlock {
     /// Renames the block.
     ///
     /// # Errors
-    /// [`ErrorKind::InvalidInput`] for an invalid name.
+    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name.
     pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
         let name = name.into();
         validate_block_name(&name)?;
@@ -139,19 +151,33 @@ impl VectorMemoryBlock {
         self
     }
 
+    /// The retriever the block indexes and searches through.
+    pub fn retriever(&self) -> &Arc<dyn Retriever> {
+        &self.retriever
+    }
+
+    /// The `top_k` best batches of the session `scope` (a session's scope, as given to
+    /// [`Memory`](crate::Memory)) for `query`, best first, as the retriever ranks them; the
+    /// post-processors are not applied. Each result's payload holds the batch's transcript
+    /// under `"text"` (raw, as stored: escape it before showing it inside a memory block),
+    /// its `"first_seq"`, `"last_seq"`, `"first_id"` and its `"lines"` (`[role, body]` pairs).
+    ///
+    /// # Errors
+    /// The retriever's errors; [`InvalidInput`](crate::ErrorKind::InvalidInput) when the
+    /// scope cannot take the block's source.
+    pub async fn search(&self, scope: &Scope, query: &str, top_k: usize) -> Result<Vec<Retrieved>> {
+        self.retriever
+            .retrieve(
+                &self.vector_scope(scope)?,
+                &RetrievalQuery::new(query, top_k),
+            )
+            .await
+    }
+
     fn vector_scope(&self, scope: &Scope) -> Result<Scope> {
         scope
             .clone()
             .with_source(format!("memory.vector.{}", self.name))
-    }
-
-    async fn embed_one(&self, text: String) -> Result<Vec<f32>> {
-        self.embedder
-            .embed(&[text])
-            .await?
-            .into_iter()
-            .next()
-            .ok_or_else(|| Error::new(ErrorKind::Backend, "the embedder returned no vector"))
     }
 }
 
@@ -303,18 +329,24 @@ impl MemoryBlock for VectorMemoryBlock {
             error.type = tracing::field::Empty,
         );
         let searched = async {
-            let vector = self.embed_one(query.join("\n")).await?;
-            self.store
-                .search(
+            self.retriever
+                .retrieve(
                     &self.vector_scope(context.scope)?,
-                    &VectorQuery::new(vector, self.similarity_top_k),
+                    &RetrievalQuery::new(query.join("\n"), self.similarity_top_k),
                 )
                 .await
         }
         .instrument(span.clone())
         .await;
-        let mut results = match searched {
-            Ok(results) => results,
+        let mut results: Vec<ScoredPoint> = match searched {
+            Ok(results) => results
+                .into_iter()
+                .map(|r| ScoredPoint {
+                    id: r.id,
+                    score: r.score,
+                    payload: r.payload,
+                })
+                .collect(),
             Err(e) => {
                 span.record("otel.status_code", "ERROR");
                 span.record("error.type", e.kind().as_str());
@@ -371,21 +403,16 @@ impl MemoryBlock for VectorMemoryBlock {
             )
             .as_bytes(),
         );
-        let vector = self.embed_one(embedded.clone()).await?;
         let payload = json!({
             "first_seq": first_seq,
             "last_seq": last_seq,
             "first_id": first_id,
-            "text": embedded,
             "lines": transcript_lines(context.messages),
         });
-        let point = VectorPoint {
-            id,
-            vector,
-            payload: payload.as_object().cloned().unwrap_or_default(),
-        };
-        self.store
-            .upsert(&self.vector_scope(context.scope)?, &[point])
+        let item = MemoryItem::new(id, embedded)
+            .with_payload(payload.as_object().cloned().unwrap_or_default());
+        self.retriever
+            .index(&self.vector_scope(context.scope)?, &[item])
             .await?;
         let mut state = VectorState::of(context.state);
         state.points = state.points.saturating_add(1);
@@ -418,7 +445,7 @@ impl MemoryBlock for VectorMemoryBlock {
             .iter()
             .any(|b| b.first == mine.first && b.first_id == mine.first_id);
         if superseded {
-            self.store
+            self.retriever
                 .delete(&self.vector_scope(context.scope)?, &[mine.point])
                 .await?;
             tracing::debug!(
@@ -434,7 +461,7 @@ impl MemoryBlock for VectorMemoryBlock {
     /// Deletes every point of the session's vector scope.
     async fn forget(&self, scope: &Scope, state: &Value) -> Result<()> {
         let _ = state;
-        self.store.clear(&self.vector_scope(scope)?).await?;
+        self.retriever.clear(&self.vector_scope(scope)?).await?;
         Ok(())
     }
 

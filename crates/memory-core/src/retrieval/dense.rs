@@ -1,0 +1,99 @@
+//! [`DenseRetriever`]: items embedded and found by cosine similarity.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use uuid::Uuid;
+
+use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
+use crate::error::{Error, ErrorKind, Result};
+use crate::model::Embedder;
+use crate::scope::Scope;
+use crate::vector::{VectorPoint, VectorQuery, VectorStore};
+
+/// Embeds each item's text with an [`Embedder`] and keeps it as a point of a [`VectorStore`];
+/// a query is embedded the same way and answered with the nearest points (score: cosine
+/// similarity).
+#[derive(Debug, Clone)]
+pub struct DenseRetriever {
+    embedder: Arc<dyn Embedder>,
+    store: Arc<dyn VectorStore>,
+}
+
+impl DenseRetriever {
+    /// A retriever embedding with `embedder` into `store`.
+    pub fn new(embedder: Arc<dyn Embedder>, store: Arc<dyn VectorStore>) -> Self {
+        Self { embedder, store }
+    }
+
+    /// The vector store it writes to.
+    pub fn store(&self) -> &Arc<dyn VectorStore> {
+        &self.store
+    }
+
+    async fn embed_one(&self, text: String) -> Result<Vec<f32>> {
+        self.embedder
+            .embed(&[text])
+            .await?
+            .into_iter()
+            .next()
+            .ok_or_else(|| Error::new(ErrorKind::Backend, "the embedder returned no vector"))
+    }
+}
+
+#[async_trait]
+impl Retriever for DenseRetriever {
+    async fn index(&self, scope: &Scope, items: &[MemoryItem]) -> Result<()> {
+        if items.is_empty() {
+            return Ok(());
+        }
+        let texts: Vec<String> = items.iter().map(|i| i.text.clone()).collect();
+        let vectors = self.embedder.embed(&texts).await?;
+        if vectors.len() != items.len() {
+            return Err(Error::new(
+                ErrorKind::Backend,
+                format!(
+                    "the embedder returned {} vectors for {} texts",
+                    vectors.len(),
+                    items.len()
+                ),
+            ));
+        }
+        let points: Vec<VectorPoint> = items
+            .iter()
+            .zip(vectors)
+            .map(|(item, vector)| VectorPoint {
+                id: item.id,
+                vector,
+                payload: item.stored_payload(),
+            })
+            .collect();
+        self.store.upsert(scope, &points).await
+    }
+
+    async fn retrieve(&self, scope: &Scope, query: &RetrievalQuery) -> Result<Vec<Retrieved>> {
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let vector = self.embed_one(query.text.clone()).await?;
+        let mut search = VectorQuery::new(vector, query.top_k);
+        search.filter.clone_from(&query.filter);
+        let points = self.store.search(scope, &search).await?;
+        Ok(points
+            .into_iter()
+            .map(|p| Retrieved {
+                id: p.id,
+                score: p.score,
+                payload: p.payload,
+            })
+            .collect())
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        self.store.delete(scope, ids).await
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        self.store.clear(scope).await
+    }
+}

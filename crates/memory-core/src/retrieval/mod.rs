@@ -1,0 +1,179 @@
+//! [`Retriever`]: what searches long-term memory, whatever ranks it — dense ([`DenseRetriever`]:
+//! an [`Embedder`](crate::Embedder) and a [`VectorStore`](crate::VectorStore)), lexical
+//! ([`LexicalRetriever`]: a [`TextIndex`](crate::TextIndex)) or both fused
+//! ([`HybridRetriever`], by [`Fusion`]).
+//!
+//! A retriever indexes [`MemoryItem`]s (an id, a text and a payload) under a [`Scope`] and
+//! answers a [`RetrievalQuery`] with [`Retrieved`] items, best first. The vector memory block
+//! ([`VectorMemoryBlock`](crate::memory::blocks::VectorMemoryBlock)) stores and recalls its
+//! batches through one, and so can anything else that searches memory.
+
+mod dense;
+mod fusion;
+mod hybrid;
+mod lexical;
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use uuid::Uuid;
+
+use crate::error::Result;
+use crate::scope::Scope;
+use crate::vector::PayloadFilter;
+
+pub use dense::DenseRetriever;
+pub use fusion::{DEFAULT_RRF_K, Fusion};
+pub use hybrid::{DEFAULT_CANDIDATES, HybridRetriever};
+pub use lexical::LexicalRetriever;
+
+/// The payload key under which every retriever keeps an item's text.
+pub const TEXT_KEY: &str = "text";
+
+/// One item of memory: an id, the text that is searched, and a payload returned with it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MemoryItem {
+    /// The item's id, unique within its scope.
+    pub id: Uuid,
+    /// The text that is indexed (embedded, or split into words).
+    pub text: String,
+    /// Free-form payload, returned with results and matched by filters. Its `"text"` key is
+    /// set to [`text`](Self::text) when the item is indexed.
+    pub payload: Map<String, Value>,
+}
+
+impl MemoryItem {
+    /// An item with an empty payload.
+    pub fn new(id: Uuid, text: impl Into<String>) -> Self {
+        Self {
+            id,
+            text: text.into(),
+            payload: Map::new(),
+        }
+    }
+
+    /// Sets the payload.
+    #[must_use]
+    pub fn with_payload(mut self, payload: Map<String, Value>) -> Self {
+        self.payload = payload;
+        self
+    }
+
+    /// The payload as it is stored: the item's payload with `"text"` set to its text.
+    pub(crate) fn stored_payload(&self) -> Map<String, Value> {
+        let mut payload = self.payload.clone();
+        payload.insert(TEXT_KEY.to_owned(), Value::String(self.text.clone()));
+        payload
+    }
+}
+
+/// A search of memory.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RetrievalQuery {
+    /// What is looked for, in words.
+    pub text: String,
+    /// How many results at most.
+    pub top_k: usize,
+    /// Only items whose payload matches.
+    pub filter: Option<PayloadFilter>,
+}
+
+impl RetrievalQuery {
+    /// The `top_k` best items for `text`.
+    pub fn new(text: impl Into<String>, top_k: usize) -> Self {
+        Self {
+            text: text.into(),
+            top_k,
+            filter: None,
+        }
+    }
+
+    /// Restricts the search to items whose payload matches `filter`.
+    #[must_use]
+    pub fn with_filter(mut self, filter: PayloadFilter) -> Self {
+        self.filter = Some(filter);
+        self
+    }
+}
+
+/// A retrieved item.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retrieved {
+    /// The item's id.
+    pub id: Uuid,
+    /// The retriever's score: higher is better. Cosine similarity for a [`DenseRetriever`],
+    /// the engine's relevance for a [`LexicalRetriever`], the fused score for a
+    /// [`HybridRetriever`]; scores rank one search's results and are not comparable across
+    /// retrievers.
+    pub score: f32,
+    /// The item's payload, its text under `"text"`.
+    pub payload: Map<String, Value>,
+}
+
+impl Retrieved {
+    /// The item's text (the payload's `"text"`), if it has one.
+    pub fn text(&self) -> Option<&str> {
+        self.payload.get(TEXT_KEY).and_then(Value::as_str)
+    }
+}
+
+/// Indexes items of memory under scopes and finds the best for a query.
+///
+/// # Behavior
+/// - Every call names a scope; no call on one scope reads or changes another's items, whatever
+///   the query or filter. Ids are unique within a scope. A scope never indexed is empty.
+/// - [`index`](Retriever::index) inserts or replaces items by id within the scope (a replaced
+///   item is found by its new text only); indexing the same items again changes nothing; an
+///   empty batch is a no-op. The stored payload is the item's with `"text"` set to its text.
+/// - [`retrieve`](Retriever::retrieve) returns at most `top_k` items of the scope (none for a
+///   `top_k` of 0), best first, no id twice, each with its stored payload; only items whose
+///   payload matches the query's filter. What "best" means is the retriever's: the nearest
+///   embeddings, the most matching rare words, or both fused.
+/// - [`delete`](Retriever::delete) removes items by id and returns how many existed; deleted
+///   items are never retrieved. [`clear`](Retriever::clear) removes every item of the scope
+///   and returns how many there were.
+/// - Writes are visible to every retrieval that starts after the write returned. A retriever
+///   over several indexes writes each in turn: a failed write may leave some indexes written,
+///   and retrying it converges (writes are idempotent by id).
+#[async_trait]
+pub trait Retriever: Send + Sync + fmt::Debug + 'static {
+    /// Inserts or replaces items.
+    async fn index(&self, scope: &Scope, items: &[MemoryItem]) -> Result<()>;
+
+    /// The best items for the query.
+    async fn retrieve(&self, scope: &Scope, query: &RetrievalQuery) -> Result<Vec<Retrieved>>;
+
+    /// Removes items by id; returns how many existed.
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
+
+    /// Removes every item of the scope; returns how many.
+    async fn clear(&self, scope: &Scope) -> Result<u64>;
+}
+
+/// Forwards [`Retriever`] through smart pointers, so `Arc<dyn Retriever>` and
+/// `Box<dyn Retriever>` are retrievers too. `clippy::missing_trait_methods` is denied: a
+/// method added to the trait must be forwarded here.
+macro_rules! forward_retriever {
+    ($($pointer:ident),*) => {$(
+        #[deny(clippy::missing_trait_methods)]
+        #[async_trait]
+        impl<T: Retriever + ?Sized> Retriever for $pointer<T> {
+            async fn index(&self, scope: &Scope, items: &[MemoryItem]) -> Result<()> {
+                (**self).index(scope, items).await
+            }
+            async fn retrieve(&self, scope: &Scope, query: &RetrievalQuery) -> Result<Vec<Retrieved>> {
+                (**self).retrieve(scope, query).await
+            }
+            async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+                (**self).delete(scope, ids).await
+            }
+            async fn clear(&self, scope: &Scope) -> Result<u64> {
+                (**self).clear(scope).await
+            }
+        }
+    )*};
+}
+
+forward_retriever!(Arc, Box);

@@ -1,0 +1,286 @@
+//! Retrievers: the conformance suite on dense, lexical and hybrid retrievers over the
+//! in-memory vector store and a naive text index, and the vector memory block recalling
+//! through a hybrid retriever end to end.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(
+    clippy::arithmetic_side_effects,
+    clippy::indexing_slicing,
+    clippy::cast_precision_loss
+)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use memory_core::lexical::{check_documents, check_query, query_words};
+use memory_core::memory::Memory;
+use memory_core::memory::blocks::VectorMemoryBlock;
+use memory_core::retrieval::{
+    DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, MemoryItem, RetrievalQuery,
+    Retriever,
+};
+use memory_core::{
+    ChatMessage, Embedder, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Result,
+    Scope, ScoredDocument, TextDocument, TextIndex, TextQuery, async_trait,
+};
+use memory_testkit::fixtures::random_scope;
+use memory_testkit::memory::WordHashEmbedder;
+use uuid::Uuid;
+
+/// A naive in-memory text index (a test double): each query word a document holds scores the
+/// log of its inverse document frequency within the scope.
+#[derive(Debug, Default)]
+struct NaiveTextIndex {
+    documents: Mutex<BTreeMap<(String, Uuid), TextDocument>>,
+}
+
+#[async_trait]
+impl TextIndex for NaiveTextIndex {
+    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
+        check_documents(documents)?;
+        let mut all = self.documents.lock().unwrap();
+        for d in documents {
+            all.insert((scope.key(), d.id), d.clone());
+        }
+        Ok(())
+    }
+
+    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
+        check_query(query)?;
+        let words: BTreeSet<String> = query_words(&query.text).into_iter().collect();
+        let all = self.documents.lock().unwrap();
+        let key = scope.key();
+        let in_scope: Vec<(&TextDocument, BTreeSet<String>)> = all
+            .iter()
+            .filter(|((k, _), _)| *k == key)
+            .map(|(_, d)| (d, query_words(&d.text).into_iter().collect()))
+            .collect();
+        let n = in_scope.len() as f32;
+        let mut results: Vec<ScoredDocument> = in_scope
+            .iter()
+            .filter(|(d, _)| query.filter.as_ref().is_none_or(|f| f.matches(&d.payload)))
+            .filter_map(|(d, doc_words)| {
+                let score: f32 = words
+                    .iter()
+                    .filter(|w| doc_words.contains(*w))
+                    .map(|w| {
+                        let holding = in_scope.iter().filter(|(_, ws)| ws.contains(w)).count();
+                        (1.0 + n / holding as f32).ln()
+                    })
+                    .sum();
+                (score > 0.0).then(|| ScoredDocument {
+                    id: d.id,
+                    score,
+                    payload: d.payload.clone(),
+                })
+            })
+            .collect();
+        results.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        results.truncate(query.top_k);
+        Ok(results)
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
+        let all = self.documents.lock().unwrap();
+        Ok(ids
+            .iter()
+            .filter_map(|id| all.get(&(scope.key(), *id)).cloned())
+            .collect())
+    }
+
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        let mut all = self.documents.lock().unwrap();
+        Ok(ids
+            .iter()
+            .filter(|id| all.remove(&(scope.key(), **id)).is_some())
+            .count() as u64)
+    }
+
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        let key = scope.key();
+        Ok(self
+            .documents
+            .lock()
+            .unwrap()
+            .keys()
+            .filter(|(k, _)| *k == key)
+            .count() as u64)
+    }
+
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let key = scope.key();
+        let mut all = self.documents.lock().unwrap();
+        let before = all.len();
+        all.retain(|(k, _), _| *k != key);
+        Ok((before - all.len()) as u64)
+    }
+}
+
+/// An embedder that knows nothing: every text gets the same vector, so a dense ranking is no
+/// better than the store's order.
+#[derive(Debug)]
+struct FlatEmbedder;
+
+#[async_trait]
+impl Embedder for FlatEmbedder {
+    fn dimensions(&self) -> usize {
+        4
+    }
+    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
+        Ok(texts.iter().map(|_| vec![0.5; 4]).collect())
+    }
+}
+
+fn dense(embedder: Arc<dyn Embedder>) -> Arc<dyn Retriever> {
+    Arc::new(DenseRetriever::new(
+        embedder,
+        Arc::new(InMemoryVectorStore::new()),
+    ))
+}
+
+fn lexical() -> Arc<dyn Retriever> {
+    Arc::new(LexicalRetriever::new(Arc::new(NaiveTextIndex::default())))
+}
+
+memory_testkit::retriever_tests!(mod dense_in_memory, async {
+    dense(Arc::new(WordHashEmbedder))
+});
+memory_testkit::retriever_tests!(mod lexical_naive, async { lexical() });
+memory_testkit::retriever_tests!(mod hybrid_rrf, async {
+    HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
+});
+memory_testkit::retriever_tests!(mod hybrid_weighted_score, async {
+    HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
+        .with_fusion(Fusion::weighted_score(0.5, 1.0))
+        .with_candidates(3)
+});
+
+#[tokio::test]
+async fn hybrid_finds_what_only_one_retriever_ranks() {
+    // The dense side knows nothing (flat vectors); the lexical side finds the rare name.
+    let hybrid = HybridRetriever::new(dense(Arc::new(FlatEmbedder)), lexical());
+    let scope = random_scope();
+    let items: Vec<MemoryItem> = (0..20)
+        .map(|i| MemoryItem::new(Uuid::from_u128(i), format!("note {i} about the weather")))
+        .chain([MemoryItem::new(
+            Uuid::from_u128(99),
+            "Zelda adopted a greyhound",
+        )])
+        .collect();
+    hybrid.index(&scope, &items).await.unwrap();
+    let got = hybrid
+        .retrieve(&scope, &RetrievalQuery::new("what dog did Zelda adopt?", 3))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 3);
+    assert_eq!(got[0].id, Uuid::from_u128(99), "{got:?}");
+    assert_eq!(got[0].text(), Some("Zelda adopted a greyhound"));
+    // Candidate depth 1, top 2: each side contributes its best (the dense side's first item,
+    // the lexical side's Zelda item), tied at 1/61, ties by id.
+    let shallow = HybridRetriever::new(dense(Arc::new(FlatEmbedder)), lexical()).with_candidates(1);
+    shallow.index(&scope, &items).await.unwrap();
+    let got = shallow
+        .retrieve(&scope, &RetrievalQuery::new("Zelda", 2))
+        .await
+        .unwrap();
+    let ids: Vec<Uuid> = got.iter().map(|r| r.id).collect();
+    assert_eq!(ids, [Uuid::from_u128(0), Uuid::from_u128(99)]);
+    assert!((got[0].score - got[1].score).abs() < 1e-9);
+}
+
+/// One token per word, so the flush points are exact.
+fn words() -> Arc<dyn memory_core::TokenCounter> {
+    Arc::new(memory_core::FnTokenCounter::new(|t: &str| {
+        t.split_whitespace().count() as u32
+    }))
+}
+
+fn memory_with(block: Arc<VectorMemoryBlock>, scope: Scope) -> Memory {
+    Memory::builder(
+        scope,
+        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .token_limit(400)
+    .token_flush_size(50)
+    .token_counter(words())
+    .block(block)
+    .build()
+    .unwrap()
+}
+
+#[tokio::test]
+async fn the_block_recalls_through_a_hybrid_retriever_after_a_flush() {
+    // Dense alone (flat vectors) cannot tell the batches apart; the hybrid block recalls the
+    // one holding the query's rare word, in its own scope only.
+    let hybrid = Arc::new(HybridRetriever::new(
+        dense(Arc::new(FlatEmbedder)),
+        lexical(),
+    ));
+    let block = Arc::new(
+        VectorMemoryBlock::with_retriever(hybrid.clone())
+            .with_similarity_top_k(1)
+            .with_retrieval_context_window(1),
+    );
+    let scope = random_scope();
+    let memory = memory_with(block.clone(), scope.clone());
+    let topics = [
+        "Lunch plans for friday with the marketing team",
+        "Okonkwo repaired the greenhouse irrigation pump",
+        "The quarterly forecast spreadsheet needs new tables",
+        "Kubernetes upgrade of the staging cluster tonight",
+        "Printer paper jammed again downstairs",
+        "Dentist appointment moved until november",
+    ];
+    let filler = "lorem ".repeat(40);
+    for (i, topic) in topics.iter().enumerate() {
+        memory
+            .put(ChatMessage::user(format!("{topic} {filler}")))
+            .await
+            .unwrap();
+        memory
+            .put(ChatMessage::assistant(format!("Noted {i}. {filler}")))
+            .await
+            .unwrap();
+    }
+    let out = memory
+        .get(&[ChatMessage::user("Who repaired the pump, Okonkwo?")])
+        .await
+        .unwrap();
+    let text = out[0].text();
+    assert!(
+        text.contains("<message role='user'>Okonkwo repaired the greenhouse"),
+        "{text}"
+    );
+    // The block's search: the same batch first, with its transcript and range in the payload.
+    let found = block.search(&scope, "Okonkwo greenhouse", 2).await.unwrap();
+    assert!(!found.is_empty());
+    assert!(
+        found[0].text().unwrap().contains("Okonkwo repaired"),
+        "{found:?}"
+    );
+    assert!(found[0].payload["first_seq"].as_u64().is_some());
+    // Another session sees none of it.
+    let other = random_scope();
+    assert!(
+        block
+            .search(&other, "Okonkwo greenhouse", 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // Forgetting the session clears both indexes of the block's scope.
+    let block_scope = scope
+        .clone()
+        .with_source("memory.vector.retrieval_based_memory")
+        .unwrap();
+    assert!(hybrid.clear(&block_scope).await.unwrap() > 0);
+    assert!(
+        block
+            .search(&scope, "Okonkwo greenhouse", 2)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

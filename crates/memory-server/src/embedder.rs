@@ -1,0 +1,233 @@
+//! The server's vector memory, from its `[embedder]` and `[memory]` tables: which embedder
+//! turns the batches a `Memory` flushes into vectors, and where those vectors are kept.
+//!
+//! ```toml
+//! [embedder]
+//! kind = "openai"            # "none" (default), "hashing" or "openai"
+//! model = "text-embedding-3-small"
+//! base_url = "https://api.openai.com/v1"
+//! dimensions = 1536          # "hashing": required; "openai": optional
+//! api_key_env = "OPENAI_API_KEY"  # the variable holding the key: never the key itself
+//!
+//! [memory]
+//! vector_store = "memory"    # the only store this build wires (in-process, lost on restart)
+//! ```
+//!
+//! With `kind = "none"` the server has no vector memory and a memory search answers 501
+//! (`unsupported`). Overrides: `AGENT_MEMORY_SERVER_EMBEDDER` (`kind`),
+//! `AGENT_MEMORY_SERVER_EMBEDDER_MODEL`, `AGENT_MEMORY_SERVER_EMBEDDER_BASE_URL`,
+//! `AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS`.
+
+use std::sync::Arc;
+
+use agent_memory::memory::blocks::VectorMemoryBlock;
+use agent_memory::openai::{OpenAiConfig, OpenAiEmbedder};
+use agent_memory::{Embedder, InMemoryVectorStore, VectorStore};
+use memory_vector::HashingEmbedder;
+use serde::Deserialize;
+
+use crate::config::ConfigError;
+
+/// Which embedder the server's vector memory uses.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EmbedderKind {
+    /// No embedder: no vector memory, and memory searches answer 501.
+    #[default]
+    None,
+    /// Feature hashing of words ([`HashingEmbedder`]): no model, for tests and trials; it
+    /// matches shared words, not meaning.
+    Hashing,
+    /// An OpenAI-compatible `/embeddings` endpoint (its key from the environment only).
+    Openai,
+}
+
+impl EmbedderKind {
+    fn parse(text: &str) -> Result<Self, ConfigError> {
+        match text.trim() {
+            "none" => Ok(Self::None),
+            "hashing" => Ok(Self::Hashing),
+            "openai" => Ok(Self::Openai),
+            other => Err(ConfigError(format!(
+                "the embedder kind `{other}` is not one of none, hashing, openai"
+            ))),
+        }
+    }
+}
+
+/// The `[embedder]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct EmbedderConfig {
+    /// Which embedder.
+    pub kind: EmbedderKind,
+    /// The model (`openai`; default `OPENAI_EMBEDDING_MODEL`, else the client's default).
+    pub model: Option<String>,
+    /// The endpoint (`openai`; default `OPENAI_BASE_URL`, else OpenAI's).
+    pub base_url: Option<String>,
+    /// The vector size (`hashing`: required; `openai`: asks the model for this size).
+    pub dimensions: Option<usize>,
+    /// The environment variable holding the API key (`openai`; default `OPENAI_API_KEY`).
+    /// The key is read from the environment only, and never logged.
+    pub api_key_env: Option<String>,
+}
+
+/// Where the vector memory keeps its vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VectorStoreKind {
+    /// In the server's memory: lost on restart (the only store this build wires).
+    #[default]
+    Memory,
+}
+
+/// The `[memory]` table: the blocks of the server's `Memory`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// The vector store of the vector block (used when an embedder is configured).
+    pub vector_store: VectorStoreKind,
+}
+
+/// The largest `dimensions` accepted.
+pub const MAX_DIMENSIONS: usize = 65_536;
+
+impl EmbedderConfig {
+    /// Applies the `AGENT_MEMORY_SERVER_EMBEDDER*` overrides `var` returns (by suffix).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for an unknown kind or dimensions that are not a whole number.
+    pub fn apply_env(&mut self, var: impl Fn(&str) -> Option<String>) -> Result<(), ConfigError> {
+        if let Some(kind) = var("EMBEDDER") {
+            self.kind = EmbedderKind::parse(&kind)?;
+        }
+        if let Some(model) = var("EMBEDDER_MODEL") {
+            self.model = Some(model.trim().to_owned());
+        }
+        if let Some(url) = var("EMBEDDER_BASE_URL") {
+            self.base_url = Some(url.trim().to_owned());
+        }
+        if let Some(d) = var("EMBEDDER_DIMENSIONS") {
+            self.dimensions = Some(d.trim().parse().map_err(|_| {
+                ConfigError(
+                    "AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS must be a whole number".to_owned(),
+                )
+            })?);
+        }
+        Ok(())
+    }
+
+    fn dimensions(&self) -> Result<Option<usize>, ConfigError> {
+        match self.dimensions {
+            Some(d) if d == 0 || d > MAX_DIMENSIONS => Err(ConfigError(format!(
+                "embedder.dimensions must be between 1 and {MAX_DIMENSIONS}"
+            ))),
+            d => Ok(d),
+        }
+    }
+
+    /// The embedder, or `None` for `kind = "none"`; `env` reads the API key's variable.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for missing or invalid settings (the message never holds the key).
+    pub fn embedder(
+        &self,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Option<Arc<dyn Embedder>>, ConfigError> {
+        match self.kind {
+            EmbedderKind::None => Ok(None),
+            EmbedderKind::Hashing => {
+                let dimensions = self.dimensions()?.ok_or_else(|| {
+                    ConfigError("the hashing embedder needs embedder.dimensions".to_owned())
+                })?;
+                Ok(Some(Arc::new(HashingEmbedder::new(dimensions))))
+            }
+            EmbedderKind::Openai => {
+                let mut config = OpenAiConfig::from_env_for_embeddings();
+                if let Some(model) = &self.model {
+                    config = config.with_model(model.as_str());
+                }
+                if let Some(url) = &self.base_url {
+                    config = config.with_base_url(url.as_str());
+                }
+                if let Some(name) = &self.api_key_env {
+                    let key = env(name).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
+                        ConfigError(format!(
+                            "embedder.api_key_env names `{name}`, which is not set"
+                        ))
+                    })?;
+                    config = config.with_api_key(key.trim().to_owned());
+                }
+                let mut builder = OpenAiEmbedder::builder(config);
+                if let Some(d) = self.dimensions()? {
+                    builder = builder.dimensions(d);
+                }
+                let embedder = builder.build().map_err(|e| {
+                    ConfigError(format!(
+                        "the OpenAI-compatible embedder cannot be built: {e}"
+                    ))
+                })?;
+                Ok(Some(Arc::new(embedder)))
+            }
+        }
+    }
+}
+
+impl MemoryConfig {
+    /// The vector block over `embedder` and the configured store.
+    pub fn vector_block(&self, embedder: Arc<dyn Embedder>) -> Arc<VectorMemoryBlock> {
+        let store: Arc<dyn VectorStore> = match self.vector_store {
+            VectorStoreKind::Memory => Arc::new(InMemoryVectorStore::new()),
+        };
+        Arc::new(VectorMemoryBlock::new(embedder, store))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kinds_and_overrides() {
+        let mut config: EmbedderConfig =
+            toml::from_str("kind = \"hashing\"\ndimensions = 64").unwrap();
+        assert_eq!(config.kind, EmbedderKind::Hashing);
+        assert!(config.embedder(|_| None).unwrap().is_some());
+        config
+            .apply_env(|s| (s == "EMBEDDER").then(|| "none".to_owned()))
+            .unwrap();
+        assert!(config.embedder(|_| None).unwrap().is_none());
+        assert!(
+            config
+                .apply_env(|s| (s == "EMBEDDER").then(|| "word2vec".to_owned()))
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn hashing_needs_sane_dimensions() {
+        let config = EmbedderConfig {
+            kind: EmbedderKind::Hashing,
+            ..EmbedderConfig::default()
+        };
+        assert!(config.embedder(|_| None).is_err());
+        let config = EmbedderConfig {
+            dimensions: Some(0),
+            ..config
+        };
+        assert!(config.embedder(|_| None).is_err());
+    }
+
+    #[test]
+    fn a_missing_key_variable_is_named_and_no_key_is_shown() {
+        let config = EmbedderConfig {
+            kind: EmbedderKind::Openai,
+            api_key_env: Some("MY_KEY".to_owned()),
+            ..EmbedderConfig::default()
+        };
+        let error = config.embedder(|_| None).err().unwrap();
+        assert!(error.0.contains("MY_KEY"), "{error}");
+        let built = config.embedder(|n| (n == "MY_KEY").then(|| "sk-secret".to_owned()));
+        assert!(built.unwrap().is_some());
+    }
+}

@@ -1,0 +1,28 @@
+//! `POST /v1/forget`.
+
+use axum::Json;
+use axum::extract::State;
+
+use super::AppState;
+use super::extract::Body;
+use super::problem::{ApiResult, Problem};
+use crate::auth::Principal;
+use crate::ops::{ForgetReceiptView, ForgetRequest};
+
+/// Deletes (or counts, with `dry_run`) the caller's threads and sessions the filter selects.
+#[utoipa::path(post, path = "/v1/forget", tag = "forget",
+    request_body = ForgetRequest,
+    responses(
+        (status = 200, description = "The receipt", body = ForgetReceiptView),
+        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(super) async fn forget(
+    State(state): State<AppState>,
+    who: Principal,
+    Body(body): Body<ForgetRequest>,
+) -> ApiResult<Json<ForgetReceiptView>> {
+    Ok(Json(state.ops.forget(&who, body).await?))
+}

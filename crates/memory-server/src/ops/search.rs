@@ -1,0 +1,98 @@
+//! Vector search over a session's memory: the batches the `Memory`'s vector block holds,
+//! ranked by its retriever for a query.
+
+use agent_memory::memory::blocks::VectorMemoryBlock;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+use super::{Address, Ops};
+use crate::auth::Principal;
+use crate::error::{ErrorCode, OpError, OpResult};
+
+/// The most results one search returns.
+pub const MAX_SEARCH_TOP_K: usize = 100;
+/// The results a search that names no `top_k` returns.
+pub const DEFAULT_SEARCH_TOP_K: usize = 5;
+
+/// One result of a memory search: a batch of messages the memory flushed to its vector block.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SearchHitView {
+    /// The batch's transcript (`role: text` lines), as stored.
+    pub text: String,
+    /// The retriever's score: higher is better; it ranks one search's results and is not
+    /// comparable across configurations.
+    pub score: f32,
+    /// The seq of the batch's first message in the thread, when known.
+    pub first_seq: Option<u64>,
+    /// The seq of the batch's last message in the thread, when known.
+    pub last_seq: Option<u64>,
+}
+
+/// The answer of a memory search.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SearchView {
+    /// The results, best first.
+    pub results: Vec<SearchHitView>,
+}
+
+/// The detail of the error a search answers when the server has no embedder.
+pub const SEARCH_UNAVAILABLE: &str =
+    "search unavailable (no embedder configured): set [embedder] in the server's configuration";
+
+impl Ops {
+    /// The vector block searches run on, if the server has one.
+    pub fn vector_block(&self) -> Option<&VectorMemoryBlock> {
+        self.vector.as_deref()
+    }
+
+    /// The `top_k` batches of the session's memory (the addressed thread's flushed messages)
+    /// that best match `query`, best first.
+    ///
+    /// # Errors
+    /// [`ErrorCode::Unsupported`] when no embedder is configured ([`SEARCH_UNAVAILABLE`]);
+    /// [`ErrorCode::InvalidInput`] for an empty query or a `top_k` of 0 or above
+    /// [`MAX_SEARCH_TOP_K`]; as [`scope`](Self::scope); the retriever's errors.
+    pub async fn search_memory(
+        &self,
+        who: &Principal,
+        address: &Address,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> OpResult<SearchView> {
+        let scope = self.scope(who, address)?;
+        let query = query.trim();
+        if query.is_empty() {
+            return Err(OpError::invalid("the search query is empty"));
+        }
+        let top_k = top_k.unwrap_or(DEFAULT_SEARCH_TOP_K);
+        if top_k == 0 || top_k > MAX_SEARCH_TOP_K {
+            return Err(OpError::invalid(format!(
+                "`top_k` must be between 1 and {MAX_SEARCH_TOP_K}"
+            )));
+        }
+        let Some(block) = self.vector_block() else {
+            return Err(OpError::new(ErrorCode::Unsupported, SEARCH_UNAVAILABLE));
+        };
+        let found = block.search(&scope, query, top_k).await?;
+        let seq = |payload: &serde_json::Map<String, Value>, key: &str| {
+            payload.get(key).and_then(Value::as_u64)
+        };
+        Ok(SearchView {
+            results: found
+                .into_iter()
+                .map(|hit| SearchHitView {
+                    text: hit
+                        .payload
+                        .get("text")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                    score: hit.score,
+                    first_seq: seq(&hit.payload, "first_seq"),
+                    last_seq: seq(&hit.payload, "last_seq"),
+                })
+                .collect(),
+        })
+    }
+}
