@@ -57,6 +57,9 @@ struct QualityCli {
     /// `score:DENSE_WEIGHT:LEXICAL_WEIGHT`. Default: the library's default.
     #[arg(long = "fusion")]
     fusions: Vec<String>,
+    /// Measure the dense and hybrid retrievers too (`false`: lexical only, no model needed).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    dense: bool,
     /// Candidates per retriever for the hybrid search (default: the library's).
     #[arg(long)]
     candidates: Option<usize>,
@@ -270,7 +273,11 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         "all" => (0..samples.len()).collect(),
         other => return Err(format!("unknown split {other:?} (tuned, held-out, all)").into()),
     };
-    let embedder: Arc<dyn Embedder> = Arc::new(BertEmbedder::from_env().await?);
+    let embedder: Option<Arc<dyn Embedder>> = if cli.dense {
+        Some(Arc::new(BertEmbedder::from_env().await?))
+    } else {
+        None
+    };
     let mut fusions: Vec<(String, Fusion)> = Vec::new();
     if cli.fusions.is_empty() {
         fusions.push(("default".to_owned(), Fusion::default()));
@@ -288,16 +295,36 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         let questions = questions_of(sample);
         let text_index = Arc::new(TantivyTextIndex::in_memory_with(analyzer(&cli.analyzer)?)?);
         let store = Arc::new(InMemoryVectorStore::new());
-        let dense: Arc<dyn Retriever> = Arc::new(DenseRetriever::new(embedder.clone(), store));
         let lexical: Arc<dyn Retriever> = Arc::new(LexicalRetriever::new(text_index));
-        let hybrid = |f: Fusion| {
-            let h = HybridRetriever::new(dense.clone(), lexical.clone()).with_fusion(f);
-            match cli.candidates {
-                Some(n) => h.with_candidates(n),
-                None => h,
+        let mut blocks: Vec<(String, VectorMemoryBlock)> = vec![(
+            "lexical".to_owned(),
+            VectorMemoryBlock::with_retriever(lexical.clone()),
+        )];
+        let writer = match &embedder {
+            Some(embedder) => {
+                let dense: Arc<dyn Retriever> =
+                    Arc::new(DenseRetriever::new(embedder.clone(), store));
+                let hybrid = |f: Fusion| {
+                    let h = HybridRetriever::new(dense.clone(), lexical.clone()).with_fusion(f);
+                    match cli.candidates {
+                        Some(n) => h.with_candidates(n),
+                        None => h,
+                    }
+                };
+                blocks.push((
+                    "dense".to_owned(),
+                    VectorMemoryBlock::with_retriever(dense.clone()),
+                ));
+                for (name, f) in &fusions {
+                    blocks.push((
+                        format!("hybrid:{name}"),
+                        VectorMemoryBlock::with_retriever(Arc::new(hybrid(*f))),
+                    ));
+                }
+                VectorMemoryBlock::with_retriever(Arc::new(hybrid(Fusion::default())))
             }
+            None => VectorMemoryBlock::with_retriever(lexical.clone()),
         };
-        let writer = VectorMemoryBlock::with_retriever(Arc::new(hybrid(Fusion::default())));
         let scope = Scope::new(
             TenantId::new("locomo")?,
             SessionId::new(format!("conversation-{c}"))?,
@@ -321,22 +348,6 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         }
         index_seconds += started.elapsed().as_secs_f64();
         turns_indexed += turns.len();
-        let mut blocks: Vec<(String, VectorMemoryBlock)> = vec![
-            (
-                "lexical".to_owned(),
-                VectorMemoryBlock::with_retriever(lexical.clone()),
-            ),
-            (
-                "dense".to_owned(),
-                VectorMemoryBlock::with_retriever(dense.clone()),
-            ),
-        ];
-        for (name, f) in &fusions {
-            blocks.push((
-                format!("hybrid:{name}"),
-                VectorMemoryBlock::with_retriever(Arc::new(hybrid(*f))),
-            ));
-        }
         for (name, block) in &blocks {
             for q in &questions {
                 let started = Instant::now();
@@ -409,7 +420,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     println!(
         "{}",
         json!({
-            "workload": "quality", "split": cli.split, "index": "hybrid (tantivy + in-memory vectors, MiniLM)",
+            "workload": "quality", "split": cli.split, "index": if cli.dense { "hybrid (tantivy + in-memory vectors, MiniLM)" } else { "lexical (tantivy)" },
             "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / index_seconds.max(1e-9)),
         })
     );
