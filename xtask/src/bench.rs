@@ -11,12 +11,20 @@ use crate::util::{self, Result};
 /// Environment variable that names the benchmark data file.
 const DATA_ENV: &str = "AGENT_MEMORY_BENCH_DATA";
 
-/// Runs `cargo xtask bench ARGS...`.
+/// Environment variable that names the LoCoMo file of `cargo xtask bench quality`.
+const QUALITY_DATA_ENV: &str = "AGENT_MEMORY_QUALITY_DATA";
+
+/// Runs `cargo xtask bench ARGS...`; `cargo xtask bench quality ARGS...` runs the recall
+/// harness on LoCoMo (docs/quality.md).
 pub(crate) fn run(args: &[String]) -> Result {
     let mut cmd = util::cargo(["run", "--release", "--package", "memory-bench", "--"])?;
     cmd.args(args);
     if !has_data_arg(args) {
-        let data = default_data()?;
+        let data = if args.first().map(String::as_str) == Some("quality") {
+            default_file(QUALITY_DATA_ENV, "shared/quality/locomo10.json")?
+        } else {
+            default_file(DATA_ENV, "shared/bench/chat-10000.jsonl")?
+        };
         cmd.arg("--data").arg(data);
     }
     util::run_checked(&mut cmd)
@@ -29,16 +37,16 @@ fn has_data_arg(args: &[String]) -> bool {
         .any(|arg| arg == "--data" || arg.starts_with("--data="))
 }
 
-/// The data file to use when the arguments name none; it must exist.
-fn default_data() -> Result<PathBuf> {
-    let (path, from) = match env::var_os(DATA_ENV) {
-        Some(path) if !path.is_empty() => (PathBuf::from(path), format!("${DATA_ENV}")),
+/// The data file to use when the arguments name none (`$env`, else `<workspace>/../<rel>`);
+/// it must exist.
+fn default_file(var: &str, rel: &str) -> Result<PathBuf> {
+    let (path, from) = match env::var_os(var) {
+        Some(path) if !path.is_empty() => (PathBuf::from(path), format!("${var}")),
         _ => {
             let root = util::workspace_root()?;
-            let path = root.parent().map_or_else(
-                || root.join("..").join("shared/bench/chat-10000.jsonl"),
-                |parent| parent.join("shared/bench/chat-10000.jsonl"),
-            );
+            let path = root
+                .parent()
+                .map_or_else(|| root.join("..").join(rel), |parent| parent.join(rel));
             (path, "the default location".to_owned())
         }
     };
@@ -46,9 +54,10 @@ fn default_data() -> Result<PathBuf> {
         Ok(path)
     } else {
         Err(format!(
-            "benchmark data not found: looked for {} ({from}); set {DATA_ENV}=/path/to/chat-10000.jsonl \
-             or pass --data PATH",
-            path.display()
+            "benchmark data not found: looked for {} ({from}); set {var}=/path/to/{} or pass \
+             --data PATH",
+            path.display(),
+            rel.rsplit('/').next().unwrap_or(rel)
         )
         .into())
     }

@@ -18,6 +18,7 @@ mod data;
 mod harness;
 mod load;
 mod server;
+mod quality;
 mod vectors;
 mod workloads;
 
@@ -149,6 +150,16 @@ impl Case {
 
 fn main() -> ExitCode {
     harness::record_base_rss();
+    let mut args = std::env::args().skip(1);
+    if args.next().as_deref() == Some("quality") {
+        return match quality::run(args.collect()) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("memory-bench quality: error: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
     let cli = Cli::parse();
     let result = if cli.list {
         list()

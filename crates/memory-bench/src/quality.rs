@@ -1,0 +1,461 @@
+//! `memory-bench quality`: turn-level recall of long-term memory on LoCoMo (docs/quality.md).
+//!
+//! Each conversation's turns are indexed through the vector memory block (one flushed batch per
+//! turn, the block's `put`, as a `Memory` flush calls it) into a tantivy BM25 index and an
+//! in-memory vector store embedded by the local all-MiniLM-L6-v2; each question is then asked
+//! through the block's `search` with a lexical, a dense and a hybrid retriever over those same
+//! indexes, and the results are mapped back to their turns' `dia_id`s.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use clap::Parser;
+use memory_core::history::StoredMessage;
+use memory_core::memory::blocks::VectorMemoryBlock;
+use memory_core::memory::{BlockPutContext, MemoryBlock};
+use memory_core::retrieval::{
+    DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, Retrieved, Retriever,
+};
+use memory_core::{ChatMessage, Embedder, InMemoryVectorStore, Scope, SessionId, TenantId};
+use memory_lexical::{Analyzer, TantivyTextIndex};
+use memory_vector::BertEmbedder;
+use serde_json::{Value, json};
+
+use crate::BenchResult;
+
+/// The cut-offs of turn-level recall.
+const KS: [usize; 4] = [5, 10, 25, 50];
+/// The first conversations, the only ones tuned on; the rest are held out.
+const TUNED: usize = 6;
+
+/// Arguments of `memory-bench quality`.
+#[derive(Debug, Parser)]
+#[command(
+    name = "memory-bench quality",
+    about = "Turn-level recall on LoCoMo; JSON lines on stdout."
+)]
+struct QualityCli {
+    /// The LoCoMo file (locomo10.json).
+    #[arg(long, value_name = "PATH")]
+    data: PathBuf,
+    /// Which conversations: `tuned` (0-5), `held-out` (6-9) or `all`.
+    #[arg(long, default_value = "tuned")]
+    split: String,
+    /// The lexical analyzer: `english` (stemming and stop words), `stem` (stemming only),
+    /// `stop` (stop words only) or `plain`.
+    #[arg(long, default_value = "english")]
+    analyzer: String,
+    /// Prefix each turn with its speaker's name (`Caroline: …`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    speaker: bool,
+    /// Append an image turn's caption (`[shares a photo: …]`).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    captions: bool,
+    /// A hybrid fusion to measure (repeatable): `rrf:K:DENSE_WEIGHT:LEXICAL_WEIGHT` or
+    /// `score:DENSE_WEIGHT:LEXICAL_WEIGHT`. Default: the library's default.
+    #[arg(long = "fusion")]
+    fusions: Vec<String>,
+    /// Measure the dense and hybrid retrievers too (`false`: lexical only, no model needed).
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
+    dense: bool,
+    /// Candidates per retriever for the hybrid search (default: the library's).
+    #[arg(long)]
+    candidates: Option<usize>,
+}
+
+/// One turn of a conversation.
+struct Turn {
+    dia_id: String,
+    session: String,
+    text: String,
+}
+
+/// One question with evidence.
+struct Question {
+    text: String,
+    category: u64,
+    evidence: BTreeSet<String>,
+}
+
+/// Per-question scores of one retriever.
+#[derive(Default, Clone)]
+struct Scores {
+    recall: [f64; 4],
+    ndcg10: f64,
+    session_recall10: f64,
+}
+
+/// Runs `memory-bench quality ARGS` (`args` without the `quality` word).
+pub(crate) fn run(args: Vec<String>) -> BenchResult<()> {
+    let cli =
+        QualityCli::parse_from(std::iter::once("memory-bench quality".to_owned()).chain(args));
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    runtime.block_on(run_async(cli))
+}
+
+fn parse_fusion(spec: &str) -> BenchResult<Fusion> {
+    let parts: Vec<&str> = spec.split(':').collect();
+    let num = |i: usize| -> BenchResult<f32> {
+        Ok(parts
+            .get(i)
+            .ok_or_else(|| format!("fusion {spec:?} lacks a number"))?
+            .parse()?)
+    };
+    match parts.first().copied() {
+        Some("rrf") => Ok(Fusion::reciprocal_rank(num(1)?).with_weights(num(2)?, num(3)?)),
+        Some("score") => Ok(Fusion::weighted_score(num(1)?, num(2)?)),
+        _ => Err(format!("a fusion is rrf:K:WD:WL or score:WD:WL, not {spec:?}").into()),
+    }
+}
+
+fn analyzer(name: &str) -> BenchResult<Analyzer> {
+    Ok(match name {
+        "english" => Analyzer::english(),
+        "stem" => Analyzer::english().with_stop_words(false),
+        "stop" => Analyzer::english().with_stemming(false),
+        "plain" => Analyzer::plain(),
+        _ => return Err(format!("unknown analyzer {name:?}").into()),
+    })
+}
+
+fn load(path: &PathBuf) -> BenchResult<Vec<Value>> {
+    let bytes = std::fs::read(path).map_err(|e| {
+        format!(
+            "cannot read the LoCoMo file {} ({e}); pass --data PATH or set AGENT_MEMORY_QUALITY_DATA",
+            path.display()
+        )
+    })?;
+    let data: Value = serde_json::from_slice(&bytes)?;
+    Ok(data
+        .as_array()
+        .ok_or("the LoCoMo file is not a JSON array")?
+        .clone())
+}
+
+fn turns_of(sample: &Value, speaker: bool, captions: bool) -> Vec<Turn> {
+    let conversation = &sample["conversation"];
+    let mut sessions: Vec<(u64, &Vec<Value>)> = conversation
+        .as_object()
+        .into_iter()
+        .flatten()
+        .filter_map(|(k, v)| {
+            let n = k.strip_prefix("session_")?.parse().ok()?;
+            Some((n, v.as_array()?))
+        })
+        .collect();
+    sessions.sort_by_key(|(n, _)| *n);
+    let mut turns = Vec::new();
+    for (n, session) in sessions {
+        for t in session {
+            let (Some(dia_id), Some(text)) = (t["dia_id"].as_str(), t["text"].as_str()) else {
+                continue;
+            };
+            let mut body = if speaker {
+                format!("{}: {text}", t["speaker"].as_str().unwrap_or("someone"))
+            } else {
+                text.to_owned()
+            };
+            if let Some(caption) = t["blip_caption"].as_str().filter(|_| captions) {
+                body.push_str(&format!(" [shares a photo: {caption}]"));
+            }
+            turns.push(Turn {
+                dia_id: dia_id.to_owned(),
+                session: format!("D{n}"),
+                text: body,
+            });
+        }
+    }
+    turns
+}
+
+/// The questions with at least one evidence turn (`D(\d+):(\d+)` in each evidence string).
+fn questions_of(sample: &Value) -> Vec<Question> {
+    sample["qa"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|q| {
+            let evidence: BTreeSet<String> = q["evidence"]
+                .as_array()?
+                .iter()
+                .filter_map(Value::as_str)
+                .flat_map(parse_evidence)
+                .collect();
+            (!evidence.is_empty()).then(|| Question {
+                text: q["question"].as_str().unwrap_or_default().to_owned(),
+                category: q["category"].as_u64().unwrap_or(0),
+                evidence,
+            })
+        })
+        .collect()
+}
+
+/// Every `D<session>:<turn>` in `s` (the regex `D(\d+):(\d+)`, by hand).
+fn parse_evidence(s: &str) -> Vec<String> {
+    let bytes = s.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'D' {
+            let a_start = i + 1;
+            let mut j = a_start;
+            while j < bytes.len() && bytes[j].is_ascii_digit() {
+                j += 1;
+            }
+            if j > a_start && j < bytes.len() && bytes[j] == b':' {
+                let b_start = j + 1;
+                let mut k = b_start;
+                while k < bytes.len() && bytes[k].is_ascii_digit() {
+                    k += 1;
+                }
+                if k > b_start {
+                    out.push(format!("D{}:{}", &s[a_start..j], &s[b_start..k]));
+                    i = k;
+                    continue;
+                }
+            }
+        }
+        i += 1;
+    }
+    out
+}
+
+fn score(ranked: &[&str], sessions: &[String], q: &Question) -> Scores {
+    let mut s = Scores::default();
+    let n = q.evidence.len() as f64;
+    for (slot, k) in KS.iter().enumerate() {
+        let hits = ranked
+            .iter()
+            .take(*k)
+            .filter(|d| q.evidence.contains(**d))
+            .count();
+        s.recall[slot] = hits as f64 / n;
+    }
+    let dcg: f64 = ranked
+        .iter()
+        .take(10)
+        .enumerate()
+        .filter(|(_, d)| q.evidence.contains(**d))
+        .map(|(i, _)| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    let ideal: f64 = (0..q.evidence.len().min(10))
+        .map(|i| 1.0 / ((i + 2) as f64).log2())
+        .sum();
+    s.ndcg10 = dcg / ideal;
+    let wanted: BTreeSet<&str> = q
+        .evidence
+        .iter()
+        .filter_map(|e| e.split(':').next())
+        .collect();
+    let got: BTreeSet<&str> = sessions.iter().take(10).map(String::as_str).collect();
+    s.session_recall10 =
+        wanted.iter().filter(|w| got.contains(*w)).count() as f64 / wanted.len() as f64;
+    s
+}
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i.min(sorted.len() - 1)]
+}
+
+async fn run_async(cli: QualityCli) -> BenchResult<()> {
+    let samples = load(&cli.data)?;
+    let range: Vec<usize> = match cli.split.as_str() {
+        "tuned" => (0..TUNED.min(samples.len())).collect(),
+        "held-out" => (TUNED..samples.len()).collect(),
+        "all" => (0..samples.len()).collect(),
+        other => return Err(format!("unknown split {other:?} (tuned, held-out, all)").into()),
+    };
+    let embedder: Option<Arc<dyn Embedder>> = if cli.dense {
+        Some(Arc::new(BertEmbedder::from_env().await?))
+    } else {
+        None
+    };
+    let mut fusions: Vec<(String, Fusion)> = Vec::new();
+    if cli.fusions.is_empty() {
+        fusions.push(("default".to_owned(), Fusion::default()));
+    }
+    for spec in &cli.fusions {
+        fusions.push((spec.clone(), parse_fusion(spec)?));
+    }
+    // (retriever name) -> (category -> per-question scores); latencies per retriever.
+    let mut results: BTreeMap<String, Vec<(u64, Scores)>> = BTreeMap::new();
+    let mut latencies: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let (mut turns_indexed, mut index_seconds) = (0usize, 0f64);
+    for &c in &range {
+        let sample = &samples[c];
+        let turns = turns_of(sample, cli.speaker, cli.captions);
+        let questions = questions_of(sample);
+        let text_index = Arc::new(TantivyTextIndex::in_memory_with(analyzer(&cli.analyzer)?)?);
+        let store = Arc::new(InMemoryVectorStore::new());
+        let lexical: Arc<dyn Retriever> = Arc::new(LexicalRetriever::new(text_index));
+        let mut blocks: Vec<(String, VectorMemoryBlock)> = vec![(
+            "lexical".to_owned(),
+            VectorMemoryBlock::with_retriever(lexical.clone()),
+        )];
+        let writer = match &embedder {
+            Some(embedder) => {
+                let dense: Arc<dyn Retriever> =
+                    Arc::new(DenseRetriever::new(embedder.clone(), store));
+                let hybrid = |f: Fusion| {
+                    let h = HybridRetriever::new(dense.clone(), lexical.clone()).with_fusion(f);
+                    match cli.candidates {
+                        Some(n) => h.with_candidates(n),
+                        None => h,
+                    }
+                };
+                blocks.push((
+                    "dense".to_owned(),
+                    VectorMemoryBlock::with_retriever(dense.clone()),
+                ));
+                for (name, f) in &fusions {
+                    blocks.push((
+                        format!("hybrid:{name}"),
+                        VectorMemoryBlock::with_retriever(Arc::new(hybrid(*f))),
+                    ));
+                }
+                VectorMemoryBlock::with_retriever(Arc::new(hybrid(Fusion::default())))
+            }
+            None => VectorMemoryBlock::with_retriever(lexical.clone()),
+        };
+        let scope = Scope::new(
+            TenantId::new("locomo")?,
+            SessionId::new(format!("conversation-{c}"))?,
+        );
+        let mut state = Value::Null;
+        let started = Instant::now();
+        for (i, turn) in turns.iter().enumerate() {
+            let message = StoredMessage::new(
+                (i + 1) as u64,
+                0,
+                false,
+                ChatMessage::user(turn.text.clone()),
+            );
+            writer
+                .put(BlockPutContext {
+                    scope: &scope,
+                    messages: &[message],
+                    state: &mut state,
+                })
+                .await?;
+        }
+        index_seconds += started.elapsed().as_secs_f64();
+        turns_indexed += turns.len();
+        for (name, block) in &blocks {
+            for q in &questions {
+                let started = Instant::now();
+                let found: Vec<Retrieved> = block.search(&scope, &q.text, 50).await?;
+                latencies
+                    .entry(name.clone())
+                    .or_default()
+                    .push(started.elapsed().as_secs_f64() * 1e3);
+                let seqs: Vec<usize> = found
+                    .iter()
+                    .filter_map(|r| r.payload.get("first_seq")?.as_u64())
+                    .map(|s| s as usize)
+                    .collect();
+                let ranked: Vec<&str> = seqs
+                    .iter()
+                    .filter_map(|s| turns.get(s.checked_sub(1)?).map(|t| t.dia_id.as_str()))
+                    .collect();
+                let sessions: Vec<String> = seqs
+                    .iter()
+                    .filter_map(|s| turns.get(s.checked_sub(1)?).map(|t| t.session.clone()))
+                    .collect();
+                results
+                    .entry(name.clone())
+                    .or_default()
+                    .push((q.category, score(&ranked, &sessions, q)));
+            }
+        }
+        eprintln!(
+            "quality: conversation {c}: {} turns, {} questions",
+            turns.len(),
+            questions.len()
+        );
+    }
+    let config = json!({
+        "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
+        "candidates": cli.candidates,
+    });
+    for (name, scored) in &results {
+        let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
+        for (category, s) in scored {
+            groups.entry("all".to_owned()).or_default().push(s);
+            groups.entry(category.to_string()).or_default().push(s);
+        }
+        for (category, group) in groups {
+            let n = group.len() as f64;
+            let mean =
+                |f: &dyn Fn(&Scores) -> f64| 100.0 * group.iter().map(|s| f(s)).sum::<f64>() / n;
+            let line = json!({
+                "workload": "quality", "split": cli.split, "conversations": range,
+                "retriever": name, "category": category, "n": group.len(),
+                "r5": round(mean(&|s| s.recall[0])), "r10": round(mean(&|s| s.recall[1])),
+                "r25": round(mean(&|s| s.recall[2])), "r50": round(mean(&|s| s.recall[3])),
+                "ndcg10": round(mean(&|s| s.ndcg10)),
+                "session_r10": round(mean(&|s| s.session_recall10)),
+                "config": config,
+            });
+            println!("{line}");
+        }
+    }
+    for (name, mut l) in latencies {
+        l.sort_by(f64::total_cmp);
+        println!(
+            "{}",
+            json!({
+                "workload": "quality", "split": cli.split, "retriever": name,
+                "queries": l.len(), "p50_ms": round(percentile(&l, 0.5)), "p99_ms": round(percentile(&l, 0.99)),
+            })
+        );
+    }
+    println!(
+        "{}",
+        json!({
+            "workload": "quality", "split": cli.split, "index": if cli.dense { "hybrid (tantivy + in-memory vectors, MiniLM)" } else { "lexical (tantivy)" },
+            "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / index_seconds.max(1e-9)),
+        })
+    );
+    Ok(())
+}
+
+fn round(x: f64) -> f64 {
+    (x * 10.0).round() / 10.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evidence_is_parsed_like_the_regex() {
+        assert_eq!(parse_evidence("D8:6; D9:17"), ["D8:6", "D9:17"]);
+        assert_eq!(parse_evidence("D:11:26"), Vec::<String>::new());
+        assert_eq!(parse_evidence("D10:3"), ["D10:3"]);
+    }
+
+    #[test]
+    fn scores_are_hand_computed() {
+        let q = Question {
+            text: String::new(),
+            category: 1,
+            evidence: ["D1:1".to_owned(), "D2:2".to_owned()].into(),
+        };
+        let ranked = ["D1:5", "D1:1", "D3:1"];
+        let sessions = ["D1".to_owned(), "D1".to_owned(), "D3".to_owned()];
+        let s = score(&ranked, &sessions, &q);
+        assert!((s.recall[0] - 0.5).abs() < 1e-9);
+        // dcg = 1/log2(3); idcg = 1 + 1/log2(3).
+        let expected = (1.0 / 3f64.log2()) / (1.0 + 1.0 / 3f64.log2());
+        assert!((s.ndcg10 - expected).abs() < 1e-9);
+        assert!((s.session_recall10 - 0.5).abs() < 1e-9);
+    }
+}
