@@ -52,12 +52,12 @@ pub use memory_lexical as text_indexes;
 #[cfg(feature = "mem0")]
 pub use memory_mem0 as mem0;
 
-/// agent-memory as a swiftide agent's message history (feature `swiftide`).
-#[cfg(feature = "swiftide")]
-pub use memory_swiftide as swiftide;
 /// rig's `ConversationMemory` over any history store (feature `rig`): `RigMemory`.
 #[cfg(feature = "rig")]
 pub use memory_rig as rig;
+/// agent-memory as a swiftide agent's message history (feature `swiftide`).
+#[cfg(feature = "swiftide")]
+pub use memory_swiftide as swiftide;
 
 pub use doctor::doctor;
 /// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features

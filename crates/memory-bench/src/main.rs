@@ -17,8 +17,8 @@ mod backends;
 mod data;
 mod harness;
 mod load;
-mod server;
 mod quality;
+mod server;
 mod vectors;
 mod workloads;
 

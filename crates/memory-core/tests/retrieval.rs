@@ -149,6 +149,10 @@ memory_testkit::retriever_tests!(mod dense_in_memory, async {
 memory_testkit::retriever_tests!(mod lexical_naive, async { lexical() });
 memory_testkit::retriever_tests!(mod hybrid_rrf, async {
     HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
+        .with_fusion(Fusion::reciprocal_rank(60.0))
+});
+memory_testkit::retriever_tests!(mod hybrid_default, async {
+    HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
 });
 memory_testkit::retriever_tests!(mod hybrid_weighted_score, async {
     HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
@@ -178,7 +182,9 @@ async fn hybrid_finds_what_only_one_retriever_ranks() {
     assert_eq!(got[0].text(), Some("Zelda adopted a greyhound"));
     // Candidate depth 1, top 2: each side contributes its best (the dense side's first item,
     // the lexical side's Zelda item), tied at 1/61, ties by id.
-    let shallow = HybridRetriever::new(dense(Arc::new(FlatEmbedder)), lexical()).with_candidates(1);
+    let shallow = HybridRetriever::new(dense(Arc::new(FlatEmbedder)), lexical())
+        .with_fusion(Fusion::reciprocal_rank(60.0))
+        .with_candidates(1);
     shallow.index(&scope, &items).await.unwrap();
     let got = shallow
         .retrieve(&scope, &RetrievalQuery::new("Zelda", 2))

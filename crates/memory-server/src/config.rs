@@ -31,9 +31,7 @@
 
 use std::net::SocketAddr;
 use std::path::Path;
-use std::sync::Arc;
 
-use agent_memory::memory::blocks::VectorMemoryBlock;
 use agent_memory::{MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, TenantId, UserId};
 use serde::Deserialize;
 
@@ -285,7 +283,7 @@ impl ServerConfig {
     ///
     /// # Errors
     /// A [`ConfigError`] for an embedder that cannot be built.
-    pub fn vector_memory(&self) -> Result<Option<Arc<VectorMemoryBlock>>, ConfigError> {
+    pub fn vector_memory(&self) -> Result<Option<crate::embedder::VectorMemory>, ConfigError> {
         Ok(self
             .embedder
             .embedder(|name| std::env::var(name).ok())?

@@ -173,13 +173,26 @@ impl EmbedderConfig {
     }
 }
 
+/// The server's vector memory: the block every session's `Memory` flushes into and searches,
+/// and the store its points live in (which `forget` deletes from).
+#[derive(Debug, Clone)]
+pub struct VectorMemory {
+    /// The vector memory block.
+    pub block: Arc<VectorMemoryBlock>,
+    /// The store the block's points live in.
+    pub store: Arc<dyn VectorStore>,
+}
+
 impl MemoryConfig {
     /// The vector block over `embedder` and the configured store.
-    pub fn vector_block(&self, embedder: Arc<dyn Embedder>) -> Arc<VectorMemoryBlock> {
+    pub fn vector_block(&self, embedder: Arc<dyn Embedder>) -> VectorMemory {
         let store: Arc<dyn VectorStore> = match self.vector_store {
             VectorStoreKind::Memory => Arc::new(InMemoryVectorStore::new()),
         };
-        Arc::new(VectorMemoryBlock::new(embedder, store))
+        VectorMemory {
+            block: Arc::new(VectorMemoryBlock::new(embedder, Arc::clone(&store))),
+            store,
+        }
     }
 }
 

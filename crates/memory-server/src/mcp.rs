@@ -813,8 +813,8 @@ pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<
     let vector = config.vector_memory()?;
     let stores = agent_memory::open(config.store_url()).await?;
     let mut ops = Ops::new(stores, limits);
-    if let Some(block) = vector {
-        ops = ops.with_vector_memory(block);
+    if let Some(memory) = vector {
+        ops = ops.with_vector_memory(memory);
     }
     let running = MemoryMcp::for_principal(ops, principal)
         .with_settings(Arc::new(config.mcp.clone()))

@@ -214,6 +214,53 @@ async fn search_tool_and_recall(kind: Kind) {
     srv.stop().await;
 }
 
+/// What `forget`, a thread clear and a session delete remove is not found by a search again:
+/// the vector memory's points go with the thread (review finding: they stayed searchable).
+async fn forgotten_memory_is_not_searched(kind: Kind) {
+    let mut srv = start(kind, "search_forget", true).await;
+    let query = json!({"query": "where does the lighthouse keeper feed seagulls", "top_k": 3});
+    let found = |b: &Value| !b["results"].as_array().unwrap().is_empty();
+
+    fill(&srv, TOKEN_A, "gone").await;
+    let (s, b) = srv.post("/v1/memory/gone/search", TOKEN_A, &query).await;
+    assert!(s == 200 && found(&b), "{b}");
+    let (s, receipt) = srv
+        .post("/v1/forget", TOKEN_A, &json!({"session": "gone"}))
+        .await;
+    assert_eq!(s, 200, "{receipt}");
+    let vectors = receipt["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["store"] == "vectors")
+        .unwrap_or_else(|| panic!("the receipt names the vector memory: {receipt}"));
+    assert!(vectors["items"].as_u64().unwrap() >= 1, "{receipt}");
+    let (s, b) = srv.post("/v1/memory/gone/search", TOKEN_A, &query).await;
+    assert_eq!((s, b["results"].clone()), (200, json!([])), "{b}");
+
+    fill(&srv, TOKEN_A, "cleared").await;
+    let (s, b) = srv.delete("/v1/threads/cleared", TOKEN_A).await;
+    assert_eq!(s, 200, "{b}");
+    let (s, b) = srv.post("/v1/memory/cleared/search", TOKEN_A, &query).await;
+    assert_eq!((s, b["results"].clone()), (200, json!([])), "{b}");
+
+    fill(&srv, TOKEN_A, "deleted").await;
+    let (s, b) = srv.delete("/v1/sessions/deleted", TOKEN_A).await;
+    assert!(s == 200 || s == 204, "{s} {b}");
+    let (s, b) = srv.post("/v1/memory/deleted/search", TOKEN_A, &query).await;
+    assert_eq!((s, b["results"].clone()), (200, json!([])), "{b}");
+
+    // Tenant B's memory under the same session id is untouched by A's forget.
+    fill(&srv, TOKEN_B, "gone").await;
+    let (s, _) = srv
+        .post("/v1/forget", TOKEN_A, &json!({"session": "gone"}))
+        .await;
+    assert_eq!(s, 200);
+    let (s, b) = srv.post("/v1/memory/gone/search", TOKEN_B, &query).await;
+    assert!(s == 200 && found(&b), "{b}");
+    srv.stop().await;
+}
+
 macro_rules! on_every_backend {
     ($($kind:ident => $module:ident),* $(,)?) => {$(
         mod $module {
@@ -232,6 +279,11 @@ macro_rules! on_every_backend {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn the_search_tool_and_recall_use_the_vector_memory() {
                 search_tool_and_recall(Kind::$kind).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn forgotten_cleared_and_deleted_memory_is_not_searched() {
+                forgotten_memory_is_not_searched(Kind::$kind).await;
             }
         }
     )*};

@@ -18,9 +18,9 @@ pub mod fixtures;
 pub mod forget;
 pub mod history;
 pub mod hostile;
-pub mod lexical;
 #[cfg(feature = "http-load")]
 pub mod http_load;
+pub mod lexical;
 mod macros;
 pub mod memory;
 pub mod retrieval;

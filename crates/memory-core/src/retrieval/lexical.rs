@@ -7,7 +7,7 @@ use uuid::Uuid;
 
 use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::Result;
-use crate::lexical::{TextDocument, TextIndex, TextQuery};
+use crate::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES, TextDocument, TextIndex, TextQuery};
 use crate::scope::Scope;
 
 /// Keeps each item as a document of a [`TextIndex`] and answers a query with the documents
@@ -30,6 +30,29 @@ impl LexicalRetriever {
     }
 }
 
+/// `text` as a text index accepts it: NUL characters become spaces, and at most `max` bytes
+/// are kept (cut at a character boundary), the first ones or, with `keep_end`, the last ones.
+/// A memory item or query is never refused for its length: what is searched by words is its
+/// beginning (an item) or its newest words (a query, whose end is the latest message).
+fn indexable(text: &str, max: usize, keep_end: bool) -> String {
+    let kept = if text.len() <= max {
+        text
+    } else if keep_end {
+        let mut start = text.len().saturating_sub(max);
+        while !text.is_char_boundary(start) {
+            start = start.saturating_add(1);
+        }
+        text.get(start..).unwrap_or_default()
+    } else {
+        let mut end = max;
+        while !text.is_char_boundary(end) {
+            end = end.saturating_sub(1);
+        }
+        text.get(..end).unwrap_or_default()
+    };
+    kept.replace('\0', " ")
+}
+
 #[async_trait]
 impl Retriever for LexicalRetriever {
     async fn index(&self, scope: &Scope, items: &[MemoryItem]) -> Result<()> {
@@ -40,7 +63,7 @@ impl Retriever for LexicalRetriever {
             .iter()
             .map(|item| TextDocument {
                 id: item.id,
-                text: item.text.clone(),
+                text: indexable(&item.text, MAX_TEXT_BYTES, false),
                 payload: item.stored_payload(),
             })
             .collect();
@@ -51,7 +74,7 @@ impl Retriever for LexicalRetriever {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut search = TextQuery::new(query.text.clone(), query.top_k);
+        let mut search = TextQuery::new(indexable(&query.text, MAX_QUERY_BYTES, true), query.top_k);
         search.filter.clone_from(&query.filter);
         let documents = self.index.search(scope, &search).await?;
         Ok(documents
@@ -70,5 +93,22 @@ impl Retriever for LexicalRetriever {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.index.clear(scope).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_texts_and_nul_characters_become_indexable() {
+        assert_eq!(indexable("a\0b", 10, false), "a b");
+        // 'é' is two bytes: a cut never splits it.
+        assert_eq!(indexable("éééé", 3, false), "é");
+        assert_eq!(indexable("éééé", 3, true), "é");
+        assert_eq!(indexable("old words, newest", 6, true), "newest");
+        assert_eq!(indexable("first words later", 5, false), "first");
+        let long = "word ".repeat(MAX_QUERY_BYTES);
+        assert!(indexable(&long, MAX_QUERY_BYTES, true).len() <= MAX_QUERY_BYTES);
     }
 }

@@ -25,7 +25,7 @@ use crate::scope::Scope;
 use crate::vector::PayloadFilter;
 
 pub use dense::DenseRetriever;
-pub use fusion::{DEFAULT_RRF_K, Fusion};
+pub use fusion::{DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT, DEFAULT_RRF_K, Fusion};
 pub use hybrid::{DEFAULT_CANDIDATES, HybridRetriever};
 pub use lexical::LexicalRetriever;
 

@@ -52,8 +52,8 @@ impl Server {
         let vector = config.vector_memory()?;
         let stores = agent_memory::open(config.store_url()).await?;
         let mut ops = Ops::new(stores, limits);
-        if let Some(block) = vector {
-            ops = ops.with_vector_memory(block);
+        if let Some(memory) = vector {
+            ops = ops.with_vector_memory(memory);
         }
         let router = super::router_with(ops, auth, max_body, &config.mcp);
         Self::bind_router(addr, router).await

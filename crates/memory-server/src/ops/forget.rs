@@ -88,7 +88,7 @@ impl Ops {
         } else {
             ForgetMode::Delete
         };
-        let receipt = self.stores.forgetter().forget(&filter, mode).await?;
+        let receipt = self.forgetter().forget(&filter, mode).await?;
         Ok(ForgetReceiptView {
             dry_run: request.dry_run,
             total_items: receipt.total_items(),

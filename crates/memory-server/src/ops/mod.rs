@@ -85,6 +85,7 @@ pub struct Ops {
     limits: OpsLimits,
     blocks: Vec<Arc<dyn MemoryBlock>>,
     vector: Option<Arc<VectorMemoryBlock>>,
+    vector_store: Option<Arc<dyn agent_memory::VectorStore>>,
 }
 
 fn invalid(error: agent_memory::Error) -> OpError {
@@ -112,6 +113,7 @@ impl Ops {
             limits,
             blocks: Vec::new(),
             vector: None,
+            vector_store: None,
         }
     }
 
@@ -129,10 +131,31 @@ impl Ops {
     /// The same operations, with `block` in every session's `Memory` too, and memory searches
     /// ([`search_memory`](Self::search_memory)) run on it.
     #[must_use]
-    pub fn with_vector_memory(mut self, block: Arc<VectorMemoryBlock>) -> Self {
-        self.blocks.push(Arc::clone(&block) as Arc<dyn MemoryBlock>);
-        self.vector = Some(block);
+    pub fn with_vector_memory(mut self, memory: crate::embedder::VectorMemory) -> Self {
+        self.blocks
+            .push(Arc::clone(&memory.block) as Arc<dyn MemoryBlock>);
+        self.vector = Some(memory.block);
+        self.vector_store = Some(memory.store);
         self
+    }
+
+    /// A [`Forgetter`](agent_memory::forget::Forgetter) over every store the operations
+    /// write: the stores' (history, sessions, text index) and the vector memory's points.
+    pub(crate) fn forgetter(&self) -> agent_memory::forget::Forgetter {
+        let forgetter = self.stores.forgetter();
+        match &self.vector_store {
+            Some(store) => forgetter.vectors(Arc::clone(store)),
+            None => forgetter,
+        }
+    }
+
+    /// Deletes the vector memory's points of the session `scope` addresses (after its thread
+    /// was cleared or its session deleted: what was flushed from it must not be found again).
+    pub(crate) async fn forget_vector_memory(&self, scope: &agent_memory::Scope) -> OpResult<()> {
+        if let Some(block) = &self.vector {
+            block.forget(scope, &serde_json::Value::Null).await?;
+        }
+        Ok(())
     }
 
     /// The stores.

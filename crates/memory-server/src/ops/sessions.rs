@@ -80,7 +80,9 @@ impl Ops {
     /// As [`scope`](Self::scope); the store's errors.
     pub async fn delete_session(&self, who: &Principal, address: &Address) -> OpResult<bool> {
         let scope = self.scope(who, address)?;
-        Ok(self.stores.sessions.delete(&scope).await?)
+        let deleted = self.stores.sessions.delete(&scope).await?;
+        self.forget_vector_memory(&scope).await?;
+        Ok(deleted)
     }
 
     /// Lists the caller's sessions matching `request`, a page at a time.

@@ -200,7 +200,9 @@ impl Ops {
     /// As [`scope`](Self::scope); the store's errors.
     pub async fn clear(&self, who: &Principal, address: &Address) -> OpResult<u64> {
         let scope = self.scope(who, address)?;
-        Ok(self.stores.history.clear(&scope).await?)
+        let cleared = self.stores.history.clear(&scope).await?;
+        self.forget_vector_memory(&scope).await?;
+        Ok(cleared)
     }
 
     /// Lists the caller's threads matching `request`, a page at a time.
