@@ -66,6 +66,9 @@ async fn run() -> Result<(), BoxError> {
         Some(server) => OpenAIConfig::new("offline").with_base_url(format!("{}/v1", server.uri())),
         None => OpenAIConfig::from_env()?,
     };
+    // reqwest built beside agent-memory's HTTP clients has `rustls-no-provider`: rig's client
+    // then needs a process-wide rustls provider (ring, the one agent-memory uses).
+    let _ = rustls::crypto::ring::default_provider().install_default();
     let model_name = std::env::var("OPENAI_MODEL").unwrap_or_else(|_| "gpt-4o-mini".to_owned());
     let agent = AgentBuilder::new(config.client().chat(model_name))
         .preamble("You are brief. Use the add tool for sums.")

@@ -141,6 +141,9 @@ pub(crate) fn tool_call_reply(id: &str, name: &str, arguments: &str) -> Value {
 pub(crate) fn model(
     server: &MockServer,
 ) -> rig_core::Model<rig_core::providers::openai::wire::Chat> {
+    // Built with the rest of the workspace, reqwest has `rustls-no-provider` (memory-http's
+    // choice), so a client needs a process-wide rustls provider, even for plain HTTP.
+    let _ = rustls::crypto::ring::default_provider().install_default();
     OpenAIConfig::new("sk-test")
         .with_base_url(format!("{}/v1", server.uri()))
         .client()
