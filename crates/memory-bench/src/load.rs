@@ -1,5 +1,5 @@
 //! The load run (`--load`, behind `cargo xtask load`): on each backend, the memory server
-//! started in-process on 127.0.0.1 ([`server`](crate::server)) under memory-testkit's
+//! started in-process on 127.0.0.1 ([`crate::server`]) under memory-testkit's
 //! [`http_load`]: `--clients` concurrent clients on one conversation thread (three quarters
 //! appenders making `--appends` appends of `--batch` messages each, every 7th sent twice as a
 //! retry; the rest readers reading windows and the memory context meanwhile), then the

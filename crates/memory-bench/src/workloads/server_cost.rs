@@ -1,5 +1,5 @@
 //! `server_cost`: what the memory server adds to an operation. The server runs in-process on
-//! the backend's stores on 127.0.0.1 ([`server`](crate::server)); a keep-alive client sends
+//! the backend's stores on 127.0.0.1 ([`crate::server`]); a keep-alive client sends
 //! it an append of one message (`POST /v1/threads/{session}/messages`) and a context read
 //! (`GET /v1/memory/{session}/context`), and the same operations are called on the server's
 //! own [`Ops`](memory_server::ops::Ops) object with no HTTP in between (`Ops::append`,
