@@ -128,8 +128,8 @@ impl Ops {
         self
     }
 
-    /// The same operations, with `block` in every session's `Memory` too, and memory searches
-    /// ([`search_memory`](Self::search_memory)) run on it.
+    /// The same operations, with `memory`'s block in every session's `Memory` too, memory
+    /// searches ([`search_memory`](Self::search_memory)) run on it, and its store in `forget`.
     #[must_use]
     pub fn with_vector_memory(mut self, memory: crate::embedder::VectorMemory) -> Self {
         self.blocks
