@@ -1,5 +1,5 @@
 //! Retrievers: the conformance suite on dense, lexical and hybrid retrievers over the
-//! in-memory vector store and a naive text index, and the vector memory block recalling
+//! in-memory vector store and the testkit's reference text index (`ReferenceTextIndex`), and the vector memory block recalling
 //! through a hybrid retriever end to end.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -10,10 +10,8 @@
     clippy::cast_precision_loss
 )]
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use memory_core::lexical::{check_documents, check_query, query_words};
 use memory_core::memory::Memory;
 use memory_core::memory::blocks::VectorMemoryBlock;
 use memory_core::retrieval::{
@@ -22,100 +20,12 @@ use memory_core::retrieval::{
 };
 use memory_core::{
     ChatMessage, Embedder, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Result,
-    Scope, ScoredDocument, TextDocument, TextIndex, TextQuery, async_trait,
+    Scope, async_trait,
 };
 use memory_testkit::fixtures::random_scope;
 use memory_testkit::memory::WordHashEmbedder;
+use memory_testkit::text_reference::ReferenceTextIndex;
 use uuid::Uuid;
-
-/// A naive in-memory text index (a test double): each query word a document holds scores the
-/// log of its inverse document frequency within the scope.
-#[derive(Debug, Default)]
-struct NaiveTextIndex {
-    documents: Mutex<BTreeMap<(String, Uuid), TextDocument>>,
-}
-
-#[async_trait]
-impl TextIndex for NaiveTextIndex {
-    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
-        check_documents(documents)?;
-        let mut all = self.documents.lock().unwrap();
-        for d in documents {
-            all.insert((scope.key(), d.id), d.clone());
-        }
-        Ok(())
-    }
-
-    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
-        check_query(query)?;
-        let words: BTreeSet<String> = query_words(&query.text).into_iter().collect();
-        let all = self.documents.lock().unwrap();
-        let key = scope.key();
-        let in_scope: Vec<(&TextDocument, BTreeSet<String>)> = all
-            .iter()
-            .filter(|((k, _), _)| *k == key)
-            .map(|(_, d)| (d, query_words(&d.text).into_iter().collect()))
-            .collect();
-        let n = in_scope.len() as f32;
-        let mut results: Vec<ScoredDocument> = in_scope
-            .iter()
-            .filter(|(d, _)| query.filter.as_ref().is_none_or(|f| f.matches(&d.payload)))
-            .filter_map(|(d, doc_words)| {
-                let score: f32 = words
-                    .iter()
-                    .filter(|w| doc_words.contains(*w))
-                    .map(|w| {
-                        let holding = in_scope.iter().filter(|(_, ws)| ws.contains(w)).count();
-                        (1.0 + n / holding as f32).ln()
-                    })
-                    .sum();
-                (score > 0.0).then(|| ScoredDocument {
-                    id: d.id,
-                    score,
-                    payload: d.payload.clone(),
-                })
-            })
-            .collect();
-        results.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-        results.truncate(query.top_k);
-        Ok(results)
-    }
-
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
-        let all = self.documents.lock().unwrap();
-        Ok(ids
-            .iter()
-            .filter_map(|id| all.get(&(scope.key(), *id)).cloned())
-            .collect())
-    }
-
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        let mut all = self.documents.lock().unwrap();
-        Ok(ids
-            .iter()
-            .filter(|id| all.remove(&(scope.key(), **id)).is_some())
-            .count() as u64)
-    }
-
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        let key = scope.key();
-        Ok(self
-            .documents
-            .lock()
-            .unwrap()
-            .keys()
-            .filter(|(k, _)| *k == key)
-            .count() as u64)
-    }
-
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        let key = scope.key();
-        let mut all = self.documents.lock().unwrap();
-        let before = all.len();
-        all.retain(|(k, _), _| *k != key);
-        Ok((before - all.len()) as u64)
-    }
-}
 
 /// An embedder that knows nothing: every text gets the same vector, so a dense ranking is no
 /// better than the store's order.
@@ -140,13 +50,13 @@ fn dense(embedder: Arc<dyn Embedder>) -> Arc<dyn Retriever> {
 }
 
 fn lexical() -> Arc<dyn Retriever> {
-    Arc::new(LexicalRetriever::new(Arc::new(NaiveTextIndex::default())))
+    Arc::new(LexicalRetriever::new(Arc::new(ReferenceTextIndex::new())))
 }
 
 memory_testkit::retriever_tests!(mod dense_in_memory, async {
     dense(Arc::new(WordHashEmbedder))
 });
-memory_testkit::retriever_tests!(mod lexical_naive, async { lexical() });
+memory_testkit::retriever_tests!(mod lexical_reference, async { lexical() });
 memory_testkit::retriever_tests!(mod hybrid_rrf, async {
     HybridRetriever::new(dense(Arc::new(WordHashEmbedder)), lexical())
         .with_fusion(Fusion::reciprocal_rank(60.0))

@@ -20,12 +20,14 @@ pub mod history;
 pub mod hostile;
 #[cfg(feature = "http-load")]
 pub mod http_load;
+pub mod hybrid_memory;
 pub mod lexical;
 mod macros;
 pub mod memory;
 pub mod retrieval;
 pub mod scripted_model;
 pub mod session;
+pub mod text_reference;
 pub mod vector;
 
 pub use forget::run_all_forget_checks;

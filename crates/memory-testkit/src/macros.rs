@@ -581,6 +581,9 @@ macro_rules! __retriever_checks {
                 top_k_and_filter_are_honoured,
                 index_replaces_by_id,
                 delete_and_clear_count,
+                scopes_differing_in_one_part_are_isolated,
+                payload_filters_combine,
+                hostile_text_is_words_within_the_scope,
             ]
             owned []
         }

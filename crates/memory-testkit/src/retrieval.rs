@@ -13,12 +13,15 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
+use memory_core::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES};
 use memory_core::retrieval::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use memory_core::{PayloadFilter, Scope};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-use crate::fixtures::{ExpectOk, payload, random_scope, sorted_ids};
+use crate::fixtures::{
+    ExpectOk, payload, random_scope, random_session_id, random_tenant, sorted_ids,
+};
 
 /// An item with the given id, text and payload (a JSON object).
 pub fn item(id: Uuid, text: impl Into<String>, payload_value: Value) -> MemoryItem {
@@ -35,13 +38,16 @@ const FILLER: [&str; 6] = [
     "dentist appointment moved until november",
 ];
 
-async fn index_with_filler(r: &dyn Retriever, scope: &Scope, items: &[MemoryItem]) {
+/// Indexes the [`FILLER`] items (fresh ids) and `items` in one batch; returns every id
+/// indexed.
+async fn index_with_filler(r: &dyn Retriever, scope: &Scope, items: &[MemoryItem]) -> Vec<Uuid> {
     let mut all: Vec<MemoryItem> = FILLER
         .iter()
         .map(|t| item(Uuid::new_v4(), *t, json!({"filler": true})))
         .collect();
     all.extend_from_slice(items);
     r.index(scope, &all).await.expect_ok("index items");
+    all.iter().map(|i| i.id).collect()
 }
 
 async fn retrieve(r: &dyn Retriever, scope: &Scope, query: RetrievalQuery) -> Vec<Retrieved> {
@@ -210,6 +216,19 @@ pub async fn index_replaces_by_id(r: &dyn Retriever) {
     assert_eq!(got[0].payload["v"], 2);
     assert_eq!(got[0].text(), Some("harbor trumpet"));
     assert_eq!(ids(&got).iter().filter(|&&x| x == id).count(), 1);
+    // Searched by its old text, the item is either not found (a lexical ranking) or found as
+    // it is now (a dense ranking returns every item): never its old text or payload.
+    for x in retrieve(r, &scope, RetrievalQuery::new("walrus lantern", 50))
+        .await
+        .iter()
+        .filter(|x| x.id == id)
+    {
+        assert_eq!(
+            (x.text(), &x.payload["v"]),
+            (Some("harbor trumpet"), &json!(2)),
+            "a search of the old text returned the replaced version"
+        );
+    }
     assert_eq!(
         r.clear(&scope).await.expect_ok("clear"),
         7,
@@ -232,6 +251,16 @@ pub async fn delete_and_clear_count(r: &dyn Retriever) {
         .await
         .expect_ok("delete");
     assert_eq!(deleted, 2, "delete counted ids that did not exist");
+    assert_eq!(
+        r.delete(&scope, &[]).await.expect_ok("delete nothing"),
+        0,
+        "deleting no id deleted something"
+    );
+    assert_eq!(
+        r.delete(&scope, &[ids[0]]).await.expect_ok("delete again"),
+        0,
+        "a second delete of the same id counted it again"
+    );
     let got = ids_of(r, &scope).await;
     assert!(
         !got.contains(&ids[0]) && !got.contains(&ids[1]),
@@ -240,6 +269,325 @@ pub async fn delete_and_clear_count(r: &dyn Retriever) {
     assert!(got.contains(&ids[2]));
     assert_eq!(r.clear(&scope).await.expect_ok("clear"), 7);
     assert_eq!(r.clear(&scope).await.expect_ok("clear again"), 0);
+}
+
+/// Scopes that differ from one another in one part only (tenant, user, agent, session or
+/// source) are separate: each finds its own item of a shared id and text, with its own payload
+/// and nothing of the others (not even through a filter naming another scope's payload); a
+/// delete or a clear in one leaves the others whole.
+pub async fn scopes_differing_in_one_part_are_isolated(r: &dyn Retriever) {
+    let base = random_scope();
+    let scopes = [
+        base.clone(),
+        Scope::new(random_tenant(), base.session_id().clone()),
+        base.clone().with_user("other-user").expect("valid"),
+        base.clone().with_agent("other-agent").expect("valid"),
+        Scope::new(base.tenant().clone(), random_session_id()),
+        base.clone().with_source("other.source").expect("valid"),
+    ];
+    let shared = Uuid::new_v4();
+    let mut held: Vec<BTreeSet<Uuid>> = Vec::new();
+    for (i, scope) in scopes.iter().enumerate() {
+        let ids = index_with_filler(
+            r,
+            scope,
+            &[item(
+                shared,
+                format!("walrus lantern harbor scope{i}marker"),
+                json!({"scope": i}),
+            )],
+        )
+        .await;
+        held.push(ids.into_iter().collect());
+    }
+    let query = RetrievalQuery::new("walrus lantern harbor", 50);
+    for (i, scope) in scopes.iter().enumerate() {
+        let got = retrieve(r, scope, query.clone()).await;
+        let mine: Vec<&Retrieved> = got.iter().filter(|x| x.id == shared).collect();
+        assert_eq!(mine.len(), 1, "scope {i} ({}) lost its item", scope.key());
+        assert_eq!(
+            (mine[0].payload["scope"].clone(), mine[0].text()),
+            (
+                json!(i),
+                Some(format!("walrus lantern harbor scope{i}marker").as_str())
+            ),
+            "scope {i} ({}) returned another scope's version of the shared id",
+            scope.key()
+        );
+        assert!(
+            got.iter().all(|x| held[i].contains(&x.id)),
+            "scope {i} ({}) returned an item it never held: {got:?}",
+            scope.key()
+        );
+        for j in 0..scopes.len() {
+            let crossing = retrieve(
+                r,
+                scope,
+                RetrievalQuery::new(format!("walrus scope{j}marker"), 50)
+                    .with_filter(PayloadFilter::eq("scope", json!(j))),
+            )
+            .await;
+            let expected = if i == j { vec![shared] } else { vec![] };
+            assert_eq!(
+                ids(&crossing),
+                expected,
+                "a search of scope {i} filtered on scope {j}'s payload"
+            );
+        }
+    }
+    assert_eq!(
+        r.delete(&scopes[0], &[shared]).await.expect_ok("delete"),
+        1,
+        "a delete in scope 0 counts its own item only"
+    );
+    assert_eq!(
+        r.clear(&scopes[2]).await.expect_ok("clear"),
+        7,
+        "a clear of scope 2 counts its own items only"
+    );
+    for (i, scope) in scopes.iter().enumerate() {
+        let found = ids(&retrieve(r, scope, query.clone()).await).contains(&shared);
+        assert_eq!(
+            found,
+            i != 0 && i != 2,
+            "after a delete in scope 0 and a clear of scope 2, scope {i} ({}) has its item: {}",
+            scope.key(),
+            i != 0 && i != 2
+        );
+    }
+    assert!(
+        retrieve(r, &scopes[2], query).await.is_empty(),
+        "the cleared scope still returns items"
+    );
+}
+
+/// Payload filters combine (and, or, not), match the stored `"text"` too, and a filter no
+/// item matches returns nothing, whatever the query.
+pub async fn payload_filters_combine(r: &dyn Retriever) {
+    let scope = random_scope();
+    let ids = sorted_ids(4);
+    let specs = [
+        (json!("fact"), json!("en"), "walrus lantern fact english"),
+        (json!("note"), json!("pt"), "walrus lantern note portuguese"),
+        (json!("note"), json!("en"), "walrus lantern note english"),
+        (json!("fact"), json!("pt"), "walrus lantern fact portuguese"),
+    ];
+    let items: Vec<MemoryItem> = ids
+        .iter()
+        .zip(&specs)
+        .map(|(&id, (kind, lang, text))| item(id, *text, json!({"kind": kind, "lang": lang})))
+        .collect();
+    index_with_filler(r, &scope, &items).await;
+    let eq = PayloadFilter::eq;
+    let cases = [
+        (
+            eq("kind", json!("fact")).and(eq("lang", json!("en"))),
+            vec![0],
+            "fact and en",
+        ),
+        (
+            eq("kind", json!("note")).or(eq("lang", json!("en"))),
+            vec![0, 1, 2],
+            "note or en",
+        ),
+        (
+            eq("kind", json!("fact"))
+                .or(eq("kind", json!("note")))
+                .and(eq("lang", json!("en")).not()),
+            vec![1, 3],
+            "(fact or note) and not en (fillers have no kind)",
+        ),
+        (
+            eq("filler", json!(true)).not().and(eq("lang", json!("pt"))),
+            vec![1, 3],
+            "not filler and pt",
+        ),
+        (
+            eq("kind", json!("fact")).and(eq("kind", json!("note"))),
+            vec![],
+            "fact and note",
+        ),
+        (eq("kind", json!("poem")), vec![], "an absent value"),
+        (
+            eq("text", json!("walrus lantern note portuguese")),
+            vec![1],
+            "the stored text",
+        ),
+    ];
+    for (filter, expected, what) in cases {
+        let got = retrieve(
+            r,
+            &scope,
+            RetrievalQuery::new("walrus lantern", 50).with_filter(filter),
+        )
+        .await;
+        let want: BTreeSet<Uuid> = expected.iter().map(|&i| ids[i]).collect();
+        assert_eq!(
+            got.iter().map(|x| x.id).collect::<BTreeSet<Uuid>>(),
+            want,
+            "filter {what}: {got:?}"
+        );
+    }
+}
+
+/// Queries a user may type (quotes, full-text operators, punctuation, SQL, NUL characters,
+/// texts past the text index's query limit) are words: each is answered without error, within
+/// the scope; one holding the item's words finds it. Items with such texts are indexed and
+/// returned with their exact text.
+pub async fn hostile_text_is_words_within_the_scope(r: &dyn Retriever) {
+    let (scope, neighbour) = {
+        let base = random_scope();
+        let neighbour = base.clone().with_user("neighbour").expect("valid");
+        (base, neighbour)
+    };
+    let target = Uuid::new_v4();
+    let hostile_texts = [
+        "walrus\0lantern \"quoted\" AND (harbor) OR NOT NEAR* - : ^2 ~ {x}",
+        "'; DROP TABLE documents; -- walrus",
+        "\0",
+        "",
+    ];
+    // Past the text index's limit: a lexical retriever indexes its beginning, keeps it whole.
+    let long_text = format!(
+        "lantern walrus {}",
+        "zeppelin ".repeat(MAX_TEXT_BYTES / 9 + 16)
+    );
+    let mut items: Vec<MemoryItem> = hostile_texts
+        .iter()
+        .map(|t| item(Uuid::new_v4(), *t, json!({"hostile": true})))
+        .collect();
+    items.push(item(
+        Uuid::new_v4(),
+        long_text.clone(),
+        json!({"long": true}),
+    ));
+    items.push(item(
+        target,
+        "walrus lantern harbor",
+        json!({"target": true}),
+    ));
+    let held: BTreeSet<Uuid> = index_with_filler(r, &scope, &items)
+        .await
+        .into_iter()
+        .collect();
+    // The neighbour holds the same texts under other ids.
+    let neighbour_items: Vec<MemoryItem> = items
+        .iter()
+        .map(|i| item(Uuid::new_v4(), i.text.clone(), json!({"neighbour": true})))
+        .collect();
+    index_with_filler(r, &neighbour, &neighbour_items).await;
+
+    let long_query = format!(
+        "{} walrus lantern",
+        "zeppelin ".repeat(MAX_QUERY_BYTES / 9 + 16)
+    );
+    let finding = [
+        "walrus AND lantern",
+        "walrus OR lantern",
+        "walrus NOT lantern",
+        "walrus -lantern",
+        "-walrus -lantern",
+        "NEAR(walrus lantern, 2)",
+        "\"walrus lantern",
+        "\"walrus\" \"lantern\"",
+        "'walrus' OR '1'='1'",
+        "(walrus lantern",
+        "walrus) lantern(",
+        "walrus* lantern*",
+        "text:walrus payload:lantern",
+        "walrus:* & lantern:*",
+        "walrus\0lantern",
+        "\0walrus\0",
+        "walrus\"); DELETE FROM x; --",
+        long_query.as_str(),
+    ];
+    for query in finding {
+        let got = retrieve(r, &scope, RetrievalQuery::new(query, 50)).await;
+        let shown: String = query.chars().take(60).collect();
+        assert!(
+            got.iter().any(|x| x.id == target),
+            "{shown:?} ({} bytes) holds the target's words and does not find it: {got:?}",
+            query.len()
+        );
+        assert!(
+            got.iter().all(|x| held.contains(&x.id)),
+            "{shown:?} returned an item of another scope"
+        );
+    }
+    let wordless_long = "\" ( ) : - * ".repeat(MAX_QUERY_BYTES / 4);
+    for query in [
+        "",
+        "\0",
+        "\"",
+        "\"\"\"",
+        "*",
+        "*:*",
+        "( ) : -",
+        "NOT",
+        "AND OR NOT NEAR",
+        "'; DROP TABLE documents; --",
+        wordless_long.as_str(),
+    ] {
+        let got = retrieve(r, &scope, RetrievalQuery::new(query, 50)).await;
+        let shown: String = query.chars().take(60).collect();
+        assert!(
+            got.iter().all(|x| held.contains(&x.id)),
+            "{shown:?} returned an item of another scope"
+        );
+    }
+    // Every hostile item is stored with its exact text: a filter on it selects that item only,
+    // and one holding "walrus" is found by it (the others hold no word a lexical ranking finds).
+    for wanted in &items {
+        let got = retrieve(
+            r,
+            &scope,
+            RetrievalQuery::new("walrus", 50)
+                .with_filter(PayloadFilter::eq("text", json!(wanted.text))),
+        )
+        .await;
+        if wanted.text.contains("walrus") {
+            assert_eq!(
+                ids(&got),
+                vec![wanted.id],
+                "a search of walrus filtered on the exact text of {:?}",
+                wanted.text.chars().take(60).collect::<String>()
+            );
+        }
+        for x in &got {
+            assert_eq!(
+                x.id, wanted.id,
+                "a filter on the exact text matched another item"
+            );
+            assert_eq!(
+                x.text(),
+                Some(wanted.text.as_str()),
+                "the stored text changed"
+            );
+        }
+    }
+    let long = retrieve(
+        r,
+        &scope,
+        RetrievalQuery::new("lantern walrus", 50)
+            .with_filter(PayloadFilter::eq("long", json!(true))),
+    )
+    .await;
+    assert_eq!(long.len(), 1, "the long item is found by its first words");
+    assert_eq!(
+        long[0].text().map(str::len),
+        Some(long_text.len()),
+        "the long item's stored text was cut"
+    );
+    assert_eq!(
+        r.clear(&scope).await.expect_ok("clear"),
+        (FILLER.len() + items.len()) as u64,
+        "every hostile item was indexed once"
+    );
+    assert_eq!(
+        r.clear(&neighbour).await.expect_ok("clear the neighbour"),
+        (FILLER.len() + items.len()) as u64,
+        "the neighbour kept every item"
+    );
 }
 
 async fn ids_of(r: &dyn Retriever, scope: &Scope) -> Vec<Uuid> {
