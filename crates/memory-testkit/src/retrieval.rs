@@ -304,7 +304,13 @@ pub async fn scopes_differing_in_one_part_are_isolated(r: &dyn Retriever) {
     for (i, scope) in scopes.iter().enumerate() {
         let got = retrieve(r, scope, query.clone()).await;
         let mine: Vec<&Retrieved> = got.iter().filter(|x| x.id == shared).collect();
-        assert_eq!(mine.len(), 1, "scope {i} ({}) lost its item", scope.key());
+        assert_eq!(
+            mine.len(),
+            1,
+            "scope {i} ({}) returned the shared id {} times, not once",
+            scope.key(),
+            mine.len()
+        );
         assert_eq!(
             (mine[0].payload["scope"].clone(), mine[0].text()),
             (
