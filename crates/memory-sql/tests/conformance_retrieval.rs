@@ -7,6 +7,8 @@
 //! (`memory_testkit::hybrid_memory`). Every check writes under its own random scopes, so the
 //! server suites share the tables of [`common::shared_prefix`] and run in parallel.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
 mod common;
 

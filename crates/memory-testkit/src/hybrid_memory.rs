@@ -64,7 +64,7 @@ impl Embedder for FlatEmbedder {
 
 /// The message carrying `RARE[i]`.
 fn message(i: usize) -> ChatMessage {
-    let role = if i % 2 == 0 {
+    let role = if i.is_multiple_of(2) {
         Role::User
     } else {
         Role::Assistant
