@@ -583,6 +583,7 @@ macro_rules! __retriever_checks {
                 delete_and_clear_count,
                 scopes_differing_in_one_part_are_isolated,
                 payload_filters_combine,
+                hostile_payload_keys_are_plain_keys,
                 hostile_text_is_words_within_the_scope,
             ]
             owned []

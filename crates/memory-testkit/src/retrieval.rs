@@ -15,7 +15,7 @@ use std::sync::Arc;
 
 use memory_core::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES};
 use memory_core::retrieval::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
-use memory_core::{PayloadFilter, Scope};
+use memory_core::{ErrorKind, PayloadFilter, Scope};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -432,6 +432,56 @@ pub async fn payload_filters_combine(r: &dyn Retriever) {
             got.iter().map(|x| x.id).collect::<BTreeSet<Uuid>>(),
             want,
             "filter {what}: {got:?}"
+        );
+    }
+}
+
+/// Payload keys and values holding JSON-path and SQL syntax (dots, quotes, `$`, brackets,
+/// spaces, `*`, NUL, non-ASCII) are plain keys and values: a filter on each selects exactly the
+/// item holding it. A key holding a character a JSON path must escape (`"`, `\\`, NUL) may be
+/// refused as a filter the backend cannot express (`Unsupported`, as the `VectorStore` and
+/// `TextIndex` contracts allow); no other error, and never a wrong answer.
+pub async fn hostile_payload_keys_are_plain_keys(r: &dyn Retriever) {
+    let scope = random_scope();
+    let keys = [
+        "a.b",
+        "it's",
+        "say \"hi\"",
+        "$.text",
+        "$[0]",
+        "x[0]",
+        "with space",
+        "*",
+        "ü日本",
+        "back\\slash",
+        "') OR 1=1 --",
+        "nul\0key",
+    ];
+    let item_ids = sorted_ids(keys.len());
+    let items: Vec<MemoryItem> = item_ids
+        .iter()
+        .zip(keys)
+        .enumerate()
+        .map(|(i, (&id, key))| {
+            let mut payload = serde_json::Map::new();
+            payload.insert(key.to_owned(), json!(format!("v'{i}\"")));
+            MemoryItem::new(id, format!("walrus lantern key{i}")).with_payload(payload)
+        })
+        .collect();
+    index_with_filler(r, &scope, &items).await;
+    for (i, key) in keys.iter().enumerate() {
+        let query = RetrievalQuery::new("walrus lantern", 50)
+            .with_filter(PayloadFilter::eq(*key, json!(format!("v'{i}\""))));
+        let got = match r.retrieve(&scope, &query).await {
+            Err(e) if e.kind() == ErrorKind::Unsupported && key.contains(['"', '\\', '\0']) => {
+                continue;
+            }
+            other => other.expect_ok(&format!("retrieve filtered on the payload key {key:?}")),
+        };
+        assert_eq!(
+            ids(&got),
+            vec![item_ids[i]],
+            "a filter on the payload key {key:?} selects the one item holding it"
         );
     }
 }

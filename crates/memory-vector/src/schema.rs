@@ -206,7 +206,7 @@ impl Cond {
 /// The JSON path of the caller's payload field `key`.
 fn payload_path(key: &str) -> Result<String> {
     if key.is_empty() || key.contains(['"', '\\']) {
-        return Err(Error::invalid_input(format!(
+        return Err(Error::unsupported(format!(
             "the Qdrant stores cannot filter on the payload field {key:?}: a field name must be \
              non-empty and hold no '\"' or '\\\\'"
         )));
@@ -218,8 +218,9 @@ fn payload_path(key: &str) -> Result<String> {
 ///
 /// # Errors
 /// [`Unsupported`](memory_core::ErrorKind::Unsupported) for an `Eq` on a value other than a
-/// string, an `i64` integer or a boolean; [`InvalidInput`](memory_core::ErrorKind::InvalidInput)
-/// for a field name Qdrant cannot address.
+/// string, an `i64` integer or a boolean, and for a field name Qdrant cannot address (empty, or
+/// holding `"` or `\`): filters the backend cannot express, as the `VectorStore` contract
+/// says, not invalid ones.
 pub(crate) fn translate_filter(filter: &PayloadFilter) -> Result<Option<Cond>> {
     Ok(match filter {
         PayloadFilter::Eq { key, value } => {
@@ -404,6 +405,21 @@ mod tests {
         );
         let ids: Vec<u128> = ranked.iter().map(|p| p.id.as_u128()).collect();
         assert_eq!(ids, [2, 0, 3]);
+    }
+
+    #[test]
+    fn field_names_qdrant_cannot_address_are_unsupported() {
+        for key in ["", "say \"hi\"", "back\\slash"] {
+            let err =
+                translate_filter(&PayloadFilter::eq(key, serde_json::json!("v"))).unwrap_err();
+            assert_eq!(err.kind(), memory_core::ErrorKind::Unsupported, "{key:?}");
+        }
+        for key in ["a.b", "it's", "$.text", "$[0]", "with space", "*", "ü日本"] {
+            assert!(
+                translate_filter(&PayloadFilter::eq(key, serde_json::json!("v"))).is_ok(),
+                "{key:?}"
+            );
+        }
     }
 
     #[test]
