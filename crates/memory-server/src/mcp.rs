@@ -2,8 +2,9 @@
 //! agent that speaks the Model Context Protocol, over stdio and streamable HTTP.
 //!
 //! Tools: `remember` (append messages or a fact), `recall` (a session's context within a token
-//! budget, with the memory blocks' text), `search_memory` (the vector memory's search when an
-//! embedder is configured, else a case-insensitive text match over a thread's messages),
+//! budget, with the memory blocks' text), `search_memory` (the memory block's search, dense,
+//! lexical or hybrid, when the server's memory is searchable, else a case-insensitive text
+//! match over a thread's messages),
 //! `list_threads` and `forget` (with a dry run). Resources: the template `thread://{session}`,
 //! a thread's history as JSON, and each listed thread.
 //!
