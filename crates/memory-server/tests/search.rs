@@ -117,6 +117,13 @@ async fn search_unavailable(kind: Kind) {
             .contains("no embedder configured"),
         "{b}"
     );
+    assert!(
+        b["detail"]
+            .as_str()
+            .unwrap()
+            .contains("retrieval = \"lexical\""),
+        "the detail says what to configure: {b}"
+    );
     // The MCP tool falls back to the text match.
     let client = mcp_client(&srv, TOKEN_A).await;
     let found = ok(
