@@ -255,3 +255,49 @@ async fn a_store_index_on_redis_is_a_config_error() {
     assert!(s == 200 && !results(&b).is_empty(), "{b}");
     srv.stop().await;
 }
+
+/// `text_index = "directory"`: tantivy on disk, so what a server indexed is searched by the
+/// next server over the same directory (and the SQLite file), after a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_directory_text_index_survives_a_restart() {
+    let dir = std::env::temp_dir().join(format!(
+        "am-server-text-{}-{}",
+        std::process::id(),
+        uuid_like()
+    ));
+    let store = TestStore::new(Kind::Sqlite, "lexical_dir");
+    let mut config = common::config(&store);
+    config.memory.retrieval = Some(RetrievalKind::Lexical);
+    config.memory.text_index = Some(TextIndexKind::Directory);
+    config.memory.text_index_dir = Some(dir.clone());
+    let mut srv = TestServer::start_with(config.clone(), store).await;
+    fill_memory(&srv, TOKEN_A, "sea").await;
+    srv.stop().await;
+    let TestServer { store, .. } = srv;
+    let mut srv = TestServer::start_with(config, store).await;
+    let (s, b) = srv
+        .post(
+            "/v1/memory/sea/search",
+            TOKEN_A,
+            &json!({"query": "lighthouse"}),
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(
+        results(&b)[0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("lighthouse"),
+        "{b}"
+    );
+    srv.stop().await;
+    drop(srv);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn uuid_like() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
