@@ -24,6 +24,8 @@
 //! | `AGENT_MEMORY_SERVER_MAX_MESSAGES_PER_APPEND` | `limits.max_messages_per_append` |
 //! | `AGENT_MEMORY_SERVER_TOKENS` | more tokens, in plain text: `tenant[:user]=token`, comma-separated |
 //! | `AGENT_MEMORY_SERVER_EMBEDDER`, `..._EMBEDDER_MODEL`, `..._EMBEDDER_BASE_URL`, `..._EMBEDDER_DIMENSIONS` | `embedder.kind`, `.model`, `.base_url`, `.dimensions` ([`crate::embedder`]) |
+//! | `AGENT_MEMORY_SERVER_RETRIEVAL`, `..._TEXT_INDEX`, `..._TEXT_INDEX_DIR` | `memory.retrieval`, `.text_index`, `.text_index_dir` ([`crate::retrieval`]) |
+//! | `AGENT_MEMORY_SERVER_FUSION`, `..._FUSION_DENSE_WEIGHT`, `..._FUSION_LEXICAL_WEIGHT`, `..._FUSION_RRF_K`, `..._FUSION_CANDIDATES` | `memory.fusion.method`, `.dense_weight`, `.lexical_weight`, `.rrf_k`, `.candidates` |
 //!
 //! With no token at all the server authenticates nobody: every request is the `default`
 //! tenant. That is allowed only on a loopback listen address; [`ServerConfig::authenticator`]
@@ -111,7 +113,7 @@ impl Default for McpConfig {
 }
 
 /// The whole configuration.
-#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[derive(Clone, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ServerConfig {
     /// Where to listen (`host:port`, an IP address; port 0 picks a free port).
@@ -253,6 +255,7 @@ impl ServerConfig {
             self.limits.max_messages_per_append = number("MAX_MESSAGES_PER_APPEND", v)?;
         }
         self.embedder.apply_env(|suffix| var(suffix))?;
+        self.memory.apply_env(|suffix| var(suffix))?;
         if let Some(list) = var("TOKENS") {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let (who, token) = item.split_once('=').ok_or_else(|| {
@@ -278,16 +281,28 @@ impl ServerConfig {
         Ok(())
     }
 
-    /// The vector memory block, or `None` when no embedder is configured; the API key is
-    /// read from the process environment.
+    /// The server's searchable memory over `stores` (dense, lexical or hybrid, see
+    /// [`crate::retrieval`]), or `None` when memory is not searched; the API key is read from
+    /// the process environment.
     ///
     /// # Errors
-    /// A [`ConfigError`] for an embedder that cannot be built.
-    pub fn vector_memory(&self) -> Result<Option<crate::embedder::VectorMemory>, ConfigError> {
-        Ok(self
-            .embedder
-            .embedder(|name| std::env::var(name).ok())?
-            .map(|embedder| self.memory.vector_block(embedder)))
+    /// A [`ConfigError`] for an embedder that cannot be built or retrieval settings that
+    /// cannot be used (e.g. `text_index = "store"` on a store without one).
+    pub async fn vector_memory(
+        &self,
+        stores: &agent_memory::Stores,
+    ) -> Result<Option<crate::embedder::VectorMemory>, ConfigError> {
+        let embedder = self.embedder.embedder(|name| std::env::var(name).ok())?;
+        self.memory.memory(embedder, stores).await
+    }
+
+    /// Checks the embedder and retrieval settings before any store is opened.
+    ///
+    /// # Errors
+    /// As [`vector_memory`](Self::vector_memory), for what needs no store.
+    pub fn check_memory(&self) -> Result<(), ConfigError> {
+        let embedder = self.embedder.embedder(|name| std::env::var(name).ok())?;
+        self.memory.validate(embedder.is_some())
     }
 
     /// The listen address.

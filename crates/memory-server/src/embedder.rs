@@ -13,20 +13,23 @@
 //! vector_store = "memory"    # the only store this build wires (in-process, lost on restart)
 //! ```
 //!
-//! With `kind = "none"` the server has no vector memory and a memory search answers 501
-//! (`unsupported`). Overrides: `AGENT_MEMORY_SERVER_EMBEDDER` (`kind`),
+//! With `kind = "none"` the server has no vector memory: a memory search answers 501
+//! (`unsupported`) unless `[memory] retrieval = "lexical"` ([`crate::retrieval`]) searches by
+//! words alone. Overrides: `AGENT_MEMORY_SERVER_EMBEDDER` (`kind`),
 //! `AGENT_MEMORY_SERVER_EMBEDDER_MODEL`, `AGENT_MEMORY_SERVER_EMBEDDER_BASE_URL`,
 //! `AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS`.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::memory::blocks::VectorMemoryBlock;
 use agent_memory::openai::{OpenAiConfig, OpenAiEmbedder};
-use agent_memory::{Embedder, InMemoryVectorStore, VectorStore};
+use agent_memory::{Embedder, InMemoryVectorStore, Stores, TextIndex, VectorStore};
 use memory_vector::HashingEmbedder;
 use serde::Deserialize;
 
 use crate::config::ConfigError;
+use crate::retrieval::{FusionConfig, RetrievalKind, TextIndexKind};
 
 /// Which embedder the server's vector memory uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -81,12 +84,22 @@ pub enum VectorStoreKind {
     Memory,
 }
 
-/// The `[memory]` table: the blocks of the server's `Memory`.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+/// The `[memory]` table: the blocks of the server's `Memory`, and how it is searched
+/// ([`crate::retrieval`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
     /// The vector store of the vector block (used when an embedder is configured).
     pub vector_store: VectorStoreKind,
+    /// How memory is searched (`None`: dense with an embedder, else not at all).
+    pub retrieval: Option<RetrievalKind>,
+    /// Where the lexical side's text index lives (`None`: the store's own when it has one,
+    /// else tantivy in memory).
+    pub text_index: Option<TextIndexKind>,
+    /// The directory of `text_index = "directory"`.
+    pub text_index_dir: Option<PathBuf>,
+    /// How a hybrid search fuses its rankings (`[memory.fusion]`).
+    pub fusion: FusionConfig,
 }
 
 /// The largest `dimensions` accepted.
@@ -173,26 +186,59 @@ impl EmbedderConfig {
     }
 }
 
-/// The server's vector memory: the block every session's `Memory` flushes into and searches,
-/// and the store its points live in (which `forget` deletes from).
+/// The server's searchable memory: the block every session's `Memory` flushes into and
+/// searches (dense, lexical or hybrid, [`crate::retrieval`]), and the stores its items live in
+/// that `forget` must reach besides the store's own.
 #[derive(Debug, Clone)]
 pub struct VectorMemory {
-    /// The vector memory block.
+    /// The memory block.
     pub block: Arc<VectorMemoryBlock>,
-    /// The store the block's points live in.
-    pub store: Arc<dyn VectorStore>,
+    /// How it is searched.
+    pub retrieval: RetrievalKind,
+    /// The vector store of a dense or hybrid block.
+    pub store: Option<Arc<dyn VectorStore>>,
+    /// The text index of a lexical or hybrid block when it is the server's own (tantivy);
+    /// `None` when there is none or it is the store's (which the store's forgetter reaches).
+    pub text_index: Option<Arc<dyn TextIndex>>,
 }
 
 impl MemoryConfig {
-    /// The vector block over `embedder` and the configured store.
+    /// A dense block over `embedder` and the configured vector store.
     pub fn vector_block(&self, embedder: Arc<dyn Embedder>) -> VectorMemory {
-        let store: Arc<dyn VectorStore> = match self.vector_store {
-            VectorStoreKind::Memory => Arc::new(InMemoryVectorStore::new()),
-        };
+        let store = self.vector_store();
         VectorMemory {
             block: Arc::new(VectorMemoryBlock::new(embedder, Arc::clone(&store))),
-            store,
+            retrieval: RetrievalKind::Dense,
+            store: Some(store),
+            text_index: None,
         }
+    }
+
+    fn vector_store(&self) -> Arc<dyn VectorStore> {
+        match self.vector_store {
+            VectorStoreKind::Memory => Arc::new(InMemoryVectorStore::new()),
+        }
+    }
+
+    /// The memory block the configured retrieval gives over `embedder` (if any) and
+    /// `stores`, or `None` when memory is not searched.
+    ///
+    /// # Errors
+    /// As [`MemoryConfig::build`].
+    pub async fn memory(
+        &self,
+        embedder: Option<Arc<dyn Embedder>>,
+        stores: &Stores,
+    ) -> Result<Option<VectorMemory>, ConfigError> {
+        let Some(built) = self.build(embedder, || self.vector_store(), stores).await? else {
+            return Ok(None);
+        };
+        Ok(Some(VectorMemory {
+            block: Arc::new(VectorMemoryBlock::with_retriever(built.retriever)),
+            retrieval: built.kind,
+            store: built.vectors,
+            text_index: built.own_text_index,
+        }))
     }
 }
 

@@ -1,7 +1,8 @@
 //! The agent-memory server: the memory engine over HTTP, for agents in any language.
 //!
 //! - [`config`]: one TOML file plus environment overrides;
-//! - [`embedder`]: the vector memory (`[embedder]`, `[memory]`) memory searches run on;
+//! - [`embedder`]: the memory block (`[embedder]`, `[memory]`) memory searches run on;
+//! - [`retrieval`]: how it is searched: dense, lexical (a text index) or hybrid (fused);
 //! - [`auth`]: bearer tokens to [`Principal`](auth::Principal)s (tenant, optional user);
 //! - [`ops`]: the operations, free of any transport, shared by every transport;
 //! - [`http`]: the HTTP API (axum) with its OpenAPI 3.1 document, and [`serve`];
@@ -27,6 +28,7 @@ pub mod error;
 pub mod http;
 pub mod mcp;
 pub mod ops;
+pub mod retrieval;
 
 pub use error::{ErrorCode, OpError, OpResult};
 pub use http::{Server, serve};

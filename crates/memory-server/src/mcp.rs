@@ -2,8 +2,9 @@
 //! agent that speaks the Model Context Protocol, over stdio and streamable HTTP.
 //!
 //! Tools: `remember` (append messages or a fact), `recall` (a session's context within a token
-//! budget, with the memory blocks' text), `search_memory` (the vector memory's search when an
-//! embedder is configured, else a case-insensitive text match over a thread's messages),
+//! budget, with the memory blocks' text), `search_memory` (the memory block's search, dense,
+//! lexical or hybrid, when the server's memory is searchable, else a case-insensitive text
+//! match over a thread's messages),
 //! `list_threads` and `forget` (with a dry run). Resources: the template `thread://{session}`,
 //! a thread's history as JSON, and each listed thread.
 //!
@@ -41,6 +42,7 @@ use crate::auth::{Authenticator, Principal};
 use crate::config::{ConfigError, McpConfig, ServerConfig};
 use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::{Address, ForgetRequest, ListRequest, MessageInput, Ops};
+use crate::retrieval::RetrievalKind;
 
 /// Where [`router`] serves the streamable HTTP endpoint.
 pub const MCP_PATH: &str = "/mcp";
@@ -335,7 +337,7 @@ impl MemoryMcp {
     /// `search_memory`: a text match over one thread.
     #[tool(
         name = "search_memory",
-        description = "Search a session's memory for `query`. When the server has an embedder (`mode: vector`): the batches of the thread its memory holds, ranked by meaning, best first, each with its text and score, at most `limit` (default and at most 100). Without one (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
+        description = "Search a session's memory for `query`. When the server's memory is searchable: the batches of the thread its memory holds, best first, each with its text and score, at most `limit` (default and at most 100), ranked by meaning (`mode: vector`, an embedder), by words (`mode: lexical`, a text index) or both fused (`mode: hybrid`). Otherwise (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search_memory(
@@ -442,12 +444,17 @@ impl MemoryMcp {
                 "`limit` must be between 1 and {MAX_SEARCH_RESULTS}"
             )));
         }
-        if self.ops.vector_block().is_some() {
+        if let Some(retrieval) = self.ops.retrieval() {
             let found = self
                 .ops
                 .search_memory(&who, &address, &args.query, Some(limit))
                 .await?;
-            return Ok(json!({ "mode": "vector", "results": to_json(&found.results)? }));
+            let mode = match retrieval {
+                RetrievalKind::Dense => "vector",
+                RetrievalKind::Lexical => "lexical",
+                RetrievalKind::Hybrid => "hybrid",
+            };
+            return Ok(json!({ "mode": mode, "results": to_json(&found.results)? }));
         }
         let matches = self
             .ops
@@ -810,8 +817,9 @@ pub enum StdioError {
 /// [`StdioError`] for a configuration or store that cannot be used, or a failed session.
 pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<(), StdioError> {
     let limits = config.ops_limits()?;
-    let vector = config.vector_memory()?;
+    config.check_memory()?;
     let stores = agent_memory::open(config.store_url()).await?;
+    let vector = config.vector_memory(&stores).await?;
     let mut ops = Ops::new(stores, limits);
     if let Some(memory) = vector {
         ops = ops.with_vector_memory(memory);

@@ -760,10 +760,10 @@ on_every_backend!(Sqlite => sqlite, Postgres => postgres, Mysql => mariadb, Redi
 /// refused by the store's check: 413 with `limit_exceeded`, nothing stored.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_message_over_the_message_limit_is_413() {
-    let store = common::TestStore::new(Kind::Sqlite, "bigmsg");
-    let mut config = common::config(&store);
-    config.limits.max_body_bytes = agent_memory::MAX_MESSAGE_BYTES * 2;
-    let mut srv = TestServer::start_with(config, store).await;
+    let mut srv = TestServer::start_configured(Kind::Sqlite, "bigmsg", |config| {
+        config.limits.max_body_bytes = agent_memory::MAX_MESSAGE_BYTES * 2;
+    })
+    .await;
     let text = "x".repeat(agent_memory::MAX_MESSAGE_BYTES + 1);
     let body = json!({"messages": [{"id": "big", "role": "user", "text": text}]});
     let (s, h, b) = srv

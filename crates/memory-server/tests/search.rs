@@ -11,52 +11,29 @@
 
 mod common;
 
-use common::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore, assert_problem};
+use common::{
+    Kind, McpClient, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore, assert_problem,
+    mcp_client,
+};
 use memory_server::embedder::{EmbedderConfig, EmbedderKind};
 use reqwest::Method;
-use rmcp::model::{CallToolRequestParams, CallToolResult};
-use rmcp::service::RunningService;
-use rmcp::transport::StreamableHttpClientTransport;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 
-type Client = RunningService<RoleClient, ()>;
-
 async fn start(kind: Kind, tag: &str, embedder: bool) -> TestServer {
-    let store = TestStore::new(kind, tag);
-    let mut config = common::config(&store);
-    if embedder {
-        config.embedder = EmbedderConfig {
-            kind: EmbedderKind::Hashing,
-            dimensions: Some(512),
-            ..EmbedderConfig::default()
-        };
-    }
-    TestServer::start_with(config, store).await
+    TestServer::start_configured(kind, tag, |config| {
+        if embedder {
+            config.embedder = EmbedderConfig {
+                kind: EmbedderKind::Hashing,
+                dimensions: Some(512),
+                ..EmbedderConfig::default()
+            };
+        }
+    })
+    .await
 }
 
-/// Puts two remembered facts, then enough filler with a small token limit that the oldest
-/// messages (the facts among them) are flushed to the vector block.
 async fn fill(srv: &TestServer, token: &str, session: &str) {
-    let first = json!({"messages": [
-        {"id": "f1", "role": "user", "text": "The lighthouse keeper feeds the seagulls at dawn"},
-        {"id": "f2", "role": "assistant", "text": "Noted: lighthouse, seagulls, dawn"},
-    ]});
-    let (s, b) = srv
-        .post(&format!("/v1/memory/{session}/messages"), token, &first)
-        .await;
-    assert_eq!(s, 200, "{b}");
-    let filler = json!({"messages": (0..30).map(|i| json!({"id": format!("q{i}"), "role": "user", "text": "several plain words in every filler message"})).collect::<Vec<_>>()});
-    let (s, b) = srv
-        .post(
-            &format!("/v1/memory/{session}/messages?token_limit=100"),
-            token,
-            &filler,
-        )
-        .await;
-    assert_eq!(s, 200, "{b}");
-    assert!(b["flushed_messages"].as_u64().unwrap() >= 2, "{b}");
+    common::fill_memory(srv, token, session).await;
 }
 
 async fn search_route(kind: Kind) {
@@ -140,6 +117,13 @@ async fn search_unavailable(kind: Kind) {
             .contains("no embedder configured"),
         "{b}"
     );
+    assert!(
+        b["detail"]
+            .as_str()
+            .unwrap()
+            .contains("retrieval = \"lexical\""),
+        "the detail says what to configure: {b}"
+    );
     // The MCP tool falls back to the text match.
     let client = mcp_client(&srv, TOKEN_A).await;
     let found = ok(
@@ -153,25 +137,8 @@ async fn search_unavailable(kind: Kind) {
     srv.stop().await;
 }
 
-async fn mcp_client(server: &TestServer, token: &str) -> Client {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let config =
-        StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token);
-    ().serve(StreamableHttpClientTransport::from_config(config))
-        .await
-        .unwrap()
-}
-
-async fn ok(client: &Client, tool: &str, args: Value) -> Value {
-    let Value::Object(args) = args else {
-        panic!("arguments must be an object")
-    };
-    let result: CallToolResult = client
-        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
-        .await
-        .unwrap_or_else(|e| panic!("{tool}: {e}"));
-    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
-    result.structured_content.expect("a structured answer")
+async fn ok(client: &McpClient, tool: &str, args: Value) -> Value {
+    common::tool_ok(client, tool, args).await
 }
 
 async fn search_tool_and_recall(kind: Kind) {

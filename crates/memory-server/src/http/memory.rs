@@ -94,7 +94,8 @@ pub(super) async fn memory_put(
 #[derive(Debug, Clone, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SearchBody {
-    /// What to look for (any text; matched by meaning with a dense retriever).
+    /// What to look for (any text; matched by meaning with dense retrieval, by its words with
+    /// lexical retrieval, both with hybrid).
     #[schema(min_length = 1)]
     pub query: String,
     /// How many results at most (default 5, at most 100).
@@ -104,7 +105,9 @@ pub struct SearchBody {
 }
 
 /// Searches the session's memory: the batches of the addressed thread its `Memory` flushed to
-/// the vector block, best first. 501 when the server has no embedder configured.
+/// its memory block, best first, ranked as `[memory] retrieval` says (dense: by meaning, with
+/// an embedder; lexical: by words, with a text index; hybrid: both fused). 501 when neither an
+/// embedder nor lexical retrieval is configured.
 #[utoipa::path(post, path = "/v1/memory/{session}/search", tag = "memory",
     params(("session" = String, Path, description = "The session id"), ScopeQuery),
     request_body = SearchBody,
@@ -113,7 +116,7 @@ pub struct SearchBody {
         (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
         (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
         (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
-        (status = 501, description = "Search unavailable: no embedder configured", body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "Search unavailable: no embedder and no lexical retrieval configured", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
 pub(super) async fn memory_search(

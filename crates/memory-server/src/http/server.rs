@@ -49,8 +49,9 @@ impl Server {
         let limits = config.ops_limits()?;
         let max_body = config.max_body_bytes()?;
         let addr = config.listen_addr()?;
-        let vector = config.vector_memory()?;
+        config.check_memory()?;
         let stores = agent_memory::open(config.store_url()).await?;
+        let vector = config.vector_memory(&stores).await?;
         let mut ops = Ops::new(stores, limits);
         if let Some(memory) = vector {
             ops = ops.with_vector_memory(memory);

@@ -85,7 +85,9 @@ pub struct Ops {
     limits: OpsLimits,
     blocks: Vec<Arc<dyn MemoryBlock>>,
     vector: Option<Arc<VectorMemoryBlock>>,
+    retrieval: Option<crate::retrieval::RetrievalKind>,
     vector_store: Option<Arc<dyn agent_memory::VectorStore>>,
+    text_index: Option<Arc<dyn agent_memory::TextIndex>>,
 }
 
 fn invalid(error: agent_memory::Error) -> OpError {
@@ -113,7 +115,9 @@ impl Ops {
             limits,
             blocks: Vec::new(),
             vector: None,
+            retrieval: None,
             vector_store: None,
+            text_index: None,
         }
     }
 
@@ -129,28 +133,41 @@ impl Ops {
     }
 
     /// The same operations, with `memory`'s block in every session's `Memory` too, memory
-    /// searches ([`search_memory`](Self::search_memory)) run on it, and its store in `forget`.
+    /// searches ([`search_memory`](Self::search_memory)) run on it (dense, lexical or hybrid),
+    /// and its vector store and own text index in `forget`.
     #[must_use]
     pub fn with_vector_memory(mut self, memory: crate::embedder::VectorMemory) -> Self {
         self.blocks
             .push(Arc::clone(&memory.block) as Arc<dyn MemoryBlock>);
         self.vector = Some(memory.block);
-        self.vector_store = Some(memory.store);
+        self.retrieval = Some(memory.retrieval);
+        self.vector_store = memory.store;
+        self.text_index = memory.text_index;
         self
     }
 
-    /// A [`Forgetter`](agent_memory::forget::Forgetter) over every store the operations
-    /// write: the stores' (history, sessions, text index) and the vector memory's points.
-    pub(crate) fn forgetter(&self) -> agent_memory::forget::Forgetter {
-        let forgetter = self.stores.forgetter();
-        match &self.vector_store {
-            Some(store) => forgetter.vectors(Arc::clone(store)),
-            None => forgetter,
-        }
+    /// How memory searches rank (`None`: the server has no searchable memory).
+    pub fn retrieval(&self) -> Option<crate::retrieval::RetrievalKind> {
+        self.retrieval
     }
 
-    /// Deletes the vector memory's points of the session `scope` addresses (after its thread
-    /// was cleared or its session deleted: what was flushed from it must not be found again).
+    /// A [`Forgetter`](agent_memory::forget::Forgetter) over every store the operations
+    /// write: the stores' (history, sessions, the store's text index), the memory's vector
+    /// points and its own text index (tantivy), so nothing a search finds is left behind.
+    pub(crate) fn forgetter(&self) -> agent_memory::forget::Forgetter {
+        let mut forgetter = self.stores.forgetter();
+        if let Some(store) = &self.vector_store {
+            forgetter = forgetter.vectors(Arc::clone(store));
+        }
+        if let Some(index) = &self.text_index {
+            forgetter = forgetter.texts(Arc::clone(index));
+        }
+        forgetter
+    }
+
+    /// Deletes the memory's items of the session `scope` addresses, from its vector store and
+    /// its text index alike (after its thread was cleared or its session deleted: what was
+    /// flushed from it must not be found again).
     pub(crate) async fn forget_vector_memory(&self, scope: &agent_memory::Scope) -> OpResult<()> {
         if let Some(block) = &self.vector {
             block.forget(scope, &serde_json::Value::Null).await?;

@@ -1,5 +1,5 @@
-//! Vector search over a session's memory: the batches the `Memory`'s vector block holds,
-//! ranked by its retriever for a query.
+//! Search over a session's memory: the batches the `Memory`'s memory block holds, ranked by
+//! its retriever (dense, lexical or hybrid, [`crate::retrieval`]) for a query.
 
 use agent_memory::memory::blocks::VectorMemoryBlock;
 use serde::{Deserialize, Serialize};
@@ -36,12 +36,12 @@ pub struct SearchView {
     pub results: Vec<SearchHitView>,
 }
 
-/// The detail of the error a search answers when the server has no embedder.
-pub const SEARCH_UNAVAILABLE: &str =
-    "search unavailable (no embedder configured): set [embedder] in the server's configuration";
+/// The detail of the error a search answers when the server's memory is not searchable (no
+/// embedder, and no lexical retrieval).
+pub const SEARCH_UNAVAILABLE: &str = "search unavailable (no embedder configured, and no lexical retrieval): set [embedder] (dense search), or [memory] retrieval = \"lexical\" (a text index, no embedder), in the server's configuration";
 
 impl Ops {
-    /// The vector block searches run on, if the server has one.
+    /// The memory block searches run on, if the server's memory is searchable.
     pub fn vector_block(&self) -> Option<&VectorMemoryBlock> {
         self.vector.as_deref()
     }
@@ -50,7 +50,8 @@ impl Ops {
     /// that best match `query`, best first.
     ///
     /// # Errors
-    /// [`ErrorCode::Unsupported`] when no embedder is configured ([`SEARCH_UNAVAILABLE`]);
+    /// [`ErrorCode::Unsupported`] when neither an embedder nor lexical retrieval is configured
+    /// ([`SEARCH_UNAVAILABLE`]);
     /// [`ErrorCode::InvalidInput`] for an empty query or a `top_k` of 0 or above
     /// [`MAX_SEARCH_TOP_K`]; as [`scope`](Self::scope); the retriever's errors.
     pub async fn search_memory(

@@ -14,7 +14,12 @@ use memory_server::auth::Principal;
 use memory_server::config::ServerConfig;
 use memory_server::http::{ServeError, Server};
 pub use memory_testkit::engines::{Engine as Kind, TestStore};
-use serde_json::Value;
+use rmcp::model::{CallToolRequestParams, CallToolResult};
+use rmcp::service::RunningService;
+use rmcp::transport::StreamableHttpClientTransport;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::{RoleClient, ServiceExt};
+use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
@@ -60,6 +65,19 @@ impl TestServer {
     pub async fn start(kind: Kind, tag: &str) -> Self {
         let store = TestStore::new(kind, tag);
         Self::start_with(config(&store), store).await
+    }
+
+    /// A server on a store of its own on `kind`, its configuration [`config`] changed by
+    /// `change` (the embedder, the memory's retrieval, limits).
+    pub async fn start_configured(
+        kind: Kind,
+        tag: &str,
+        change: impl FnOnce(&mut ServerConfig),
+    ) -> Self {
+        let store = TestStore::new(kind, tag);
+        let mut config = config(&store);
+        change(&mut config);
+        Self::start_with(config, store).await
     }
 
     pub async fn start_with(config: ServerConfig, store: TestStore) -> Self {
@@ -186,4 +204,54 @@ pub fn assert_problem(
     );
     assert!(!body["title"].as_str().unwrap().is_empty());
     assert!(!body["detail"].as_str().unwrap().is_empty());
+}
+
+/// An MCP client of rmcp's own.
+pub type McpClient = RunningService<RoleClient, ()>;
+
+/// rmcp's streamable HTTP client of `server`'s `/mcp`, with `token`.
+pub async fn mcp_client(server: &TestServer, token: &str) -> McpClient {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let config =
+        StreamableHttpClientTransportConfig::with_uri(server.url("/mcp")).auth_header(token);
+    ().serve(StreamableHttpClientTransport::from_config(config))
+        .await
+        .unwrap()
+}
+
+/// A tool's structured answer; fails on a tool error.
+pub async fn tool_ok(client: &McpClient, tool: &str, args: Value) -> Value {
+    let Value::Object(args) = args else {
+        panic!("arguments must be an object")
+    };
+    let result: CallToolResult = client
+        .call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(args))
+        .await
+        .unwrap_or_else(|e| panic!("{tool}: {e}"));
+    assert_ne!(result.is_error, Some(true), "{tool} failed: {result:?}");
+    result.structured_content.expect("a structured answer")
+}
+
+/// Puts two messages about a lighthouse keeper into the session's `Memory`, then enough filler
+/// with a small token limit that the oldest messages (those two among them) are flushed to
+/// the memory block.
+pub async fn fill_memory(srv: &TestServer, token: &str, session: &str) {
+    let first = json!({"messages": [
+        {"id": "f1", "role": "user", "text": "The lighthouse keeper feeds the seagulls at dawn"},
+        {"id": "f2", "role": "assistant", "text": "Noted: lighthouse, seagulls, dawn"},
+    ]});
+    let (s, b) = srv
+        .post(&format!("/v1/memory/{session}/messages"), token, &first)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let filler = json!({"messages": (0..30).map(|i| json!({"id": format!("q{i}"), "role": "user", "text": "several plain words in every filler message"})).collect::<Vec<_>>()});
+    let (s, b) = srv
+        .post(
+            &format!("/v1/memory/{session}/messages?token_limit=100"),
+            token,
+            &filler,
+        )
+        .await;
+    assert_eq!(s, 200, "{b}");
+    assert!(b["flushed_messages"].as_u64().unwrap() >= 2, "{b}");
 }
