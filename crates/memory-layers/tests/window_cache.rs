@@ -16,6 +16,7 @@ use memory_core::{
     ThreadCount, ThreadCursor, Window,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
+use memory_testkit::doubles::DeclaredHistory;
 
 /// What a [`Spy`] does to the store's cursor reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -413,52 +414,18 @@ async fn paged_reads_and_tenant_listings_are_forwarded_with_their_capabilities()
     );
 
     // Without the capabilities, the inner store's refusal comes through.
-    let plain = WindowCache::new(NoPaging(InMemoryHistoryStore::new()));
+    let plain = WindowCache::new(DeclaredHistory::new(
+        InMemoryHistoryStore::new()
+            .capabilities()
+            .with_paged_reads(false)
+            .with_lists_tenants(false),
+    ));
     assert!(!plain.capabilities().paged_reads && !plain.capabilities().lists_tenants);
     let refused = plain.read_page(&scope, 0, 10).await.unwrap_err();
     assert_eq!(refused.kind(), memory_core::ErrorKind::Unsupported);
     let refused = plain.list_tenants(PageRequest::first(1)).await.unwrap_err();
     assert_eq!(refused.kind(), memory_core::ErrorKind::Unsupported);
-}
-
-/// A store without paged reads or tenant listings (the trait's defaults).
-#[derive(Debug)]
-struct NoPaging(InMemoryHistoryStore);
-
-#[async_trait]
-impl HistoryStore for NoPaging {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.0
-            .capabilities()
-            .with_paged_reads(false)
-            .with_lists_tenants(false)
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.0.archive(scope, seqs).await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<ThreadCursor>,
-    ) -> Result<CursorRead> {
-        self.0.read_since(scope, window, since).await
-    }
+    assert_eq!(plain.inner().refused(), ["read_page", "list_tenants"]);
 }
 
 /// Every window the cache keeps, read through `cache`.

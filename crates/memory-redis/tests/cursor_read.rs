@@ -14,22 +14,11 @@ use std::time::Duration;
 
 use memory_core::{
     ChatMessage, CursorRead, Delta, ErrorKind, HistoryStore, InMemoryHistoryStore, MAX_READ_PAGE,
-    MessageId, NO_EPOCH, Scope, ThreadCursor, Window,
+    NO_EPOCH, Scope, ThreadCursor, Window,
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisStore};
-use support::{TEST_DATA_TTL, prefix, standalone_store, standalone_url};
-
-fn scope() -> Scope {
-    Scope::session(format!("s-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-        .with_tenant(format!("t-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-}
-
-fn message(id: &str) -> ChatMessage {
-    ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())
-}
+use support::{message, prefix, raw, scope, standalone_store, store_with};
 
 fn batch(from: usize, to: usize) -> Vec<ChatMessage> {
     (from..to).map(|i| message(&format!("m{i}"))).collect()
@@ -41,25 +30,6 @@ fn seqs(read: &CursorRead) -> Vec<u64> {
 
 fn meta(scope: &Scope) -> String {
     format!("{}:{{{}}}:meta", prefix(), scope.key())
-}
-
-async fn store_with(max: usize, overflow: Overflow) -> RedisStore {
-    RedisStore::builder(&standalone_url())
-        .key_prefix(prefix())
-        .default_ttl(TEST_DATA_TTL)
-        .max_messages(max)
-        .overflow(overflow)
-        .connect()
-        .await
-        .unwrap()
-}
-
-async fn raw() -> memory_redis::redis::aio::MultiplexedConnection {
-    memory_redis::redis::Client::open(standalone_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 const WINDOWS: [Window; 7] = [

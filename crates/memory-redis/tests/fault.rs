@@ -12,16 +12,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use memory_core::{ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, SessionStore, Window};
+use memory_core::{ErrorKind, HistoryStore, Scope, SessionStore, Window};
 use memory_redis::RedisStore;
-use support::RedisServer;
+use support::{RedisServer, message};
 
 /// The longest a call to a dead server may take before it fails.
 const FAIL_FAST: Duration = Duration::from_secs(10);
-
-fn message(id: &str) -> ChatMessage {
-    ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())
-}
 
 async fn store_on(server: &RedisServer) -> RedisStore {
     RedisStore::builder(&server.url())

@@ -53,42 +53,17 @@ async fn fault_writer_child() {
     writers::run_writer_job(Arc::new(store), &job).await;
 }
 
-fn kill_options() -> KillOptions {
-    KillOptions {
-        writers: 4,
-        count: if writers::full_counts() { 250 } else { 60 },
-        batch: 5,
-        kills: if writers::full_counts() { 10 } else { 4 },
-        ack_delay_us: 3000,
-    }
-}
-
-fn race_options(thread_per_writer: bool) -> RaceOptions {
-    let full = writers::full_counts();
-    RaceOptions {
-        processes: 2,
-        writers_per_process: 8,
-        count: match (full, thread_per_writer) {
-            (true, _) => 1000,
-            (false, false) => 150,
-            (false, true) => 50,
-        },
-        batch: 1,
-        thread_per_writer,
-    }
-}
-
 async fn kill_test(engine: &str, url: &str) {
     let target = target(url);
     let store: Arc<dyn HistoryStore> = Arc::new(open(&target).await);
-    let report = kill_and_resume(store, CHILD, &target, kill_options()).await;
+    let report = kill_and_resume(store, CHILD, &target, KillOptions::standard()).await;
     eprintln!("{engine}: kill and resume: {report:?}");
 }
 
 async fn race_test(engine: &str, url: &str, thread_per_writer: bool) {
     let target = target(url);
     let store: Arc<dyn HistoryStore> = Arc::new(open(&target).await);
-    let options = race_options(thread_per_writer);
+    let options = RaceOptions::standard(thread_per_writer);
     let report = racing_processes(store, CHILD, &target, options).await;
     eprintln!("{engine}: race {options:?}: {report:?}");
 }

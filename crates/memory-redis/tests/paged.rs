@@ -14,23 +14,13 @@ mod support;
 use std::time::Duration;
 
 use memory_core::{
-    ChatMessage, HistoryStore, MAX_READ_PAGE, MessageId, PageRequest, Scope, SessionStore,
-    StoredMessage, TenantId, Window,
+    HistoryStore, MAX_READ_PAGE, PageRequest, Scope, SessionStore, StoredMessage, TenantId, Window,
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisStore};
-use support::{TEST_DATA_TTL, prefix, standalone_store, standalone_url};
-
-fn scope() -> Scope {
-    Scope::session(format!("s-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-        .with_tenant(format!("t-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-}
-
-fn message(id: &str) -> ChatMessage {
-    ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())
-}
+use support::{
+    TEST_DATA_TTL, message, prefix, raw, scope, standalone_store, standalone_url, store_with,
+};
 
 fn seqs(messages: &[StoredMessage]) -> Vec<u64> {
     messages.iter().map(|m| m.seq).collect()
@@ -46,25 +36,6 @@ async fn store_under(prefix: &str) -> RedisStore {
         .key_prefix(prefix)
         .default_ttl(TEST_DATA_TTL)
         .connect()
-        .await
-        .unwrap()
-}
-
-async fn store_with(max: usize, overflow: Overflow) -> RedisStore {
-    RedisStore::builder(&standalone_url())
-        .key_prefix(prefix())
-        .default_ttl(TEST_DATA_TTL)
-        .max_messages(max)
-        .overflow(overflow)
-        .connect()
-        .await
-        .unwrap()
-}
-
-async fn raw() -> memory_redis::redis::aio::MultiplexedConnection {
-    memory_redis::redis::Client::open(standalone_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
         .await
         .unwrap()
 }

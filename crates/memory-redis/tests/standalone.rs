@@ -15,48 +15,19 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 
 use memory_core::{
-    ChatMessage, ErrorKind, HistoryStore, MAX_READ_PAGE, MessageId, Scope, SessionStore,
-    ThreadCount, Window,
+    ErrorKind, HistoryStore, MAX_READ_PAGE, Scope, SessionStore, ThreadCount, Window,
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisConfig, RedisStore};
-use support::{TEST_DATA_TTL, prefix, standalone_store, standalone_url};
-
-fn scope() -> Scope {
-    Scope::session(format!("s-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-        .with_tenant(format!("t-{}", uuid::Uuid::new_v4().simple()))
-        .unwrap()
-}
-
-fn message(id: &str) -> ChatMessage {
-    ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())
-}
+use support::{
+    TEST_DATA_TTL, message, prefix, raw, scope, standalone_store, standalone_url, store_with,
+};
 
 fn ids(messages: &[memory_core::StoredMessage]) -> Vec<String> {
     messages
         .iter()
         .map(|m| m.message.id.as_str().to_owned())
         .collect()
-}
-
-async fn store_with(max: usize, overflow: Overflow) -> RedisStore {
-    RedisStore::builder(&standalone_url())
-        .key_prefix(prefix())
-        .default_ttl(TEST_DATA_TTL)
-        .max_messages(max)
-        .overflow(overflow)
-        .connect()
-        .await
-        .unwrap()
-}
-
-async fn raw() -> memory_redis::redis::aio::MultiplexedConnection {
-    memory_redis::redis::Client::open(standalone_url())
-        .unwrap()
-        .get_multiplexed_async_connection()
-        .await
-        .unwrap()
 }
 
 #[tokio::test]

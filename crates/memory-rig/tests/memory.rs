@@ -11,6 +11,7 @@ use memory_core::{
     TenantId, UserId, Window,
 };
 use memory_rig::RigMemory;
+use memory_testkit::doubles::DeclaredHistory;
 use rig_core::completion::message::{
     AssistantContent, AssistantMessage, CallId, Message, ToolCall, ToolFunction, ToolName,
     ToolResultContent,
@@ -226,47 +227,16 @@ async fn a_thread_rig_cannot_hold_is_a_typed_error_on_load() {
     ));
 }
 
-/// The in-memory store without archive (its capability off, the default body answering).
-#[derive(Debug, Default)]
-struct NoArchive(InMemoryHistoryStore);
-
-#[memory_core::async_trait]
-impl HistoryStore for NoArchive {
-    fn capabilities(&self) -> memory_core::HistoryCapabilities {
-        self.0.capabilities().with_archive(false)
-    }
-    async fn append(
-        &self,
-        scope: &Scope,
-        messages: &[ChatMessage],
-    ) -> memory_core::Result<memory_core::AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(
-        &self,
-        scope: &Scope,
-        window: Window,
-    ) -> memory_core::Result<Vec<memory_core::StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> memory_core::Result<memory_core::ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> memory_core::Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(
-        &self,
-        filter: &memory_core::ScopeFilter,
-        page: memory_core::PageRequest,
-    ) -> memory_core::Result<memory_core::Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-}
-
 #[tokio::test]
 async fn clear_on_a_store_without_archive_is_unsupported_and_deletes_nothing() {
-    let memory = memory(Arc::new(NoArchive::default()));
+    // The in-memory store without archive (its capability off, refused as the trait's default
+    // body refuses it).
+    let store = DeclaredHistory::new(
+        InMemoryHistoryStore::new()
+            .capabilities()
+            .with_archive(false),
+    );
+    let memory = memory(Arc::new(store));
     memory.append(&conv("t"), turn(1)).await.unwrap();
     let error = memory.archive_conversation(&conv("t")).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unsupported);

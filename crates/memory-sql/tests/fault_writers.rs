@@ -44,35 +44,10 @@ async fn fault_writer_child() {
     store.close().await;
 }
 
-fn kill_options() -> KillOptions {
-    KillOptions {
-        writers: 4,
-        count: if writers::full_counts() { 250 } else { 60 },
-        batch: 5,
-        kills: if writers::full_counts() { 10 } else { 4 },
-        ack_delay_us: 3000,
-    }
-}
-
-fn race_options(thread_per_writer: bool) -> RaceOptions {
-    let full = writers::full_counts();
-    RaceOptions {
-        processes: 2,
-        writers_per_process: 8,
-        count: match (full, thread_per_writer) {
-            (true, _) => 1000,
-            (false, false) => 150,
-            (false, true) => 50,
-        },
-        batch: 1,
-        thread_per_writer,
-    }
-}
-
 async fn kill_test(engine: &str, url: &str) {
     let store = open(url).await;
     let shared: Arc<dyn HistoryStore> = Arc::new(store.clone());
-    let report = kill_and_resume(shared, CHILD, url, kill_options()).await;
+    let report = kill_and_resume(shared, CHILD, url, KillOptions::standard()).await;
     eprintln!("{engine}: kill and resume: {report:?}");
     store.close().await;
 }
@@ -80,7 +55,7 @@ async fn kill_test(engine: &str, url: &str) {
 async fn race_test(engine: &str, url: &str, thread_per_writer: bool) {
     let store = open(url).await;
     let shared: Arc<dyn HistoryStore> = Arc::new(store.clone());
-    let options = race_options(thread_per_writer);
+    let options = RaceOptions::standard(thread_per_writer);
     let report = racing_processes(shared, CHILD, url, options).await;
     eprintln!("{engine}: race {options:?}: {report:?}");
     store.close().await;

@@ -4,18 +4,16 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, ErrorKind, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
-    Media, Page, PageRequest, Part, Result, Role, Scope, ScopeFilter, StoredMessage, ThreadCount,
-    Window,
+    ChatMessage, ErrorKind, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, Media, Part,
+    Role, Scope,
 };
 use memory_swiftide::SwiftideHistory;
 use memory_swiftide::swiftide_core::MessageHistory;
 use memory_swiftide::swiftide_core::chat_completion::ChatMessage as SwiftMessage;
+use memory_testkit::doubles::DeclaredHistory;
 
 fn scope() -> Scope {
     let id = uuid::Uuid::new_v4().simple().to_string();
@@ -49,38 +47,12 @@ async fn a_stored_image_is_an_unsupported_error_for_swiftide() {
     assert!(err.to_string().contains("an image"), "{err}");
 }
 
-/// An in-memory store that declares no archive (as Agent Framework's Redis layout does).
-#[derive(Debug, Default)]
-struct NoArchive(InMemoryHistoryStore);
-
-#[async_trait]
-impl HistoryStore for NoArchive {
-    fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::none().with_dedupes_ids(true)
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-    async fn archive(&self, _scope: &Scope, _seqs: RangeInclusive<u64>) -> Result<u64> {
-        panic!("archive is not declared, and must not be called");
-    }
-}
-
 #[tokio::test]
 async fn an_overwrite_that_would_replace_needs_a_store_that_archives() {
-    let store: Arc<dyn HistoryStore> = Arc::new(NoArchive::default());
+    // An in-memory store that declares no archive (as Agent Framework's Redis layout does).
+    let store = Arc::new(DeclaredHistory::new(
+        HistoryCapabilities::none().with_dedupes_ids(true),
+    ));
     let scope = scope();
     let history = SwiftideHistory::for_scope(store.clone(), scope.clone()).unwrap();
     let first = vec![
@@ -106,4 +78,6 @@ async fn an_overwrite_that_would_replace_needs_a_store_that_archives() {
     assert_eq!(kind(&err), ErrorKind::Unsupported);
     assert_eq!(history.history().await.unwrap(), longer);
     assert_eq!(store.count(&scope).await.unwrap().active, 3);
+    // Archive is not declared, and must not have been called.
+    assert_eq!(store.refused(), Vec::<&str>::new());
 }

@@ -2,7 +2,7 @@
 //! of its contract, and the check for that line must fail (with the message that names it).
 //!
 //! Capabilities are checked both ways: a store that honestly lacks an optional operation (and
-//! answers `Unsupported`, here through the trait's default body) passes the checks of that
+//! answers `Unsupported`, as the trait's default body does) passes the checks of that
 //! operation, and a store that lies about a capability (declares it and refuses the operation,
 //! or declares it absent and performs it) fails every check of that operation.
 
@@ -27,6 +27,7 @@ use memory_core::{
     VectorPoint, VectorQuery, VectorStore, Window,
 };
 use memory_testkit::__private::block_on;
+use memory_testkit::doubles::DeclaredHistory;
 use memory_testkit::{history, session, vector};
 use serde_json::Value;
 use uuid::Uuid;
@@ -285,44 +286,17 @@ fn every_archive_check() -> Vec<(&'static str, Check)> {
     ]
 }
 
-/// A history store without archive that says so, and answers `archive` with the trait's
-/// default body (`Unsupported`).
-#[derive(Debug, Default)]
-struct NoArchiveHistory(InMemoryHistoryStore);
-
-#[memory_core::async_trait]
-impl HistoryStore for NoArchiveHistory {
-    fn capabilities(&self) -> HistoryCapabilities {
-        HistoryCapabilities::none().with_ttl(true)
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.0.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.0.purge_expired().await
-    }
+/// A history store without archive (nor cursor reads) that says so, and refuses `archive` with
+/// `Unsupported` as the trait's default body does.
+fn no_archive_history() -> DeclaredHistory {
+    DeclaredHistory::new(HistoryCapabilities::none().with_ttl(true))
 }
 
 #[test]
 fn archive_checks_pass_on_a_store_without_archive() {
     for (name, check) in every_archive_check() {
         assert!(
-            !fails(&NoArchiveHistory::default(), check),
+            !fails(&no_archive_history(), check),
             "{name} must pass on a store that honestly has no archive"
         );
     }
@@ -468,68 +442,21 @@ fn every_dedupe_check() -> Vec<(&'static str, Check)> {
 
 /// A store that keeps every guarantee but declares none of `dedupes_ids`, `counts_purged` and
 /// `lists_every_thread` (it promises less than it does).
-#[derive(Debug, Default)]
-struct PromisesLess(InMemoryHistoryStore);
-
-#[memory_core::async_trait]
-impl HistoryStore for PromisesLess {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.0
+fn promises_less() -> DeclaredHistory {
+    DeclaredHistory::new(
+        InMemoryHistoryStore::new()
             .capabilities()
             .with_dedupes_ids(false)
             .with_counts_purged(false)
-            .with_lists_every_thread(false)
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.0.archive(scope, seqs).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.0.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.0.purge_expired().await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.0.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.0.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.0.list_tenants(page).await
-    }
+            .with_lists_every_thread(false),
+    )
 }
 
 /// The weaker checks of a guarantee that is not declared pass on a store that keeps it anyway.
 #[test]
 fn the_whole_suite_passes_on_a_store_that_promises_less() {
     block_on(memory_testkit::run_all_history_checks(Arc::new(
-        PromisesLess::default(),
+        promises_less(),
     )));
 }
 
@@ -1007,11 +934,11 @@ fn racing_check_fails(store: impl HistoryStore) -> bool {
 fn cursor_checks_pass_on_a_store_without_cursor_reads() {
     for (name, check) in every_cursor_check() {
         assert!(
-            !fails(&NoArchiveHistory::default(), check),
+            !fails(&no_archive_history(), check),
             "{name} must pass on a store that honestly has no cursor reads"
         );
     }
-    assert!(!racing_check_fails(NoArchiveHistory::default()));
+    assert!(!racing_check_fails(no_archive_history()));
 }
 
 #[test]

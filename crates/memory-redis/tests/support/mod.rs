@@ -15,7 +15,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{LazyLock, OnceLock};
 use std::time::{Duration, Instant};
 
-use memory_redis::RedisStore;
+use memory_core::{ChatMessage, MessageId, Scope};
+use memory_redis::{Overflow, RedisStore};
 
 /// The machine's Redis, unless `AGENT_MEMORY_REDIS_URL` names another.
 pub fn standalone_url() -> String {
@@ -47,6 +48,41 @@ pub async fn standalone_store() -> RedisStore {
                  cannot be reached: {e}"
             )
         })
+}
+
+/// A scope of its own: a random tenant and session.
+pub fn scope() -> Scope {
+    Scope::session(format!("s-{}", uuid::Uuid::new_v4().simple()))
+        .unwrap()
+        .with_tenant(format!("t-{}", uuid::Uuid::new_v4().simple()))
+        .unwrap()
+}
+
+/// A user message with the id `id` and the text `text of <id>`.
+pub fn message(id: &str) -> ChatMessage {
+    ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())
+}
+
+/// A store on the machine's Redis, as [`standalone_store`], that keeps at most `max` messages
+/// per thread and handles more by `overflow`.
+pub async fn store_with(max: usize, overflow: Overflow) -> RedisStore {
+    RedisStore::builder(&standalone_url())
+        .key_prefix(prefix())
+        .default_ttl(TEST_DATA_TTL)
+        .max_messages(max)
+        .overflow(overflow)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A plain connection to the machine's Redis, to read and write keys behind a store's back.
+pub async fn raw() -> memory_redis::redis::aio::MultiplexedConnection {
+    memory_redis::redis::Client::open(standalone_url())
+        .unwrap()
+        .get_multiplexed_async_connection()
+        .await
+        .unwrap()
 }
 
 /// A store on the test cluster (started on first use), with the default options.

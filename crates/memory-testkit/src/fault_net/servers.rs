@@ -140,6 +140,58 @@ impl Running {
     }
 }
 
+/// Watches the server that `child` runs until `ready` says it accepts connections, and
+/// returns it running. When it exits first (its process group is killed then) or is not ready
+/// within [`START_TIMEOUT`] (it is killed), an error names `name`, `port` and the tail of the
+/// log at `log`.
+fn until_ready(
+    mut child: Child,
+    name: &str,
+    port: u16,
+    log: &Path,
+    ready: impl Fn() -> bool,
+) -> Result<Running, String> {
+    watchdog(child.id());
+    let deadline = Instant::now() + START_TIMEOUT;
+    loop {
+        if let Ok(Some(status)) = child.try_wait() {
+            kill_group(child.id());
+            return Err(format!(
+                "{name} on port {port} exited with {status}: {}",
+                tail(log)
+            ));
+        }
+        if ready() {
+            return Ok(Running { child });
+        }
+        if Instant::now() > deadline {
+            Running { child }.kill();
+            return Err(format!(
+                "{name} on port {port} did not become ready: {}",
+                tail(log)
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Calls `spawn` (which starts the server `name` on `port` again) until it succeeds, at most
+/// 20 times, 200 ms apart.
+///
+/// # Panics
+/// When it never does.
+fn restart_with(name: &str, port: u16, mut spawn: impl FnMut() -> Result<(), String>) {
+    let mut last = String::new();
+    for _ in 0..20 {
+        match spawn() {
+            Ok(()) => return,
+            Err(e) => last = e,
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    panic!("could not restart {name} on port {port}: {last}");
+}
+
 /// A private PostgreSQL server (trust authentication, `fsync` on) that the test owns.
 #[derive(Debug)]
 pub struct PrivatePostgres {
@@ -274,7 +326,7 @@ impl PrivatePostgres {
             .open(&log_path)
             .map_err(|e| format!("open the log: {e}"))?;
         let log2 = log.try_clone().map_err(|e| e.to_string())?;
-        let mut child = self
+        let child = self
             .command("postgres")
             .arg("-D")
             .arg(self.data())
@@ -289,38 +341,16 @@ impl PrivatePostgres {
             .stderr(log2)
             .spawn()
             .map_err(|e| format!("run postgres: {e}"))?;
-        watchdog(child.id());
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                kill_group(child.id());
-                return Err(format!(
-                    "postgres on port {} exited with {status}: {}",
-                    self.port,
-                    tail(&log_path)
-                ));
-            }
-            let ready = self
-                .command("pg_isready")
+        let running = until_ready(child, "postgres", self.port, &log_path, || {
+            self.command("pg_isready")
                 .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-t", "1"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
-                .is_ok_and(|s| s.success());
-            if ready {
-                self.running = Some(Running { child });
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                Running { child }.kill();
-                return Err(format!(
-                    "postgres on port {} did not become ready: {}",
-                    self.port,
-                    tail(&log_path)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+                .is_ok_and(|s| s.success())
+        })?;
+        self.running = Some(running);
+        Ok(())
     }
 
     /// The server's port.
@@ -348,15 +378,8 @@ impl PrivatePostgres {
     /// When it does not come back.
     pub fn restart(&mut self) {
         self.kill();
-        let mut last = String::new();
-        for _ in 0..20 {
-            match self.spawn() {
-                Ok(()) => return,
-                Err(e) => last = e,
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("could not restart PostgreSQL on port {}: {last}", self.port);
+        let port = self.port;
+        restart_with("PostgreSQL", port, || self.spawn());
     }
 }
 
@@ -482,33 +505,14 @@ impl PrivateMariadb {
         if self.root {
             command.arg("--user=root");
         }
-        let mut child = command
+        let child = command
             .spawn()
             .map_err(|e| format!("run {}: {e}", self.server.display()))?;
-        watchdog(child.id());
-        let deadline = Instant::now() + START_TIMEOUT;
-        loop {
-            if let Ok(Some(status)) = child.try_wait() {
-                return Err(format!(
-                    "mariadbd on port {} exited with {status}: {}",
-                    self.port,
-                    tail(&log_path)
-                ));
-            }
-            if greets(self.port) {
-                self.running = Some(Running { child });
-                return Ok(());
-            }
-            if Instant::now() > deadline {
-                Running { child }.kill();
-                return Err(format!(
-                    "mariadbd on port {} did not become ready: {}",
-                    self.port,
-                    tail(&log_path)
-                ));
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        let running = until_ready(child, "mariadbd", self.port, &log_path, || {
+            greets(self.port)
+        })?;
+        self.running = Some(running);
+        Ok(())
     }
 
     /// The server's port.
@@ -535,15 +539,8 @@ impl PrivateMariadb {
     /// When it does not come back.
     pub fn restart(&mut self) {
         self.kill();
-        let mut last = String::new();
-        for _ in 0..20 {
-            match self.spawn() {
-                Ok(()) => return,
-                Err(e) => last = e,
-            }
-            std::thread::sleep(Duration::from_millis(200));
-        }
-        panic!("could not restart MariaDB on port {}: {last}", self.port);
+        let port = self.port;
+        restart_with("MariaDB", port, || self.spawn());
     }
 }
 

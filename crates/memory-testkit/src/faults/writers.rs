@@ -734,6 +734,22 @@ pub struct KillOptions {
     pub ack_delay_us: u32,
 }
 
+impl KillOptions {
+    /// The shape every backend's kill test uses: 4 writers of 60 messages (250 under
+    /// [`FULL_ENV`]) in batches of 5, 4 kills (10 under [`FULL_ENV`]), acknowledgements 3 ms
+    /// apart.
+    pub fn standard() -> Self {
+        let full = full_counts();
+        Self {
+            writers: 4,
+            count: if full { 250 } else { 60 },
+            batch: 5,
+            kills: if full { 10 } else { 4 },
+            ack_delay_us: 3000,
+        }
+    }
+}
+
 /// What the kill scenario saw.
 #[derive(Debug, Clone)]
 pub struct KillReport {
@@ -867,6 +883,25 @@ pub struct RaceOptions {
     pub batch: u32,
     /// Whether each writer has its own thread (else all share one).
     pub thread_per_writer: bool,
+}
+
+impl RaceOptions {
+    /// The shape every backend's race test uses: 2 processes of 8 writers, one message per
+    /// append, 150 messages each on one shared thread or 50 each on a thread per writer (1000
+    /// under [`FULL_ENV`]).
+    pub fn standard(thread_per_writer: bool) -> Self {
+        Self {
+            processes: 2,
+            writers_per_process: 8,
+            count: match (full_counts(), thread_per_writer) {
+                (true, _) => 1000,
+                (false, false) => 150,
+                (false, true) => 50,
+            },
+            batch: 1,
+            thread_per_writer,
+        }
+    }
 }
 
 /// What the race scenario saw.
