@@ -10,6 +10,8 @@
 //! - `search_after_upsert`: a top-[`TOP_K`] search right after an upsert of one document (the
 //!   recall of the next turn: it sees the document just written);
 //! - `upsert_and_search`: the two together, as one operation;
+//! - `five_upserts_and_search`: [`RUN`] upserts of one document each, then a search, as one
+//!   operation (writes coalescing before a read);
 //! - `search`: a top-[`TOP_K`] search with no write before it.
 //!
 //! Queries are the first [`QUERY_WORDS`] words of later messages of the data set; the upserted
@@ -35,6 +37,8 @@ const PRELOAD_BATCH: usize = 100;
 const TOP_K: usize = 10;
 /// The words of a query.
 const QUERY_WORDS: usize = 12;
+/// The upserts of one `five_upserts_and_search` operation.
+const RUN: usize = 5;
 
 /// The text index backends: name and description.
 pub(crate) const TEXT_BACKENDS: [(&str, &str); 3] = [
@@ -184,6 +188,23 @@ async fn text_index(ctx: &Ctx<'_>, index: &TantivyTextIndex) -> BenchResult<Vec<
     }
     check_count(index, &scope, written).await?;
 
+    // five_upserts_and_search: a flush of several messages upserted one by one (as several
+    // agents or blocks write), then the next recall; one op.
+    let mut runs = Recorder::new(ops);
+    for _ in 0..ops {
+        let docs: Vec<TextDocument> = (0..RUN).map(|_| document(&later(ctx))).collect();
+        let question = query(&later(ctx));
+        let started = Instant::now();
+        for doc in docs {
+            index.upsert(&scope, &[doc]).await?;
+        }
+        let found = index.search(&scope, &question).await?;
+        runs.push(started.elapsed());
+        hits += found.len();
+        written += RUN;
+    }
+    check_count(index, &scope, written).await?;
+
     // search: no write before it.
     let mut searches = Recorder::new(ops);
     for _ in 0..ops {
@@ -211,6 +232,7 @@ async fn text_index(ctx: &Ctx<'_>, index: &TantivyTextIndex) -> BenchResult<Vec<
         line("upsert_one", upserts),
         line("search_after_upsert", after),
         line("upsert_and_search", pairs),
+        line("five_upserts_and_search", runs),
         line("search", searches),
     ])
 }

@@ -211,7 +211,8 @@ impl Workload {
             }
             Workload::TextIndex => {
                 "on a text index of the first N message texts: upsert one document, search \
-                 (top 10) right after an upsert, both, and search alone (one line each, `op`)"
+                 (top 10) right after an upsert, both, five upserts then a search, and search alone (one line \
+                 each, `op`)"
             }
         }
     }
@@ -1073,7 +1074,7 @@ mod tests {
             let expected = match workload {
                 Workload::SessionRoundtrip => 5,
                 Workload::CountTokens | Workload::Migrate | Workload::ServerCost => 2,
-                Workload::TextIndex => 4,
+                Workload::TextIndex => 5,
                 _ => 1,
             };
             assert_eq!(reports.len(), expected, "{workload:?}");
