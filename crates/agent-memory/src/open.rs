@@ -96,7 +96,9 @@ impl Stores {
         Self {
             history: Arc::new(Traced::new(self.history, system)),
             sessions: Arc::new(Traced::new(self.sessions, system)),
-            text: self.text,
+            text: self
+                .text
+                .map(|text| -> Arc<dyn TextIndex> { Arc::new(Traced::new(text, system)) }),
         }
     }
 

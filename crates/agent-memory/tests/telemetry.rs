@@ -145,6 +145,26 @@ async fn run(capture_content: bool) -> Collected {
         "the memory flushed nothing: {report:?}"
     );
 
+    // The text index open gives a SQL URL, traced like the stores: a document and a search
+    // whose words must never reach the telemetry.
+    let text = stores.text_index().expect("a SQL URL has a text index");
+    let document: agent_memory::TextDocument = serde_json::from_value(serde_json::json!({
+        "id": "0192f0c0-0000-7000-8000-00000000000a",
+        "text": "the teapot sits in the DOCUMENT-CANARY cupboard",
+        "payload": {},
+    }))
+    .unwrap();
+    text.upsert(&flush_scope, &[document]).await.unwrap();
+    let found = text
+        .search(
+            &flush_scope,
+            &agent_memory::TextQuery::new("which cupboard holds the teapot QUERY-CANARY", 3),
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1);
+    assert_eq!(text.clear(&flush_scope).await.unwrap(), 1);
+
     drop(default);
     guard.force_flush().unwrap();
     let finished = spans.get_finished_spans().unwrap();
@@ -249,6 +269,26 @@ async fn one_agent_turn_and_one_flush_are_traced_without_text_or_secrets() {
         "the flush's archive"
     );
 
+    // The text index: its calls are store spans too, with their counts.
+    let text_span = |name: &str| {
+        spans
+            .iter()
+            .find(|s| {
+                s.name == name
+                    && attr(s, "agent_memory.scope.session").map(|v| v.as_str().into_owned())
+                        == Some(collected.flush_scope.session_id().to_string())
+            })
+            .unwrap_or_else(|| panic!("no {name} span of the flush scope"))
+    };
+    let upsert = text_span("upsert postgresql");
+    assert_eq!(text(upsert, "db.operation.name"), "upsert");
+    assert_eq!(text(upsert, "agent_memory.scope.tenant"), "acme");
+    assert_eq!(int(upsert, "agent_memory.store.count"), 1);
+    assert_eq!(
+        int(text_span("search postgresql"), "agent_memory.store.count"),
+        1
+    );
+
     // Opening: the URL, without its password.
     let open = span(spans, "agent_memory.open");
     assert_eq!(text(open, "db.system.name"), "postgresql");
@@ -280,6 +320,8 @@ async fn one_agent_turn_and_one_flush_are_traced_without_text_or_secrets() {
         "INPUT-CANARY",
         "ANSWER-CANARY",
         "side door",
+        "DOCUMENT-CANARY",
+        "QUERY-CANARY",
     ] {
         assert!(!all.contains(canary), "{canary} leaked into telemetry");
     }
@@ -289,6 +331,11 @@ async fn one_agent_turn_and_one_flush_are_traced_without_text_or_secrets() {
     let turn = span(&collected.spans, "invoke_agent helper");
     assert!(text(turn, "gen_ai.input.messages").contains("INPUT-CANARY"));
     assert!(text(turn, "gen_ai.output.messages").contains("ANSWER-CANARY"));
-    assert!(!everything(&collected).contains("hunter2-canary"));
+    let all = everything(&collected);
+    assert!(!all.contains("hunter2-canary"));
+    assert!(
+        !all.contains("DOCUMENT-CANARY") && !all.contains("QUERY-CANARY"),
+        "a text index's words are never captured"
+    );
     agent_memory::telemetry::set_capture_content(false);
 }

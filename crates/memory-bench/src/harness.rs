@@ -232,7 +232,7 @@ impl Report {
     /// A one-line human summary for stderr.
     pub(crate) fn summary(&self) -> String {
         let mut label = String::new();
-        for key in ["phase", "encoding"] {
+        for key in ["phase", "encoding", "op"] {
             if let Some(Value::String(v)) = self.extra.get(key) {
                 label.push_str(&format!(" {key}={v}"));
             }

@@ -19,6 +19,7 @@ mod harness;
 mod load;
 mod quality;
 mod server;
+mod text_index;
 mod vectors;
 mod workloads;
 
@@ -227,6 +228,10 @@ fn list() -> BenchResult<()> {
     for (name, description) in vectors::VECTOR_BACKENDS {
         writeln!(out, "  {name:<18} {description} (available)")?;
     }
+    writeln!(out, "backends (text_index):")?;
+    for (name, description) in text_index::TEXT_BACKENDS {
+        writeln!(out, "  {name:<18} {description} (available)")?;
+    }
     writeln!(out, "backends (embed):")?;
     let status = match vectors::embed_available() {
         Ok(()) => "available".to_owned(),
@@ -241,9 +246,11 @@ fn list() -> BenchResult<()> {
     Ok(())
 }
 
-/// Whether `name` is a backend of the vector workloads or of `embed`.
+/// Whether `name` is a backend of the vector workloads, of `embed` or of `text_index`.
 fn is_vector_or_embed_backend(name: &str) -> bool {
-    name == vectors::EMBED_BACKEND || vectors::VECTOR_BACKENDS.iter().any(|(n, _)| *n == name)
+    name == vectors::EMBED_BACKEND
+        || vectors::VECTOR_BACKENDS.iter().any(|(n, _)| *n == name)
+        || text_index::TEXT_BACKENDS.iter().any(|(n, _)| *n == name)
 }
 
 /// The cases the arguments select, in output order: workload, then backend, then n.
@@ -288,6 +295,11 @@ fn plan(cli: &Cli) -> BenchResult<Vec<Case>> {
                     Vec::new()
                 }
             },
+            BackendKind::Text => text_index::TEXT_BACKENDS
+                .iter()
+                .map(|(name, _)| *name)
+                .filter(|name| named(name))
+                .collect(),
             BackendKind::None => vec![backends::NO_BACKEND],
         };
         let ns: &[usize] = if cli.ns.is_empty() {
@@ -469,6 +481,7 @@ mod tests {
                     BackendKind::Stores => available,
                     BackendKind::Vector => vectors::VECTOR_BACKENDS.len(),
                     BackendKind::Embedder => usize::from(vectors::embed_available().is_ok()),
+                    BackendKind::Text => text_index::TEXT_BACKENDS.len(),
                     BackendKind::None => 1,
                 };
                 backends * w.default_ns().len()

@@ -90,6 +90,9 @@ pub(crate) enum Workload {
     /// The memory server's own cost: an HTTP append and context read minus the same `Ops` call.
     #[value(alias = "server-cost")]
     ServerCost,
+    /// Upsert one document, search after an upsert, and search, on a text index of N documents.
+    #[value(alias = "text-index")]
+    TextIndex,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -101,13 +104,15 @@ pub(crate) enum BackendKind {
     Vector,
     /// The local embedding model ([`vectors::EMBED_BACKEND`]).
     Embedder,
+    /// A text index ([`text_index::TEXT_BACKENDS`](crate::text_index::TEXT_BACKENDS)).
+    Text,
     /// Nothing: the backend is reported as [`backends::NO_BACKEND`].
     None,
 }
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 17] = [
+    pub(crate) const ALL: [Workload; 18] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -125,6 +130,7 @@ impl Workload {
         Workload::DecodeMessage,
         Workload::Migrate,
         Workload::ServerCost,
+        Workload::TextIndex,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -147,6 +153,7 @@ impl Workload {
             Workload::DecodeMessage => "decode_message",
             Workload::Migrate => "migrate",
             Workload::ServerCost => "server_cost",
+            Workload::TextIndex => "text_index",
         }
     }
 
@@ -202,6 +209,11 @@ impl Workload {
                 "the memory server's own cost on a thread of N: p50 of an HTTP append of one \
                  message and of a context read over loopback, minus p50 of the same Ops call"
             }
+            Workload::TextIndex => {
+                "on a text index of the first N message texts: upsert one document, search \
+                 (top 10) right after an upsert, both, five upserts then a search, and search alone (one line \
+                 each, `op`)"
+            }
         }
     }
 
@@ -211,6 +223,7 @@ impl Workload {
             Workload::CountTokens | Workload::DecodeMessage => BackendKind::None,
             Workload::VectorUpsert | Workload::VectorSearch => BackendKind::Vector,
             Workload::Embed => BackendKind::Embedder,
+            Workload::TextIndex => BackendKind::Text,
             _ => BackendKind::Stores,
         }
     }
@@ -234,6 +247,7 @@ impl Workload {
         match self.backend_kind() {
             BackendKind::Vector => &vectors::VECTOR_NS,
             BackendKind::Embedder => &vectors::EMBED_NS,
+            BackendKind::Text => &crate::text_index::TEXT_NS,
             BackendKind::Stores | BackendKind::None => &crate::DEFAULT_NS,
         }
     }
@@ -287,6 +301,8 @@ pub(crate) async fn run(
         decode_message(&ctx)?
     } else if case.workload.backend_kind() == BackendKind::None {
         count_tokens(&ctx)?
+    } else if case.workload.backend_kind() == BackendKind::Text {
+        crate::text_index::run(&ctx, &mut start_rss).await?
     } else if !case.workload.uses_backend() {
         vectors::run(&ctx, &mut start_rss).await?
     } else {
@@ -312,7 +328,8 @@ pub(crate) async fn run(
             | Workload::VectorUpsert
             | Workload::VectorSearch
             | Workload::Embed
-            | Workload::DecodeMessage => {
+            | Workload::DecodeMessage
+            | Workload::TextIndex => {
                 return Err(format!("{} runs on no chat store", ctx.workload).into());
             }
         };
@@ -1045,6 +1062,7 @@ mod tests {
                 BackendKind::Vector => "exact",
                 // The model is not part of the tests.
                 BackendKind::Embedder => continue,
+                BackendKind::Text => "tantivy-memory",
                 BackendKind::None => backends::NO_BACKEND,
             };
             let case = Case {
@@ -1056,6 +1074,7 @@ mod tests {
             let expected = match workload {
                 Workload::SessionRoundtrip => 5,
                 Workload::CountTokens | Workload::Migrate | Workload::ServerCost => 2,
+                Workload::TextIndex => 5,
                 _ => 1,
             };
             assert_eq!(reports.len(), expected, "{workload:?}");

@@ -279,3 +279,173 @@ async fn a_recall_and_a_forget_are_spans_with_their_counts() {
     ));
     assert!(receipt.total_items() > 0);
 }
+
+/// A naive text index for the span test: a document matches when it holds a word of the query.
+#[derive(Debug, Default)]
+struct WordsIndex {
+    documents: Mutex<Vec<(String, memory_core::TextDocument)>>,
+}
+
+#[memory_core::async_trait]
+impl memory_core::TextIndex for WordsIndex {
+    async fn upsert(
+        &self,
+        scope: &Scope,
+        documents: &[memory_core::TextDocument],
+    ) -> memory_core::Result<()> {
+        memory_core::lexical::check_documents(documents)?;
+        let mut all = self.documents.lock().unwrap();
+        for d in documents {
+            all.retain(|(k, old)| !(*k == scope.key() && old.id == d.id));
+            all.push((scope.key(), d.clone()));
+        }
+        Ok(())
+    }
+    async fn search(
+        &self,
+        scope: &Scope,
+        query: &memory_core::TextQuery,
+    ) -> memory_core::Result<Vec<memory_core::ScoredDocument>> {
+        memory_core::lexical::check_query(query)?;
+        let words = memory_core::lexical::query_words(&query.text);
+        let all = self.documents.lock().unwrap();
+        Ok(all
+            .iter()
+            .filter(|(k, d)| {
+                *k == scope.key()
+                    && memory_core::lexical::query_words(&d.text)
+                        .iter()
+                        .any(|w| words.contains(w))
+            })
+            .take(query.top_k)
+            .map(|(_, d)| memory_core::ScoredDocument {
+                id: d.id,
+                score: 1.0,
+                payload: d.payload.clone(),
+            })
+            .collect())
+    }
+    async fn get(
+        &self,
+        scope: &Scope,
+        ids: &[uuid::Uuid],
+    ) -> memory_core::Result<Vec<memory_core::TextDocument>> {
+        let all = self.documents.lock().unwrap();
+        Ok(all
+            .iter()
+            .filter(|(k, d)| *k == scope.key() && ids.contains(&d.id))
+            .map(|(_, d)| d.clone())
+            .collect())
+    }
+    async fn delete(&self, scope: &Scope, ids: &[uuid::Uuid]) -> memory_core::Result<u64> {
+        let mut all = self.documents.lock().unwrap();
+        let before = all.len();
+        all.retain(|(k, d)| !(*k == scope.key() && ids.contains(&d.id)));
+        Ok((before - all.len()) as u64)
+    }
+    async fn count(&self, scope: &Scope) -> memory_core::Result<u64> {
+        let all = self.documents.lock().unwrap();
+        Ok(all.iter().filter(|(k, _)| *k == scope.key()).count() as u64)
+    }
+    async fn clear(&self, scope: &Scope) -> memory_core::Result<u64> {
+        let mut all = self.documents.lock().unwrap();
+        let before = all.len();
+        all.retain(|(k, _)| *k != scope.key());
+        Ok((before - all.len()) as u64)
+    }
+}
+
+#[tokio::test]
+async fn a_text_index_call_is_a_span_with_its_count_and_never_its_text() {
+    use memory_core::{TextDocument, TextIndex, TextQuery};
+
+    let recorder = listening();
+    let index = Traced::new(WordsIndex::default(), "words");
+    assert_eq!(index.capabilities(), memory_core::TextCapabilities::none());
+    let scope = Scope::session("traced-text")
+        .unwrap()
+        .with_tenant("lexical")
+        .unwrap();
+    let doc = |text: &str| TextDocument {
+        id: uuid::Uuid::new_v4(),
+        text: text.into(),
+        payload: serde_json::Map::new(),
+    };
+    let docs = [
+        doc("the teapot SECRET-DOC sits on the shelf"),
+        doc("the garden door is blue"),
+    ];
+    index.upsert(&scope, &docs).await.unwrap();
+    let found = index
+        .search(
+            &scope,
+            &TextQuery::new("where is the SECRET-QUERY teapot", 5),
+        )
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 2, "both hold \"the\"");
+    assert_eq!(index.get(&scope, &[docs[1].id]).await.unwrap().len(), 1);
+    let long = "x".repeat(memory_core::lexical::MAX_QUERY_BYTES + 1);
+    let err = index
+        .search(&scope, &TextQuery::new(long, 3))
+        .await
+        .unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput);
+    let forget = memory_core::ForgetFilter::tenant(memory_core::TenantId::new("lexical").unwrap());
+    let err = index.delete_matching(&forget).await.unwrap_err();
+    assert_eq!(
+        err.kind(),
+        ErrorKind::Unsupported,
+        "forwarded, not answered"
+    );
+    assert_eq!(index.delete(&scope, &[docs[0].id]).await.unwrap(), 1);
+    assert_eq!(index.count(&scope).await.unwrap(), 1);
+    assert_eq!(index.clear(&scope).await.unwrap(), 1);
+
+    let spans = recorder.spans.lock().unwrap();
+    let ours: Vec<&FieldList> = spans
+        .values()
+        .filter(|(name, fields)| {
+            name == "agent_memory.store.op" && has(fields, "db.system.name", "words")
+        })
+        .map(|(_, fields)| fields)
+        .collect();
+    let of = |op: &str, status: Option<&str>| {
+        ours.iter()
+            .find(|f| {
+                has(f, "db.operation.name", op)
+                    && status.is_none_or(|s| has(f, "otel.status_code", s))
+            })
+            .copied()
+            .unwrap_or_else(|| panic!("no {op} span in {ours:?}"))
+    };
+    let upsert = of("upsert", None);
+    assert!(has(upsert, "otel.name", "upsert words"));
+    assert!(has(upsert, "agent_memory.scope.tenant", "lexical"));
+    assert!(has(upsert, "agent_memory.scope.session", "traced-text"));
+    assert!(has(upsert, "agent_memory.store.count", "2"));
+    assert!(
+        ours.iter()
+            .any(|f| has(f, "db.operation.name", "search")
+                && has(f, "agent_memory.store.count", "2"))
+    );
+    let failed = of("search", Some("ERROR"));
+    assert!(has(failed, "error.type", "invalid_input"));
+    assert!(has(
+        of("delete_matching", None),
+        "error.type",
+        "unsupported"
+    ));
+    assert!(has(of("get", None), "agent_memory.store.count", "1"));
+    assert!(has(of("delete", None), "agent_memory.store.count", "1"));
+    assert!(has(of("count", None), "agent_memory.store.count", "1"));
+    assert!(has(of("clear", None), "agent_memory.store.count", "1"));
+    for fields in &ours {
+        assert!(
+            !fields
+                .iter()
+                .any(|(_, v)| v.contains("SECRET-DOC") || v.contains("SECRET-QUERY")),
+            "text leaked: {fields:?}"
+        );
+    }
+}

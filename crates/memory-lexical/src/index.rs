@@ -3,7 +3,8 @@
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use memory_core::forget::ForgetFilter;
@@ -23,11 +24,17 @@ use tantivy::{
 use uuid::Uuid;
 
 use crate::analyzer::Analyzer;
+use crate::commit::CommitPolicy;
 use crate::error::{backend, join};
 use crate::schema::{Fields, document_key};
 
 /// The indexing memory budget of the one writer thread (tantivy's minimum is 15 MB).
 const WRITER_HEAP_BYTES: usize = 32_000_000;
+
+/// The most documents a [`CommitPolicy::BeforeRead`] index keeps uncommitted: a write that
+/// leaves more pending commits them all, so a long run of writes with no read between is
+/// committed (and, in a directory, made durable) every this many documents.
+pub const MAX_PENDING_WRITES: usize = 10_000;
 
 /// The fewest candidates a search fetches at first; it fetches more while the `top_k`-th
 /// result may still tie with, or lose to, a document it has not fetched (filters and ties).
@@ -52,21 +59,52 @@ const MIN_CANDIDATES: usize = 32;
 ///   selective filter costs more candidates.
 /// - Ties by ascending id: candidates are sorted by (score descending, id ascending), and more
 ///   are fetched while the lowest fetched score ties the `top_k`-th.
-/// - Writes go through one tantivy `IndexWriter` behind a mutex: every upsert, delete or
-///   clear is one commit (a batch of documents is one commit) followed by a reload of the
-///   reader, so it is visible to the next read. A commit costs a new segment (tantivy merges
-///   them in the background) and, in a directory, an fsync: batch documents when you can.
+/// - Writes go through one tantivy `IndexWriter` behind a mutex (held only inside a blocking
+///   task, never across an `await`). When they are committed is the [`CommitPolicy`] (see
+///   [`with_commit_policy`](Self::with_commit_policy)): by default
+///   ([`BeforeRead`](CommitPolicy::BeforeRead)) a write only adds to the writer and marks the
+///   index dirty, and the first read after it commits and reloads the reader once, for every
+///   write since the last commit; with [`EveryWrite`](CommitPolicy::EveryWrite) each upsert,
+///   delete or clear is one commit (a batch of documents is one commit). Either way a read
+///   that starts after a write returned sees it, and counts are exact. A commit costs a new
+///   segment (tantivy merges them in the background) and, in a directory, an fsync.
+/// - A delete, clear or `delete_matching` returns how many documents existed, so it commits
+///   pending writes first (it counts on a fresh reader); its own deletion is then pending like
+///   an upsert. A delete and a later upsert of the same id in one uncommitted run leave the new
+///   document (tantivy orders them by their operation stamps).
+/// - Durability in a directory: with `BeforeRead`, what was written since the last commit is
+///   committed by the next read, by [`commit`](Self::commit), past [`MAX_PENDING_WRITES`]
+///   documents, and when the last handle of the index is dropped (the drop blocks on the
+///   commit); a crash or a kill loses it. Call [`commit`](Self::commit) where a write must
+///   survive a crash (at the end of a turn, before a shutdown that may not drop the index), or
+///   use `EveryWrite`. The index is derived from the messages it was given, but nothing
+///   re-indexes a lost document: it would be silently missing from lexical recall.
+/// - A failed commit rolls the writer back to the last commit: the writes since then are
+///   discarded, and the call that committed (a read, a write or [`commit`](Self::commit))
+///   returns the error, saying so.
 /// - Every tantivy call runs on tokio's blocking pool (`spawn_blocking`).
 /// - A directory holds one index, opened by one `TantivyTextIndex` at a time (tantivy locks
 ///   it); it remembers its analyzer, and opening it with another is refused.
 #[derive(Clone)]
 pub struct TantivyTextIndex {
     inner: Arc<Inner>,
+    policy: CommitPolicy,
+}
+
+/// The writer and what it holds that no commit has made searchable yet.
+struct Pending {
+    writer: IndexWriter,
+    /// Documents added or deleted (by term or query: one each) since the last commit.
+    operations: usize,
 }
 
 struct Inner {
     reader: IndexReader,
-    writer: Mutex<IndexWriter>,
+    writer: Mutex<Pending>,
+    /// Whether the writer holds operations the reader does not see yet: set (under the writer
+    /// lock) by every write before it returns, cleared (under the lock) after a commit and a
+    /// reload. A read that finds it set commits first.
+    dirty: AtomicBool,
     fields: Fields,
     analyzer: Analyzer,
     /// The directory, or `None` in memory.
@@ -80,6 +118,7 @@ impl fmt::Debug for TantivyTextIndex {
         f.debug_struct("TantivyTextIndex")
             .field("path", &self.inner.path)
             .field("analyzer", &self.inner.analyzer)
+            .field("policy", &self.policy)
             .finish_non_exhaustive()
     }
 }
@@ -183,6 +222,32 @@ impl TantivyTextIndex {
         self.inner.path.as_deref()
     }
 
+    /// This handle with `policy`: when its writes are committed (the default is
+    /// [`CommitPolicy::BeforeRead`]). The policy belongs to the handle; its clones keep the
+    /// one it had when they were made, and every handle's reads see every handle's writes.
+    #[must_use]
+    pub fn with_commit_policy(mut self, policy: CommitPolicy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// When this handle's writes are committed.
+    pub fn commit_policy(&self) -> CommitPolicy {
+        self.policy
+    }
+
+    /// Commits every write taken so far (by any handle) and reloads the reader: once it
+    /// returned, they are on disk in a directory and survive a crash. Nothing to commit is a
+    /// no-op.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Backend`] when the commit fails; the writes since the last commit are then
+    /// discarded (see the type's documentation).
+    pub async fn commit(&self) -> Result<()> {
+        self.blocking("commit", |inner| inner.commit_pending("commit"))
+            .await
+    }
+
     fn start(
         index: Index,
         fields: Fields,
@@ -211,12 +276,17 @@ impl TantivyTextIndex {
         Ok(Self {
             inner: Arc::new(Inner {
                 reader,
-                writer: Mutex::new(writer),
+                writer: Mutex::new(Pending {
+                    writer,
+                    operations: 0,
+                }),
+                dirty: AtomicBool::new(false),
                 fields,
                 analyzer,
                 path,
                 text_analyzer,
             }),
+            policy: CommitPolicy::default(),
         })
     }
 
@@ -233,8 +303,25 @@ impl TantivyTextIndex {
     }
 }
 
+impl Drop for Inner {
+    /// The last handle is gone: a directory's pending writes are committed (best effort:
+    /// a failure here has no caller to tell; the writes are then lost as in a crash).
+    fn drop(&mut self) {
+        if self.path.is_none() || !*self.dirty.get_mut() {
+            return;
+        }
+        let pending = self
+            .writer
+            .get_mut()
+            .unwrap_or_else(PoisonError::into_inner);
+        if pending.writer.commit().is_err() {
+            let _ = pending.writer.rollback();
+        }
+    }
+}
+
 impl Inner {
-    fn writer(&self) -> Result<MutexGuard<'_, IndexWriter>> {
+    fn writer(&self) -> Result<MutexGuard<'_, Pending>> {
         self.writer.lock().map_err(|_| {
             Error::new(
                 ErrorKind::Backend,
@@ -244,16 +331,71 @@ impl Inner {
         })
     }
 
-    /// Commits the writer's pending operations and reloads the reader, so the next read sees
-    /// them; on a failure, rolls them back.
-    fn commit(&self, writer: &mut IndexWriter, action: &'static str) -> Result<()> {
-        if let Err(e) = writer.commit() {
-            let _ = writer.rollback();
-            return Err(backend(ErrorKind::Backend, action, e));
+    /// Commits the writer's pending operations and reloads the reader, so every read that
+    /// starts afterwards sees them; on a failed commit, rolls them back (they are lost, and
+    /// the error says so). Called with the writer lock held.
+    fn commit(&self, pending: &mut Pending, action: &'static str) -> Result<()> {
+        if let Err(e) = pending.writer.commit() {
+            let lost = pending.operations;
+            let _ = pending.writer.rollback();
+            pending.operations = 0;
+            self.dirty.store(false, Ordering::Release);
+            return Err(Error::new(
+                ErrorKind::Backend,
+                format!(
+                    "tantivy: {action}: the commit failed, and the {lost} uncommitted \
+                     operations (documents added or deleted) since the last commit were \
+                     discarded"
+                ),
+            )
+            .with_backend("tantivy")
+            .with_operation(action)
+            .with_source(e));
         }
+        pending.operations = 0;
+        // Committed: a failed reload leaves the index dirty, so the next read reloads again.
         self.reader
             .reload()
-            .map_err(|e| backend(ErrorKind::Backend, action, e))
+            .map_err(|e| backend(ErrorKind::Backend, action, e))?;
+        self.dirty.store(false, Ordering::Release);
+        Ok(())
+    }
+
+    /// Commits what is pending, if anything (the writer lock is taken only then): what a read
+    /// does first, so it sees every write that returned before it started.
+    fn commit_pending(&self, action: &'static str) -> Result<()> {
+        if !self.dirty.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut pending = self.writer()?;
+        // Another read may have committed while this one waited for the lock.
+        if self.dirty.load(Ordering::Acquire) {
+            self.commit(&mut pending, action)?;
+        }
+        Ok(())
+    }
+
+    /// Marks `operations` more as pending, then commits when `policy` or the size cap says
+    /// so. Called with the writer lock held, after the operations went into the writer.
+    fn wrote(
+        &self,
+        pending: &mut Pending,
+        operations: usize,
+        policy: CommitPolicy,
+        action: &'static str,
+    ) -> Result<()> {
+        pending.operations = pending.operations.saturating_add(operations);
+        self.dirty.store(true, Ordering::Release);
+        if policy == CommitPolicy::EveryWrite || pending.operations > MAX_PENDING_WRITES {
+            self.commit(pending, action)?;
+        }
+        Ok(())
+    }
+
+    /// A searcher that sees every write that returned before this call.
+    fn fresh_searcher(&self, action: &'static str) -> Result<Searcher> {
+        self.commit_pending(action)?;
+        Ok(self.reader.searcher())
     }
 
     fn scope_query(&self, scope: &Scope) -> TermQuery {
@@ -385,7 +527,7 @@ impl Inner {
                 Box::new(ConstScoreQuery::new(Box::new(self.scope_query(scope)), 0.0)),
             ),
         ]);
-        let searcher = self.reader.searcher();
+        let searcher = self.fresh_searcher("search")?;
         let mut limit = top_k.saturating_add(1).max(MIN_CANDIDATES);
         let mut loaded: HashMap<DocAddress, Option<ScoredDocument>> = HashMap::new();
         loop {
@@ -447,16 +589,21 @@ impl TextIndex for TantivyTextIndex {
                 )
             })
             .collect();
+        let policy = self.policy;
         self.blocking("upsert", move |inner| {
-            let mut writer = inner.writer()?;
+            let mut pending = inner.writer()?;
+            let operations = batch.len();
             for (key, doc) in batch {
-                writer.delete_term(key);
-                if let Err(e) = writer.add_document(doc) {
-                    let _ = writer.rollback();
+                // The delete's stamp precedes the add's: it removes the older versions only.
+                pending.writer.delete_term(key);
+                if let Err(e) = pending.writer.add_document(doc) {
+                    // The documents of this batch added so far stay pending with the rest; the
+                    // caller gets the error and may retry the batch (an upsert is idempotent).
+                    inner.dirty.store(true, Ordering::Release);
                     return Err(backend(ErrorKind::Backend, "upsert", e));
                 }
             }
-            inner.commit(&mut writer, "upsert")
+            inner.wrote(&mut pending, operations, policy, "upsert")
         })
         .await
     }
@@ -484,7 +631,7 @@ impl TextIndex for TantivyTextIndex {
         }
         let (scope, ids) = (scope.clone(), ids.to_vec());
         self.blocking("get", move |inner| {
-            let searcher = inner.reader.searcher();
+            let searcher = inner.fresh_searcher("get")?;
             let hits = searcher
                 .search(
                     &inner.keys_query(&scope, &wanted),
@@ -507,9 +654,14 @@ impl TextIndex for TantivyTextIndex {
         if wanted.is_empty() {
             return Ok(0);
         }
-        let scope = scope.clone();
+        let (scope, policy) = (scope.clone(), self.policy);
         self.blocking("delete", move |inner| {
-            let mut writer = inner.writer()?;
+            let mut pending = inner.writer()?;
+            // The count must see the pending writes: commit them first (under the lock, so
+            // no write slips between the count and the delete).
+            if inner.dirty.load(Ordering::Acquire) {
+                inner.commit(&mut pending, "delete")?;
+            }
             let existing = inner.count(
                 &inner.reader.searcher(),
                 &inner.keys_query(&scope, &wanted),
@@ -517,12 +669,12 @@ impl TextIndex for TantivyTextIndex {
             )?;
             if existing > 0 {
                 for id in &wanted {
-                    writer.delete_term(Term::from_field_text(
+                    pending.writer.delete_term(Term::from_field_text(
                         inner.fields.key,
                         &document_key(&scope, *id),
                     ));
                 }
-                inner.commit(&mut writer, "delete")?;
+                inner.wrote(&mut pending, wanted.len(), policy, "delete")?;
             }
             Ok(existing)
         })
@@ -533,7 +685,7 @@ impl TextIndex for TantivyTextIndex {
         let scope = scope.clone();
         self.blocking("count", move |inner| {
             inner.count(
-                &inner.reader.searcher(),
+                &inner.fresh_searcher("count")?,
                 &inner.scope_query(&scope),
                 "count",
             )
@@ -542,17 +694,22 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
-        let scope = scope.clone();
+        let (scope, policy) = (scope.clone(), self.policy);
         self.blocking("clear", move |inner| {
-            let mut writer = inner.writer()?;
+            let mut pending = inner.writer()?;
+            if inner.dirty.load(Ordering::Acquire) {
+                inner.commit(&mut pending, "clear")?;
+            }
             let existing = inner.count(
                 &inner.reader.searcher(),
                 &inner.scope_query(&scope),
                 "clear",
             )?;
             if existing > 0 {
-                writer.delete_term(Term::from_field_text(inner.fields.scope, &scope.key()));
-                inner.commit(&mut writer, "clear")?;
+                pending
+                    .writer
+                    .delete_term(Term::from_field_text(inner.fields.scope, &scope.key()));
+                inner.wrote(&mut pending, 1, policy, "clear")?;
             }
             Ok(existing)
         })
@@ -560,16 +717,20 @@ impl TextIndex for TantivyTextIndex {
     }
 
     async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
-        let filter = filter.clone();
+        let (filter, policy) = (filter.clone(), self.policy);
         self.blocking("delete_matching", move |inner| {
-            let mut writer = inner.writer()?;
+            let mut pending = inner.writer()?;
+            if inner.dirty.load(Ordering::Acquire) {
+                inner.commit(&mut pending, "delete_matching")?;
+            }
             let query = inner.forget_query(&filter);
             let existing = inner.count(&inner.reader.searcher(), &query, "delete_matching")?;
             if existing > 0 {
-                writer
+                pending
+                    .writer
                     .delete_query(Box::new(query))
                     .map_err(|e| backend(ErrorKind::Backend, "delete_matching", e))?;
-                inner.commit(&mut writer, "delete_matching")?;
+                inner.wrote(&mut pending, 1, policy, "delete_matching")?;
             }
             Ok(existing)
         })
@@ -580,7 +741,7 @@ impl TextIndex for TantivyTextIndex {
         let filter = filter.clone();
         self.blocking("count_matching", move |inner| {
             inner.count(
-                &inner.reader.searcher(),
+                &inner.fresh_searcher("count_matching")?,
                 &inner.forget_query(&filter),
                 "count_matching",
             )

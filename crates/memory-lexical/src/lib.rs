@@ -4,9 +4,11 @@
 #![deny(missing_docs)]
 
 mod analyzer;
+mod commit;
 mod error;
 mod index;
 mod schema;
 
 pub use analyzer::{Analyzer, DEFAULT_MAX_WORD_BYTES};
-pub use index::TantivyTextIndex;
+pub use commit::CommitPolicy;
+pub use index::{MAX_PENDING_WRITES, TantivyTextIndex};

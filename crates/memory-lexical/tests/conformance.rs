@@ -2,7 +2,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use memory_lexical::TantivyTextIndex;
+use memory_lexical::{CommitPolicy, TantivyTextIndex};
 
 /// An index in a fresh directory under Cargo's test scratch directory (removed by
 /// `cargo clean`).
@@ -26,4 +26,54 @@ memory_testkit::text_index_tests!(mod tantivy_in_a_directory, in_a_directory());
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn all_checks_on_one_index() {
     memory_testkit::run_all_text_index_checks(std::sync::Arc::new(in_a_directory().await)).await;
+}
+
+// The same suite when every write commits before it returns (the policy the index had before
+// `BeforeRead` became the default).
+memory_testkit::text_index_tests!(mod tantivy_every_write, async {
+    TantivyTextIndex::in_memory()
+        .unwrap()
+        .with_commit_policy(CommitPolicy::EveryWrite)
+});
+
+memory_testkit::text_index_tests!(mod tantivy_every_write_in_a_directory, async {
+    in_a_directory()
+        .await
+        .with_commit_policy(CommitPolicy::EveryWrite)
+});
+
+// The suite through `Traced`, with a subscriber that wants every span and event, so the
+// instrumented path is what runs.
+memory_testkit::text_index_tests!(mod traced_tantivy, async {
+    listening();
+    memory_core::telemetry::Traced::new(TantivyTextIndex::in_memory().unwrap(), "tantivy")
+});
+
+/// Wants every span and event, and keeps nothing.
+struct WantsEverything(std::sync::atomic::AtomicU64);
+
+impl tracing::Subscriber for WantsEverything {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        let id = self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        tracing::span::Id::from_u64(id.saturating_add(1))
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, _: &tracing::Event<'_>) {}
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+/// Installs [`WantsEverything`] as the global subscriber, once.
+fn listening() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        tracing::subscriber::set_global_default(WantsEverything(
+            std::sync::atomic::AtomicU64::new(0),
+        ))
+        .unwrap();
+    });
 }

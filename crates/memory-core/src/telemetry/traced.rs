@@ -15,17 +15,19 @@ use crate::history::{
     AppendOutcome, CursorRead, HistoryCapabilities, HistoryStore, StoredMessage, ThreadCount,
     ThreadCursor, Window,
 };
+use crate::lexical::{ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery};
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 use crate::session::{SessionCapabilities, SessionStore, StoredSession};
 use crate::vector::{ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore};
 use crate::{ChatMessage, Result, TenantId};
 
-/// A [`HistoryStore`], [`SessionStore`] or [`VectorStore`] whose every call is a `DEBUG` span
+/// A [`HistoryStore`], [`SessionStore`], [`VectorStore`] or [`TextIndex`] whose every call is a `DEBUG` span
 /// `agent_memory.store.op` (OpenTelemetry name `<db.operation.name> <db.system.name>`, kind
 /// client) with `db.system.name`, `db.operation.name`, the scope's tenant and session, the
 /// count of what the call moved (`agent_memory.store.count`), and `error.type` with an error
 /// status when it fails; and a data point of the histogram `db.client.operation.duration`
-/// (seconds) per call, so its count is the number of round trips.
+/// (seconds) per call, so its count is the number of round trips. Neither a search's query
+/// (its vector or its text) nor a document's text is ever recorded.
 ///
 /// It changes nothing else: every method is forwarded (`clippy::missing_trait_methods` is
 /// denied on the impls), the capabilities are the inner store's, and its `Debug` is the inner
@@ -282,6 +284,47 @@ impl<S: VectorStore> VectorStore for Traced<S> {
     }
     async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
         let call = self.inner.count_matching(filter);
+        observe(self.system, "count_matching", None, call, |n| *n).await
+    }
+}
+
+#[deny(clippy::missing_trait_methods)]
+#[async_trait]
+impl<S: TextIndex> TextIndex for Traced<S> {
+    fn capabilities(&self) -> TextCapabilities {
+        self.inner.capabilities()
+    }
+    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
+        let call = self.inner.upsert(scope, documents);
+        let n = len(documents);
+        observe(self.system, "upsert", Some(scope), call, |()| n).await
+    }
+    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
+        let call = self.inner.search(scope, query);
+        observe(self.system, "search", Some(scope), call, |d| len(d)).await
+    }
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
+        let call = self.inner.get(scope, ids);
+        observe(self.system, "get", Some(scope), call, |d| len(d)).await
+    }
+    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
+        let call = TextIndex::delete(&self.inner, scope, ids);
+        observe(self.system, "delete", Some(scope), call, |n| *n).await
+    }
+    async fn count(&self, scope: &Scope) -> Result<u64> {
+        let call = TextIndex::count(&self.inner, scope);
+        observe(self.system, "count", Some(scope), call, |n| *n).await
+    }
+    async fn clear(&self, scope: &Scope) -> Result<u64> {
+        let call = TextIndex::clear(&self.inner, scope);
+        observe(self.system, "clear", Some(scope), call, |n| *n).await
+    }
+    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let call = TextIndex::delete_matching(&self.inner, filter);
+        observe(self.system, "delete_matching", None, call, |n| *n).await
+    }
+    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        let call = TextIndex::count_matching(&self.inner, filter);
         observe(self.system, "count_matching", None, call, |n| *n).await
     }
 }
