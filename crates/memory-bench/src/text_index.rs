@@ -49,7 +49,8 @@ pub(crate) const TEXT_BACKENDS: [(&str, &str); 3] = [
     (
         "tantivy-dir",
         "TantivyTextIndex (memory-lexical) in a fresh temporary directory (fsync on commit), \
-         removed afterwards; its default commit policy",
+         removed afterwards; CommitPolicy::BeforeRead (the default in memory; a directory's default \
+         is EveryWrite)",
     ),
     (
         "tantivy-dir-every-write",
@@ -78,9 +79,11 @@ async fn open(name: &str) -> BenchResult<(Arc<TantivyTextIndex>, Option<TempDir>
             // The guard exists before the directory does: a failed open leaves nothing.
             let guard = TempDir(dir);
             let mut index = TantivyTextIndex::open_async(&guard.0).await?;
-            if name == "tantivy-dir-every-write" {
-                index = index.with_commit_policy(CommitPolicy::EveryWrite);
-            }
+            index = index.with_commit_policy(if name == "tantivy-dir-every-write" {
+                CommitPolicy::EveryWrite
+            } else {
+                CommitPolicy::BeforeRead
+            });
             Ok((Arc::new(index), Some(guard)))
         }
         other => {

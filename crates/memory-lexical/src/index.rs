@@ -61,10 +61,11 @@ const MIN_CANDIDATES: usize = 32;
 ///   are fetched while the lowest fetched score ties the `top_k`-th.
 /// - Writes go through one tantivy `IndexWriter` behind a mutex (held only inside a blocking
 ///   task, never across an `await`). When they are committed is the [`CommitPolicy`] (see
-///   [`with_commit_policy`](Self::with_commit_policy)): by default
+///   [`with_commit_policy`](Self::with_commit_policy)): by default in memory
 ///   ([`BeforeRead`](CommitPolicy::BeforeRead)) a write only adds to the writer and marks the
 ///   index dirty, and the first read after it commits and reloads the reader once, for every
-///   write since the last commit; with [`EveryWrite`](CommitPolicy::EveryWrite) each upsert,
+///   write since the last commit; with [`EveryWrite`](CommitPolicy::EveryWrite) (the default
+///   in a directory) each upsert,
 ///   delete or clear is one commit (a batch of documents is one commit). Either way a read
 ///   that starts after a write returned sees it, and counts are exact. A commit costs a new
 ///   segment (tantivy merges them in the background) and, in a directory, an fsync.
@@ -72,7 +73,8 @@ const MIN_CANDIDATES: usize = 32;
 ///   pending writes first (it counts on a fresh reader); its own deletion is then pending like
 ///   an upsert. A delete and a later upsert of the same id in one uncommitted run leave the new
 ///   document (tantivy orders them by their operation stamps).
-/// - Durability in a directory: with `BeforeRead`, what was written since the last commit is
+/// - Durability in a directory: by default (`EveryWrite`) a write that returned is on disk.
+///   Opted into `BeforeRead`, what was written since the last commit is
 ///   committed by the next read, by [`commit`](Self::commit), past [`MAX_PENDING_WRITES`]
 ///   documents, and when the last handle of the index is dropped (the drop blocks on the
 ///   commit); a crash or a kill loses it. Call [`commit`](Self::commit) where a write must
@@ -223,7 +225,7 @@ impl TantivyTextIndex {
     }
 
     /// This handle with `policy`: when its writes are committed (the default is
-    /// [`CommitPolicy::BeforeRead`]). The policy belongs to the handle; its clones keep the
+    /// [`CommitPolicy::default_for`]: `EveryWrite` in a directory, `BeforeRead` in memory). The policy belongs to the handle; its clones keep the
     /// one it had when they were made, and every handle's reads see every handle's writes.
     #[must_use]
     pub fn with_commit_policy(mut self, policy: CommitPolicy) -> Self {
@@ -255,6 +257,7 @@ impl TantivyTextIndex {
         path: Option<PathBuf>,
     ) -> Result<Self> {
         let text_analyzer = analyzer.build();
+        let policy = CommitPolicy::default_for(path.is_some());
         index
             .tokenizers()
             .register(&analyzer.name(), text_analyzer.clone());
@@ -286,7 +289,7 @@ impl TantivyTextIndex {
                 path,
                 text_analyzer,
             }),
-            policy: CommitPolicy::default(),
+            policy,
         })
     }
 

@@ -44,8 +44,17 @@ fn both_policies() -> [CommitPolicy; 2] {
     [CommitPolicy::BeforeRead, CommitPolicy::EveryWrite]
 }
 
+#[tokio::test]
+async fn a_directory_commits_every_write_by_default() {
+    let dir = tempfile::tempdir().unwrap();
+    let index = TantivyTextIndex::open_async(dir.path().join("text"))
+        .await
+        .unwrap();
+    assert_eq!(index.commit_policy(), CommitPolicy::EveryWrite);
+}
+
 #[test]
-fn before_read_is_the_default_and_the_policy_is_per_handle() {
+fn before_read_is_the_default_in_memory_and_the_policy_is_per_handle() {
     let index = TantivyTextIndex::in_memory().unwrap();
     assert_eq!(index.commit_policy(), CommitPolicy::BeforeRead);
     let every = index.clone().with_commit_policy(CommitPolicy::EveryWrite);
@@ -226,7 +235,10 @@ async fn a_directory_keeps_what_was_committed_across_a_drop_and_a_reopen() {
     let scope = Scope::session("durable").unwrap();
     let (a, b, c) = (Uuid::new_v4(), Uuid::new_v4(), Uuid::new_v4());
     {
-        let index = TantivyTextIndex::open_async(&path).await.unwrap();
+        let index = TantivyTextIndex::open_async(&path)
+            .await
+            .unwrap()
+            .with_commit_policy(CommitPolicy::BeforeRead);
         index
             .upsert(&scope, &[document(a, "alpha walrus")])
             .await
@@ -271,6 +283,7 @@ async fn a_directory_keeps_what_was_committed_across_a_drop_and_a_reopen() {
     expected.sort();
     assert_eq!(all, expected);
     // A delete pending at the drop is committed too.
+    let index = index.with_commit_policy(CommitPolicy::BeforeRead);
     assert_eq!(index.delete(&scope, &[b]).await.unwrap(), 1);
     tokio::task::spawn_blocking(move || drop(index))
         .await

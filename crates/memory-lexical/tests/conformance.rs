@@ -28,18 +28,18 @@ async fn all_checks_on_one_index() {
     memory_testkit::run_all_text_index_checks(std::sync::Arc::new(in_a_directory().await)).await;
 }
 
-// The same suite when every write commits before it returns (the policy the index had before
-// `BeforeRead` became the default).
+// The same suite with the other policy of each kind: every write committed in memory, writes
+// committed before the next read in a directory (the defaults are the reverse).
 memory_testkit::text_index_tests!(mod tantivy_every_write, async {
     TantivyTextIndex::in_memory()
         .unwrap()
         .with_commit_policy(CommitPolicy::EveryWrite)
 });
 
-memory_testkit::text_index_tests!(mod tantivy_every_write_in_a_directory, async {
+memory_testkit::text_index_tests!(mod tantivy_before_read_in_a_directory, async {
     in_a_directory()
         .await
-        .with_commit_policy(CommitPolicy::EveryWrite)
+        .with_commit_policy(CommitPolicy::BeforeRead)
 });
 
 // The suite through `Traced`, with a subscriber that wants every span and event, so the
