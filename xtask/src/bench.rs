@@ -6,6 +6,7 @@
 
 use std::{env, path::PathBuf};
 
+use crate::fetch_model;
 use crate::util::{self, Result};
 
 /// Environment variable that names the benchmark data file.
@@ -14,13 +15,26 @@ const DATA_ENV: &str = "AGENT_MEMORY_BENCH_DATA";
 /// Environment variable that names the LoCoMo file of `cargo xtask bench quality`.
 const QUALITY_DATA_ENV: &str = "AGENT_MEMORY_QUALITY_DATA";
 
+/// Environment variable that names the local embedding model's directory (read by
+/// `memory_vector::BertEmbedder::from_env`).
+const MODEL_DIR_ENV: &str = "AGENT_MEMORY_MODEL_DIR";
+
 /// Runs `cargo xtask bench ARGS...`; `cargo xtask bench quality ARGS...` runs the recall
-/// harness on LoCoMo (docs/quality.md).
+/// harness on LoCoMo (docs/quality.md), fetching the local model first (as `cargo xtask
+/// fetch-model` does) when the dense retriever is measured and `AGENT_MEMORY_MODEL_DIR` is not
+/// set.
 pub(crate) fn run(args: &[String]) -> Result {
+    let quality = args.first().map(String::as_str) == Some("quality");
     let mut cmd = util::cargo(["run", "--release", "--package", "memory-bench", "--"])?;
     cmd.args(args);
+    let model_dir_set = env::var_os(MODEL_DIR_ENV).is_some_and(|dir| !dir.is_empty());
+    if quality && wants_dense(args) && !model_dir_set {
+        let dir = fetch_model::ensure(None)?;
+        eprintln!("bench quality: {MODEL_DIR_ENV}={}", dir.display());
+        cmd.env(MODEL_DIR_ENV, dir);
+    }
     if !has_data_arg(args) {
-        let data = if args.first().map(String::as_str) == Some("quality") {
+        let data = if quality {
             default_file(QUALITY_DATA_ENV, "shared/quality/locomo10.json")?
         } else {
             default_file(DATA_ENV, "shared/bench/chat-10000.jsonl")?
@@ -35,6 +49,21 @@ fn has_data_arg(args: &[String]) -> bool {
     args.iter()
         .take_while(|arg| *arg != "--")
         .any(|arg| arg == "--data" || arg.starts_with("--data="))
+}
+
+/// Whether `memory-bench quality ARGS` measures the dense retriever (it does unless the
+/// arguments pass `--dense false` or `--dense=false`; the last one wins, as clap reads them).
+fn wants_dense(args: &[String]) -> bool {
+    let mut dense = true;
+    let mut args = args.iter().take_while(|arg| *arg != "--");
+    while let Some(arg) = args.next() {
+        if arg == "--dense" {
+            dense = args.next().map(String::as_str) != Some("false");
+        } else if let Some(value) = arg.strip_prefix("--dense=") {
+            dense = value != "false";
+        }
+    }
+    dense
 }
 
 /// The data file to use when the arguments name none (`$env`, else `<workspace>/../<rel>`);
@@ -78,5 +107,17 @@ mod tests {
         assert!(!has_data_arg(&strings(&["--n", "100"])));
         assert!(!has_data_arg(&strings(&["--", "--data"])));
         assert!(!has_data_arg(&strings(&["--database", "pg"])));
+    }
+
+    #[test]
+    fn dense_unless_turned_off() {
+        assert!(wants_dense(&strings(&["quality"])));
+        assert!(!wants_dense(&strings(&["quality", "--dense", "false"])));
+        assert!(!wants_dense(&strings(&["quality", "--dense=false"])));
+        assert!(wants_dense(&strings(&["quality", "--dense", "true"])));
+        assert!(wants_dense(&strings(&[
+            "quality", "--dense", "false", "--dense", "true"
+        ])));
+        assert!(wants_dense(&strings(&["quality", "--split", "tuned"])));
     }
 }

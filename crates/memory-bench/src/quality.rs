@@ -18,12 +18,15 @@ use memory_core::memory::{BlockPutContext, MemoryBlock};
 use memory_core::retrieval::{
     DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, Retrieved, Retriever,
 };
-use memory_core::{ChatMessage, Embedder, InMemoryVectorStore, Scope, SessionId, TenantId};
+use memory_core::{
+    ChatMessage, Embedder, InMemoryVectorStore, Scope, SessionId, TenantId, TextIndex,
+};
 use memory_lexical::{Analyzer, TantivyTextIndex};
 use memory_vector::BertEmbedder;
 use serde_json::{Value, json};
 
 use crate::BenchResult;
+use crate::remembered::RememberedEmbedder;
 
 /// The cut-offs of turn-level recall.
 const KS: [usize; 4] = [5, 10, 25, 50];
@@ -63,6 +66,11 @@ struct QualityCli {
     /// Candidates per retriever for the hybrid search (default: the library's).
     #[arg(long)]
     candidates: Option<usize>,
+    /// The lexical index: `tantivy` (BM25 in memory, `--analyzer`) or `sqlite` (the embedded
+    /// default store's own text index, SQLite FTS5, through `agent_memory::open`; one
+    /// temporary database file for the run, one scope per conversation).
+    #[arg(long, default_value = "tantivy")]
+    lexical: String,
 }
 
 /// One turn of a conversation.
@@ -278,6 +286,16 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     } else {
         None
     };
+    // The same embedder, answering the questions (embedded once, timed alone) from memory:
+    // the dense and hybrid searches through it are timed without the query's embedding.
+    let remembered = embedder
+        .as_ref()
+        .map(|e| Arc::new(RememberedEmbedder::new(e.clone())));
+    let sqlite = match cli.lexical.as_str() {
+        "tantivy" => None,
+        "sqlite" => Some(TempSqlite::open().await?),
+        other => return Err(format!("unknown lexical index {other:?} (tantivy, sqlite)").into()),
+    };
     let mut fusions: Vec<(String, Fusion)> = Vec::new();
     if cli.fusions.is_empty() {
         fusions.push(("default".to_owned(), Fusion::default()));
@@ -289,22 +307,29 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     let mut results: BTreeMap<String, Vec<(u64, Scores)>> = BTreeMap::new();
     let mut latencies: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let (mut turns_indexed, mut index_seconds) = (0usize, 0f64);
+    // The questions the remembering embedder has embedded (after each conversation's warm-up).
+    let mut embedded = 0usize;
     for &c in &range {
         let sample = &samples[c];
         let turns = turns_of(sample, cli.speaker, cli.captions);
         let questions = questions_of(sample);
-        let text_index = Arc::new(TantivyTextIndex::in_memory_with(analyzer(&cli.analyzer)?)?);
+        let text_index: Arc<dyn TextIndex> = match &sqlite {
+            Some(db) => db.text.clone(),
+            None => Arc::new(TantivyTextIndex::in_memory_with(analyzer(&cli.analyzer)?)?),
+        };
         let store = Arc::new(InMemoryVectorStore::new());
         let lexical: Arc<dyn Retriever> = Arc::new(LexicalRetriever::new(text_index));
         let mut blocks: Vec<(String, VectorMemoryBlock)> = vec![(
             "lexical".to_owned(),
             VectorMemoryBlock::with_retriever(lexical.clone()),
         )];
-        let writer = match &embedder {
-            Some(embedder) => {
+        let writer = match (&embedder, &remembered) {
+            (Some(embedder), Some(remembered)) => {
                 let dense: Arc<dyn Retriever> =
-                    Arc::new(DenseRetriever::new(embedder.clone(), store));
-                let hybrid = |f: Fusion| {
+                    Arc::new(DenseRetriever::new(embedder.clone(), store.clone()));
+                let dense_only: Arc<dyn Retriever> =
+                    Arc::new(DenseRetriever::new(remembered.clone(), store));
+                let hybrid = |dense: &Arc<dyn Retriever>, f: Fusion| {
                     let h = HybridRetriever::new(dense.clone(), lexical.clone()).with_fusion(f);
                     match cli.candidates {
                         Some(n) => h.with_candidates(n),
@@ -318,12 +343,22 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
                 for (name, f) in &fusions {
                     blocks.push((
                         format!("hybrid:{name}"),
-                        VectorMemoryBlock::with_retriever(Arc::new(hybrid(*f))),
+                        VectorMemoryBlock::with_retriever(Arc::new(hybrid(&dense, *f))),
                     ));
                 }
-                VectorMemoryBlock::with_retriever(Arc::new(hybrid(Fusion::default())))
+                blocks.push((
+                    format!("dense{SEARCH_ONLY}"),
+                    VectorMemoryBlock::with_retriever(dense_only.clone()),
+                ));
+                for (name, f) in &fusions {
+                    blocks.push((
+                        format!("hybrid:{name}{SEARCH_ONLY}"),
+                        VectorMemoryBlock::with_retriever(Arc::new(hybrid(&dense_only, *f))),
+                    ));
+                }
+                VectorMemoryBlock::with_retriever(Arc::new(hybrid(&dense, Fusion::default())))
             }
-            None => VectorMemoryBlock::with_retriever(lexical.clone()),
+            _ => VectorMemoryBlock::with_retriever(lexical.clone()),
         };
         let scope = Scope::new(
             TenantId::new("locomo")?,
@@ -348,6 +383,19 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         }
         index_seconds += started.elapsed().as_secs_f64();
         turns_indexed += turns.len();
+        if let (Some(embedder), Some(remembered)) = (&embedder, &remembered) {
+            for q in &questions {
+                let question = std::slice::from_ref(&q.text);
+                let started = Instant::now();
+                embedder.embed(question).await?;
+                latencies
+                    .entry("embed (question)".to_owned())
+                    .or_default()
+                    .push(started.elapsed().as_secs_f64() * 1e3);
+                remembered.embed(question).await?;
+            }
+            embedded = remembered.misses();
+        }
         for (name, block) in &blocks {
             for q in &questions {
                 let started = Instant::now();
@@ -369,10 +417,22 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
                     .iter()
                     .filter_map(|s| turns.get(s.checked_sub(1)?).map(|t| t.session.clone()))
                     .collect();
-                results
-                    .entry(name.clone())
-                    .or_default()
-                    .push((q.category, score(&ranked, &sessions, q)));
+                if !name.ends_with(SEARCH_ONLY) {
+                    results
+                        .entry(name.clone())
+                        .or_default()
+                        .push((q.category, score(&ranked, &sessions, q)));
+                }
+            }
+        }
+        if let Some(remembered) = &remembered {
+            // Every search-only query was answered from memory.
+            if remembered.misses() != embedded {
+                return Err(format!(
+                    "the search-only retrievers embedded {} questions again",
+                    remembered.misses().saturating_sub(embedded)
+                )
+                .into());
             }
         }
         eprintln!(
@@ -381,8 +441,11 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             questions.len()
         );
     }
+    if let Some(db) = sqlite {
+        db.remove();
+    }
     let config = json!({
-        "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
+        "lexical": cli.lexical, "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
         "candidates": cli.candidates,
     });
     for (name, scored) in &results {
@@ -420,11 +483,52 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     println!(
         "{}",
         json!({
-            "workload": "quality", "split": cli.split, "index": if cli.dense { "hybrid (tantivy + in-memory vectors, MiniLM)" } else { "lexical (tantivy)" },
+            "workload": "quality", "split": cli.split, "index": match (cli.dense, cli.lexical.as_str()) {
+                (true, "sqlite") => "hybrid (SQLite FTS5 + in-memory vectors, MiniLM)",
+                (true, _) => "hybrid (tantivy + in-memory vectors, MiniLM)",
+                (false, "sqlite") => "lexical (SQLite FTS5)",
+                (false, _) => "lexical (tantivy)",
+            },
             "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / index_seconds.max(1e-9)),
         })
     );
     Ok(())
+}
+
+/// The suffix of the retrievers timed without the query's embedding (their vectors answered
+/// from memory); they are not scored again.
+const SEARCH_ONLY: &str = " (search only)";
+
+/// The embedded default store in a temporary directory, for its text index.
+struct TempSqlite {
+    dir: PathBuf,
+    text: Arc<dyn TextIndex>,
+}
+
+impl TempSqlite {
+    async fn open() -> BenchResult<Self> {
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos());
+        let dir = std::env::temp_dir().join(format!(
+            "memory-bench-quality-{}-{nanos}",
+            std::process::id()
+        ));
+        std::fs::create_dir_all(&dir)?;
+        let url = format!("sqlite://{}", dir.join("memory.db").display());
+        let stores = agent_memory::open(&url).await?;
+        let text = stores
+            .text_index()
+            .ok_or("the SQLite store opened without a text index")?;
+        Ok(Self { dir, text })
+    }
+
+    fn remove(self) {
+        drop(self.text);
+        if let Err(e) = std::fs::remove_dir_all(&self.dir) {
+            eprintln!("quality: cannot remove {}: {e}", self.dir.display());
+        }
+    }
 }
 
 fn round(x: f64) -> f64 {
