@@ -8,13 +8,13 @@
 //!                             # embedder, else none (searches answer 501)
 //! text_index = "store"        # "store" | "memory" | "directory"; default: "store" when the
 //!                             # store has one (SQL URLs), else "memory"
-//! text_index_dir = "/var/lib/agent-memory/text"   # with text_index = "directory"
+//! # text_index_dir = "/var/lib/agent-memory/text"   # with text_index = "directory" only
 //!
 //! [memory.fusion]             # hybrid only
 //! method = "score"            # "score" (weighted min-max scores, default) | "rrf"
 //! dense_weight = 0.5          # default: 0.5 for "score", 1 for "rrf"
 //! lexical_weight = 1.0        # default: 1
-//! rrf_k = 60.0                # "rrf" only; default 60
+//! # rrf_k = 60.0              # "rrf" only; default 60
 //! candidates = 50             # each side's candidates; default 50
 //! ```
 //!
@@ -49,6 +49,11 @@ use crate::embedder::MemoryConfig;
 
 /// The most candidates `[memory.fusion] candidates` may ask each side for.
 pub const MAX_CANDIDATES: usize = 1_000;
+
+/// The largest fusion weight or `rrf_k` accepted: larger values add nothing a smaller ratio
+/// cannot say, and near `f32::MAX` fused scores overflow to infinity (ties, and a JSON score of
+/// `null`).
+pub const MAX_FUSION_PARAMETER: f32 = 1_000_000.0;
 
 /// How memory is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -141,8 +146,8 @@ impl FusionConfig {
     /// The fusion these settings describe.
     ///
     /// # Errors
-    /// A [`ConfigError`] for a weight or `k` that is negative or not a number, both weights 0,
-    /// or `rrf_k` with the `score` method.
+    /// A [`ConfigError`] for a weight or `k` that is not a number between 0 and
+    /// [`MAX_FUSION_PARAMETER`], both weights 0, or `rrf_k` with the `score` method.
     pub fn fusion(&self) -> Result<Fusion, ConfigError> {
         for (name, value) in [
             ("dense_weight", self.dense_weight),
@@ -150,10 +155,10 @@ impl FusionConfig {
             ("rrf_k", self.rrf_k),
         ] {
             if let Some(v) = value
-                && !(v.is_finite() && v >= 0.0)
+                && !(v.is_finite() && (0.0..=MAX_FUSION_PARAMETER).contains(&v))
             {
                 return Err(ConfigError(format!(
-                    "memory.fusion.{name} must be a number of at least 0"
+                    "memory.fusion.{name} must be a number between 0 and {MAX_FUSION_PARAMETER}"
                 )));
             }
         }
@@ -302,10 +307,16 @@ impl MemoryConfig {
             }
             _ => {}
         }
-        if kind == Some(RetrievalKind::Hybrid) {
-            self.fusion.fusion()?;
-            self.fusion.candidates()?;
+        if !matches!(kind, Some(RetrievalKind::Lexical | RetrievalKind::Hybrid))
+            && (self.text_index.is_some() || self.text_index_dir.is_some())
+        {
+            return Err(ConfigError(
+                "memory.text_index applies to lexical or hybrid search: also set memory.retrieval = \"lexical\" or \"hybrid\"".to_owned(),
+            ));
         }
+        // Checked whatever the retrieval, so that a wrong value is never silently ignored.
+        self.fusion.fusion()?;
+        self.fusion.candidates()?;
         Ok(())
     }
 
@@ -530,14 +541,23 @@ mod tests {
                     dense_weight: Some(-1.0),
                     ..FusionConfig::default()
                 },
-                "at least 0",
+                "between 0 and",
             ),
             (
                 FusionConfig {
                     lexical_weight: Some(f32::NAN),
                     ..FusionConfig::default()
                 },
-                "at least 0",
+                "between 0 and",
+            ),
+            (
+                // Near f32::MAX the fused scores would overflow to infinity.
+                FusionConfig {
+                    dense_weight: Some(3e38),
+                    lexical_weight: Some(3e38),
+                    ..FusionConfig::default()
+                },
+                "between 0 and",
             ),
             (
                 FusionConfig {
@@ -565,6 +585,24 @@ mod tests {
             let error = hybrid(fusion).validate(true).unwrap_err().0;
             assert!(error.contains(words), "{error}");
             assert!(error.ends_with(|c: char| c.is_alphanumeric() || c == '"' || c == ')'));
+            // Never silently ignored, whatever the retrieval.
+            let lexical = MemoryConfig {
+                retrieval: Some(RetrievalKind::Lexical),
+                fusion,
+                ..MemoryConfig::default()
+            };
+            let error = lexical.validate(false).unwrap_err().0;
+            assert!(error.contains(words), "{error}");
+        }
+        // A text index set for a search that uses none is pointed out.
+        for retrieval in [None, Some(RetrievalKind::Dense)] {
+            let memory = MemoryConfig {
+                retrieval,
+                text_index: Some(TextIndexKind::Store),
+                ..MemoryConfig::default()
+            };
+            let error = memory.validate(true).unwrap_err().0;
+            assert!(error.contains("lexical or hybrid"), "{error}");
         }
     }
 

@@ -131,7 +131,7 @@ async fn search_and_forget(srv: &TestServer, index: &Arc<dyn TextIndex>) {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|r| r["store"] == "texts")
+        .filter(|r| r["store"] == "texts" || r["store"] == "memory texts")
         .map(|r| r["items"].as_u64().unwrap())
         .sum();
     assert!(

@@ -38,6 +38,9 @@ pub use threads::{CountView, ListRequest, ScopePage, ScopeView, WindowSpec};
 pub const MAX_PAGE_LIMIT: usize = 1_000;
 /// The page size of a list that names none.
 pub const DEFAULT_PAGE_LIMIT: usize = 100;
+/// The name a forget receipt gives the server's own text index (tantivy, `text_index =
+/// "memory"` or `"directory"`), apart from the store's own (`"texts"`).
+pub const OWN_TEXT_INDEX_NAME: &str = "memory texts";
 
 /// The limits the operations enforce (the transport enforces the body size itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -160,7 +163,12 @@ impl Ops {
             forgetter = forgetter.vectors(Arc::clone(store));
         }
         if let Some(index) = &self.text_index {
-            forgetter = forgetter.texts(Arc::clone(index));
+            // Named apart from the store's own text index ("texts"), which the stores'
+            // forgetter already holds: a receipt names each once.
+            forgetter = forgetter.target(Arc::new(agent_memory::forget::TextForget::named(
+                OWN_TEXT_INDEX_NAME,
+                Arc::clone(index),
+            )));
         }
         forgetter
     }
