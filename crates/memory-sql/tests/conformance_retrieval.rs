@@ -48,82 +48,37 @@ async fn hybrid_memory(store: SqlStore) {
     .await;
 }
 
-#[cfg(feature = "sqlite")]
-mod sqlite_memory {
-    use super::*;
+/// One module per engine: the retriever suite with the lexical, hybrid (default fusion) and
+/// hybrid (RRF) retrievers over the engine's text index, and the hybrid memory check.
+macro_rules! engine {
+    ($feature:literal, $module:ident, $store:expr) => {
+        #[cfg(feature = $feature)]
+        mod $module {
+            use super::*;
 
-    async fn store() -> SqlStore {
-        SqlStore::in_memory().await.unwrap()
-    }
-    memory_testkit::retriever_tests!(mod lexical, async { super::lexical(&store().await) });
-    memory_testkit::retriever_tests!(mod hybrid_default, async {
-        super::hybrid(&store().await, Fusion::default())
-    });
-    memory_testkit::retriever_tests!(mod hybrid_rrf, async {
-        super::hybrid(&store().await, rrf())
-    });
-    #[test]
-    fn hybrid_memory_flushes_once_recalls_and_forgets() {
-        memory_testkit::__private::block_on(async { hybrid_memory(store().await).await });
-    }
+            async fn store() -> SqlStore {
+                $store
+            }
+            memory_testkit::retriever_tests!(mod lexical, async { super::lexical(&store().await) });
+            memory_testkit::retriever_tests!(mod hybrid_default, async {
+                super::hybrid(&store().await, Fusion::default())
+            });
+            memory_testkit::retriever_tests!(mod hybrid_rrf, async {
+                super::hybrid(&store().await, rrf())
+            });
+            #[test]
+            fn hybrid_memory_flushes_once_recalls_and_forgets() {
+                memory_testkit::__private::block_on(async { hybrid_memory(store().await).await });
+            }
+        }
+    };
 }
 
-#[cfg(feature = "sqlite")]
-mod sqlite_file {
-    use super::*;
-
-    async fn store() -> SqlStore {
-        common::sqlite_file_store().await
-    }
-    memory_testkit::retriever_tests!(mod lexical, async { super::lexical(&store().await) });
-    memory_testkit::retriever_tests!(mod hybrid_default, async {
-        super::hybrid(&store().await, Fusion::default())
-    });
-    memory_testkit::retriever_tests!(mod hybrid_rrf, async {
-        super::hybrid(&store().await, rrf())
-    });
-    #[test]
-    fn hybrid_memory_flushes_once_recalls_and_forgets() {
-        memory_testkit::__private::block_on(async { hybrid_memory(store().await).await });
-    }
-}
-
-#[cfg(feature = "postgres")]
-mod postgres {
-    use super::*;
-
-    async fn store() -> SqlStore {
-        common::postgres_store().await
-    }
-    memory_testkit::retriever_tests!(mod lexical, async { super::lexical(&store().await) });
-    memory_testkit::retriever_tests!(mod hybrid_default, async {
-        super::hybrid(&store().await, Fusion::default())
-    });
-    memory_testkit::retriever_tests!(mod hybrid_rrf, async {
-        super::hybrid(&store().await, rrf())
-    });
-    #[test]
-    fn hybrid_memory_flushes_once_recalls_and_forgets() {
-        memory_testkit::__private::block_on(async { hybrid_memory(store().await).await });
-    }
-}
-
-#[cfg(feature = "mysql")]
-mod mysql {
-    use super::*;
-
-    async fn store() -> SqlStore {
-        common::mysql_store().await
-    }
-    memory_testkit::retriever_tests!(mod lexical, async { super::lexical(&store().await) });
-    memory_testkit::retriever_tests!(mod hybrid_default, async {
-        super::hybrid(&store().await, Fusion::default())
-    });
-    memory_testkit::retriever_tests!(mod hybrid_rrf, async {
-        super::hybrid(&store().await, rrf())
-    });
-    #[test]
-    fn hybrid_memory_flushes_once_recalls_and_forgets() {
-        memory_testkit::__private::block_on(async { hybrid_memory(store().await).await });
-    }
-}
+engine!(
+    "sqlite",
+    sqlite_memory,
+    SqlStore::in_memory().await.unwrap()
+);
+engine!("sqlite", sqlite_file, common::sqlite_file_store().await);
+engine!("postgres", postgres, common::postgres_store().await);
+engine!("mysql", mysql, common::mysql_store().await);
