@@ -68,6 +68,9 @@ impl DeclaredHistory {
     }
 }
 
+// Every method is written out, so a method added to the trait cannot fall to its default
+// body unrecorded.
+#[deny(clippy::missing_trait_methods)]
 #[memory_core::async_trait]
 impl HistoryStore for DeclaredHistory {
     fn capabilities(&self) -> HistoryCapabilities {
