@@ -1,7 +1,8 @@
 //! `memory-bench quality`: turn-level recall of long-term memory on LoCoMo (docs/quality.md).
 //!
 //! Each conversation's turns are indexed through the vector memory block (one flushed batch per
-//! turn, the block's `put`, as a `Memory` flush calls it) into a tantivy BM25 index and an
+//! turn, the block's `put`, as a `Memory` flush calls it, so each turn is indexed with the one
+//! before it as context, the block's default) into a tantivy BM25 index and an
 //! in-memory vector store embedded by the local all-MiniLM-L6-v2; each question is then asked
 //! through the block's `search` with a lexical, a dense and a hybrid retriever over those same
 //! indexes, and the results are mapped back to their turns' `dia_id`s.
@@ -13,7 +14,7 @@ use std::time::Instant;
 
 use clap::Parser;
 use memory_core::history::StoredMessage;
-use memory_core::memory::blocks::VectorMemoryBlock;
+use memory_core::memory::blocks::{DEFAULT_CONTEXT_MESSAGES, VectorMemoryBlock};
 use memory_core::memory::{BlockPutContext, MemoryBlock};
 use memory_core::retrieval::{
     DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, Retrieved, Retriever,
@@ -71,6 +72,10 @@ struct QualityCli {
     /// temporary database file for the run, one scope per conversation).
     #[arg(long, default_value = "tantivy")]
     lexical: String,
+    /// How many messages before each turn the block indexes with it as context (default: the
+    /// block's, `DEFAULT_CONTEXT_MESSAGES`; 0 indexes each turn alone).
+    #[arg(long)]
+    context: Option<usize>,
 }
 
 /// One turn of a conversation.
@@ -360,6 +365,10 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             }
             _ => VectorMemoryBlock::with_retriever(lexical.clone()),
         };
+        let writer = match cli.context {
+            Some(n) => writer.with_context_messages(n),
+            None => writer,
+        };
         let scope = Scope::new(
             TenantId::new("locomo")?,
             SessionId::new(format!("conversation-{c}"))?,
@@ -447,6 +456,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     let config = json!({
         "lexical": cli.lexical, "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
         "candidates": cli.candidates,
+        "context": cli.context.unwrap_or(DEFAULT_CONTEXT_MESSAGES),
     });
     for (name, scored) in &results {
         let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();

@@ -200,3 +200,101 @@ async fn the_block_recalls_through_a_hybrid_retriever_after_a_flush() {
             .is_empty()
     );
 }
+
+/// Puts each text as its own flushed batch (seq i + 1) through `block`, as a `Memory` flush
+/// would, and returns the block's state.
+async fn put_each(block: &VectorMemoryBlock, scope: &Scope, texts: &[&str]) -> serde_json::Value {
+    use memory_core::history::StoredMessage;
+    use memory_core::memory::{BlockPutContext, MemoryBlock};
+    let mut state = serde_json::Value::Null;
+    for (i, text) in texts.iter().enumerate() {
+        let message = StoredMessage::new(i as u64 + 1, 0, false, ChatMessage::user(*text));
+        block
+            .put(BlockPutContext {
+                scope,
+                messages: &[message],
+                state: &mut state,
+            })
+            .await
+            .unwrap();
+    }
+    state
+}
+
+#[tokio::test]
+async fn a_batch_is_found_by_the_message_before_it_and_recalled_alone() {
+    let texts = [
+        "Lunch plans for friday with the marketing team",
+        "What did you name the new greenhouse pump?",
+        "We call it Okonkwo.",
+        "Printer paper jammed again downstairs",
+    ];
+    let block = VectorMemoryBlock::with_retriever(lexical());
+    let scope = random_scope();
+    let state = put_each(&block, &scope, &texts).await;
+    let found = block
+        .search(&scope, "greenhouse pump name", 5)
+        .await
+        .unwrap();
+    let seqs: Vec<u64> = found
+        .iter()
+        .map(|r| r.payload["first_seq"].as_u64().unwrap())
+        .collect();
+    // The question (seq 2) and its answer (seq 3, indexed with the question as context).
+    assert_eq!(seqs.len(), 2, "{found:?}");
+    assert!(seqs.contains(&2) && seqs.contains(&3), "{seqs:?}");
+    let answer = found.iter().find(|r| r.payload["first_seq"] == 3).unwrap();
+    assert_eq!(
+        answer.text(),
+        Some("<message role='user'>We call it Okonkwo.</message>")
+    );
+    // The state keeps only the last message, for the next batch.
+    assert_eq!(
+        state["context"],
+        serde_json::json!([["user", "Printer paper jammed again downstairs"]])
+    );
+
+    // Without context, the answer shares no word with the question.
+    let alone = VectorMemoryBlock::with_retriever(lexical()).with_context_messages(0);
+    let scope = random_scope();
+    let state = put_each(&alone, &scope, &texts).await;
+    let found = alone
+        .search(&scope, "greenhouse pump name", 5)
+        .await
+        .unwrap();
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert_eq!(found[0].payload["first_seq"], 2);
+    assert_eq!(state["context"], serde_json::json!([]));
+}
+
+#[tokio::test]
+async fn the_kept_context_is_bounded_and_cut_at_a_character_boundary() {
+    use memory_core::memory::blocks::CONTEXT_BYTES;
+    let long = "é".repeat(CONTEXT_BYTES); // two bytes each
+    let block = VectorMemoryBlock::with_retriever(lexical()).with_context_messages(2);
+    let scope = random_scope();
+    let state = put_each(&block, &scope, &["first words", &long, "last words"]).await;
+    let kept = state["context"].as_array().unwrap();
+    assert_eq!(kept.len(), 2, "{kept:?}");
+    let body = kept[0][1].as_str().unwrap();
+    assert!(body.len() <= CONTEXT_BYTES && body.len() >= CONTEXT_BYTES - 1);
+    assert!(body.chars().all(|c| c == 'é'));
+    assert_eq!(kept[1][1], "last words");
+    // A state written before the context existed reads as no context.
+    let mut old = serde_json::json!({"points": 3, "recent": []});
+    {
+        use memory_core::history::StoredMessage;
+        use memory_core::memory::{BlockPutContext, MemoryBlock};
+        let message = StoredMessage::new(4, 0, false, ChatMessage::user("fresh"));
+        block
+            .put(BlockPutContext {
+                scope: &scope,
+                messages: &[message],
+                state: &mut old,
+            })
+            .await
+            .unwrap();
+    }
+    assert_eq!(old["points"], 4);
+    assert_eq!(old["context"], serde_json::json!([["user", "fresh"]]));
+}

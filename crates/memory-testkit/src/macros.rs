@@ -578,6 +578,7 @@ macro_rules! __retriever_checks {
             shared [
                 scopes_are_isolated,
                 the_matching_item_ranks_first,
+                context_is_indexed_not_returned,
                 top_k_and_filter_are_honoured,
                 index_replaces_by_id,
                 delete_and_clear_count,

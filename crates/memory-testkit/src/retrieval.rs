@@ -155,6 +155,28 @@ pub async fn the_matching_item_ranks_first(r: &dyn Retriever) {
     assert_eq!(first.payload["k"], 2);
 }
 
+/// An item's context is indexed with it and never returned: a query sharing words only with
+/// the context finds the item first, and its payload `"text"` is its own text alone.
+pub async fn context_is_indexed_not_returned(r: &dyn Retriever) {
+    let scope = random_scope();
+    let answer = Uuid::new_v4();
+    let with_context = item(answer, "it was rex", json!({"k": 1}))
+        .with_context("what was the name of your childhood walrus");
+    index_with_filler(r, &scope, std::slice::from_ref(&with_context)).await;
+    let got = retrieve(r, &scope, RetrievalQuery::new("childhood walrus name", 5)).await;
+    assert_eq!(
+        got.first().map(|x| x.id),
+        Some(answer),
+        "the item was not found by its context's words: {got:?}"
+    );
+    assert_eq!(
+        got[0].text(),
+        Some("it was rex"),
+        "the context was returned"
+    );
+    assert_eq!(got[0].payload["k"], 1);
+}
+
 /// `top_k` bounds the results (0 gives none) and a payload filter keeps only matching items.
 pub async fn top_k_and_filter_are_honoured(r: &dyn Retriever) {
     let scope = random_scope();

@@ -11,9 +11,9 @@ use crate::model::Embedder;
 use crate::scope::Scope;
 use crate::vector::{VectorPoint, VectorQuery, VectorStore};
 
-/// Embeds each item's text with an [`Embedder`] and keeps it as a point of a [`VectorStore`];
-/// a query is embedded the same way and answered with the nearest points (score: cosine
-/// similarity).
+/// Embeds each item's [indexed text](MemoryItem::indexed_text) (its context and text) with an
+/// [`Embedder`] and keeps it as a point of a [`VectorStore`]; a query is embedded the same way
+/// and answered with the nearest points (score: cosine similarity).
 #[derive(Debug, Clone)]
 pub struct DenseRetriever {
     embedder: Arc<dyn Embedder>,
@@ -47,7 +47,10 @@ impl Retriever for DenseRetriever {
         if items.is_empty() {
             return Ok(());
         }
-        let texts: Vec<String> = items.iter().map(|i| i.text.clone()).collect();
+        let texts: Vec<String> = items
+            .iter()
+            .map(|i| i.indexed_text().into_owned())
+            .collect();
         let vectors = self.embedder.embed(&texts).await?;
         if vectors.len() != items.len() {
             return Err(Error::new(

@@ -63,7 +63,7 @@ impl Retriever for LexicalRetriever {
             .iter()
             .map(|item| TextDocument {
                 id: item.id,
-                text: indexable(&item.text, MAX_TEXT_BYTES, false),
+                text: indexable(&item.indexed_text(), MAX_TEXT_BYTES, false),
                 payload: item.stored_payload(),
             })
             .collect();

@@ -42,6 +42,11 @@ pub struct MemoryItem {
     /// Free-form payload, returned with results and matched by filters. Its `"text"` key is
     /// set to [`text`](Self::text) when the item is indexed.
     pub payload: Map<String, Value>,
+    /// Text indexed before [`text`](Self::text) but not part of the item: it helps find the
+    /// item and is never returned (the payload's `"text"` is the item's text alone). The
+    /// vector memory block puts the message before a flushed batch here, so a batch that
+    /// answers a question is found by the question's words (docs/quality.md has the figures).
+    pub context: Option<String>,
 }
 
 impl MemoryItem {
@@ -51,6 +56,24 @@ impl MemoryItem {
             id,
             text: text.into(),
             payload: Map::new(),
+            context: None,
+        }
+    }
+
+    /// Sets the context indexed before the text (an empty context is none).
+    #[must_use]
+    pub fn with_context(mut self, context: impl Into<String>) -> Self {
+        let context = context.into();
+        self.context = (!context.is_empty()).then_some(context);
+        self
+    }
+
+    /// What a retriever indexes: the [context](Self::context), a newline, then the text; the
+    /// text alone when there is no context.
+    pub fn indexed_text(&self) -> std::borrow::Cow<'_, str> {
+        match &self.context {
+            Some(context) => std::borrow::Cow::Owned(format!("{context}\n{}", self.text)),
+            None => std::borrow::Cow::Borrowed(&self.text),
         }
     }
 
@@ -126,7 +149,9 @@ impl Retrieved {
 ///   the query or filter. Ids are unique within a scope. A scope never indexed is empty.
 /// - [`index`](Retriever::index) inserts or replaces items by id within the scope (a replaced
 ///   item is found by its new text only); indexing the same items again changes nothing; an
-///   empty batch is a no-op. The stored payload is the item's with `"text"` set to its text.
+///   empty batch is a no-op. What is indexed is the item's
+///   [`indexed_text`](MemoryItem::indexed_text) (its context, then its text); the stored
+///   payload is the item's with `"text"` set to its text (never the context).
 /// - [`retrieve`](Retriever::retrieve) returns at most `top_k` items of the scope (none for a
 ///   `top_k` of 0), best first, no id twice, each with its stored payload; only items whose
 ///   payload matches the query's filter. What "best" means is the retriever's: the nearest

@@ -6,4 +6,7 @@ mod vector;
 
 pub use fact::FactExtractionMemoryBlock;
 pub use static_block::StaticMemoryBlock;
-pub use vector::{RetrievalPostprocessor, SimilarityCutoff, VectorMemoryBlock};
+pub use vector::{
+    CONTEXT_BYTES, DEFAULT_CONTEXT_MESSAGES, RetrievalPostprocessor, SimilarityCutoff,
+    VectorMemoryBlock,
+};

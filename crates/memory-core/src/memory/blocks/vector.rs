@@ -71,6 +71,13 @@ impl RetrievalPostprocessor for SimilarityCutoff {
 /// `memory.vector.<block name>`). `get` searches with the last `retrieval_context_window`
 /// messages and shows the `similarity_top_k` best batches.
 ///
+/// A batch is indexed with the message before it as [context](MemoryItem::context)
+/// ([`with_context_messages`](Self::with_context_messages): how many, 1 by default): an
+/// answer is then found by the words of the question it answers. The context is indexed,
+/// never recalled or returned; the block's state keeps the last messages for the next batch
+/// (each cut to [`CONTEXT_BYTES`]). On LoCoMo it lifts turn-level recall@10 by about 11 points
+/// for the lexical retriever (docs/quality.md).
+///
 /// [`new`](Self::new) indexes by embedding ([`DenseRetriever`]: an [`Embedder`] and a
 /// [`VectorStore`]); [`with_retriever`](Self::with_retriever) takes any retriever, e.g. a
 /// [`LexicalRetriever`](crate::retrieval::LexicalRetriever) or a
@@ -93,8 +100,17 @@ pub struct VectorMemoryBlock {
     retriever: Arc<dyn Retriever>,
     similarity_top_k: usize,
     retrieval_context_window: usize,
+    context_messages: usize,
     postprocessors: Vec<Arc<dyn RetrievalPostprocessor>>,
 }
+
+/// How many messages before a batch the vector memory block indexes with it by default
+/// ([`VectorMemoryBlock::with_context_messages`]).
+pub const DEFAULT_CONTEXT_MESSAGES: usize = 1;
+
+/// The most bytes of one context message the vector memory block keeps in its state (and
+/// indexes with the next batch): longer bodies are cut at a character boundary.
+pub const CONTEXT_BYTES: usize = 1_000;
 
 impl VectorMemoryBlock {
     /// A block named `retrieval_based_memory`, priority 2, top 2 of the last 5 messages.
@@ -112,6 +128,7 @@ impl VectorMemoryBlock {
             retriever,
             similarity_top_k: 2,
             retrieval_context_window: 5,
+            context_messages: DEFAULT_CONTEXT_MESSAGES,
             postprocessors: Vec::new(),
         }
     }
@@ -142,6 +159,14 @@ impl VectorMemoryBlock {
     /// Sets how many recent messages form the query.
     pub fn with_retrieval_context_window(mut self, n: usize) -> Self {
         self.retrieval_context_window = n.max(1);
+        self
+    }
+
+    /// Sets how many messages before a batch are indexed with it as context
+    /// ([`DEFAULT_CONTEXT_MESSAGES`] by default; 0 indexes each batch alone). The context
+    /// helps find the batch and is never recalled.
+    pub fn with_context_messages(mut self, n: usize) -> Self {
+        self.context_messages = n;
         self
     }
 
@@ -215,12 +240,14 @@ impl Batch {
     }
 }
 
-/// The block's per-session state: how many batches it stored, and the latest ones. Reads the
-/// first form too (`{"batches": [[first, last], …]}`, one entry per flush).
+/// The block's per-session state: how many batches it stored, the latest ones, and the last
+/// messages (`[role, body]`, each body cut to [`CONTEXT_BYTES`]) that the next batch is indexed
+/// with. Reads the first form too (`{"batches": [[first, last], …]}`, one entry per flush).
 #[derive(Debug, Default)]
 struct VectorState {
     points: u64,
     recent: Vec<Batch>,
+    context: Vec<(String, String)>,
 }
 
 impl VectorState {
@@ -230,28 +257,58 @@ impl VectorState {
                 .as_array()
                 .map(|a| a.iter().filter_map(Batch::from_json).collect())
                 .unwrap_or_default();
-            return Self { points, recent };
+            let context = state["context"]
+                .as_array()
+                .map(|a| a.iter().filter_map(line_of).collect())
+                .unwrap_or_default();
+            return Self {
+                points,
+                recent,
+                context,
+            };
         }
         let legacy = state["batches"].as_array().map_or(0, Vec::len);
         Self {
             points: legacy as u64,
-            recent: Vec::new(),
+            ..Self::default()
         }
+    }
+
+    /// The context the next batch is indexed with: the kept messages as a transcript.
+    fn context_text(&self) -> String {
+        self.context
+            .iter()
+            .map(|(role, body)| format!("<message role='{role}'>{body}</message>"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Keeps the last `n` of the kept messages followed by `lines`, each body cut to
+    /// [`CONTEXT_BYTES`].
+    fn remember_context(&mut self, lines: &[(String, String)], n: usize) {
+        self.context.extend(
+            lines
+                .iter()
+                .map(|(role, body)| (role.clone(), cut(body, CONTEXT_BYTES).to_owned())),
+        );
+        let over = self.context.len().saturating_sub(n);
+        self.context.drain(..over);
     }
 
     fn to_json(&self) -> Value {
         json!({
             "points": self.points,
             "recent": self.recent.iter().map(Batch::to_json).collect::<Vec<_>>(),
+            "context": self.context.iter().map(|(role, body)| json!([role, body])).collect::<Vec<_>>(),
         })
     }
 }
 
-/// The raw `[role, body]` of each message of a batch that has a body (as in
+/// The raw `(role, body)` of each message of a batch that has a body (as in
 /// [`tagged_transcript`]): what a point keeps, so the recalled text can be built and escaped
 /// when it is read.
-fn transcript_lines(messages: &[StoredMessage]) -> Value {
-    let lines: Vec<Value> = messages
+fn transcript_lines(messages: &[StoredMessage]) -> Vec<(String, String)> {
+    messages
         .iter()
         .filter_map(|m| {
             let line = tagged_transcript(std::iter::once(&*m.message));
@@ -259,10 +316,26 @@ fn transcript_lines(messages: &[StoredMessage]) -> Value {
                 .strip_prefix(&format!("<message role='{}'>", m.message.role.as_str()))?
                 .strip_suffix("</message>")?
                 .to_owned();
-            Some(json!([m.message.role.as_str(), body]))
+            Some((m.message.role.as_str().to_owned(), body))
         })
-        .collect();
-    Value::Array(lines)
+        .collect()
+}
+
+/// A stored `[role, body]` pair.
+fn line_of(line: &Value) -> Option<(String, String)> {
+    Some((
+        line.get(0)?.as_str()?.to_owned(),
+        line.get(1)?.as_str()?.to_owned(),
+    ))
+}
+
+/// The first `max` bytes of `text`, cut at a character boundary.
+fn cut(text: &str, max: usize) -> &str {
+    let mut end = max.min(text.len());
+    while !text.is_char_boundary(end) {
+        end = end.saturating_sub(1);
+    }
+    text.get(..end).unwrap_or_default()
 }
 
 /// The text a point recalls, escaped ([`escape_memory_text`]) here, at read time, whatever its
@@ -403,18 +476,23 @@ impl MemoryBlock for VectorMemoryBlock {
             )
             .as_bytes(),
         );
+        let lines = transcript_lines(context.messages);
         let payload = json!({
             "first_seq": first_seq,
             "last_seq": last_seq,
             "first_id": first_id,
-            "lines": transcript_lines(context.messages),
+            "lines": lines.iter().map(|(role, body)| json!([role, body])).collect::<Vec<_>>(),
         });
-        let item = MemoryItem::new(id, embedded)
+        let mut state = VectorState::of(context.state);
+        let mut item = MemoryItem::new(id, embedded)
             .with_payload(payload.as_object().cloned().unwrap_or_default());
+        if self.context_messages > 0 {
+            item = item.with_context(state.context_text());
+        }
         self.retriever
             .index(&self.vector_scope(context.scope)?, &[item])
             .await?;
-        let mut state = VectorState::of(context.state);
+        state.remember_context(&lines, self.context_messages);
         state.points = state.points.saturating_add(1);
         state.recent.push(Batch {
             first: first_seq,
