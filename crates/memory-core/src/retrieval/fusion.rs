@@ -12,7 +12,8 @@ pub const DEFAULT_RRF_K: f32 = 60.0;
 
 /// The default fusion's weight of the dense scores ([`Fusion::default`]): chosen on the first
 /// six LoCoMo conversations (docs/quality.md), where weighted scores with dense 0.5 and lexical
-/// 1 recalled best (R@10 66.3, against 64.5 for the best reciprocal rank fusion tried).
+/// 1 recalled best (R@10 66.3, against 64.5 for the best reciprocal rank fusion tried), and
+/// still do with each turn indexed with the one before it (R@10 72.1, RRF k 20: 68.1).
 pub const DEFAULT_DENSE_WEIGHT: f32 = 0.5;
 
 /// The default fusion's weight of the lexical scores ([`Fusion::default`]).
