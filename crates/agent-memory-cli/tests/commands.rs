@@ -8,10 +8,10 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use agent_memory::{Scope, Window};
-use common::{TestStore, cli, json_of, seed, snapshot};
+use support::{TestStore, cli, json_of, seed, snapshot};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -33,7 +33,7 @@ fn scopes() -> (Vec<Scope>, Vec<Scope>, Scope) {
 }
 
 async fn seeded(store: &TestStore) {
-    let stores = common::open(store).await;
+    let stores = support::open(store).await;
     let (u1, u2, other) = scopes();
     seed(&stores, &u1, 12, 2).await;
     seed(&stores, &u2, 5, 0).await;
@@ -83,7 +83,7 @@ async fn threads_show_and_stats_on_every_backend() {
         assert!(messages[0]["tokens"].as_u64().unwrap() > 0, "{name}");
         assert_eq!(
             messages[0]["text"],
-            common::message(0, 2).text(),
+            support::message(0, 2).text(),
             "{name}: the text"
         );
         let all = run_json(
@@ -176,7 +176,7 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
     for store in TestStore::every("forget") {
         let name = store.name();
         seeded(&store).await;
-        let stores = common::open(&store).await;
+        let stores = support::open(&store).await;
         let before = snapshot(&stores, &["default", "other"]).await;
 
         // A dry run counts and changes nothing.
@@ -302,7 +302,7 @@ async fn purge_expired_prints_counts() {
             store.name()
         );
         assert!(purged["sessions"] == 0 || purged["sessions"].is_null());
-        let stores = common::open(&store).await;
+        let stores = support::open(&store).await;
         assert_eq!(
             snapshot(&stores, &["default"]).await.messages(),
             12 + 12 + 5,

@@ -9,11 +9,11 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use agent_memory::sql::{SCHEMA_VERSION, SqlConfig, SqlStore};
 use agent_memory::{ChatMessage, Scope};
-use common::{TestStore, cli, json_of};
+use support::{TestStore, cli, json_of};
 
 /// The commands that only read or delete: none may create or migrate anything.
 const COMMANDS: [&[&str]; 7] = [

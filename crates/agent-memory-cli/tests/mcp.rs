@@ -9,10 +9,10 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use agent_memory::{Scope, SessionId, TenantId, Window};
-use common::TestStore;
+use support::TestStore;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
@@ -106,7 +106,7 @@ async fn every_tool_over_stdio(store: &TestStore) {
     client.cancel().await.unwrap();
 
     // What the binary stored is the tenant `acme`'s, read through the library.
-    let stores = common::open(store).await;
+    let stores = support::open(store).await;
     let scope = Scope::new(
         TenantId::new("acme").unwrap(),
         SessionId::new("s1").unwrap(),
@@ -158,7 +158,7 @@ async fn every_tool_over_stdio_on_postgres() {
 fn an_invalid_tenant_is_a_sentence_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
     let url = format!("sqlite://{}", dir.path().join("m.db").display());
-    let output = common::cli()
+    let output = support::cli()
         .args(["--url", &url, "mcp", "--tenant", "not a tenant!"])
         .write_stdin("")
         .output()

@@ -9,14 +9,14 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use agent_memory::{Scope, Stores};
-use common::{Snapshot, TestStore, cli, json_of, seed, snapshot};
+use support::{Snapshot, TestStore, cli, json_of, seed, snapshot};
 use predicates::prelude::*;
 use serde_json::Value;
 
@@ -75,7 +75,7 @@ async fn migrate_100k_messages_through_every_backend() {
     const PER_THREAD: usize = 25_000;
     let started = Instant::now();
     let first = TestStore::sqlite();
-    let source = common::open(&first).await;
+    let source = support::open(&first).await;
     seed(&source, &scopes(), PER_THREAD, 700).await;
     let expected = snapshot(&source, &TENANTS).await;
     assert_eq!(expected.messages(), 100_000);
@@ -107,7 +107,7 @@ async fn migrate_100k_messages_through_every_backend() {
         assert_eq!(report["verified_sessions"], 4, "{report}");
         assert!(report["messages_per_second"].as_f64().unwrap() > 0.0);
     }
-    let last = common::open(&chain[4]).await;
+    let last = support::open(&chain[4]).await;
     let got = snapshot(&last, &TENANTS).await;
     assert_no_duplicates(&got);
     // Every message: seq, token count, archive flag, id, role, parts, metadata, time.
@@ -158,13 +158,13 @@ async fn messages_in(stores: &Stores) -> u64 {
 async fn a_killed_migration_resumes_with_no_duplicate_and_no_loss() {
     const PER_THREAD: usize = 15_000;
     let from = TestStore::sqlite();
-    let source = common::open(&from).await;
+    let source = support::open(&from).await;
     seed(&source, &scopes(), PER_THREAD, 300).await;
     let expected = snapshot(&source, &TENANTS).await;
     let total = u64::try_from(expected.messages()).unwrap();
     let to = TestStore::postgres("resume");
     // Opening creates the tables before the migration starts.
-    let target = common::open(&to).await;
+    let target = support::open(&to).await;
 
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("agent-memory"))
         .env_remove(agent_memory::URL_ENV)
@@ -220,7 +220,7 @@ async fn export_then_import_gives_the_same_store() {
         (TestStore::sqlite(), TestStore::redis("bundle")),
         (TestStore::mysql("bundle"), TestStore::sqlite()),
     ] {
-        let source = common::open(&from).await;
+        let source = support::open(&from).await;
         seed(&source, &scopes(), 50, 5).await;
         let expected = snapshot(&source, &TENANTS).await;
         let dir = tempfile::tempdir().unwrap();
@@ -271,7 +271,7 @@ async fn export_then_import_gives_the_same_store() {
                     .success()
                     .stdout(predicate::str::starts_with("Imported "));
             }
-            let got = snapshot(&common::open(&to).await, &TENANTS).await;
+            let got = snapshot(&support::open(&to).await, &TENANTS).await;
             assert_eq!(got, expected, "{} -> {}", from.name(), to.name());
             continue;
         };
@@ -289,12 +289,12 @@ async fn export_then_import_gives_the_same_store() {
             .arg(&file)
             .assert()
             .success();
-        let got = snapshot(&common::open(&to).await, &TENANTS).await;
+        let got = snapshot(&support::open(&to).await, &TENANTS).await;
         assert_eq!(got, expected, "{} -> {}", from.name(), to.name());
     }
     // To stdout: the bundle is the whole output, one JSON document per line.
     let store = TestStore::sqlite();
-    seed(&common::open(&store).await, &scopes()[..1], 3, 0).await;
+    seed(&support::open(&store).await, &scopes()[..1], 3, 0).await;
     let out = cli()
         .args(["--url", &store.url, "export"])
         .output()
@@ -314,8 +314,8 @@ async fn export_then_import_gives_the_same_store() {
         .success()
         .stdout(predicate::str::contains("\"messages\": 3"));
     assert_eq!(
-        snapshot(&common::open(&piped).await, &TENANTS).await,
-        snapshot(&common::open(&store).await, &TENANTS).await
+        snapshot(&support::open(&piped).await, &TENANTS).await,
+        snapshot(&support::open(&store).await, &TENANTS).await
     );
     // A truncated bundle is refused with a sentence.
     let dir = tempfile::tempdir().unwrap();

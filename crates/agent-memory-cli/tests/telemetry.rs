@@ -9,13 +9,13 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Mutex};
 
-use common::cli;
+use support::cli;
 
 /// The requests a collector received: path and body.
 type Received = Arc<Mutex<Vec<(String, Vec<u8>)>>>;

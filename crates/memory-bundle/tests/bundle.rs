@@ -2,12 +2,12 @@
 //! resume after failures, conflicts, and the test vectors of docs/bundle/.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use common::*;
+use support::*;
 use memory_bundle::format::{BundleReader, FormatError, MAX_LINE_BYTES, Record};
 use memory_bundle::{
     Endpoint, NoProgress, Progress, Selection, Tenants, export, import, migrate, survey,

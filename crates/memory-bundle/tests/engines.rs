@@ -4,13 +4,13 @@
 //! by page: these tests run whichever each store has.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use common::*;
+use support::*;
 use memory_bundle::{Endpoint, NoProgress, Selection, export, import, migrate};
 use memory_core::{ErrorKind, TenantId};
 use memory_redis::RedisStore;

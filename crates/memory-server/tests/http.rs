@@ -8,9 +8,9 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
-use common::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem};
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem};
 use reqwest::Method;
 use serde_json::{Value, json};
 
@@ -623,8 +623,8 @@ async fn memory_context_and_put(kind: Kind) {
     use memory_server::ops::Ops;
     use std::sync::Arc;
 
-    let store = common::TestStore::new(kind, "memory");
-    let config = common::config(&store);
+    let store = support::TestStore::new(kind, "memory");
+    let config = support::config(&store);
     let stores = agent_memory::open(&store.url).await.unwrap();
     let block = StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap();
     let ops =

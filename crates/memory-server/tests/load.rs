@@ -12,9 +12,9 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
-use common::{Kind, TOKEN_A, TestServer};
+use support::{Kind, TOKEN_A, TestServer};
 use memory_testkit::http_load::{self, LoadPlan, LoadTarget};
 
 async fn sixteen_clients_on_one_thread(kind: Kind) {

@@ -10,10 +10,10 @@
     missing_docs
 )]
 
-mod common;
+mod support;
 
 use agent_memory::{OpenOptions, TenantId, UserId};
-use common::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
 use memory_server::auth::Principal;
 use memory_server::mcp::{MemoryMcp, thread_uri};
 use memory_server::ops::{Ops, OpsLimits};
@@ -658,7 +658,7 @@ async fn requests_without_a_valid_token_are_refused_before_mcp() {
 #[tokio::test(flavor = "multi_thread")]
 async fn an_open_server_serves_mcp_only_to_loopback_host_names() {
     let store = TestStore::new(Kind::Sqlite, "mcpopen");
-    let mut config = common::config(&store);
+    let mut config = support::config(&store);
     config.plain_tokens.clear();
     let mut server = TestServer::start_with(config, store).await;
     let initialize = json!({

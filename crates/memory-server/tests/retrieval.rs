@@ -11,13 +11,13 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
 use agent_memory::forget::{ForgetFilter, Forgetter};
 use agent_memory::{ForgetMode, SessionId, TenantId, TextIndex};
-use common::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
+use support::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
 use memory_server::embedder::{EmbedderConfig, EmbedderKind};
 use memory_server::http::Server;
 use memory_server::ops::Ops;
@@ -46,7 +46,7 @@ async fn start(
     text_index: TextIndexKind,
 ) -> (TestServer, Arc<dyn TextIndex>) {
     let store = TestStore::new(kind, tag);
-    let mut config = common::config(&store);
+    let mut config = support::config(&store);
     config.memory.retrieval = Some(retrieval);
     config.memory.text_index = Some(text_index);
     if retrieval != RetrievalKind::Lexical {
@@ -237,7 +237,7 @@ async fn mcp_search_over_lexical_memory_from_a_toml_config() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_index_on_redis_is_a_config_error() {
     let store = TestStore::new(Kind::Redis, "lexical_redis");
-    let mut config = common::config(&store);
+    let mut config = support::config(&store);
     config.memory.retrieval = Some(RetrievalKind::Lexical);
     config.memory.text_index = Some(TextIndexKind::Store);
     let error = Server::bind(&config).await.unwrap_err().to_string();
@@ -266,7 +266,7 @@ async fn a_directory_text_index_survives_a_restart() {
         uuid_like()
     ));
     let store = TestStore::new(Kind::Sqlite, "lexical_dir");
-    let mut config = common::config(&store);
+    let mut config = support::config(&store);
     config.memory.retrieval = Some(RetrievalKind::Lexical);
     config.memory.text_index = Some(TextIndexKind::Directory);
     config.memory.text_index_dir = Some(dir.clone());

@@ -9,9 +9,9 @@
     clippy::indexing_slicing
 )]
 
-mod common;
+mod support;
 
-use common::{
+use support::{
     Kind, McpClient, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore, assert_problem,
     mcp_client,
 };
@@ -33,7 +33,7 @@ async fn start(kind: Kind, tag: &str, embedder: bool) -> TestServer {
 }
 
 async fn fill(srv: &TestServer, token: &str, session: &str) {
-    common::fill_memory(srv, token, session).await;
+    support::fill_memory(srv, token, session).await;
 }
 
 async fn search_route(kind: Kind) {
@@ -138,7 +138,7 @@ async fn search_unavailable(kind: Kind) {
 }
 
 async fn ok(client: &McpClient, tool: &str, args: Value) -> Value {
-    common::tool_ok(client, tool, args).await
+    support::tool_ok(client, tool, args).await
 }
 
 async fn search_tool_and_recall(kind: Kind) {
@@ -262,7 +262,7 @@ on_every_backend!(Sqlite => sqlite, Postgres => postgres, Mysql => mariadb, Redi
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mcp_can_be_disabled() {
     let store = TestStore::new(Kind::Sqlite, "mcp_off");
-    let mut config = common::config(&store);
+    let mut config = support::config(&store);
     config.mcp.enabled = false;
     let mut srv = TestServer::start_with(config, store).await;
     let (s, h, b) = srv
@@ -280,8 +280,8 @@ async fn mcp_name_and_instructions_come_from_the_config() {
     let store = TestStore::new(Kind::Sqlite, "mcp_name");
     let mut config: memory_server::config::ServerConfig = toml_config();
     config.listen = "127.0.0.1:0".to_owned();
-    config.store_url = common::config(&store).store_url;
-    config.plain_tokens = common::config(&store).plain_tokens;
+    config.store_url = support::config(&store).store_url;
+    config.plain_tokens = support::config(&store).plain_tokens;
     let mut srv = TestServer::start_with(config, store).await;
     let client = mcp_client(&srv, TOKEN_A).await;
     let info = client.peer_info().expect("the server's info");

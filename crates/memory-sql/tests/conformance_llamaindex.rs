@@ -13,7 +13,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use memory_interop::llamaindex::LiOptions;
 use memory_sql::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
@@ -36,7 +36,7 @@ async fn open(url: &str, config: LlamaIndexConfig) -> LlamaIndexHistoryStore {
 
 #[cfg(feature = "sqlite")]
 memory_testkit::history_store_tests!(mod llamaindex_store_on_sqlite_file_history, async {
-    open(&common::temp_sqlite_url().0, config()).await
+    open(&support::temp_sqlite_url().0, config()).await
 });
 
 #[cfg(feature = "sqlite")]
@@ -46,7 +46,7 @@ memory_testkit::history_store_tests!(mod llamaindex_store_on_sqlite_memory_histo
 
 #[cfg(feature = "postgres")]
 memory_testkit::history_store_tests!(mod llamaindex_store_on_postgres_history, async {
-    open(&common::postgres_url(), config().with_table_name(SHARED_TABLE)).await
+    open(&support::postgres_url(), config().with_table_name(SHARED_TABLE)).await
 });
 
 /// Overwrites the `data` of LlamaIndex rows (position `seq` in LlamaIndex's order of a key).
@@ -118,9 +118,9 @@ impl memory_testkit::hostile::RawWriter for LiRaw {
 #[cfg(feature = "sqlite")]
 memory_testkit::hostile_input_tests!(
     mod llamaindex_store_on_sqlite_file_hostile,
-    history: async { open(&common::temp_sqlite_url().0, config()).await },
+    history: async { open(&support::temp_sqlite_url().0, config()).await },
     raw: async {
-        let url = common::temp_sqlite_url().0;
+        let url = support::temp_sqlite_url().0;
         let store = open(&url, config()).await;
         let raw = LiRaw {
             table: LlamaIndexHistoryStore::DEFAULT_TABLE.to_owned(),
@@ -141,15 +141,15 @@ memory_testkit::hostile_input_tests!(
 #[cfg(feature = "postgres")]
 memory_testkit::hostile_input_tests!(
     mod llamaindex_store_on_postgres_hostile,
-    history: async { open(&common::postgres_url(), config().with_table_name(SHARED_TABLE)).await },
+    history: async { open(&support::postgres_url(), config().with_table_name(SHARED_TABLE)).await },
     raw: async {
-        let store = open(&common::postgres_url(), config().with_table_name(SHARED_TABLE)).await;
+        let store = open(&support::postgres_url(), config().with_table_name(SHARED_TABLE)).await;
         let raw = LiRaw {
             table: SHARED_TABLE.to_owned(),
             #[cfg(feature = "sqlite")]
             sqlite: None,
             postgres: Some(
-                memory_sql::sqlx::PgPool::connect(&common::postgres_url())
+                memory_sql::sqlx::PgPool::connect(&support::postgres_url())
                     .await
                     .unwrap(),
             ),

@@ -3,30 +3,30 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 memory_testkit::history_store_tests!(
     mod sql_store_on_mysql_history,
-    async { common::mysql_store().await }
+    async { support::mysql_store().await }
 );
 memory_testkit::session_store_tests!(
     mod sql_store_on_mysql_session,
-    async { common::mysql_store().await }
+    async { support::mysql_store().await }
 );
 memory_testkit::memory_suite_tests!(mod sql_store_on_mysql_memory, async {
     // One store holds the messages and the session states, as an application would use it.
-    let store = std::sync::Arc::new(common::mysql_store().await);
+    let store = std::sync::Arc::new(support::mysql_store().await);
     (store.clone(), store)
 });
 memory_testkit::forget_tests!(mod sql_store_on_mysql_forget, async {
     // One store holds the messages and the session states; the engine has no vector store.
-    let store = std::sync::Arc::new(common::mysql_store().await);
+    let store = std::sync::Arc::new(support::mysql_store().await);
     (store.clone(), store)
 });
 
 memory_testkit::hostile_input_tests!(
     mod sql_store_on_mysql_hostile,
-    history: async { common::mysql_store().await },
-    raw: async { (common::mysql_store().await, common::SqlRaw::mysql().await) },
-    sessions: async { common::mysql_store().await },
+    history: async { support::mysql_store().await },
+    raw: async { (support::mysql_store().await, support::SqlRaw::mysql().await) },
+    sessions: async { support::mysql_store().await },
 );

@@ -3,30 +3,30 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 memory_testkit::history_store_tests!(
     mod sql_store_on_postgres_history,
-    async { common::postgres_store().await }
+    async { support::postgres_store().await }
 );
 memory_testkit::session_store_tests!(
     mod sql_store_on_postgres_session,
-    async { common::postgres_store().await }
+    async { support::postgres_store().await }
 );
 memory_testkit::memory_suite_tests!(mod sql_store_on_postgres_memory, async {
     // One store holds the messages and the session states, as an application would use it.
-    let store = std::sync::Arc::new(common::postgres_store().await);
+    let store = std::sync::Arc::new(support::postgres_store().await);
     (store.clone(), store)
 });
 memory_testkit::forget_tests!(mod sql_store_on_postgres_forget, async {
     // One store holds the messages and the session states; the engine has no vector store.
-    let store = std::sync::Arc::new(common::postgres_store().await);
+    let store = std::sync::Arc::new(support::postgres_store().await);
     (store.clone(), store)
 });
 
 memory_testkit::hostile_input_tests!(
     mod sql_store_on_postgres_hostile,
-    history: async { common::postgres_store().await },
-    raw: async { (common::postgres_store().await, common::SqlRaw::postgres().await) },
-    sessions: async { common::postgres_store().await },
+    history: async { support::postgres_store().await },
+    raw: async { (support::postgres_store().await, support::SqlRaw::postgres().await) },
+    sessions: async { support::postgres_store().await },
 );

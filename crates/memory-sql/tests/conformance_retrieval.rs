@@ -5,12 +5,12 @@
 //! vector block recalls through a hybrid retriever over the engine's text index, with the
 //! engine's history and session stores, flushed and forgotten
 //! (`memory_testkit::hybrid_memory`). Every check writes under its own random scopes, so the
-//! server suites share the tables of [`common::shared_prefix`] and run in parallel.
+//! server suites share the tables of [`support::shared_prefix`] and run in parallel.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
@@ -79,6 +79,6 @@ engine!(
     sqlite_memory,
     SqlStore::in_memory().await.unwrap()
 );
-engine!("sqlite", sqlite_file, common::sqlite_file_store().await);
-engine!("postgres", postgres, common::postgres_store().await);
-engine!("mysql", mysql, common::mysql_store().await);
+engine!("sqlite", sqlite_file, support::sqlite_file_store().await);
+engine!("postgres", postgres, support::postgres_store().await);
+engine!("mysql", mysql, support::mysql_store().await);

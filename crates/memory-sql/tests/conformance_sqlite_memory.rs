@@ -3,7 +3,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 memory_testkit::history_store_tests!(mod sql_store_on_sqlite_memory_history, async {
     memory_sql::SqlStore::in_memory()
@@ -45,7 +45,7 @@ memory_testkit::hostile_input_tests!(
         let store = memory_sql::SqlStore::from_sqlite_pool(pool.clone(), Default::default())
             .await
             .expect("open the store on it");
-        let raw = common::SqlRaw::sqlite(pool, &store);
+        let raw = support::SqlRaw::sqlite(pool, &store);
         (store, raw)
     },
     sessions: async { memory_sql::SqlStore::in_memory().await.expect("open an in-memory SQLite store") },

@@ -7,7 +7,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -39,7 +39,7 @@ async fn sqlite_memory() -> SqlStore {
 }
 
 async fn sqlite_file() -> SqlStore {
-    SqlStore::builder(common::temp_sqlite_url().0)
+    SqlStore::builder(support::temp_sqlite_url().0)
         .token_counter(char_counter())
         .connect()
         .await
@@ -47,8 +47,8 @@ async fn sqlite_file() -> SqlStore {
 }
 
 async fn postgres() -> SqlStore {
-    SqlStore::builder(common::postgres_url())
-        .table_prefix(common::shared_prefix())
+    SqlStore::builder(support::postgres_url())
+        .table_prefix(support::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await
@@ -56,8 +56,8 @@ async fn postgres() -> SqlStore {
 }
 
 async fn mysql() -> SqlStore {
-    SqlStore::builder(common::mysql_url())
-        .table_prefix(common::shared_prefix())
+    SqlStore::builder(support::mysql_url())
+        .table_prefix(support::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await

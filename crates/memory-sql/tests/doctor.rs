@@ -6,7 +6,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
@@ -44,7 +44,7 @@ fn pending_versions(found: &SqlInspection) -> Vec<u32> {
 
 #[tokio::test]
 async fn sqlite_file_at_the_current_schema_in_wal_mode_is_all_ok() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let store = SqlStore::builder(&url)
         .table_prefix("doc_")
         .busy_timeout(Duration::from_millis(2500))
@@ -91,7 +91,7 @@ async fn sqlite_file_at_the_current_schema_in_wal_mode_is_all_ok() {
 
 #[tokio::test]
 async fn sqlite_file_at_an_old_version_reports_its_pending_migrations_and_stays_old() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let store = SqlStore::builder(&url)
         .config(config("old_").__schema_version(3))
         .connect()
@@ -127,7 +127,7 @@ async fn sqlite_file_at_an_old_version_reports_its_pending_migrations_and_stays_
 #[tokio::test]
 async fn sqlite_file_not_in_wal_mode_is_a_warning_and_is_left_as_it_is() {
     use memory_sql::sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
-    let (url, path) = common::temp_sqlite_url();
+    let (url, path) = support::temp_sqlite_url();
     let options = SqliteConnectOptions::new()
         .filename(&path)
         .create_if_missing(true)
@@ -166,7 +166,7 @@ async fn sqlite_file_not_in_wal_mode_is_a_warning_and_is_left_as_it_is() {
 
 #[tokio::test]
 async fn a_missing_sqlite_file_is_a_warning_and_is_not_created() {
-    let (url, path) = common::temp_sqlite_url();
+    let (url, path) = support::temp_sqlite_url();
     let found = inspect(&url, &SqlConfig::new()).await.unwrap();
     assert_eq!(found.missing_file.as_deref(), Some(path.as_path()));
     assert_eq!(pending_versions(&found), all_versions());
@@ -195,7 +195,7 @@ async fn bad_urls_and_prefixes_are_invalid_input_without_the_url() {
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(!format!("{err} {err:?}").contains("hunter2"), "{err:?}");
-    let (url, _) = common::temp_sqlite_url();
+    let (url, _) = support::temp_sqlite_url();
     let err = inspect(&url, &config("Bad Prefix")).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
@@ -293,12 +293,12 @@ mod servers {
     async fn whole_story(url: &str, server: &str) {
         // The shared tables, opened (so migrated) by the suites: current.
         let store = SqlStore::builder(url)
-            .table_prefix(common::shared_prefix())
+            .table_prefix(support::shared_prefix())
             .connect()
             .await
             .unwrap();
         store.close().await;
-        let found = inspect(url, &config(&common::shared_prefix()))
+        let found = inspect(url, &config(&support::shared_prefix()))
             .await
             .unwrap();
         assert_eq!(found.schema_version, SCHEMA_VERSION);
@@ -351,13 +351,13 @@ mod servers {
     #[cfg(feature = "postgres")]
     #[tokio::test]
     async fn postgres() {
-        whole_story(&common::postgres_url(), "PostgreSQL ").await;
+        whole_story(&support::postgres_url(), "PostgreSQL ").await;
     }
 
     #[cfg(feature = "mysql")]
     #[tokio::test]
     async fn mariadb() {
-        whole_story(&common::mysql_url(), "Maria").await;
+        whole_story(&support::mysql_url(), "Maria").await;
     }
 
     #[cfg(feature = "postgres")]
@@ -366,9 +366,9 @@ mod servers {
         dead_port_is_unavailable_with_a_sentence("postgres://postgres:hunter2@127.0.0.1:1/test")
             .await;
         // The local server trusts every connection: the password is accepted and never shown.
-        let url = common::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
+        let url = support::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
         assert!(url.contains("hunter2"), "{url}");
-        let found = inspect(&url, &config(&common::shared_prefix()))
+        let found = inspect(&url, &config(&support::shared_prefix()))
             .await
             .unwrap();
         let text = format!("{found:?} {:?}", found.checks());

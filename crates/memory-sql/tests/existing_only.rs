@@ -7,7 +7,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use memory_core::{ChatMessage, ErrorKind, HistoryStore, Scope, Window};
 use memory_sql::{SCHEMA_VERSION, SchemaMode, SqlConfig, SqlStore, sqlx};
@@ -22,7 +22,7 @@ fn fresh_prefix() -> String {
 
 #[tokio::test]
 async fn a_missing_sqlite_file_is_not_found_and_is_not_created() {
-    let (url, path) = common::temp_sqlite_url();
+    let (url, path) = support::temp_sqlite_url();
     let err = refused(&url, SqlConfig::new(), ErrorKind::NotFound).await;
     assert!(err.contains("there is no SQLite file at"), "{err}");
     assert!(!path.exists(), "the file was created");
@@ -32,7 +32,7 @@ async fn a_missing_sqlite_file_is_not_found_and_is_not_created() {
 
 #[tokio::test]
 async fn a_newer_schema_is_refused() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let config = SqlConfig::new().with_table_prefix("new_");
     open_default(&url, config.clone()).await;
     let pool = sqlx::SqlitePool::connect(&url).await.unwrap();
@@ -210,18 +210,18 @@ async fn whole_story(url: &str) {
 
 #[tokio::test]
 async fn sqlite() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     whole_story(&url).await;
 }
 
 #[cfg(feature = "postgres")]
 #[tokio::test]
 async fn postgres() {
-    whole_story(&common::postgres_url()).await;
+    whole_story(&support::postgres_url()).await;
 }
 
 #[cfg(feature = "mysql")]
 #[tokio::test]
 async fn mariadb() {
-    whole_story(&common::mysql_url()).await;
+    whole_story(&support::mysql_url()).await;
 }

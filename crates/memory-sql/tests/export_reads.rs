@@ -8,7 +8,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::time::Duration;
 
@@ -76,12 +76,12 @@ async fn open(target: Target) -> Db {
     let prefix = format!("amexp_{}_", &id[..12]);
     let (url, raw_url) = match target {
         Target::SqliteFile => {
-            let url = common::temp_sqlite_url().0;
+            let url = support::temp_sqlite_url().0;
             (url.clone(), Some(url))
         }
         Target::SqliteMemory => ("sqlite::memory:".to_owned(), None),
-        Target::Postgres => (common::postgres_url(), Some(common::postgres_url())),
-        Target::MySql => (common::mysql_url(), Some(common::mysql_url())),
+        Target::Postgres => (support::postgres_url(), Some(support::postgres_url())),
+        Target::MySql => (support::mysql_url(), Some(support::mysql_url())),
     };
     let store = SqlStore::builder(&url)
         .table_prefix(&prefix)

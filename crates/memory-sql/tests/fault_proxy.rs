@@ -10,7 +10,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
@@ -44,7 +44,7 @@ fn via_proxy(url: &str, proxy: &CutProxy) -> String {
 /// and a dead connection fails fast.
 async fn store_on(url: &str) -> SqlStore {
     SqlStore::builder(url)
-        .table_prefix(common::shared_prefix())
+        .table_prefix(support::shared_prefix())
         .max_connections(1)
         .acquire_timeout(Duration::from_secs(2))
         .operation_timeout(Duration::from_secs(5))
@@ -68,11 +68,11 @@ async fn sweep(url: &str) {
 #[cfg(feature = "postgres")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn postgres_appends_survive_connections_cut_mid_append() {
-    sweep(&common::postgres_url()).await;
+    sweep(&support::postgres_url()).await;
 }
 
 #[cfg(feature = "mysql")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn mariadb_appends_survive_connections_cut_mid_append() {
-    sweep(&common::mysql_url()).await;
+    sweep(&support::mysql_url()).await;
 }

@@ -12,7 +12,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::sync::Arc;
 
@@ -28,7 +28,7 @@ const CHILD: &str = "fault_writer_child";
 /// Opens the store a job's target names: the URL of a database, always with the test prefix.
 async fn open(url: &str) -> SqlStore {
     SqlStore::builder(url)
-        .table_prefix(common::shared_prefix())
+        .table_prefix(support::shared_prefix())
         .connect()
         .await
         .unwrap_or_else(|e| panic!("open the store of the fault tests: {e}"))
@@ -69,7 +69,7 @@ struct SqliteFile {
 
 impl SqliteFile {
     fn new() -> Self {
-        let (url, path) = common::temp_sqlite_url();
+        let (url, path) = support::temp_sqlite_url();
         Self { url, path }
     }
 }
@@ -113,17 +113,17 @@ mod postgres {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_killed_writer_loses_and_doubles_nothing() {
-        kill_test("postgres", &common::postgres_url()).await;
+        kill_test("postgres", &support::postgres_url()).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn racing_writer_processes_on_one_thread_lose_and_double_nothing() {
-        race_test("postgres", &common::postgres_url(), false).await;
+        race_test("postgres", &support::postgres_url(), false).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn racing_writer_processes_on_sixteen_threads_lose_and_double_nothing() {
-        race_test("postgres", &common::postgres_url(), true).await;
+        race_test("postgres", &support::postgres_url(), true).await;
     }
 }
 
@@ -133,16 +133,16 @@ mod mysql {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_killed_writer_loses_and_doubles_nothing() {
-        kill_test("mysql", &common::mysql_url()).await;
+        kill_test("mysql", &support::mysql_url()).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn racing_writer_processes_on_one_thread_lose_and_double_nothing() {
-        race_test("mysql", &common::mysql_url(), false).await;
+        race_test("mysql", &support::mysql_url(), false).await;
     }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn racing_writer_processes_on_sixteen_threads_lose_and_double_nothing() {
-        race_test("mysql", &common::mysql_url(), true).await;
+        race_test("mysql", &support::mysql_url(), true).await;
     }
 }

@@ -7,7 +7,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -253,7 +253,7 @@ impl Env {
     async fn with(kind: Kind, config: LlamaIndexConfig) -> Env {
         match kind {
             Kind::Sqlite => {
-                let (url, _) = common::temp_sqlite_url();
+                let (url, _) = support::temp_sqlite_url();
                 let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
                 let pool = sqlx::sqlite::SqlitePoolOptions::new()
                     .max_connections(4)
@@ -277,7 +277,7 @@ impl Env {
             }
             Kind::Postgres => {
                 let table = unique_table();
-                let pool = sqlx::PgPool::connect(&common::postgres_url())
+                let pool = sqlx::PgPool::connect(&support::postgres_url())
                     .await
                     .unwrap_or_else(|e| panic!("the PostgreSQL server is required: {e}"));
                 let store = LlamaIndexHistoryStore::from_postgres_pool(
@@ -575,7 +575,7 @@ async fn table_is_llamaindexs(kind: Kind) {
 /// processes: a session-level advisory lock, held by a connection of its own until it closes.
 async fn lock_fixed_schemas() -> sqlx::PgConnection {
     use sqlx::Connection as _;
-    let mut conn = sqlx::PgConnection::connect(&common::postgres_url())
+    let mut conn = sqlx::PgConnection::connect(&support::postgres_url())
         .await
         .unwrap();
     sqlx::query("SELECT pg_advisory_lock(hashtext('agent_memory.tests.llamaindex_schemas'))")
@@ -1571,8 +1571,8 @@ async fn scopes_map_to_session_ids(kind: Kind) {
 
 async fn bad_table_names_are_refused(kind: Kind) {
     let url = match kind {
-        Kind::Sqlite => common::temp_sqlite_url().0,
-        Kind::Postgres => common::postgres_url(),
+        Kind::Sqlite => support::temp_sqlite_url().0,
+        Kind::Postgres => support::postgres_url(),
     };
     let too_long = "a".repeat(64);
     for bad in [

@@ -6,7 +6,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -35,9 +35,9 @@ impl Target {
     /// A URL for a fresh database (SQLite) or the test server.
     fn url(self) -> String {
         match self {
-            Target::SqliteFile => common::temp_sqlite_url().0,
-            Target::Postgres => common::postgres_url(),
-            Target::MySql => common::mysql_url(),
+            Target::SqliteFile => support::temp_sqlite_url().0,
+            Target::Postgres => support::postgres_url(),
+            Target::MySql => support::mysql_url(),
         }
     }
 }
@@ -201,7 +201,7 @@ async fn two_processes_append(target: Target) {
     let url = target.url();
     let prefix = match target {
         Target::SqliteFile => "agent_memory_".to_owned(),
-        Target::Postgres | Target::MySql => common::shared_prefix(),
+        Target::Postgres | Target::MySql => support::shared_prefix(),
     };
     let tenant = random_tenant();
     // Create the schema first so the children do not all race to migrate a new file.
@@ -613,7 +613,7 @@ async fn passwords_never_appear_in_errors() {
         );
     }
     // A server that refuses the password.
-    let url = common::mysql_url().replacen("root@", "root:hunter2@", 1);
+    let url = support::mysql_url().replacen("root@", "root:hunter2@", 1);
     let err = SqlStore::connect(&url).await.unwrap_err();
     let chain = error_chain(&err);
     assert!(!chain.contains("hunter2"), "{chain}");
@@ -672,9 +672,9 @@ async fn a_pool_that_cannot_connect_or_is_closed_is_unavailable() {
 #[tokio::test]
 async fn debug_never_prints_passwords() {
     // The test server trusts local connections, so any password is accepted.
-    let url = common::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
+    let url = support::postgres_url().replacen("postgres@", "postgres:hunter2@", 1);
     let store = SqlStore::builder(&url)
-        .table_prefix(common::shared_prefix())
+        .table_prefix(support::shared_prefix())
         .connect()
         .await
         .unwrap();
@@ -692,7 +692,7 @@ async fn debug_never_prints_passwords() {
 
 #[tokio::test]
 async fn sqlite_file_survives_a_restart_in_wal_mode() {
-    let (url, path) = common::temp_sqlite_url();
+    let (url, path) = support::temp_sqlite_url();
     let scope = Scope::session("restart").unwrap();
     {
         let store = SqlStore::connect(&url).await.unwrap();
@@ -730,7 +730,7 @@ fn char_counter() -> Arc<dyn memory_core::TokenCounter> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_budget_on_a_100k_message_thread_reads_the_window() {
     const TOTAL: usize = 100_000;
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let store = SqlStore::builder(&url)
         .token_counter(char_counter())
         .connect()
@@ -845,7 +845,7 @@ async fn large_batches(target: Target) {
     // The point is how statements are split, not token counting: count characters, which
     // is fast in a debug build.
     let store = SqlStore::builder(target.url())
-        .table_prefix(common::shared_prefix())
+        .table_prefix(support::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await
@@ -998,10 +998,10 @@ async fn round_trips(store: SqlStore, backend: Backend) {
 
 #[tokio::test]
 async fn round_trips_per_operation() {
-    round_trips(common::sqlite_file_store().await, Backend::Sqlite).await;
+    round_trips(support::sqlite_file_store().await, Backend::Sqlite).await;
     round_trips(SqlStore::in_memory().await.unwrap(), Backend::Sqlite).await;
-    round_trips(common::postgres_store().await, Backend::Postgres).await;
-    round_trips(common::mysql_store().await, Backend::MySql).await;
+    round_trips(support::postgres_store().await, Backend::Postgres).await;
+    round_trips(support::mysql_store().await, Backend::MySql).await;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1010,8 +1010,8 @@ async fn round_trips_per_operation() {
 
 #[tokio::test]
 async fn stores_wrap_the_applications_pools() {
-    let config = || SqlConfig::new().with_table_prefix(common::shared_prefix());
-    let (sqlite_url, _) = common::temp_sqlite_url();
+    let config = || SqlConfig::new().with_table_prefix(support::shared_prefix());
+    let (sqlite_url, _) = support::temp_sqlite_url();
     let sqlite = sqlx::sqlite::SqlitePoolOptions::new()
         .connect_with(
             sqlite_url
@@ -1021,10 +1021,10 @@ async fn stores_wrap_the_applications_pools() {
         )
         .await
         .unwrap();
-    let pg = sqlx::PgPool::connect(&common::postgres_url())
+    let pg = sqlx::PgPool::connect(&support::postgres_url())
         .await
         .unwrap();
-    let my = sqlx::MySqlPool::connect(&common::mysql_url())
+    let my = sqlx::MySqlPool::connect(&support::mysql_url())
         .await
         .unwrap();
     let stores = [
@@ -1229,7 +1229,7 @@ async fn operation_timeout_bounds_a_stuck_call_sqlite_file() {
 async fn long_window_reads_in_one_snapshot(target: Target) {
     const TOTAL: usize = 3000;
     let store = SqlStore::builder(target.url())
-        .table_prefix(common::shared_prefix())
+        .table_prefix(support::shared_prefix())
         .token_counter(char_counter())
         .connect()
         .await
@@ -1412,9 +1412,9 @@ async fn first_active_window(store: SqlStore) {
 
 #[tokio::test]
 async fn active_window_starts_at_the_first_active_message() {
-    first_active_window(common::sqlite_file_store().await).await;
-    first_active_window(common::postgres_store().await).await;
-    first_active_window(common::mysql_store().await).await;
+    first_active_window(support::sqlite_file_store().await).await;
+    first_active_window(support::postgres_store().await).await;
+    first_active_window(support::mysql_store().await).await;
 }
 
 // ---------------------------------------------------------------------------------------------

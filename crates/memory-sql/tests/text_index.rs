@@ -7,7 +7,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-mod common;
+mod support;
 
 use memory_core::forget::ForgetFilter;
 use memory_core::lexical::{MAX_QUERY_BYTES, TextDocument, TextIndex, TextQuery};
@@ -34,9 +34,9 @@ const ENGINES: [Engine; 4] = [
 async fn store(engine: Engine) -> SqlStore {
     match engine {
         Engine::SqliteMemory => SqlStore::in_memory().await.unwrap(),
-        Engine::SqliteFile => common::sqlite_file_store().await,
-        Engine::Postgres => common::postgres_store().await,
-        Engine::MySql => common::mysql_store().await,
+        Engine::SqliteFile => support::sqlite_file_store().await,
+        Engine::Postgres => support::postgres_store().await,
+        Engine::MySql => support::mysql_store().await,
     }
 }
 
@@ -480,7 +480,7 @@ async fn mysql_writes_are_visible_to_the_next_search() {
 /// error, not a failing query later.
 #[tokio::test]
 async fn an_old_schema_has_no_text_index() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let old = SqlStore::builder(&url)
         .config(SqlConfig::new().__schema_version(5))
         .connect()
@@ -505,7 +505,7 @@ async fn an_old_schema_has_no_text_index() {
 /// The table prefix applies: two prefixes are two indexes.
 #[tokio::test]
 async fn the_table_prefix_separates_indexes() {
-    let (url, _path) = common::temp_sqlite_url();
+    let (url, _path) = support::temp_sqlite_url();
     let a = SqlStore::builder(&url)
         .table_prefix("a_")
         .connect()

@@ -1,4 +1,4 @@
-//! Helpers shared by the CLI's test files (each includes it with `mod common;`): stores of each
+//! Helpers shared by the CLI's test files (each includes it with `mod support;`): stores of each
 //! test's own on every engine (memory-testkit's `TestStore`), seeding through the library, and
 //! reading a whole store back.
 #![allow(

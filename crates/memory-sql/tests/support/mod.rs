@@ -1,4 +1,4 @@
-//! Helpers shared by the test files (each includes it with `mod common;`).
+//! Helpers shared by the test files (each includes it with `mod support;`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
