@@ -367,7 +367,8 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 ///   append starts a new thread at sequence number 1, where the old ids are new. It returns how
 ///   many messages it deleted (0 for an unknown thread, so clearing twice is harmless).
 /// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
-///   and match the filter, each once, in a stable order (the same for every page size; the
+///   and that the filter [matches](ScopeFilter::matches) (every part it names: user, agent,
+///   session, source), each once, in a stable order (the same for every page size; the
 ///   last page has no cursor); it never lists another tenant's scope, nor a scope that holds no
 ///   message. With [`HistoryCapabilities::lists_every_thread`] it lists every such scope;
 ///   without it, the threads the store documents it cannot map back from its keys are left out

@@ -14,9 +14,8 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::forget::ForgetFilter;
 use crate::history::unsupported_operation;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter};
 use crate::vector::PayloadFilter;
 
 /// The longest document text, in bytes, a [`TextIndex`] must accept (1 MiB). A longer text is
@@ -142,7 +141,9 @@ impl TextCapabilities {
 ///   nothing.
 /// - [`delete_matching`](TextIndex::delete_matching) (optional:
 ///   [`TextCapabilities::deletes_matching`]) removes every document of every scope the filter
-///   [matches](ForgetFilter::matches), and no other, and returns how many;
+///   [matches](ScopeFilter::matches), and no other, and returns how many (an index that
+///   cannot narrow by a part the filter names refuses with
+///   [`Unsupported`](crate::ErrorKind::Unsupported) and removes nothing);
 ///   [`count_matching`](TextIndex::count_matching) returns how many it would remove now.
 #[async_trait]
 pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
@@ -173,7 +174,7 @@ pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "delete_matching",
@@ -186,7 +187,7 @@ pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "count_matching",
@@ -225,10 +226,10 @@ macro_rules! forward_text_index {
             async fn clear(&self, scope: &Scope) -> Result<u64> {
                 (**self).clear(scope).await
             }
-            async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).delete_matching(filter).await
             }
-            async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).count_matching(filter).await
             }
         }

@@ -36,7 +36,7 @@ pub use context::{
 };
 pub use doctor::{Check, CheckStatus, Diagnosis};
 pub use error::{Error, ErrorKind, Result};
-pub use forget::{ForgetFilter, ForgetMode, ForgetReceipt, Forgetter};
+pub use forget::{ForgetMode, ForgetReceipt, Forgetter};
 pub use history::{
     AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE,

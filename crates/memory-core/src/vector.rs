@@ -14,9 +14,8 @@ pub use filter::PayloadFilter;
 pub use in_memory::InMemoryVectorStore;
 
 use crate::error::{Error, Result};
-use crate::forget::ForgetFilter;
 use crate::history::unsupported_operation;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter};
 
 /// One point: an id, a vector and a JSON payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,7 +85,7 @@ pub struct ScoredPoint {
 #[non_exhaustive]
 pub struct VectorCapabilities {
     /// [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are supported:
-    /// every point of the scopes a [`ForgetFilter`] selects, across scopes, in one call.
+    /// every point of the scopes a [`ScopeFilter`] selects, across scopes, in one call.
     pub deletes_matching: bool,
 }
 
@@ -138,9 +137,11 @@ impl VectorCapabilities {
 ///   absent one returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes nothing.
 /// - [`delete_matching`](VectorStore::delete_matching) (optional:
 ///   [`VectorCapabilities::deletes_matching`]) removes every point of every scope the filter
-///   [matches](ForgetFilter::matches) (its tenant, and its user, agent and session when it
-///   names them; any source), and no other point, and returns how many it removed; afterwards
-///   no read of those scopes finds a point. Repeating it removes nothing.
+///   [matches](ScopeFilter::matches) (its tenant, and its user, agent, session and source when
+///   it names them), and no other point, and returns how many it removed; afterwards no read
+///   of those scopes finds a point. Repeating it removes nothing. A store that cannot narrow
+///   by a part the filter names refuses with [`Unsupported`](crate::ErrorKind::Unsupported)
+///   and removes nothing.
 ///   [`count_matching`](VectorStore::count_matching) returns how many points
 ///   `delete_matching` would remove now and changes nothing.
 #[async_trait]
@@ -172,7 +173,7 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "delete_matching",
@@ -185,7 +186,7 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "count_matching",
@@ -227,10 +228,10 @@ macro_rules! forward_vector_store {
             fn capabilities(&self) -> VectorCapabilities {
                 (**self).capabilities()
             }
-            async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).delete_matching(filter).await
             }
-            async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).count_matching(filter).await
             }
         }

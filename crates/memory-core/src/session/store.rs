@@ -148,8 +148,9 @@ impl SessionCapabilities {
 ///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
 /// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
 ///   can be created again, at a version above its last one.
-/// - [`list`](SessionStore::list) pages through the scopes holding a session that match the
-///   filter, each once, in a stable order (the same for every page size; the last page has no
+/// - [`list`](SessionStore::list) pages through the scopes holding a session that the filter
+///   [matches](ScopeFilter::matches) (every part it names: user, agent, session, source), each
+///   once, in a stable order (the same for every page size; the last page has no
 ///   cursor); it never lists another tenant's scope.
 /// - Sessions of different scopes are independent: no call on one scope changes another.
 /// - [`set_ttl`](SessionStore::set_ttl) (optional: [`SessionCapabilities::ttl`]) makes the

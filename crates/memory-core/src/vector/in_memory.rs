@@ -10,8 +10,7 @@ use super::{
     ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore, check_vectors,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::forget::ForgetFilter;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter};
 
 /// A [`VectorStore`] in process memory with exact (brute-force) cosine search: the reference
 /// that approximate backends are measured against. Cloning shares the same data.
@@ -44,7 +43,7 @@ impl InMemoryVectorStore {
 
 /// Whether the scope of `key` (a [`Scope::key`]) is one `filter` selects. Every key of the map
 /// was made by `Scope::key`, so it always parses; one that did not would not be selected.
-fn key_matches(filter: &ForgetFilter, key: &str) -> bool {
+fn key_matches(filter: &ScopeFilter, key: &str) -> bool {
     Scope::from_key(key).is_ok_and(|scope| filter.matches(&scope))
 }
 
@@ -135,7 +134,7 @@ impl VectorStore for InMemoryVectorStore {
             .map_or(0, |p| p.len() as u64))
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let mut inner = self.lock()?;
         let mut removed = 0u64;
         inner.scopes.retain(|key, points| {
@@ -149,7 +148,7 @@ impl VectorStore for InMemoryVectorStore {
         Ok(removed)
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let inner = self.lock()?;
         Ok(inner
             .scopes
@@ -235,7 +234,7 @@ mod tests {
 
     #[tokio::test]
     async fn delete_matching_removes_exactly_the_selected_scopes() {
-        let tenant = |t: &str| ForgetFilter::tenant(TenantId::new(t).unwrap());
+        let tenant = |t: &str| ScopeFilter::tenant(TenantId::new(t).unwrap());
         let cases = [
             (tenant("a"), vec![0, 0, 0, 0, 5, 6]),
             (
