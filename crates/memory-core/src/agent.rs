@@ -202,7 +202,8 @@ impl AgentBuilder {
     /// Sets the tokenizer the agent counts messages with that the store has not counted: the
     /// request between model calls (when a reducer is set), and the run's own messages when an
     /// `AfterMessageAdded` reducer works on the window the agent holds (default: the stores'
-    /// default, [`default_token_counter`]). Give it the history store's counter.
+    /// default, [`default_token_counter`](crate::default_token_counter)). Give it the history
+    /// store's counter.
     pub fn token_counter(mut self, counter: Arc<dyn TokenCounter>) -> Self {
         self.counter = Some(counter);
         self
@@ -312,11 +313,11 @@ impl Agent {
             }
         }
         let span = spans::turn_span(&self.name, session.scope());
-        let capture = !span.is_disabled() && crate::telemetry::capture_content();
+        let capture = !span.is_disabled() && crate::span_fields::capture_content();
         if capture {
             span.record(
                 "gen_ai.input.messages",
-                crate::telemetry::messages_json(&input).as_str(),
+                crate::span_fields::messages_json(&input).as_str(),
             );
         }
         let result = self

@@ -432,7 +432,7 @@ impl Forgetter {
             agent_memory.scope.session = filter.session.as_ref().map(|s| s.as_str()),
             agent_memory.scope.source = filter.source.as_ref().map(|s| s.as_str()),
             agent_memory.forget.dry_run = mode == ForgetMode::DryRun,
-            agent_memory.forget.stores = crate::telemetry::int(self.targets.len()),
+            agent_memory.forget.stores = crate::span_fields::int(self.targets.len()),
             agent_memory.forget.items = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
@@ -450,7 +450,7 @@ impl Forgetter {
         let items = stores
             .iter()
             .fold(0u64, |sum, store| sum.saturating_add(store.items));
-        span.record("agent_memory.forget.items", crate::telemetry::int(items));
+        span.record("agent_memory.forget.items", crate::span_fields::int(items));
         if mode == ForgetMode::Delete {
             for store in &stores {
                 tracing::event!(

@@ -50,11 +50,11 @@ pub(super) fn record_turn(span: &tracing::Span, result: &Result<AgentRun>, captu
     if let Some(usage) = run.usage {
         span.record(
             "gen_ai.usage.input_tokens",
-            crate::telemetry::int(usage.input_tokens),
+            crate::span_fields::int(usage.input_tokens),
         );
         span.record(
             "gen_ai.usage.output_tokens",
-            crate::telemetry::int(usage.output_tokens),
+            crate::span_fields::int(usage.output_tokens),
         );
         for (kind, tokens) in [
             ("input", usage.input_tokens),
@@ -72,32 +72,32 @@ pub(super) fn record_turn(span: &tracing::Span, result: &Result<AgentRun>, captu
     }
     span.record(
         "agent_memory.turn.window_messages",
-        crate::telemetry::int(run.window_len),
+        crate::span_fields::int(run.window_len),
     );
     span.record(
         "agent_memory.turn.iterations",
-        crate::telemetry::int(run.iterations),
+        crate::span_fields::int(run.iterations),
     );
     span.record(
         "agent_memory.turn.tool_calls",
-        crate::telemetry::int(run.tool_calls.len()),
+        crate::span_fields::int(run.tool_calls.len()),
     );
     span.record(
         "agent_memory.turn.messages_produced",
-        crate::telemetry::int(run.messages.len()),
+        crate::span_fields::int(run.messages.len()),
     );
     span.record(
         "agent_memory.reducer.messages_dropped",
-        crate::telemetry::int(run.reduced),
+        crate::span_fields::int(run.reduced),
     );
     span.record(
         "agent_memory.history.archived",
-        crate::telemetry::int(run.archived),
+        crate::span_fields::int(run.archived),
     );
     if capture {
         span.record(
             "gen_ai.output.messages",
-            crate::telemetry::messages_json(&run.messages).as_str(),
+            crate::span_fields::messages_json(&run.messages).as_str(),
         );
     }
 }

@@ -180,11 +180,11 @@ impl Agent {
                 if let Some(u) = response.usage {
                     model_span.record(
                         "gen_ai.usage.input_tokens",
-                        crate::telemetry::int(u.input_tokens),
+                        crate::span_fields::int(u.input_tokens),
                     );
                     model_span.record(
                         "gen_ai.usage.output_tokens",
-                        crate::telemetry::int(u.output_tokens),
+                        crate::span_fields::int(u.output_tokens),
                     );
                 }
                 Ok(response)
@@ -251,9 +251,9 @@ impl Agent {
                 message: Arc::new(message),
             })
             .collect();
-        let span = crate::telemetry::reducer_span("in_flight", stored.len());
+        let span = crate::span_fields::reducer_span("in_flight", stored.len());
         let reduction = reducer.reduce(&stored).instrument(span.clone()).await?;
-        crate::telemetry::record_reduction(&span, "in_flight", &stored, &reduction);
+        crate::span_fields::record_reduction(&span, "in_flight", &stored, &reduction);
         let dropped = reduction.dropped_count();
         if dropped > 0 {
             tracing::info!(

@@ -65,9 +65,9 @@ impl Agent {
         match &self.reducer {
             Some((reducer, ReducerTrigger::BeforeMessagesRetrieval)) if !window.is_empty() => {
                 let span =
-                    crate::telemetry::reducer_span("before_messages_retrieval", window.len());
+                    crate::span_fields::reducer_span("before_messages_retrieval", window.len());
                 let reduction = reducer.reduce(window).instrument(span.clone()).await?;
-                crate::telemetry::record_reduction(
+                crate::span_fields::record_reduction(
                     &span,
                     "before_messages_retrieval",
                     window,
@@ -206,9 +206,9 @@ impl Agent {
                     .await?
             }
         };
-        let span = crate::telemetry::reducer_span("after_message_added", window.len());
+        let span = crate::span_fields::reducer_span("after_message_added", window.len());
         let reduction = reducer.reduce(&window).instrument(span.clone()).await?;
-        crate::telemetry::record_reduction(&span, "after_message_added", &window, &reduction);
+        crate::span_fields::record_reduction(&span, "after_message_added", &window, &reduction);
         let mut archived = 0u64;
         for range in archive_ranges(&window, &reduction) {
             let moved = self
