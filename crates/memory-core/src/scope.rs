@@ -304,6 +304,26 @@ pub(crate) fn paginate<T>(
     }
 }
 
+/// A scope of the tests: `session` in `tenant`, with the user and agent given.
+#[cfg(test)]
+pub(crate) fn test_scope(
+    tenant: &str,
+    user: Option<&str>,
+    agent: Option<&str>,
+    session: &str,
+) -> Scope {
+    let mut scope = Scope::session(session)
+        .and_then(|s| s.with_tenant(tenant))
+        .expect("valid ids");
+    if let Some(user) = user {
+        scope = scope.with_user(user).expect("valid user");
+    }
+    if let Some(agent) = agent {
+        scope = scope.with_agent(agent).expect("valid agent");
+    }
+    scope
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

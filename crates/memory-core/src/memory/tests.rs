@@ -21,21 +21,20 @@ fn msg(role: Role, tokens: u32, tag: &str) -> ChatMessage {
     ChatMessage::text_message(role, text)
 }
 
-/// A thread of `turns` turns: a user message, a tool call and its result, an answer; the last
-/// user message is `last_user` tokens long.
+/// A thread of `turns` turns (a user message, a tool call and its result, an answer), then a
+/// last user message of `last_user` tokens.
 fn tool_turns(turns: usize, last_user: u32) -> Vec<ChatMessage> {
-    let mut out = Vec::new();
-    for t in 0..turns {
-        out.push(msg(Role::User, 8, &format!("u{t}")));
-        out.push(ChatMessage::tool_call(format!("c{t}"), "lookup", "{}"));
-        out.push(ChatMessage::tool_result(
-            format!("c{t}"),
-            format!("r{t} w w w w"),
-        ));
-        out.push(msg(Role::Assistant, 12, &format!("a{t}")));
-    }
-    out.push(msg(Role::User, last_user, "last"));
-    out
+    (0..turns)
+        .flat_map(|t| {
+            [
+                msg(Role::User, 8, &format!("u{t}")),
+                ChatMessage::tool_call(format!("c{t}"), "lookup", "{}"),
+                ChatMessage::tool_result(format!("c{t}"), format!("r{t} w w w w")),
+                msg(Role::Assistant, 12, &format!("a{t}")),
+            ]
+        })
+        .chain([msg(Role::User, last_user, "last")])
+        .collect()
 }
 
 /// What `get` returned before it read less: the whole active window, the blocks' memory within
@@ -60,76 +59,54 @@ async fn get_from_the_whole_window(m: &Memory, history: &dyn HistoryStore) -> Ve
     messages
 }
 
-#[tokio::test]
-async fn get_over_the_limit_returns_what_the_whole_window_gives() {
-    for last_user in [6, 40, 400] {
-        let history = Arc::new(InMemoryHistoryStore::with_token_counter(words()));
-        let states = Arc::new(InMemorySessionStore::new());
-        let core = Arc::new(StaticMemoryBlock::new("core", "c c c c c").unwrap());
-        history
-            .append(&Scope::session("s").unwrap(), &tool_turns(60, last_user))
-            .await
-            .unwrap();
-        for limit in (20..240).step_by(7) {
-            let m = Memory::builder(
-                Scope::session("s").unwrap(),
-                history.clone(),
-                states.clone(),
-            )
+/// Checks that, for every limit of `limits`, `get` over `thread` gives what the whole
+/// window gives: the same roles and parts, and the same ids for the thread's messages (a memory
+/// system message is made by each call).
+async fn assert_get_is_the_whole_window(
+    thread: &[ChatMessage],
+    limits: impl Iterator<Item = u64>,
+    insert_method: InsertMethod,
+) {
+    let history = Arc::new(InMemoryHistoryStore::with_token_counter(words()));
+    let states = Arc::new(InMemorySessionStore::new());
+    let scope = Scope::session("s").unwrap();
+    history.append(&scope, thread).await.unwrap();
+    let core = Arc::new(StaticMemoryBlock::new("core", "c c c c c").unwrap());
+    for limit in limits {
+        let m = Memory::builder(scope.clone(), history.clone(), states.clone())
             .token_limit(limit)
             .token_counter(words())
+            .insert_method(insert_method)
             .block(core.clone())
             .build()
             .unwrap();
-            let got = m.get(&[]).await.unwrap();
-            let expected = get_from_the_whole_window(&m, history.as_ref()).await;
-            // The memory's system message is created by each call: compare roles and parts.
-            let shape = |ms: &[ChatMessage]| -> Vec<(Role, Vec<Part>)> {
-                ms.iter().map(|m| (m.role, m.parts.clone())).collect()
-            };
-            assert_eq!(
-                shape(&got),
-                shape(&expected),
-                "limit {limit}, last user turn {last_user}"
-            );
-            assert_eq!(
-                got[1..].iter().map(|m| &m.id).collect::<Vec<_>>(),
-                expected[1..].iter().map(|m| &m.id).collect::<Vec<_>>()
-            );
-        }
+        let got = m.get(&[]).await.unwrap();
+        let expected = get_from_the_whole_window(&m, history.as_ref()).await;
+        let shape = |ms: &[ChatMessage]| -> Vec<(Role, Vec<Part>)> {
+            ms.iter().map(|m| (m.role, m.parts.clone())).collect()
+        };
+        assert_eq!(shape(&got), shape(&expected), "limit {limit}");
+        let thread_ids = |ms: &[ChatMessage]| -> Vec<String> {
+            ms.iter()
+                .filter(|m| thread.iter().any(|t| t.id == m.id))
+                .map(|m| m.id.as_str().to_owned())
+                .collect()
+        };
+        assert_eq!(thread_ids(&got), thread_ids(&expected), "limit {limit}");
+    }
+}
+
+#[tokio::test]
+async fn get_over_the_limit_returns_what_the_whole_window_gives() {
+    for last_user in [6, 40, 400] {
+        let thread = tool_turns(60, last_user);
+        assert_get_is_the_whole_window(&thread, (20..240).step_by(7), InsertMethod::System).await;
     }
 }
 
 #[tokio::test]
 async fn get_over_the_limit_matches_the_whole_window_with_a_system_message_and_user_insertion() {
-    let history = Arc::new(InMemoryHistoryStore::with_token_counter(words()));
-    let states = Arc::new(InMemorySessionStore::new());
-    let core = Arc::new(StaticMemoryBlock::new("core", "c c c c c").unwrap());
     let mut thread = vec![msg(Role::System, 9, "sys")];
     thread.extend(tool_turns(40, 12));
-    history
-        .append(&Scope::session("s").unwrap(), &thread)
-        .await
-        .unwrap();
-    for limit in (20..200).step_by(9) {
-        let m = Memory::builder(
-            Scope::session("s").unwrap(),
-            history.clone(),
-            states.clone(),
-        )
-        .token_limit(limit)
-        .token_counter(words())
-        .insert_method(InsertMethod::User)
-        .block(core.clone())
-        .build()
-        .unwrap();
-        let got = m.get(&[]).await.unwrap();
-        let expected = get_from_the_whole_window(&m, history.as_ref()).await;
-        let shape = |ms: &[ChatMessage]| -> Vec<(Role, Vec<Part>, String)> {
-            ms.iter()
-                .map(|m| (m.role, m.parts.clone(), m.id.as_str().to_owned()))
-                .collect()
-        };
-        assert_eq!(shape(&got), shape(&expected), "limit {limit}");
-    }
+    assert_get_is_the_whole_window(&thread, (20..200).step_by(9), InsertMethod::User).await;
 }

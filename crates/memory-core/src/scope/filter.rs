@@ -174,20 +174,7 @@ impl<T: fmt::Display> fmt::Display for ScopeFilter<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn scope(tenant: &str, user: Option<&str>, agent: Option<&str>, session: &str) -> Scope {
-        let mut scope = Scope::session(session)
-            .unwrap()
-            .with_tenant(tenant)
-            .unwrap();
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
-    }
+    use crate::scope::test_scope as scope;
 
     fn acme() -> ScopeFilter {
         ScopeFilter::tenant(TenantId::new("acme").unwrap())

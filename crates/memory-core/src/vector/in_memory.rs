@@ -175,6 +175,7 @@ fn cosine_with_norm(a: &[f32], a_norm: f32, b: &[f32]) -> f32 {
 mod tests {
     use super::*;
     use crate::id::{AgentId, SessionId, TenantId, UserId};
+    use crate::scope::test_scope as scope;
 
     fn point(n: u128) -> VectorPoint {
         VectorPoint {
@@ -182,20 +183,6 @@ mod tests {
             vector: vec![1.0, 0.5],
             payload: serde_json::Map::new(),
         }
-    }
-
-    fn scope(tenant: &str, user: Option<&str>, agent: Option<&str>, session: &str) -> Scope {
-        let mut scope = Scope::session(session)
-            .unwrap()
-            .with_tenant(tenant)
-            .unwrap();
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
     }
 
     /// Six scopes over two tenants, `i + 1` points in the `i`th.

@@ -95,19 +95,7 @@ async fn a_block_failing_mid_flush_loses_nothing_and_doubles_nothing() {
         states.clone(),
         vec![first.clone(), flaky.clone(), last.clone()],
     );
-    let batch: Vec<ChatMessage> = (0..6)
-        .map(|i| {
-            msg(
-                if i % 2 == 0 {
-                    Role::User
-                } else {
-                    Role::Assistant
-                },
-                10,
-                &format!("m{i}"),
-            )
-        })
-        .collect();
+    let batch = alternating(6);
     let err = m.put_messages(&batch).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable);
     // Nothing archived yet: the messages are still short-term memory.

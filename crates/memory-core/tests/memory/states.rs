@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::memory::BLOCK_STATE_SOURCE;
-use memory_core::{ChatMessage, ErrorKind, HistoryStore, Role, Scope, SessionStore};
+use memory_core::{ErrorKind, HistoryStore, Role, Scope, SessionStore};
 use serde_json::{Value, json};
 
 use super::support::*;
@@ -13,19 +13,7 @@ async fn block_state_survives_a_rebuild() {
     let (history, states) = stores();
     let rec = Recorder::new("rec", 1, "seen");
     let m = memory(history.clone(), states.clone(), vec![rec.clone()]);
-    let batch: Vec<ChatMessage> = (0..6)
-        .map(|i| {
-            msg(
-                if i % 2 == 0 {
-                    Role::User
-                } else {
-                    Role::Assistant
-                },
-                10,
-                &format!("m{i}"),
-            )
-        })
-        .collect();
+    let batch = alternating(6);
     m.put_messages(&batch).await.unwrap();
     drop(m);
     let rebuilt = memory(history, states, vec![Recorder::new("rec", 1, "seen")]);

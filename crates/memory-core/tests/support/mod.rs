@@ -109,15 +109,7 @@ pub fn memory(
     states: Arc<InMemorySessionStore>,
     blocks: Vec<Arc<dyn MemoryBlock>>,
 ) -> Memory {
-    let mut b = Memory::builder(Scope::session("s").unwrap(), history, states)
-        .token_limit(100)
-        .chat_history_token_ratio(0.5)
-        .token_flush_size(20)
-        .token_counter(words());
-    for block in blocks {
-        b = b.block(block);
-    }
-    b.build().unwrap()
+    memory_dyn(history, states, blocks)
 }
 
 /// Forwards to an in-memory store and logs every window read; can say it reduces on append or
@@ -260,11 +252,22 @@ pub fn memory_dyn(
     b.build().unwrap()
 }
 
+/// `n` messages of 10 tokens, `m0`…, a user message at every even number.
+pub fn alternating(n: usize) -> Vec<ChatMessage> {
+    tagged(0..n, 0)
+}
+
 /// `n` messages of 10 tokens, `m<from>`…, a user message at every odd number.
 pub fn numbered(from: usize, n: usize) -> Vec<ChatMessage> {
-    (from..from + n)
+    tagged(from..from + n, 1)
+}
+
+/// Messages of 10 tokens tagged `m<i>` for each `i` of `range`: a user message where
+/// `i % 2 == user`, else an assistant message.
+fn tagged(range: std::ops::Range<usize>, user: usize) -> Vec<ChatMessage> {
+    range
         .map(|i| {
-            let role = if i % 2 == 1 {
+            let role = if i % 2 == user {
                 Role::User
             } else {
                 Role::Assistant
