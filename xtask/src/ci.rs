@@ -1,10 +1,11 @@
 //! `cargo xtask ci`: every check CI makes, in order, stopping at the first failure.
 //!
 //! 1. `cargo fmt --all -- --check`
-//! 2. `cargo clippy --workspace --all-targets --all-features -- -D warnings`
-//! 3. `cargo xtask test` (unless `--no-tests`)
-//! 4. `cargo doc --workspace --all-features --no-deps` with `RUSTDOCFLAGS="-D warnings"`
-//! 5. `cargo deny check bans licenses sources` (installing cargo-deny first if it is missing;
+//! 2. `cargo xtask cycles`: no import circle between the modules of a crate
+//! 3. `cargo clippy --workspace --all-targets --all-features -- -D warnings`
+//! 4. `cargo xtask test` (unless `--no-tests`)
+//! 5. `cargo doc --workspace --all-features --no-deps` with `RUSTDOCFLAGS="-D warnings"`
+//! 6. `cargo deny check bans licenses sources` (installing cargo-deny first if it is missing;
 //!    advisories need the network and are left out)
 
 use std::{
@@ -14,7 +15,7 @@ use std::{
 };
 
 use crate::{
-    test,
+    cycles, test,
     util::{self, Result},
 };
 
@@ -35,6 +36,11 @@ pub(crate) fn run(no_tests: bool) -> Result {
             name: "fmt",
             shown: "cargo fmt --all -- --check",
             run: fmt,
+        },
+        Step {
+            name: "cycles",
+            shown: "cargo xtask cycles",
+            run: cycles::run,
         },
         Step {
             name: "clippy",

@@ -5,7 +5,9 @@
 //! - `cargo xtask services`: make sure PostgreSQL, MariaDB and Redis accept connections.
 //! - `cargo xtask test [-- ARGS]`: `services`, then `cargo test` over the whole workspace,
 //!   with a `N passed, M failed` summary.
-//! - `cargo xtask ci [--no-tests]`: fmt, clippy, tests, docs and cargo-deny, in that order.
+//! - `cargo xtask ci [--no-tests]`: fmt, module cycles, clippy, tests, docs and cargo-deny, in
+//!   that order.
+//! - `cargo xtask cycles`: fail on any import circle between the modules of a crate.
 //! - `cargo xtask faults [-- ARGS]`: the writer-process fault tests (SIGKILL mid-batch, racing
 //!   processes) on every engine at full counts.
 //! - `cargo xtask bench [ARGS]`: build and run the `memory-bench` binary in release mode.
@@ -26,6 +28,7 @@
 
 mod bench;
 mod ci;
+mod cycles;
 mod faults;
 mod fetch_mem0;
 mod fetch_model;
@@ -70,12 +73,16 @@ enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Run every CI check in order: fmt, clippy, tests, docs, cargo-deny.
+    /// Run every CI check in order: fmt, module cycles, clippy, tests, docs, cargo-deny.
     Ci {
         /// Skip the test step (`.ci/run` runs `cargo xtask test` on its own first).
         #[arg(long)]
         no_tests: bool,
     },
+    /// Fail on any import circle between the modules of a crate: modules `a` and `b` where
+    /// `a` uses `crate::b` and `b` uses `crate::a`, directly or around a longer loop, at any
+    /// level of the module tree; `#[cfg(test)]` items are left out.
+    Cycles,
     /// Run the writer-process fault tests (SIGKILL mid-batch, racing processes) on every
     /// engine at the full counts: 16 writers in 2 processes × 1,000 appends.
     ///
@@ -161,6 +168,7 @@ fn main() -> ExitCode {
         Command::Services => services::run(),
         Command::Test { args } => test::run(&args),
         Command::Ci { no_tests } => ci::run(no_tests),
+        Command::Cycles => cycles::run(),
         Command::Faults { args } => faults::run(&args),
         Command::Bench { args } => bench::run(&args),
         Command::Load { args } => load::run(&args),

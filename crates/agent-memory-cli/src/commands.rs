@@ -4,8 +4,8 @@ use std::collections::BTreeSet;
 use std::future::Future;
 
 use agent_memory::{
-    AgentId, ErrorKind, ForgetFilter, ForgetMode, ForgetReceipt, Page, PageRequest, Scope,
-    ScopeFilter, SessionId, Stores, TenantId, ThreadCount, UserId, Window,
+    AgentId, ErrorKind, ForgetMode, ForgetReceipt, Page, PageRequest, Scope, ScopeFilter,
+    SessionId, Stores, TenantId, ThreadCount, UserId, Window,
 };
 use serde_json::{Value, json};
 
@@ -317,8 +317,8 @@ pub(crate) async fn stats(stores: &Stores, args: &TenantsArgs, json: bool) -> Cl
 }
 
 /// The forget filter of the flags.
-fn forget_filter(args: &ForgetArgs) -> CliResult<ForgetFilter> {
-    let mut filter = ForgetFilter::tenant(tenant_id(&args.tenant)?);
+fn forget_filter(args: &ForgetArgs) -> CliResult<ScopeFilter> {
+    let mut filter = ScopeFilter::tenant(tenant_id(&args.tenant)?);
     if let Some(user) = &args.user {
         filter = filter.with_user(user_id(user)?);
     }
@@ -338,7 +338,7 @@ pub(crate) async fn forget(stores: &Stores, args: &ForgetArgs, json: bool) -> Cl
         return Err(Failed::msg(format!(
             "forgetting all of tenant {} deletes every thread and session in it; add --yes to \
              confirm, narrow it with --user, --agent or --session, or look first with --dry-run",
-            filter.tenant_id()
+            filter.tenant
         )));
     }
     let mode = if args.dry_run {
@@ -361,10 +361,10 @@ fn receipt_json(receipt: &ForgetReceipt) -> Value {
     let filter = &receipt.filter;
     json!({
         "dry_run": receipt.mode == ForgetMode::DryRun,
-        "tenant": filter.tenant_id().as_str(),
-        "user": filter.user().map(|u| u.as_str()),
-        "agent": filter.agent().map(|a| a.as_str()),
-        "session": filter.session().map(|s| s.as_str()),
+        "tenant": filter.tenant.as_str(),
+        "user": filter.user.as_ref().map(|u| u.as_str()),
+        "agent": filter.agent.as_ref().map(|a| a.as_str()),
+        "session": filter.session.as_ref().map(|s| s.as_str()),
         "stores": receipt.stores.iter().map(|s| json!({
             "store": s.store,
             "scopes": s.scopes,

@@ -4,7 +4,7 @@ use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::time::Instant;
 
-use agent_memory::bundle::{self, BundleSummary, Progress, Selection};
+use agent_memory::bundle::{self, BundleSummary, Progress, Selection, Tenants};
 use agent_memory::interop::agent_framework::session::export_session;
 use agent_memory::interop::llamaindex::{LiOptions, to_llamaindex};
 use agent_memory::{AgentSession, ChatMessage, Scope, StoredMessage, Stores, Window, redact_url};
@@ -99,9 +99,9 @@ async fn export_thread(stores: &Stores, args: &ExportArgs) -> CliResult<()> {
 /// The selection of the export flags.
 fn selection_of(args: &ExportArgs) -> CliResult<Selection> {
     let mut selection = if args.all_tenants {
-        Selection::all()
+        Selection::new(Tenants::All)
     } else {
-        Selection::tenant(tenant_id(&args.tenant)?)
+        Selection::new(Tenants::one(tenant_id(&args.tenant)?))
     };
     if let Some(user) = &args.user {
         selection = selection.with_user(user_id(user)?);
@@ -194,10 +194,10 @@ pub(crate) async fn import(stores: &Stores, args: &ImportArgs, json: bool) -> Cl
 /// `migrate`: copies, verifies, and prints the report and the throughput.
 pub(crate) async fn migrate(args: &MigrateArgs, json: bool) -> CliResult<()> {
     let selection = if args.tenant.is_empty() {
-        Selection::all()
+        Selection::new(Tenants::All)
     } else {
         let tenants: CliResult<Vec<_>> = args.tenant.iter().map(|t| tenant_id(t)).collect();
-        Selection::tenants(tenants?)
+        Selection::new(Tenants::listed(tenants?))
     };
     let (from_shown, to_shown) = (redact_url(&args.from), redact_url(&args.to));
     let from = open(&args.from).await?;

@@ -12,12 +12,12 @@
 mod support;
 
 use agent_memory::{Scope, SessionId, TenantId, Window};
-use support::TestStore;
 use rmcp::model::{CallToolRequestParams, ReadResourceRequestParams, ResourceContents};
 use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
+use support::TestStore;
 
 type Client = RunningService<RoleClient, ()>;
 

@@ -538,7 +538,8 @@ mod tests {
     #[cfg(feature = "sqlite")]
     #[tokio::test]
     async fn sql_urls_have_a_text_index_that_forget_reaches() {
-        use memory_core::forget::{ForgetFilter, ForgetMode};
+        use memory_core::ScopeFilter;
+        use memory_core::forget::ForgetMode;
         use memory_core::lexical::{TextDocument, TextQuery};
         use memory_core::{Scope, TenantId};
         assert!(open("memory:").await.unwrap().text_index().is_none());
@@ -562,7 +563,7 @@ mod tests {
         assert_eq!(found.len(), 1);
         let forgetter = stores.forgetter();
         assert_eq!(forgetter.store_names(), ["history", "sessions", "texts"]);
-        let acme = ForgetFilter::tenant(TenantId::new("acme").unwrap());
+        let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
         let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
         assert_eq!(receipt.total_items(), 1, "{receipt}");
         assert_eq!(text.count(&scope).await.unwrap(), 0);

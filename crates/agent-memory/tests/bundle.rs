@@ -2,8 +2,9 @@
 //! and a forgetter over both stores.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-use agent_memory::bundle::{NoProgress, Selection, export, import, migrate};
-use agent_memory::forget::{ForgetFilter, ForgetMode};
+use agent_memory::ScopeFilter;
+use agent_memory::bundle::{NoProgress, Selection, Tenants, export, import, migrate};
+use agent_memory::forget::ForgetMode;
 use agent_memory::{ChatMessage, OpenOptions, Scope, TenantId, Window};
 
 #[tokio::test]
@@ -27,7 +28,7 @@ async fn stores_give_an_endpoint_and_a_forgetter() {
         .save(&scope, &serde_json::json!({"turns": 1}), None)
         .await
         .unwrap();
-    let acme = Selection::tenant(TenantId::new("acme").unwrap());
+    let acme = Selection::new(Tenants::one(TenantId::new("acme").unwrap()));
 
     let report = migrate(&from.endpoint(), &to.endpoint(), &acme, &NoProgress)
         .await
@@ -49,7 +50,7 @@ async fn stores_give_an_endpoint_and_a_forgetter() {
     let receipt = to
         .forgetter()
         .forget(
-            &ForgetFilter::tenant(TenantId::new("acme").unwrap()),
+            &ScopeFilter::tenant(TenantId::new("acme").unwrap()),
             ForgetMode::Delete,
         )
         .await

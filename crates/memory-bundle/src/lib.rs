@@ -10,7 +10,7 @@
 //! ```
 //! # async fn run() -> memory_core::Result<()> {
 //! use std::sync::Arc;
-//! use memory_bundle::{Endpoint, NoProgress, Selection, export, import};
+//! use memory_bundle::{Endpoint, NoProgress, Selection, Tenants, export, import};
 //! use memory_core::{ChatMessage, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Scope};
 //!
 //! let from = Endpoint::new(Arc::new(InMemoryHistoryStore::new()), Arc::new(InMemorySessionStore::new()));
@@ -18,7 +18,7 @@
 //! from.history.append(&scope, &[ChatMessage::user("hello")]).await?;
 //!
 //! let mut bundle = Vec::new();
-//! let selection = Selection::tenant(scope.tenant().clone());
+//! let selection = Selection::new(Tenants::one(scope.tenant().clone()));
 //! export(&from, &selection, &mut bundle, &NoProgress).await?;
 //!
 //! let to = Endpoint::new(Arc::new(InMemoryHistoryStore::new()), Arc::new(InMemorySessionStore::new()));
@@ -72,8 +72,7 @@ use std::io::{BufRead, Write};
 use std::sync::Arc;
 
 use memory_core::{
-    AgentId, Error, HistoryStore, MAX_READ_PAGE, Result, Scope, SessionId, SessionStore, TenantId,
-    UserId,
+    Error, HistoryStore, MAX_READ_PAGE, Result, Scope, ScopeFilter, SessionStore, TenantId,
 };
 
 use crate::format::{BundleReader, BundleWriter, Record};
@@ -108,7 +107,7 @@ impl Endpoint {
     }
 }
 
-/// Which tenants a [`Selection`] covers.
+/// Which tenants a [`Selection`] covers: the tenant part of its [`ScopeFilter`].
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Tenants {
     /// These tenants, in this order (a repeated one counts once).
@@ -120,78 +119,46 @@ pub enum Tenants {
     All,
 }
 
-/// What an export or a migration covers: threads and sessions of some tenants, optionally
-/// narrowed to a user, an agent and a session id (of any source: a session's block states
-/// are included with it).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Selection {
-    /// The tenants.
-    pub tenants: Tenants,
-    /// Only this user's scopes.
-    pub user: Option<UserId>,
-    /// Only this agent's scopes.
-    pub agent: Option<AgentId>,
-    /// Only scopes of this session id.
-    pub session: Option<SessionId>,
+impl Tenants {
+    /// One tenant.
+    pub fn one(tenant: TenantId) -> Self {
+        Self::Listed(vec![tenant])
+    }
+
+    /// These tenants, in this order.
+    pub fn listed(tenants: impl IntoIterator<Item = TenantId>) -> Self {
+        Self::Listed(tenants.into_iter().collect())
+    }
 }
 
-impl Selection {
-    /// Everything of every tenant ([`Tenants::All`]).
-    pub fn all() -> Self {
-        Self::new(Tenants::All)
-    }
-
-    /// Everything of one tenant.
-    pub fn tenant(tenant: TenantId) -> Self {
-        Self::new(Tenants::Listed(vec![tenant]))
-    }
-
-    /// Everything of these tenants.
-    pub fn tenants(tenants: impl IntoIterator<Item = TenantId>) -> Self {
-        Self::new(Tenants::Listed(tenants.into_iter().collect()))
-    }
-
-    /// Everything of `tenants`.
-    pub fn new(tenants: Tenants) -> Self {
-        Self {
-            tenants,
-            user: None,
-            agent: None,
-            session: None,
+/// `every tenant`, or the listed tenants joined with `, `.
+impl fmt::Display for Tenants {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::All => f.write_str("every tenant"),
+            Self::Listed(tenants) => {
+                let names: Vec<&str> = tenants.iter().map(TenantId::as_str).collect();
+                f.write_str(&names.join(", "))
+            }
         }
     }
-
-    /// Only this user's scopes.
-    #[must_use]
-    pub fn with_user(mut self, user: UserId) -> Self {
-        self.user = Some(user);
-        self
-    }
-
-    /// Only this agent's scopes.
-    #[must_use]
-    pub fn with_agent(mut self, agent: AgentId) -> Self {
-        self.agent = Some(agent);
-        self
-    }
-
-    /// Only scopes of this session id.
-    #[must_use]
-    pub fn with_session(mut self, session: SessionId) -> Self {
-        self.session = Some(session);
-        self
-    }
-
-    /// Whether `scope` is selected, its tenant aside.
-    pub(crate) fn matches(&self, scope: &Scope) -> bool {
-        self.user.as_ref().is_none_or(|u| scope.user() == Some(u))
-            && self.agent.as_ref().is_none_or(|a| scope.agent() == Some(a))
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| scope.session_id() == s)
-    }
 }
+
+/// What an export or a migration covers: the one [`ScopeFilter`] of memory-core over a set
+/// of [`Tenants`], so the same narrowing (a user, an agent, a session id of any source: a
+/// session's block states go with it, a source) applies in each tenant
+/// ([`ScopeFilter::in_tenant`]).
+///
+/// ```
+/// use memory_bundle::{Selection, Tenants};
+/// use memory_core::{TenantId, UserId};
+///
+/// let everything = Selection::new(Tenants::All);
+/// let dana = Selection::new(Tenants::one(TenantId::new("acme")?)).with_user(UserId::new("dana")?);
+/// assert_eq!(dana.to_string(), "tenant acme, user dana");
+/// # Ok::<(), memory_core::Error>(())
+/// ```
+pub type Selection = ScopeFilter<Tenants>;
 
 /// Called as an operation advances (for progress bars). Every method has an empty default.
 pub trait Progress: Send + Sync {
@@ -309,7 +276,7 @@ pub async fn export<W: Write + Send>(
     progress: &dyn Progress,
 ) -> Result<BundleSummary> {
     let mut writer = BundleWriter::new(out)?;
-    let tenants = read::tenants(from, &selection.tenants).await?;
+    let tenants = read::tenants(from, &selection.tenant).await?;
     export_records(
         from,
         &tenants,
@@ -365,7 +332,7 @@ pub async fn migrate(
 ) -> Result<MigrationReport> {
     // Listed once, for the copy and the verification (listing every tenant can scan a
     // whole store).
-    let tenants = read::tenants(from, &selection.tenants).await?;
+    let tenants = read::tenants(from, &selection.tenant).await?;
     let mut importer = Importer::new(to, progress);
     export_records(from, &tenants, selection, &mut importer, &NoProgress).await?;
     let stats = importer.finish().await?;

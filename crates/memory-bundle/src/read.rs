@@ -4,8 +4,7 @@
 use std::collections::{BTreeSet, VecDeque};
 
 use memory_core::{
-    Error, ErrorKind, HistoryStore, PageRequest, Result, Scope, ScopeFilter, StoredMessage,
-    TenantId, Window,
+    Error, ErrorKind, HistoryStore, PageRequest, Result, Scope, StoredMessage, TenantId, Window,
 };
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
@@ -59,13 +58,6 @@ pub(crate) async fn tenants(from: &Endpoint, tenants: &Tenants) -> Result<Vec<Te
         }
     }
     Ok(all.into_iter().collect())
-}
-
-fn filter(tenant: &TenantId, selection: &Selection) -> ScopeFilter {
-    let mut filter = ScopeFilter::tenant(tenant.clone());
-    filter.user = selection.user.clone();
-    filter.agent = selection.agent.clone();
-    filter
 }
 
 /// A thread's messages in sequence order, up to a last seq, read a page at a time
@@ -135,11 +127,11 @@ pub(crate) async fn export_records<S: Sink>(
     progress: &dyn Progress,
 ) -> Result<()> {
     for tenant in tenants {
-        let filter = filter(tenant, selection);
+        let filter = selection.in_tenant(tenant.clone());
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 export_thread(from.history.as_ref(), scope, sink, progress).await?;
             }
             match got.next_cursor {
@@ -149,11 +141,11 @@ pub(crate) async fn export_records<S: Sink>(
         }
     }
     for tenant in tenants {
-        let filter = filter(tenant, selection);
+        let filter = selection.in_tenant(tenant.clone());
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 let Some(stored) = from.sessions.load(scope).await? else {
                     continue;
                 };
@@ -225,12 +217,12 @@ async fn export_thread<S: Sink>(
 /// `count`, per session scope one listing entry.
 pub(crate) async fn survey(from: &Endpoint, selection: &Selection) -> Result<BundleSummary> {
     let mut summary = BundleSummary::default();
-    for tenant in &tenants(from, &selection.tenants).await? {
-        let filter = filter(tenant, selection);
+    for tenant in &tenants(from, &selection.tenant).await? {
+        let filter = selection.in_tenant(tenant.clone());
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 let count = from.history.count(scope).await?;
                 if count.last_seq == 0 {
                     continue;
@@ -249,7 +241,7 @@ pub(crate) async fn survey(from: &Endpoint, selection: &Selection) -> Result<Bun
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 if scope.source().as_str() == BLOCK_STATE_SOURCE {
                     summary.block_states = summary.block_states.saturating_add(1);
                 } else {
@@ -280,11 +272,11 @@ pub(crate) async fn verify(
 ) -> Result<(u64, u64)> {
     let (mut threads, mut sessions) = (0u64, 0u64);
     for tenant in tenants {
-        let filter = filter(tenant, selection);
+        let filter = selection.in_tenant(tenant.clone());
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 verify_thread(from.history.as_ref(), to.history.as_ref(), scope).await?;
                 threads = threads.saturating_add(1);
             }
@@ -296,7 +288,7 @@ pub(crate) async fn verify(
         let mut page = PageRequest::first(LIST_PAGE);
         loop {
             let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| selection.matches(s)) {
+            for scope in got.items.iter().filter(|s| filter.matches(s)) {
                 let Some(source) = from.sessions.load(scope).await? else {
                     continue;
                 };

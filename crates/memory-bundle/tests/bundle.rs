@@ -7,7 +7,6 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use support::*;
 use memory_bundle::format::{BundleReader, FormatError, MAX_LINE_BYTES, Record};
 use memory_bundle::{
     Endpoint, NoProgress, Progress, Selection, Tenants, export, import, migrate, survey,
@@ -16,9 +15,12 @@ use memory_core::{
     ErrorKind, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionStore,
     TenantId,
 };
+use support::*;
 
 fn tenants(names: &[&str]) -> Selection {
-    Selection::tenants(names.iter().map(|n| TenantId::new(*n).unwrap()))
+    Selection::new(Tenants::listed(
+        names.iter().map(|n| TenantId::new(*n).unwrap()),
+    ))
 }
 
 async fn export_vec(ep: &Endpoint, selection: &Selection) -> Vec<u8> {
@@ -35,11 +37,14 @@ fn vectors() -> std::path::PathBuf {
 async fn export_import_round_trip_is_exact() {
     let from = memory_endpoint();
     fill_sample(&from).await;
-    let bundle = export_vec(&from, &Selection::all()).await;
+    let bundle = export_vec(&from, &Selection::new(Tenants::All)).await;
 
     let to = memory_endpoint();
     let summary = import(&to, bundle.as_slice(), &NoProgress).await.unwrap();
-    assert_eq!(survey(&from, &Selection::all()).await.unwrap(), summary);
+    assert_eq!(
+        survey(&from, &Selection::new(Tenants::All)).await.unwrap(),
+        summary
+    );
     assert_eq!(
         survey(&from, &tenants(&["zeta"]))
             .await
@@ -61,14 +66,14 @@ async fn export_import_round_trip_is_exact() {
         assert_eq!(dump_sessions(&from, t).await, dump_sessions(&to, t).await);
     }
     // Re-exporting the import gives the same bundle (the header's time aside).
-    let again = export_vec(&to, &Selection::all()).await;
+    let again = export_vec(&to, &Selection::new(Tenants::All)).await;
     assert_eq!(body(&bundle), body(&again));
 
     // Importing twice changes nothing and duplicates nothing.
     import(&to, bundle.as_slice(), &NoProgress).await.unwrap();
     assert_eq!(dump(&from, "acme").await, dump(&to, "acme").await);
     assert_eq!(
-        body(&export_vec(&to, &Selection::all()).await),
+        body(&export_vec(&to, &Selection::new(Tenants::All)).await),
         body(&bundle)
     );
 }
@@ -78,19 +83,19 @@ async fn the_fallback_without_paged_reads_writes_the_same_bundle() {
     let from = memory_endpoint();
     fill_sample(&from).await;
     fill_large(&from, 1, 2_500).await;
-    let paged = export_vec(&from, &Selection::all()).await;
+    let paged = export_vec(&from, &Selection::new(Tenants::All)).await;
     let mut wrapped = Wrapped::new(Arc::clone(&from.history));
     wrapped.paged = false;
     let fallback = Endpoint::new(Arc::new(wrapped), Arc::clone(&from.sessions));
     assert!(!fallback.history.capabilities().paged_reads);
-    let unpaged = export_vec(&fallback, &Selection::all()).await;
+    let unpaged = export_vec(&fallback, &Selection::new(Tenants::All)).await;
     assert_eq!(body(&paged), body(&unpaged));
 
     // And a target without paged reads imports and migrates (its resume check reads whole).
     let mut target = Wrapped::new(Arc::new(InMemoryHistoryStore::new()));
     target.paged = false;
     let to = Endpoint::new(Arc::new(target), Arc::new(InMemorySessionStore::new()));
-    let report = migrate(&fallback, &to, &Selection::all(), &NoProgress)
+    let report = migrate(&fallback, &to, &Selection::new(Tenants::All), &NoProgress)
         .await
         .unwrap();
     assert_eq!(report.copied.messages, 9 + 2_500);
@@ -128,7 +133,7 @@ async fn selection_narrows_to_tenant_user_agent_and_session() {
     );
     let chat1 = export_vec(
         &from,
-        &Selection::all().with_session(memory_core::SessionId::new("chat-1").unwrap()),
+        &Selection::new(Tenants::All).with_session(memory_core::SessionId::new("chat-1").unwrap()),
     )
     .await;
     assert_eq!(
@@ -148,7 +153,7 @@ async fn all_tenants_needs_stores_that_list_them() {
     let mut wrapped = Wrapped::new(Arc::clone(&from.history));
     wrapped.tenants = false;
     let ep = Endpoint::new(Arc::new(wrapped), Arc::clone(&from.sessions));
-    let err = export(&ep, &Selection::all(), Vec::new(), &NoProgress)
+    let err = export(&ep, &Selection::new(Tenants::All), Vec::new(), &NoProgress)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unsupported);
@@ -158,9 +163,9 @@ async fn all_tenants_needs_stores_that_list_them() {
     let named = export_vec(&ep, &tenants(&["acme", "zeta"])).await;
     assert_eq!(
         body(&named),
-        body(&export_vec(&from, &Selection::all()).await)
+        body(&export_vec(&from, &Selection::new(Tenants::All)).await)
     );
-    assert_eq!(Selection::all().tenants, Tenants::All);
+    assert_eq!(Selection::new(Tenants::All).tenant, Tenants::All);
 }
 
 /// Runs `migrate` into a target that fails as `faults` says, then again on the healthy
@@ -174,13 +179,13 @@ async fn resume_after(faults: Faults) {
     let mut failing = Wrapped::new(Arc::clone(&inner));
     failing.faults = faults;
     let broken = Endpoint::new(Arc::new(failing), Arc::clone(&sessions));
-    let err = migrate(&from, &broken, &Selection::all(), &NoProgress)
+    let err = migrate(&from, &broken, &Selection::new(Tenants::All), &NoProgress)
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
 
     let to = Endpoint::new(inner, sessions);
-    let report = migrate(&from, &to, &Selection::all(), &NoProgress)
+    let report = migrate(&from, &to, &Selection::new(Tenants::All), &NoProgress)
         .await
         .unwrap();
     assert!(report.already_present > 0, "{report}");
@@ -191,7 +196,7 @@ async fn resume_after(faults: Faults) {
         assert_eq!(dump_sessions(&from, t).await, dump_sessions(&to, t).await);
     }
     // A third run finds everything present and copies nothing.
-    let report = migrate(&from, &to, &Selection::all(), &NoProgress)
+    let report = migrate(&from, &to, &Selection::new(Tenants::All), &NoProgress)
         .await
         .unwrap();
     assert_eq!(report.copied.messages, 0);
@@ -385,9 +390,14 @@ async fn progress_reports_every_thread_message_and_session() {
 async fn migration_report_reads_as_a_sentence() {
     let from = memory_endpoint();
     fill_sample(&from).await;
-    let report = migrate(&from, &memory_endpoint(), &Selection::all(), &NoProgress)
-        .await
-        .unwrap();
+    let report = migrate(
+        &from,
+        &memory_endpoint(),
+        &Selection::new(Tenants::All),
+        &NoProgress,
+    )
+    .await
+    .unwrap();
     assert_eq!(
         report.to_string(),
         "copied 3 threads with 9 messages (3 archived), 1 session and 1 block state; 0 \
@@ -401,7 +411,7 @@ async fn migration_report_reads_as_a_sentence() {
 async fn the_valid_vector_is_what_the_writer_writes() {
     let from = memory_endpoint();
     fill_sample(&from).await;
-    let bundle = export_vec(&from, &Selection::all()).await;
+    let bundle = export_vec(&from, &Selection::new(Tenants::All)).await;
     let path = vectors().join("valid.jsonl");
     if std::env::var_os("BUNDLE_VECTORS_WRITE").is_some() {
         let mut text = String::from_utf8(bundle.clone()).unwrap();
@@ -424,7 +434,7 @@ async fn the_valid_vector_imports_and_re_exports_identically() {
     let to = memory_endpoint();
     let summary = import(&to, vector.as_slice(), &NoProgress).await.unwrap();
     assert_eq!((summary.threads, summary.messages), (3, 9));
-    let again = export_vec(&to, &Selection::all()).await;
+    let again = export_vec(&to, &Selection::new(Tenants::All)).await;
     assert_eq!(body(&vector), body(&again));
 }
 
@@ -562,7 +572,7 @@ fn hostile_lines_give_typed_errors_never_a_panic() {
 fn the_operations_are_send() {
     fn send<T: Send>(_: T) {}
     let ep = memory_endpoint();
-    let selection = Selection::all();
+    let selection = Selection::new(Tenants::All);
     send(export(&ep, &selection, Vec::new(), &NoProgress));
     send(import(&ep, &b""[..], &NoProgress));
     send(migrate(&ep, &ep, &selection, &NoProgress));
@@ -611,7 +621,7 @@ async fn crlf_line_ends_and_blank_lines_are_read() {
     let to = memory_endpoint();
     let summary = import(&to, crlf.as_bytes(), &NoProgress).await.unwrap();
     assert_eq!((summary.threads, summary.messages), (3, 9));
-    let again = export_vec(&to, &Selection::all()).await;
+    let again = export_vec(&to, &Selection::new(Tenants::All)).await;
     assert_eq!(body(vector.as_bytes()), body(&again));
 }
 
@@ -729,7 +739,7 @@ async fn migrate_lists_every_tenant_once_for_copy_and_verification() {
         Arc::clone(&from.sessions),
     );
     let to = memory_endpoint();
-    let report = migrate(&source, &to, &Selection::all(), &NoProgress)
+    let report = migrate(&source, &to, &Selection::new(Tenants::All), &NoProgress)
         .await
         .unwrap();
     assert_eq!(report.verified_threads, 3);

@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use support::*;
-use memory_bundle::{Endpoint, NoProgress, Selection, export, import, migrate};
+use memory_bundle::{Endpoint, NoProgress, Selection, Tenants, export, import, migrate};
 use memory_core::{ErrorKind, TenantId};
 use memory_redis::RedisStore;
 use memory_sql::SqlStore;
+use support::*;
 
 fn postgres_url() -> String {
     std::env::var("AGENT_MEMORY_POSTGRES_URL")
@@ -105,7 +105,9 @@ async fn sessions(ep: &Endpoint, tenants: &[String]) -> Vec<(String, serde_json:
 #[tokio::test]
 async fn migrate_across_every_engine() {
     let names = vec![tenant("acme"), tenant("zeta"), tenant("big")];
-    let selection = Selection::tenants(names.iter().map(|n| TenantId::new(n).unwrap()));
+    let selection = Selection::new(Tenants::listed(
+        names.iter().map(|n| TenantId::new(n).unwrap()),
+    ));
     let origin = memory_endpoint();
     fill_sample_in(&origin, &names[0], &names[1]).await;
     fill_large_in(&origin, &names[2], 2, 1_500).await;
@@ -146,7 +148,9 @@ async fn migrate_across_every_engine() {
 #[tokio::test]
 async fn a_bundle_moves_between_engines_unchanged() {
     let names = vec![tenant("acme"), tenant("zeta")];
-    let selection = Selection::tenants(names.iter().map(|n| TenantId::new(n).unwrap()));
+    let selection = Selection::new(Tenants::listed(
+        names.iter().map(|n| TenantId::new(n).unwrap()),
+    ));
     let pg = postgres().await;
     fill_sample_in(&pg, &names[0], &names[1]).await;
     let mut bundle = Vec::new();
@@ -187,7 +191,9 @@ async fn a_bundle_moves_between_engines_unchanged() {
 #[tokio::test]
 async fn migrate_into_postgres_resumes_after_a_lost_answer() {
     let names = vec![tenant("big")];
-    let selection = Selection::tenants(names.iter().map(|n| TenantId::new(n).unwrap()));
+    let selection = Selection::new(Tenants::listed(
+        names.iter().map(|n| TenantId::new(n).unwrap()),
+    ));
     let from = sqlite().await;
     fill_large_in(&from, &names[0], 3, 1_200).await;
     let pg = postgres().await;

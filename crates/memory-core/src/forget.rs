@@ -5,18 +5,18 @@
 //! A [`Forgetter`] holds the stores to forget in (each a [`Forget`] target: the adapters
 //! [`HistoryForget`], [`SessionForget`], [`VectorForget`] and [`TextForget`] here, Mem0's in
 //! `memory-mem0`),
-//! and [`Forgetter::forget`] runs them in order with one [`ForgetFilter`]:
+//! and [`Forgetter::forget`] runs them in order with one [`ScopeFilter`]:
 //!
 //! ```
 //! # async fn run() -> memory_core::Result<()> {
 //! use std::sync::Arc;
-//! use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
-//! use memory_core::{InMemoryHistoryStore, InMemorySessionStore, TenantId, UserId};
+//! use memory_core::forget::{ForgetMode, Forgetter};
+//! use memory_core::{InMemoryHistoryStore, InMemorySessionStore, ScopeFilter, TenantId, UserId};
 //!
 //! let history = Arc::new(InMemoryHistoryStore::new());
 //! let sessions = Arc::new(InMemorySessionStore::new());
 //! let forgetter = Forgetter::new().history(history).sessions(sessions);
-//! let dana = ForgetFilter::tenant(TenantId::new("acme")?).with_user(UserId::new("dana")?);
+//! let dana = ScopeFilter::tenant(TenantId::new("acme")?).with_user(UserId::new("dana")?);
 //! let receipt = forgetter.forget(&dana, ForgetMode::Delete).await?;
 //! println!("{receipt}");
 //! # Ok(())
@@ -24,9 +24,9 @@
 //! ```
 //!
 //! # Behavior
-//! - A filter always names one tenant and never reaches another tenant's data; the user, agent
-//!   and session narrow it. A scope matches when every part the filter names is equal (a
-//!   filter naming a user does not match a scope without a user).
+//! - A filter always names one tenant and never reaches another tenant's data; the user, agent,
+//!   session and source narrow it. A scope matches when every part the filter names is equal
+//!   (a filter naming a user does not match a scope without a user): [`ScopeFilter::matches`].
 //! - [`ForgetMode::Delete`] deletes, in each store, every item of every matching scope: a
 //!   history's threads with their active and archived messages, every session state (block
 //!   states of a `Memory` included: they are sessions under the
@@ -51,118 +51,13 @@ use tracing::Instrument;
 
 use crate::error::{Error, Result};
 use crate::history::HistoryStore;
-use crate::id::{AgentId, SessionId, TenantId, UserId};
 use crate::lexical::TextIndex;
-use crate::scope::{PageRequest, Scope, ScopeFilter};
+use crate::scope::{PageRequest, ScopeFilter};
 use crate::session::SessionStore;
 use crate::vector::VectorStore;
 
 /// How many scopes a forget lists per page.
 const LIST_PAGE: usize = 200;
-
-/// Which data a forget selects: one tenant, optionally narrowed to a user, an agent and a
-/// session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ForgetFilter {
-    tenant: TenantId,
-    user: Option<UserId>,
-    agent: Option<AgentId>,
-    session: Option<SessionId>,
-}
-
-impl ForgetFilter {
-    /// Every scope of `tenant`.
-    pub fn tenant(tenant: TenantId) -> Self {
-        Self {
-            tenant,
-            user: None,
-            agent: None,
-            session: None,
-        }
-    }
-
-    /// Narrows to one user's scopes.
-    #[must_use]
-    pub fn with_user(mut self, user: UserId) -> Self {
-        self.user = Some(user);
-        self
-    }
-
-    /// Narrows to one agent's scopes.
-    #[must_use]
-    pub fn with_agent(mut self, agent: AgentId) -> Self {
-        self.agent = Some(agent);
-        self
-    }
-
-    /// Narrows to one session's scopes.
-    #[must_use]
-    pub fn with_session(mut self, session: SessionId) -> Self {
-        self.session = Some(session);
-        self
-    }
-
-    /// The tenant.
-    pub fn tenant_id(&self) -> &TenantId {
-        &self.tenant
-    }
-
-    /// The user, when the filter names one.
-    pub fn user(&self) -> Option<&UserId> {
-        self.user.as_ref()
-    }
-
-    /// The agent, when the filter names one.
-    pub fn agent(&self) -> Option<&AgentId> {
-        self.agent.as_ref()
-    }
-
-    /// The session, when the filter names one.
-    pub fn session(&self) -> Option<&SessionId> {
-        self.session.as_ref()
-    }
-
-    /// Whether the filter selects a whole tenant (no user, agent or session).
-    pub fn is_whole_tenant(&self) -> bool {
-        self.user.is_none() && self.agent.is_none() && self.session.is_none()
-    }
-
-    /// The listing filter of the scopes this filter may match (every source); a listed scope
-    /// still has to pass [`matches`](Self::matches), which also checks the session.
-    pub fn scope_filter(&self) -> ScopeFilter {
-        ScopeFilter {
-            tenant: self.tenant.clone(),
-            user: self.user.clone(),
-            agent: self.agent.clone(),
-            source: None,
-        }
-    }
-
-    /// Whether `scope` is selected.
-    pub fn matches(&self, scope: &Scope) -> bool {
-        scope.matches(&self.scope_filter())
-            && self
-                .session
-                .as_ref()
-                .is_none_or(|s| scope.session_id() == s)
-    }
-}
-
-impl fmt::Display for ForgetFilter {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "tenant {}", self.tenant)?;
-        if let Some(user) = &self.user {
-            write!(f, ", user {user}")?;
-        }
-        if let Some(agent) = &self.agent {
-            write!(f, ", agent {agent}")?;
-        }
-        if let Some(session) = &self.session {
-            write!(f, ", session {session}")?;
-        }
-        Ok(())
-    }
-}
 
 /// Whether a forget deletes or only counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,7 +103,7 @@ impl StoreReceipt {
 #[non_exhaustive]
 pub struct ForgetReceipt {
     /// The filter it ran with.
-    pub filter: ForgetFilter,
+    pub filter: ScopeFilter,
     /// Whether it was a dry run (nothing deleted).
     pub mode: ForgetMode,
     /// Each store's receipt, in the order the stores ran.
@@ -253,13 +148,14 @@ impl fmt::Display for ForgetReceipt {
 ///
 /// # Behavior
 /// - [`forget`](Forget::forget) with [`ForgetMode::Delete`] deletes every item of the store
-///   that belongs to a scope the filter [matches](ForgetFilter::matches), and nothing else;
+///   that belongs to a scope the filter [matches](ScopeFilter::matches), and nothing else;
 ///   afterwards no read of the store returns such an item. It returns what it deleted.
 /// - With [`ForgetMode::DryRun`] it returns what `Delete` would delete now and changes
 ///   nothing.
 /// - It is idempotent: a second call deletes nothing and returns zeros; a call after one that
 ///   failed half-way deletes the rest.
-/// - A store that cannot select exactly the filter's data (Mem0 has no tenant) refuses with
+/// - A store that cannot select exactly the filter's data (Mem0 has no tenant; an index that
+///   does not keep the source cannot narrow by it) refuses with
 ///   [`InvalidInput`](crate::ErrorKind::InvalidInput) or
 ///   [`Unsupported`](crate::ErrorKind::Unsupported) and deletes nothing: it never deletes
 ///   more than asked.
@@ -269,7 +165,7 @@ pub trait Forget: Send + Sync + fmt::Debug {
     fn store_name(&self) -> &str;
 
     /// Deletes (or counts) what `filter` selects.
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt>;
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt>;
 }
 
 /// Forgets the threads of a [`HistoryStore`]: each matching thread, active and archived
@@ -301,16 +197,16 @@ impl<H: HistoryStore> Forget for HistoryForget<H> {
         &self.name
     }
 
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
         // Expired threads are never listed, but a store may still hold their rows.
         if mode == ForgetMode::Delete && self.store.capabilities().ttl {
             self.store.purge_expired().await?;
         }
-        let listing = filter.scope_filter();
         let mut page = PageRequest::first(LIST_PAGE);
         let (mut threads, mut messages) = (0u64, 0u64);
         loop {
-            let listed = self.store.list_threads(&listing, page).await?;
+            let listed = self.store.list_threads(filter, page).await?;
+            // Checked again: a forget never deletes more than asked, whatever the listing.
             for scope in listed.items.iter().filter(|s| filter.matches(s)) {
                 let removed = match mode {
                     ForgetMode::Delete => self.store.clear(scope).await?,
@@ -362,16 +258,16 @@ impl<S: SessionStore> Forget for SessionForget<S> {
         &self.name
     }
 
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
         // Expired sessions are never listed, but a store may still hold their states.
         if mode == ForgetMode::Delete && self.store.capabilities().ttl {
             self.store.purge_expired().await?;
         }
-        let listing = filter.scope_filter();
         let mut page = PageRequest::first(LIST_PAGE);
         let mut sessions = 0u64;
         loop {
-            let listed = self.store.list(&listing, page).await?;
+            let listed = self.store.list(filter, page).await?;
+            // Checked again: a forget never deletes more than asked, whatever the listing.
             for scope in listed.items.iter().filter(|s| filter.matches(s)) {
                 let removed = match mode {
                     ForgetMode::Delete => self.store.delete(scope).await?,
@@ -422,7 +318,7 @@ impl<V: VectorStore> Forget for VectorForget<V> {
         &self.name
     }
 
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
         let points = match mode {
             ForgetMode::Delete => self.store.delete_matching(filter).await?,
             ForgetMode::DryRun => self.store.count_matching(filter).await?,
@@ -463,7 +359,7 @@ impl<T: TextIndex> Forget for TextForget<T> {
         &self.name
     }
 
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
         let documents = match mode {
             ForgetMode::Delete => self.index.delete_matching(filter).await?,
             ForgetMode::DryRun => self.index.count_matching(filter).await?,
@@ -526,16 +422,17 @@ impl Forgetter {
     /// # Errors
     /// The first failing store's error, its message prefixed with the store's name and the
     /// stores already done; running the same forget again is safe and finishes the work.
-    pub async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<ForgetReceipt> {
+    pub async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<ForgetReceipt> {
         let span = tracing::info_span!(
             "agent_memory.forget",
             otel.status_code = tracing::field::Empty,
-            agent_memory.scope.tenant = %filter.tenant_id(),
-            agent_memory.scope.user = filter.user().map(|u| u.as_str()),
-            agent_memory.scope.agent = filter.agent().map(|a| a.as_str()),
-            agent_memory.scope.session = filter.session().map(|s| s.as_str()),
+            agent_memory.scope.tenant = %filter.tenant,
+            agent_memory.scope.user = filter.user.as_ref().map(|u| u.as_str()),
+            agent_memory.scope.agent = filter.agent.as_ref().map(|a| a.as_str()),
+            agent_memory.scope.session = filter.session.as_ref().map(|s| s.as_str()),
+            agent_memory.scope.source = filter.source.as_ref().map(|s| s.as_str()),
             agent_memory.forget.dry_run = mode == ForgetMode::DryRun,
-            agent_memory.forget.stores = crate::telemetry::int(self.targets.len()),
+            agent_memory.forget.stores = crate::span_fields::int(self.targets.len()),
             agent_memory.forget.items = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
@@ -553,7 +450,7 @@ impl Forgetter {
         let items = stores
             .iter()
             .fold(0u64, |sum, store| sum.saturating_add(store.items));
-        span.record("agent_memory.forget.items", crate::telemetry::int(items));
+        span.record("agent_memory.forget.items", crate::span_fields::int(items));
         if mode == ForgetMode::Delete {
             for store in &stores {
                 tracing::event!(
@@ -594,7 +491,9 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
-    use crate::{ChatMessage, InMemoryHistoryStore, InMemorySessionStore};
+    use crate::{
+        ChatMessage, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionId, TenantId, UserId,
+    };
 
     #[tokio::test]
     async fn a_forget_purges_expired_threads_and_sessions_it_cannot_list() {
@@ -620,7 +519,7 @@ mod tests {
         let forgetter = Forgetter::new()
             .history(history.clone())
             .sessions(sessions.clone());
-        let filter = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+        let filter = ScopeFilter::tenant(TenantId::new("acme").expect("tenant"))
             .with_user(UserId::new("dana").expect("user"));
         let dry = forgetter
             .forget(&filter, ForgetMode::DryRun)
@@ -640,7 +539,7 @@ mod tests {
     #[test]
     fn a_receipt_reads_as_sentences() {
         let receipt = ForgetReceipt {
-            filter: ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+            filter: ScopeFilter::tenant(TenantId::new("acme").expect("tenant"))
                 .with_session(SessionId::new("s1").expect("session")),
             mode: ForgetMode::DryRun,
             stores: vec![
@@ -670,7 +569,7 @@ mod tests {
             .expect("ttl");
         tokio::time::sleep(Duration::from_millis(20)).await;
         let forgetter = Forgetter::new().history(history.clone());
-        let filter = ForgetFilter::tenant(scope.tenant().clone());
+        let filter = ScopeFilter::tenant(scope.tenant().clone());
         forgetter
             .forget(&filter, ForgetMode::DryRun)
             .await
@@ -725,7 +624,7 @@ mod tests {
         async fn clear(&self, _: &Scope) -> Result<u64> {
             Ok(0)
         }
-        async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
             if !self.deletes_matching {
                 return Err(crate::Error::unsupported("no delete_matching here"));
             }
@@ -734,7 +633,7 @@ mod tests {
             scopes.retain(|s| !filter.matches(s));
             Ok(before.saturating_sub(scopes.len()) as u64)
         }
-        async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+        async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
             if !self.deletes_matching {
                 return Err(crate::Error::unsupported("no count_matching here"));
             }
@@ -764,7 +663,7 @@ mod tests {
         ));
         let forgetter = Forgetter::new().texts(index.clone());
         assert_eq!(forgetter.store_names(), ["texts"]);
-        let dana = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"))
+        let dana = ScopeFilter::tenant(TenantId::new("acme").expect("tenant"))
             .with_user(UserId::new("dana").expect("user"));
         let dry = forgetter
             .forget(&dana, ForgetMode::DryRun)
@@ -809,7 +708,7 @@ mod tests {
         let forgetter = Forgetter::new()
             .history(Arc::new(InMemoryHistoryStore::new()))
             .target(Arc::new(TextForget::named("lexical", index.clone())));
-        let filter = ForgetFilter::tenant(TenantId::new("acme").expect("tenant"));
+        let filter = ScopeFilter::tenant(TenantId::new("acme").expect("tenant"));
         for mode in [ForgetMode::DryRun, ForgetMode::Delete] {
             let error = forgetter
                 .forget(&filter, mode)

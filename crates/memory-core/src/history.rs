@@ -78,7 +78,7 @@ impl AsRef<ChatMessage> for StoredMessage {
 /// more is read in pages of at most this many messages, each its own short server call, by a
 /// store whose server would otherwise run the whole read as one step that blocks its other
 /// clients (Redis runs a script to its end before any other command). See
-/// [`HistoryStore`]'s `# Behavior` list for what such a paged read guarantees.
+/// [`HistoryStore::read`]'s `# Behavior` for what such a paged read guarantees.
 pub const MAX_READ_PAGE: usize = 1_000;
 
 /// Which messages of a thread a read returns. Results are always in sequence order.
@@ -87,7 +87,7 @@ pub const MAX_READ_PAGE: usize = 1_000;
 /// [`After`](Window::After), a large [`Last`](Window::Last) or a large
 /// [`TokenBudget`](Window::TokenBudget) return every message they select, however long the
 /// thread. A store reads more than [`MAX_READ_PAGE`] messages in pages (see
-/// [`HistoryStore`]'s `# Behavior` list), so its server is never held by one long read, but the
+/// [`HistoryStore::read`]'s `# Behavior`), so its server is never held by one long read, but the
 /// whole result is still held in memory: on a hot path, prefer a window bounded by count or
 /// tokens.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -145,7 +145,7 @@ pub struct ThreadCount {
 /// ```
 ///
 /// A field that is `false` promises less: the optional operation is absent, or only the
-/// weaker behaviour that [`HistoryStore`]'s `# Behavior` list gives for it holds. Stores whose
+/// weaker behaviour that the `# Behavior` of the [`HistoryStore`] method gives for it holds. Stores whose
 /// layout is shared with another program turn guarantees off because that program's rules
 /// differ (Agent Framework's Redis list deduplicates against its tail only, keeps no expiry
 /// record, and turns long session ids into digests).
@@ -281,7 +281,7 @@ impl HistoryCapabilities {
 /// row out of the result and logs a warning naming the thread and the row's sequence number
 /// (never its content, which may be private or be what broke the decoder), so one bad row
 /// never makes its whole thread unreadable. Backends call this from their decode paths; see
-/// the `# Behavior` list of [`HistoryStore`].
+/// the `# Behavior` of [`HistoryStore::read`] and [`HistoryStore::read_page`].
 pub fn skip_undecodable(thread: &dyn fmt::Display, seq: u64, error: &Error) {
     tracing::warn!(
         thread = %thread,
@@ -320,132 +320,102 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 /// them.
 ///
 /// # Behavior
+/// Each method states its contract in its own `# Behavior` section (the conformance suite in
+/// memory-testkit has a check per line of them). The rules that span the methods:
 /// - [`capabilities`](HistoryStore::capabilities) is constant for a store object and tells the
 ///   truth: each optional operation is present if and only if its capability says so. An
 ///   operation that is not present returns [`Unsupported`](crate::ErrorKind::Unsupported) for
 ///   every call, whatever the scope and arguments, and changes nothing.
-/// - [`append`](HistoryStore::append) writes a batch atomically: all of it or none of it. The
-///   store assigns per-thread sequence numbers: 1 for a thread's first message, then consecutive,
-///   in the order given, with no gap or repeat even under concurrent writers (each batch lands
-///   contiguously). With [`HistoryCapabilities::dedupes_ids`], a message whose id the thread
-///   already holds (active or archived), or that repeats an earlier id of the same batch, is not
-///   stored again and keeps the sequence number and content it was first stored with: a retried
-///   append never duplicates. Without it, the store deduplicates by its own documented rule
-///   (Agent Framework's: against the thread's tail), which still makes a retry of the append
-///   that wrote the thread's last messages store nothing and return their sequence numbers; any
-///   other message may be stored again, as a new message. Either way the outcome is true: it
-///   gives each message's sequence number (where the thread holds it, or a message with its
-///   id), in the order given, and how many were new; the new ones are stored after the
-///   thread's earlier messages, which are left as they were, in the order given. Each
-///   message's token count is computed once, here, and stored. A message over
-///   [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or [`MAX_BATCH_BYTES`] is
-///   refused with [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and nothing is written (no
-///   message, no sequence number, no thread). An empty batch is a no-op.
-///   A message whose JSON (its values, or the text the store writes) nests deeper than
-///   [`MAX_JSON_DEPTH`] is refused the same way, so nothing is stored that could not be read
-///   back.
-/// - [`read`](HistoryStore::read) returns the messages a [`Window`] selects, in sequence order,
-///   exactly as appended; an unknown thread reads as empty. Budgeted windows use the stored
-///   counts. Readers concurrent with writers see a gap-free prefix of the thread. A window of
-///   any size is returned whole (there is no error for a large window), but no single server
-///   step of a read touches more than about [`MAX_READ_PAGE`] messages when the store's server
-///   blocks its other clients during a step (Redis): such a store reads a larger window in
-///   pages, in sequence order, each page its own call. A paged read is not one snapshot: a
-///   message archived while it runs may be returned as active or left out, and messages
-///   appended meanwhile may be returned after the others (still in sequence order, each once);
-///   a thread cleared or expired while it runs is read again from its start, so the result
-///   never mixes two lives of a thread. A store that reads in one step (SQL, in memory) returns
-///   a snapshot. A stored row that cannot be decoded (written or damaged by another program)
-///   is left out of the result with a warning naming the thread and its sequence number ([`skip_undecodable`]); the
-///   read still returns every other message of the window, and the row keeps its sequence
-///   number and its place in [`count`](HistoryStore::count) (a budgeted window still counts
-///   its stored tokens when the store keeps them).
-/// - [`count`](HistoryStore::count) returns the active and archived counts, the sum of the
-///   active messages' stored token counts and the highest sequence number assigned; an unknown
-///   thread counts zero.
-/// - [`clear`](HistoryStore::clear) deletes the thread, active and archived messages; a later
-///   append starts a new thread at sequence number 1, where the old ids are new. It returns how
-///   many messages it deleted (0 for an unknown thread, so clearing twice is harmless).
-/// - [`list_threads`](HistoryStore::list_threads) pages through the scopes that hold messages
-///   and match the filter, each once, in a stable order (the same for every page size; the
-///   last page has no cursor); it never lists another tenant's scope, nor a scope that holds no
-///   message. With [`HistoryCapabilities::lists_every_thread`] it lists every such scope;
-///   without it, the threads the store documents it cannot map back from its keys are left out
-///   (Agent Framework's sessions whose key segment became a digest) and the others are listed.
-/// - [`archive`](HistoryStore::archive) (optional: [`HistoryCapabilities::archive`]) moves the
-///   active messages whose sequence numbers fall in the range out of the active window; they
-///   stay stored, readable with [`Window::Everything`] (flagged
-///   [`archived`](StoredMessage::archived)), and their ids stay known (with
-///   [`HistoryCapabilities::dedupes_ids`], re-appending one returns its sequence number and
-///   leaves it archived). It returns how many it moved: empty ranges,
-///   ranges past the end, already archived messages and unknown threads move nothing, without
-///   error. Archiving never frees a sequence number.
-/// - [`set_ttl`](HistoryStore::set_ttl) (optional: [`HistoryCapabilities::ttl`]) makes a thread
-///   expire `ttl` after the later of the `set_ttl` call and its last append (each append
-///   restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
-///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
-///   nothing; a thread that holds no message (unknown or expired) is
-///   [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, counts zero, is
-///   not listed, and is gone for appends (they start a new thread at sequence number 1).
-/// - [`purge_expired`](HistoryStore::purge_expired) (optional: [`HistoryCapabilities::ttl`])
-///   deletes expired threads' data now (or finds that the server already has); afterwards no
-///   expired thread holds data, and threads that did not expire keep their messages. With
-///   [`HistoryCapabilities::counts_purged`] it returns how many expired threads it removed (a
-///   backend whose server expires data by itself, like Redis, reports the threads that expired
-///   since the last purge); without it the number is not that count (a layout that keeps no
-///   expiry record, like Agent Framework's, returns 0).
-/// - [`read_since`](HistoryStore::read_since) (optional: [`HistoryCapabilities::cursor_reads`])
-///   answers in one round trip to the server, as one snapshot. The thread has an *epoch*
-///   ([`NO_EPOCH`] while it holds no message): appends never change it; an archive that moves
-///   a message, a clear, an expiry, an append that moves messages out of the window
-///   ([`HistoryCapabilities::reduces_on_append`]) and a re-created thread each give it a value
-///   it never had before for that scope. Without a cursor, or with a cursor of another epoch, the
-///   answer is [`Delta::Whole`] with the messages [`read`](HistoryStore::read) would return for
-///   the window. With a cursor of the current epoch it is [`Delta::Appended`] with the messages
-///   the window selects whose sequence numbers are above the cursor's (so a reader that held
-///   the window at the cursor has the window now once it adds them and trims the result to the
-///   window: [`Window::Last`] by count, [`Window::TokenBudget`] by the stored token counts).
-///   Either way it returns the thread's counts (as [`count`](HistoryStore::count)) and the
-///   cursor of what it read (the epoch and the thread's last sequence number). A cursor made for
-///   another scope, or of the current epoch but above the thread's last sequence number, is
-///   [`InvalidInput`](crate::ErrorKind::InvalidInput) (see [`ThreadCursor::check`]).
-/// - [`read_page`](HistoryStore::read_page) (optional: [`HistoryCapabilities::paged_reads`])
-///   returns the thread's messages, active and archived (flagged), whose sequence numbers are
-///   above `after`, in sequence order, at most `limit` of them (a `limit` of 0 is read as 1,
-///   one over [`MAX_READ_PAGE`] as `MAX_READ_PAGE`), each exactly as
-///   [`Window::Everything`] returns it; an unknown thread, or `after` at or past its last
-///   sequence number, gives an empty page. Paging with `after` set to the last sequence number
-///   of each page reads every message of a thread once, in bounded memory, in one server step
-///   per page. A row that cannot be decoded is left out as in `read`, and the next page still
-///   starts after it.
-/// - [`list_tenants`](HistoryStore::list_tenants) (optional:
-///   [`HistoryCapabilities::lists_tenants`]) pages through the tenants that hold at least one
-///   thread with messages, each once, in a stable order (the same for every page size; the
-///   last page has no cursor). It is an administration call: it crosses tenants by design.
 #[async_trait]
 pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
     fn capabilities(&self) -> HistoryCapabilities;
 
     /// Appends a batch to the thread of `scope`, atomically and idempotently.
+    ///
+    /// # Behavior
+    /// Writes a batch atomically: all of it or none of it. The store assigns per-thread sequence
+    /// numbers: 1 for a thread's first message, then consecutive, in the order given, with no gap
+    /// or repeat even under concurrent writers (each batch lands contiguously). With
+    /// [`HistoryCapabilities::dedupes_ids`], a message whose id the thread already holds (active or
+    /// archived), or that repeats an earlier id of the same batch, is not stored again and keeps
+    /// the sequence number and content it was first stored with: a retried append never duplicates.
+    /// Without it, the store deduplicates by its own documented rule (Agent Framework's: against
+    /// the thread's tail), which still makes a retry of the append that wrote the thread's last
+    /// messages store nothing and return their sequence numbers; any other message may be stored
+    /// again, as a new message. Either way the outcome is true: it gives each message's sequence
+    /// number (where the thread holds it, or a message with its id), in the order given, and how
+    /// many were new; the new ones are stored after the thread's earlier messages, which are left
+    /// as they were, in the order given. Each message's token count is computed once, here, and
+    /// stored. A message over [`MAX_MESSAGE_BYTES`] or a batch over [`MAX_BATCH_MESSAGES`] or
+    /// [`MAX_BATCH_BYTES`] is refused with [`LimitExceeded`](crate::ErrorKind::LimitExceeded) and
+    /// nothing is written (no message, no sequence number, no thread). An empty batch is a no-op. A
+    /// message whose JSON (its values, or the text the store writes) nests deeper than
+    /// [`MAX_JSON_DEPTH`] is refused the same way, so nothing is stored that could not be read
+    /// back.
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome>;
 
     /// Reads the messages `window` selects, in sequence order.
+    ///
+    /// # Behavior
+    /// Returns the messages a [`Window`] selects, in sequence order, exactly as appended; an
+    /// unknown thread reads as empty. Budgeted windows use the stored counts. Readers concurrent
+    /// with writers see a gap-free prefix of the thread. A window of any size is returned whole
+    /// (there is no error for a large window), but no single server step of a read touches more
+    /// than about [`MAX_READ_PAGE`] messages when the store's server blocks its other clients
+    /// during a step (Redis): such a store reads a larger window in pages, in sequence order, each
+    /// page its own call. A paged read is not one snapshot: a message archived while it runs may be
+    /// returned as active or left out, and messages appended meanwhile may be returned after the
+    /// others (still in sequence order, each once); a thread cleared or expired while it runs is
+    /// read again from its start, so the result never mixes two lives of a thread. A store that
+    /// reads in one step (SQL, in memory) returns a snapshot. A stored row that cannot be decoded
+    /// (written or damaged by another program) is left out of the result with a warning naming the
+    /// thread and its sequence number ([`skip_undecodable`]); the read still returns every other
+    /// message of the window, and the row keeps its sequence number and its place in
+    /// [`count`](HistoryStore::count) (a budgeted window still counts its stored tokens when the
+    /// store keeps them).
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>>;
 
     /// Counts the thread's messages and active tokens.
+    ///
+    /// # Behavior
+    /// Returns the active and archived counts, the sum of the active messages' stored token counts
+    /// and the highest sequence number assigned; an unknown thread counts zero.
     async fn count(&self, scope: &Scope) -> Result<ThreadCount>;
 
     /// Deletes the thread.
+    ///
+    /// # Behavior
+    /// Deletes the thread, active and archived messages; a later append starts a new thread at
+    /// sequence number 1, where the old ids are new. It returns how many messages it deleted (0 for
+    /// an unknown thread, so clearing twice is harmless).
     async fn clear(&self, scope: &Scope) -> Result<u64>;
 
     /// Lists the threads matching `filter`, a page at a time.
+    ///
+    /// # Behavior
+    /// Pages through the scopes that hold messages and that the filter
+    /// [matches](ScopeFilter::matches) (every part it names: user, agent, session, source), each
+    /// once, in a stable order (the same for every page size; the last page has no cursor); it
+    /// never lists another tenant's scope, nor a scope that holds no message. With
+    /// [`HistoryCapabilities::lists_every_thread`] it lists every such scope; without it, the
+    /// threads the store documents it cannot map back from its keys are left out (Agent Framework's
+    /// sessions whose key segment became a digest) and the others are listed.
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
 
     /// Archives the active messages whose sequence numbers are in `seqs`.
     ///
     /// Optional ([`HistoryCapabilities::archive`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Moves the active messages whose sequence numbers fall in the range out of the active window;
+    /// they stay stored, readable with [`Window::Everything`] (flagged
+    /// [`archived`](StoredMessage::archived)), and their ids stay known (with
+    /// [`HistoryCapabilities::dedupes_ids`], re-appending one returns its sequence number and
+    /// leaves it archived). It returns how many it moved: empty ranges, ranges past the end,
+    /// already archived messages and unknown threads move nothing, without error. Archiving never
+    /// frees a sequence number.
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         let _ = (scope, seqs);
         Err(unsupported_operation::<Self>(
@@ -459,6 +429,14 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`HistoryCapabilities::ttl`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Makes a thread expire `ttl` after the later of the `set_ttl` call and its last append (each
+    /// append restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
+    /// [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
+    /// nothing; a thread that holds no message (unknown or expired) is
+    /// [`NotFound`](crate::ErrorKind::NotFound). An expired thread reads as empty, counts zero, is
+    /// not listed, and is gone for appends (they start a new thread at sequence number 1).
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let _ = (scope, ttl);
         Err(unsupported_operation::<Self>(
@@ -472,6 +450,14 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`HistoryCapabilities::ttl`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Deletes expired threads' data now (or finds that the server already has); afterwards no
+    /// expired thread holds data, and threads that did not expire keep their messages. With
+    /// [`HistoryCapabilities::counts_purged`] it returns how many expired threads it removed (a
+    /// backend whose server expires data by itself, like Redis, reports the threads that expired
+    /// since the last purge); without it the number is not that count (a layout that keeps no
+    /// expiry record, like Agent Framework's, returns 0).
     async fn purge_expired(&self) -> Result<u64> {
         Err(unsupported_operation::<Self>(
             "purge_expired",
@@ -486,6 +472,22 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`HistoryCapabilities::cursor_reads`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Answers in one round trip to the server, as one snapshot. The thread has an *epoch*
+    /// ([`NO_EPOCH`] while it holds no message): appends never change it; an archive that moves a
+    /// message, a clear, an expiry, an append that moves messages out of the window
+    /// ([`HistoryCapabilities::reduces_on_append`]) and a re-created thread each give it a value it
+    /// never had before for that scope. Without a cursor, or with a cursor of another epoch, the
+    /// answer is [`Delta::Whole`] with the messages [`read`](HistoryStore::read) would return for
+    /// the window. With a cursor of the current epoch it is [`Delta::Appended`] with the messages
+    /// the window selects whose sequence numbers are above the cursor's (so a reader that held the
+    /// window at the cursor has the window now once it adds them and trims the result to the
+    /// window: [`Window::Last`] by count, [`Window::TokenBudget`] by the stored token counts).
+    /// Either way it returns the thread's counts (as [`count`](HistoryStore::count)) and the cursor
+    /// of what it read (the epoch and the thread's last sequence number). A cursor made for another
+    /// scope, or of the current epoch but above the thread's last sequence number, is
+    /// [`InvalidInput`](crate::ErrorKind::InvalidInput) (see [`ThreadCursor::check`]).
     async fn read_since(
         &self,
         scope: &Scope,
@@ -505,6 +507,15 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`HistoryCapabilities::paged_reads`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Returns the thread's messages, active and archived (flagged), whose sequence numbers are
+    /// above `after`, in sequence order, at most `limit` of them (a `limit` of 0 is read as 1, one
+    /// over [`MAX_READ_PAGE`] as `MAX_READ_PAGE`), each exactly as [`Window::Everything`] returns
+    /// it; an unknown thread, or `after` at or past its last sequence number, gives an empty page.
+    /// Paging with `after` set to the last sequence number of each page reads every message of a
+    /// thread once, in bounded memory, in one server step per page. A row that cannot be decoded is
+    /// left out as in `read`, and the next page still starts after it.
     async fn read_page(
         &self,
         scope: &Scope,
@@ -523,6 +534,11 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`HistoryCapabilities::lists_tenants`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Pages through the tenants that hold at least one thread with messages, each once, in a
+    /// stable order (the same for every page size; the last page has no cursor). It is an
+    /// administration call: it crosses tenants by design.
     async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
         let _ = page;
         Err(unsupported_operation::<Self>(

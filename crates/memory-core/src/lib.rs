@@ -13,6 +13,7 @@ pub mod forget;
 pub mod history;
 pub mod id;
 pub mod lexical;
+mod limits;
 pub mod memory;
 pub mod message;
 pub mod model;
@@ -21,6 +22,7 @@ pub mod reducer;
 pub mod retrieval;
 pub mod scope;
 pub mod session;
+mod span_fields;
 pub mod telemetry;
 pub mod tokens;
 pub mod tool;
@@ -36,7 +38,7 @@ pub use context::{
 };
 pub use doctor::{Check, CheckStatus, Diagnosis};
 pub use error::{Error, ErrorKind, Result};
-pub use forget::{ForgetFilter, ForgetMode, ForgetReceipt, Forgetter};
+pub use forget::{ForgetMode, ForgetReceipt, Forgetter};
 pub use history::{
     AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE,

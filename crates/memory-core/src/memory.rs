@@ -389,8 +389,8 @@ impl Memory {
             gen_ai.conversation.id = %scope.key(),
             agent_memory.scope.tenant = %scope.tenant(),
             agent_memory.scope.session = %scope.session_id(),
-            agent_memory.memory.active_tokens = crate::telemetry::int(active_tokens),
-            agent_memory.memory.blocks = crate::telemetry::int(self.blocks.len()),
+            agent_memory.memory.active_tokens = crate::span_fields::int(active_tokens),
+            agent_memory.memory.blocks = crate::span_fields::int(self.blocks.len()),
             agent_memory.flush.messages = tracing::field::Empty,
             agent_memory.flush.tokens = tracing::field::Empty,
             agent_memory.flush.deliveries = tracing::field::Empty,
@@ -401,15 +401,15 @@ impl Memory {
             Ok(report) => {
                 span.record(
                     "agent_memory.flush.messages",
-                    crate::telemetry::int(report.messages),
+                    crate::span_fields::int(report.messages),
                 );
                 span.record(
                     "agent_memory.flush.tokens",
-                    crate::telemetry::int(report.tokens),
+                    crate::span_fields::int(report.tokens),
                 );
                 span.record(
                     "agent_memory.flush.deliveries",
-                    crate::telemetry::int(report.deliveries),
+                    crate::span_fields::int(report.deliveries),
                 );
                 if report.messages > 0 {
                     tracing::event!(

@@ -1,4 +1,7 @@
-//! [`Scope`]: the address of every thread, session and vector point.
+//! [`Scope`]: the address of every thread, session and vector point; [`ScopeFilter`]: which
+//! scopes an operation selects; [`Page`]s of listings.
+
+mod filter;
 
 use std::fmt;
 
@@ -6,6 +9,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId, SourceId, TenantId, UserId};
+
+pub use filter::ScopeFilter;
 
 /// The tenant used when none is given.
 pub const DEFAULT_TENANT: &str = "default";
@@ -186,20 +191,6 @@ impl Scope {
             source: SourceId::new(*source)?,
         })
     }
-
-    /// Whether this scope matches `filter`.
-    pub fn matches(&self, filter: &ScopeFilter) -> bool {
-        self.tenant == filter.tenant
-            && filter
-                .user
-                .as_ref()
-                .is_none_or(|u| self.user.as_ref() == Some(u))
-            && filter
-                .agent
-                .as_ref()
-                .is_none_or(|a| self.agent.as_ref() == Some(a))
-            && filter.source.as_ref().is_none_or(|s| &self.source == s)
-    }
 }
 
 impl fmt::Debug for Scope {
@@ -220,50 +211,6 @@ fn default_tenant() -> TenantId {
 
 fn default_source() -> SourceId {
     SourceId::new(DEFAULT_SOURCE).unwrap_or_else(|_| unreachable!("the default source is valid"))
-}
-
-/// Which scopes a listing returns: always one tenant, optionally narrowed to a user, an agent
-/// and a source.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ScopeFilter {
-    /// The tenant (required: a listing never crosses tenants).
-    pub tenant: TenantId,
-    /// Only this user's scopes.
-    pub user: Option<UserId>,
-    /// Only this agent's scopes.
-    pub agent: Option<AgentId>,
-    /// Only this source's scopes.
-    pub source: Option<SourceId>,
-}
-
-impl ScopeFilter {
-    /// Every scope of `tenant`.
-    pub fn tenant(tenant: TenantId) -> Self {
-        Self {
-            tenant,
-            user: None,
-            agent: None,
-            source: None,
-        }
-    }
-
-    /// Narrows to one user.
-    pub fn with_user(mut self, user: UserId) -> Self {
-        self.user = Some(user);
-        self
-    }
-
-    /// Narrows to one agent.
-    pub fn with_agent(mut self, agent: AgentId) -> Self {
-        self.agent = Some(agent);
-        self
-    }
-
-    /// Narrows to one source.
-    pub fn with_source(mut self, source: SourceId) -> Self {
-        self.source = Some(source);
-        self
-    }
 }
 
 /// One page of a listing request: at most `limit` items after the opaque `cursor`.
@@ -357,6 +304,26 @@ pub(crate) fn paginate<T>(
     }
 }
 
+/// A scope of the tests: `session` in `tenant`, with the user and agent given.
+#[cfg(test)]
+pub(crate) fn test_scope(
+    tenant: &str,
+    user: Option<&str>,
+    agent: Option<&str>,
+    session: &str,
+) -> Scope {
+    let mut scope = Scope::session(session)
+        .and_then(|s| s.with_tenant(tenant))
+        .expect("valid ids");
+    if let Some(user) = user {
+        scope = scope.with_user(user).expect("valid user");
+    }
+    if let Some(agent) = agent {
+        scope = scope.with_agent(agent).expect("valid agent");
+    }
+    scope
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -435,8 +402,12 @@ mod tests {
     fn filter_matching() {
         let scope = Scope::session("s").unwrap().with_user("u").unwrap();
         let f = ScopeFilter::tenant(scope.tenant().clone());
-        assert!(scope.matches(&f));
-        assert!(scope.matches(&f.clone().with_user(UserId::new("u").unwrap())));
-        assert!(!scope.matches(&f.with_user(UserId::new("v").unwrap())));
+        assert!(f.matches(&scope));
+        assert!(
+            f.clone()
+                .with_user(UserId::new("u").unwrap())
+                .matches(&scope)
+        );
+        assert!(!f.with_user(UserId::new("v").unwrap()).matches(&scope));
     }
 }

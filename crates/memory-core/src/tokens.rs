@@ -413,7 +413,7 @@ pub async fn precount<'a>(
         messages,
         counts: None,
     };
-    if bytes <= INLINE_COUNT_BYTES || bytes > crate::history::MAX_BATCH_BYTES {
+    if bytes <= INLINE_COUNT_BYTES || bytes > crate::limits::MAX_BATCH_BYTES {
         return Ok(inline);
     }
     let Ok(runtime) = tokio::runtime::Handle::try_current() else {

@@ -14,9 +14,8 @@ pub use filter::PayloadFilter;
 pub use in_memory::InMemoryVectorStore;
 
 use crate::error::{Error, Result};
-use crate::forget::ForgetFilter;
 use crate::history::unsupported_operation;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter};
 
 /// One point: an id, a vector and a JSON payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -86,7 +85,7 @@ pub struct ScoredPoint {
 #[non_exhaustive]
 pub struct VectorCapabilities {
     /// [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are supported:
-    /// every point of the scopes a [`ForgetFilter`] selects, across scopes, in one call.
+    /// every point of the scopes a [`ScopeFilter`] selects, across scopes, in one call.
     pub deletes_matching: bool,
 }
 
@@ -110,39 +109,14 @@ impl VectorCapabilities {
 /// Scoped vector storage with cosine similarity search.
 ///
 /// # Behavior
+/// Each method states its contract in its own `# Behavior` section (the conformance suite in
+/// memory-testkit has a check per line of them). The rules that span the methods:
 /// - Every call names a scope; a point belongs to one scope, and no call on one scope reads or
 ///   changes another's points, whatever filter is passed. Point ids are unique within a scope:
 ///   the same id in two scopes is two points. A scope never written is empty for every read.
-/// - [`upsert`](VectorStore::upsert) inserts or replaces points by id within the scope (a
-///   replaced point takes the new vector and payload); a retried upsert of the same points
-///   changes nothing; an empty batch is a no-op. All vectors of a store have one dimension,
-///   fixed by the first upsert (or the store's configuration); a vector of another dimension,
-///   an empty vector, or a non-finite value is [`InvalidInput`](crate::ErrorKind::InvalidInput),
-///   and nothing of that batch is written.
-/// - [`search`](VectorStore::search) returns at most `top_k` points *of the scope* (none for a
-///   `top_k` of 0) by decreasing cosine similarity, ties by ascending id (a backend may bound
-///   how many points tied at the `top_k` boundary it compares, so that a zero vector or many
-///   equal vectors never read a whole scope: it says so in its docs), each with its score
-///   and payload; only points whose payload matches the query's [`PayloadFilter`] and that
-///   score at least its `min_score` are returned. A query vector of another dimension is
-///   `InvalidInput`; a filter the backend cannot express (an `Eq` on a float, say) is
-///   [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
-/// - [`get`](VectorStore::get) returns the points of the given ids that exist in the scope,
-///   with their exact vectors and payloads; unknown ids are skipped, and no ids give nothing.
-/// - [`delete`](VectorStore::delete) removes points by id; returns how many existed (unknown
-///   and already deleted ids count 0). Deleted points are not found by any read.
-/// - [`count`](VectorStore::count) counts a scope's points; [`clear`](VectorStore::clear)
-///   removes them all and returns how many it removed.
 /// - [`capabilities`](VectorStore::capabilities) is constant for a store object and tells the
 ///   truth: each optional operation is present if and only if its capability says so; an
 ///   absent one returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes nothing.
-/// - [`delete_matching`](VectorStore::delete_matching) (optional:
-///   [`VectorCapabilities::deletes_matching`]) removes every point of every scope the filter
-///   [matches](ForgetFilter::matches) (its tenant, and its user, agent and session when it
-///   names them; any source), and no other point, and returns how many it removed; afterwards
-///   no read of those scopes finds a point. Repeating it removes nothing.
-///   [`count_matching`](VectorStore::count_matching) returns how many points
-///   `delete_matching` would remove now and changes nothing.
 #[async_trait]
 pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports. The default is [`VectorCapabilities::none`].
@@ -151,28 +125,68 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     }
 
     /// Inserts or replaces points.
+    ///
+    /// # Behavior
+    /// Inserts or replaces points by id within the scope (a replaced point takes the new vector and
+    /// payload); a retried upsert of the same points changes nothing; an empty batch is a no-op.
+    /// All vectors of a store have one dimension, fixed by the first upsert (or the store's
+    /// configuration); a vector of another dimension, an empty vector, or a non-finite value is
+    /// [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that batch is written.
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()>;
 
     /// The nearest points to the query.
+    ///
+    /// # Behavior
+    /// Returns at most `top_k` points *of the scope* (none for a `top_k` of 0) by decreasing cosine
+    /// similarity, ties by ascending id (a backend may bound how many points tied at the `top_k`
+    /// boundary it compares, so that a zero vector or many equal vectors never read a whole scope:
+    /// it says so in its docs), each with its score and payload; only points whose payload matches
+    /// the query's [`PayloadFilter`] and that score at least its `min_score` are returned. A query
+    /// vector of another dimension is `InvalidInput`; a filter the backend cannot express (an `Eq`
+    /// on a float, say) is [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
     async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>>;
 
     /// The points with these ids.
+    ///
+    /// # Behavior
+    /// Returns the points of the given ids that exist in the scope, with their exact vectors and
+    /// payloads; unknown ids are skipped, and no ids give nothing.
     async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>>;
 
     /// Removes points by id.
+    ///
+    /// # Behavior
+    /// Removes points by id; returns how many existed (unknown and already deleted ids count 0).
+    /// Deleted points are not found by any read.
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
 
     /// Counts the scope's points.
+    ///
+    /// # Behavior
+    /// Counts a scope's points; [`clear`](VectorStore::clear) removes them all and returns how many
+    /// it removed.
     async fn count(&self, scope: &Scope) -> Result<u64>;
 
     /// Removes every point of the scope; returns how many.
+    ///
+    /// # Behavior
+    /// See [`count`](VectorStore::count): afterwards the scope counts zero.
     async fn clear(&self, scope: &Scope) -> Result<u64>;
 
     /// Removes every point of the scopes `filter` selects; returns how many.
     ///
     /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    ///
+    /// # Behavior
+    /// Removes every point of every scope the filter [matches](ScopeFilter::matches) (its tenant,
+    /// and its user, agent, session and source when it names them), and no other point, and returns
+    /// how many it removed; afterwards no read of those scopes finds a point. Repeating it removes
+    /// nothing. A store that cannot narrow by a part the filter names refuses with
+    /// [`Unsupported`](crate::ErrorKind::Unsupported) and removes nothing.
+    /// [`count_matching`](VectorStore::count_matching) returns how many points `delete_matching`
+    /// would remove now and changes nothing.
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "delete_matching",
@@ -185,7 +199,11 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    ///
+    /// # Behavior
+    /// Returns how many points [`delete_matching`](VectorStore::delete_matching) would remove now,
+    /// and changes nothing (see there).
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let _ = filter;
         Err(unsupported_operation::<Self>(
             "count_matching",
@@ -227,10 +245,10 @@ macro_rules! forward_vector_store {
             fn capabilities(&self) -> VectorCapabilities {
                 (**self).capabilities()
             }
-            async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).delete_matching(filter).await
             }
-            async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+            async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
                 (**self).count_matching(filter).await
             }
         }

@@ -18,8 +18,8 @@ use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext};
 use memory_core::telemetry::Traced;
 use memory_core::{
     AiContext, AppendOutcome, ChatMessage, ChatModel, ChatReducer, ChatRequest, ChatResponse,
-    ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, ForgetFilter, HistoryCapabilities,
-    HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
+    ContextProvider, Delta, Embedder, ErrorKind, FnTokenCounter, HistoryCapabilities, HistoryStore,
+    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
     InvokingContext, MediaTokenCosts, MemoryBlock, MessageCountReducer, Page, PageRequest, Result,
     Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, SourceId, StoredMessage,
     StoredSession, ThreadCount, TokenCounter, VectorCapabilities, VectorPoint, VectorQuery,
@@ -475,7 +475,7 @@ async fn vectors_through<V: VectorStore>(store: V) {
     assert_eq!(store.delete(&s, &[a]).await.unwrap(), 1);
     assert_eq!(store.clear(&s).await.unwrap(), 1);
     store.upsert(&s, &points).await.unwrap();
-    let filter = ForgetFilter::tenant(s.tenant().clone());
+    let filter = ScopeFilter::tenant(s.tenant().clone());
     assert_eq!(
         store.count_matching(&filter).await.unwrap(),
         2,
@@ -538,7 +538,7 @@ async fn optional_vector_operations_default_to_unsupported() {
             payload: serde_json::Map::new(),
         };
         store.upsert(&s, &[point]).await.unwrap();
-        let filter = ForgetFilter::tenant(s.tenant().clone());
+        let filter = ScopeFilter::tenant(s.tenant().clone());
         for (operation, err) in [
             (
                 "delete_matching",

@@ -206,7 +206,7 @@ async fn a_recall_and_a_forget_are_spans_with_their_counts() {
     use std::sync::Arc;
 
     use memory_core::memory::blocks::VectorMemoryBlock;
-    use memory_core::{ForgetFilter, ForgetMode, Forgetter, Memory, TenantId};
+    use memory_core::{ForgetMode, Forgetter, Memory, ScopeFilter, TenantId};
     use memory_testkit::memory::WordHashEmbedder;
 
     let recorder = listening();
@@ -241,7 +241,7 @@ async fn a_recall_and_a_forget_are_spans_with_their_counts() {
         .sessions(Arc::clone(&sessions))
         .vectors(vectors)
         .forget(
-            &ForgetFilter::tenant(TenantId::new("recall").unwrap()),
+            &ScopeFilter::tenant(TenantId::new("recall").unwrap()),
             ForgetMode::Delete,
         )
         .await
@@ -391,7 +391,7 @@ async fn a_text_index_call_is_a_span_with_its_count_and_never_its_text() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    let forget = memory_core::ForgetFilter::tenant(memory_core::TenantId::new("lexical").unwrap());
+    let forget = memory_core::ScopeFilter::tenant(memory_core::TenantId::new("lexical").unwrap());
     let err = index.delete_matching(&forget).await.unwrap_err();
     assert_eq!(
         err.kind(),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use memory_bundle::format::{BundleReader, FormatError, Record};
-use memory_bundle::{Endpoint, NoProgress, Selection, export, import};
+use memory_bundle::{Endpoint, NoProgress, Selection, Tenants, export, import};
 use memory_core::chat::{AgentChat, ChatSerializer};
 use memory_core::memory::BLOCK_STATE_SOURCE;
 use memory_core::memory::blocks::{FactExtractionMemoryBlock, StaticMemoryBlock};
@@ -297,7 +297,12 @@ fn bundle(input: &[u8]) {
         return;
     }
     let mut out = Vec::new();
-    let Some(exported) = block_on(export(&to, &Selection::all(), &mut out, &NoProgress)) else {
+    let Some(exported) = block_on(export(
+        &to,
+        &Selection::new(Tenants::All),
+        &mut out,
+        &NoProgress,
+    )) else {
         return;
     };
     assert!(exported.is_ok(), "re-export failed: {exported:?}");

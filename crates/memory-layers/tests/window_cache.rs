@@ -447,7 +447,8 @@ async fn every_window(cache: &impl HistoryStore, scope: &Scope) -> Vec<Vec<Strin
 
 #[tokio::test]
 async fn a_forgotten_thread_is_never_served_from_the_cache() {
-    use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+    use memory_core::ScopeFilter;
+    use memory_core::forget::{ForgetMode, Forgetter};
 
     let spy = Spy::new(Tamper::None);
     let cache = Arc::new(WindowCache::new(spy.clone()));
@@ -476,7 +477,7 @@ async fn a_forgotten_thread_is_never_served_from_the_cache() {
 
     // Forgotten through the cache: its windows go with the thread.
     let filter = |user: &str| {
-        ForgetFilter::tenant(TenantId::new(tenant.clone()).unwrap())
+        ScopeFilter::tenant(TenantId::new(tenant.clone()).unwrap())
             .with_user(memory_core::UserId::new(user).unwrap())
     };
     let through = Forgetter::new().history(cache.clone());

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use memory_core::forget::ForgetFilter;
+use memory_core::ScopeFilter;
 use memory_core::lexical::{check_documents, check_query, query_words};
 use memory_core::{
     Error, ErrorKind, PayloadFilter, Result, Scope, ScoredDocument, TextCapabilities, TextDocument,
@@ -426,16 +426,16 @@ impl Inner {
     }
 
     /// The documents of every scope `filter` selects.
-    fn forget_query(&self, filter: &ForgetFilter) -> BooleanQuery {
+    fn forget_query(&self, filter: &ScopeFilter) -> BooleanQuery {
         let f = &self.fields;
-        let mut terms = vec![Term::from_field_text(f.tenant, filter.tenant_id().as_str())];
-        if let Some(user) = filter.user() {
+        let mut terms = vec![Term::from_field_text(f.tenant, filter.tenant.as_str())];
+        if let Some(user) = filter.user.as_ref() {
             terms.push(Term::from_field_text(f.user, user.as_str()));
         }
-        if let Some(agent) = filter.agent() {
+        if let Some(agent) = filter.agent.as_ref() {
             terms.push(Term::from_field_text(f.agent, agent.as_str()));
         }
-        if let Some(session) = filter.session() {
+        if let Some(session) = filter.session.as_ref() {
             terms.push(Term::from_field_text(f.session, session.as_str()));
         }
         BooleanQuery::new(
@@ -568,6 +568,18 @@ impl Inner {
             }
             limit = limit.saturating_mul(4);
         }
+    }
+}
+
+/// Refuses a filter that names a source: the index keeps no source field, so it could not
+/// select only that source's documents (and a forget never deletes more than asked).
+fn refuse_source(filter: &ScopeFilter, action: &str) -> Result<()> {
+    match &filter.source {
+        Some(source) => Err(Error::unsupported(format!(
+            "the tantivy text index does not keep the source of its documents, so it cannot \
+             {action} only those of source {source}; leave the source out of the filter"
+        ))),
+        None => Ok(()),
     }
 }
 
@@ -719,7 +731,8 @@ impl TextIndex for TantivyTextIndex {
         .await
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        refuse_source(filter, "delete")?;
         let (filter, policy) = (filter.clone(), self.policy);
         self.blocking("delete_matching", move |inner| {
             let mut pending = inner.writer()?;
@@ -740,7 +753,8 @@ impl TextIndex for TantivyTextIndex {
         .await
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        refuse_source(filter, "count")?;
         let filter = filter.clone();
         self.blocking("count_matching", move |inner| {
             inner.count(

@@ -160,3 +160,30 @@ fn analyzer_names_differ_by_option() {
     assert_eq!(Analyzer::default(), Analyzer::english());
     assert_eq!(Analyzer::plain().with_max_word_bytes(0).max_word_bytes(), 1);
 }
+
+/// The index keeps no source: a forget narrowed by source is refused and deletes nothing
+/// (it would otherwise delete every source's documents of the scopes).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_filter_naming_a_source_is_refused_and_deletes_nothing() {
+    use memory_core::{ScopeFilter, SourceId};
+
+    let index = TantivyTextIndex::in_memory().unwrap();
+    let scope = Scope::session("s1").unwrap().with_tenant("acme").unwrap();
+    index
+        .upsert(&scope, &[document("kept whatever the filter")])
+        .await
+        .unwrap();
+    let filter =
+        ScopeFilter::tenant(scope.tenant().clone()).with_source(SourceId::new("history").unwrap());
+    for refused in [
+        index.delete_matching(&filter).await,
+        index.count_matching(&filter).await,
+    ] {
+        let err = refused.unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{err}");
+        assert!(err.to_string().contains("source"), "{err}");
+    }
+    assert_eq!(index.count(&scope).await.unwrap(), 1, "nothing was deleted");
+    let whole = ScopeFilter::tenant(scope.tenant().clone());
+    assert_eq!(index.count_matching(&whole).await.unwrap(), 1);
+}

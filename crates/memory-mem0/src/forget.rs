@@ -3,7 +3,8 @@
 use std::collections::HashSet;
 
 use async_trait::async_trait;
-use memory_core::forget::{Forget, ForgetFilter, ForgetMode, StoreReceipt};
+use memory_core::ScopeFilter;
+use memory_core::forget::{Forget, ForgetMode, StoreReceipt};
 use memory_core::{Error, ErrorKind, Result};
 use tracing::Instrument;
 
@@ -23,7 +24,7 @@ const MAX_PAGES: u32 = 10_000;
 const MAX_ROUNDS: usize = 5;
 
 /// Forgets in Mem0: deletes every memory of the Mem0 entity that a
-/// [`ForgetFilter`] names, on the platform or a self-hosted server.
+/// [`ScopeFilter`] names, on the platform or a self-hosted server.
 ///
 /// # Which memories
 /// A filter is mapped to Mem0's entity ids as [`Mem0Provider`](crate::Mem0Provider) and
@@ -40,6 +41,11 @@ const MAX_ROUNDS: usize = 5;
 /// project. A filter naming only a tenant is therefore refused with
 /// [`InvalidInput`](ErrorKind::InvalidInput) before any request: forget the tenant's users,
 /// agents or sessions one by one. No configuration lifts this.
+///
+/// # A source is refused
+/// Mem0 keeps no source: a filter naming one is refused with
+/// [`InvalidInput`](ErrorKind::InvalidInput) before any request, since the delete would reach
+/// the memories of every source.
 ///
 /// # How
 /// - [`ForgetMode::DryRun`] lists the entity's memories page by page and counts them.
@@ -60,14 +66,15 @@ const MAX_ROUNDS: usize = 5;
 ///
 /// ```no_run
 /// use std::sync::Arc;
-/// use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+/// use memory_core::ScopeFilter;
+/// use memory_core::forget::{ForgetMode, Forgetter};
 /// use memory_core::{TenantId, UserId};
 /// use memory_mem0::{Mem0Client, Mem0Config, Mem0Forget};
 ///
 /// # async fn run() -> memory_core::Result<()> {
 /// let client = Mem0Client::new(Mem0Config::platform("m0-..."))?;
 /// let forgetter = Forgetter::new().target(Arc::new(Mem0Forget::new(client)));
-/// let dana = ForgetFilter::tenant(TenantId::new("acme")?).with_user(UserId::new("dana")?);
+/// let dana = ScopeFilter::tenant(TenantId::new("acme")?).with_user(UserId::new("dana")?);
 /// println!("{}", forgetter.forget(&dana, ForgetMode::Delete).await?);
 /// # Ok(())
 /// # }
@@ -96,7 +103,7 @@ impl Mem0Forget {
     ///
     /// # Errors
     /// [`InvalidInput`](ErrorKind::InvalidInput) for a filter that names only a tenant.
-    pub fn scope_of(filter: &ForgetFilter) -> Result<Mem0Scope> {
+    pub fn scope_of(filter: &ScopeFilter) -> Result<Mem0Scope> {
         if filter.is_whole_tenant() {
             return Err(Error::invalid_input(format!(
                 "Mem0 cannot forget a whole tenant ({filter}): Mem0 has no tenant, and a delete \
@@ -104,14 +111,21 @@ impl Mem0Forget {
                  and user; forget the tenant's users, agents or sessions one by one instead"
             )));
         }
+        if let Some(source) = &filter.source {
+            return Err(Error::invalid_input(format!(
+                "Mem0 cannot forget only the memories of one source ({filter}): Mem0 keeps no \
+                 source, so the delete would reach every source's memories; leave the source \
+                 out of the filter (source {source})"
+            )));
+        }
         let id = |v: Option<&str>| v.map(str::to_owned);
         Mem0Scope::new(
-            id(filter.user().map(|u| u.as_str())),
-            id(filter.agent().map(|a| a.as_str())),
+            id(filter.user.as_ref().map(|u| u.as_str())),
+            id(filter.agent.as_ref().map(|a| a.as_str())),
             None,
-            id(filter.session().map(|s| s.as_str())),
+            id(filter.session.as_ref().map(|s| s.as_str())),
         )?
-        .with_tenant(filter.tenant_id().as_str())
+        .with_tenant(filter.tenant.as_str())
     }
 
     /// Every memory Mem0 lists for `scope`, each id once, checked against the scope.
@@ -248,7 +262,7 @@ impl Forget for Mem0Forget {
         &self.name
     }
 
-    async fn forget(&self, filter: &ForgetFilter, mode: ForgetMode) -> Result<StoreReceipt> {
+    async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
         let scope = Self::scope_of(filter)?;
         let span = tracing::debug_span!("mem0.forget", store = %self.name);
         let memories = match mode {
@@ -265,8 +279,8 @@ mod tests {
 
     use super::*;
 
-    fn acme() -> ForgetFilter {
-        ForgetFilter::tenant(TenantId::new("acme").unwrap())
+    fn acme() -> ScopeFilter {
+        ScopeFilter::tenant(TenantId::new("acme").unwrap())
     }
 
     #[test]
@@ -300,7 +314,7 @@ mod tests {
         );
         // The default tenant sends the ids as they are.
         let plain = Mem0Forget::scope_of(
-            &ForgetFilter::tenant(TenantId::new("default").unwrap())
+            &ScopeFilter::tenant(TenantId::new("default").unwrap())
                 .with_session(SessionId::new("s1").unwrap()),
         )
         .unwrap();
@@ -312,6 +326,18 @@ mod tests {
         let err = Mem0Forget::scope_of(&acme()).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::InvalidInput);
         assert!(err.to_string().contains("whole tenant"), "{err}");
+    }
+
+    #[test]
+    fn a_source_is_invalid_input() {
+        let err = Mem0Forget::scope_of(
+            &acme()
+                .with_user(UserId::new("dana").unwrap())
+                .with_source(memory_core::SourceId::new("mem0").unwrap()),
+        )
+        .unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("source"), "{err}");
     }
 
     #[test]

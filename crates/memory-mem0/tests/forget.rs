@@ -23,7 +23,8 @@ mod support;
 
 use std::sync::{Arc, Mutex};
 
-use memory_core::forget::{Forget, ForgetFilter, ForgetMode, Forgetter};
+use memory_core::ScopeFilter;
+use memory_core::forget::{Forget, ForgetMode, Forgetter};
 use memory_core::{AgentId, ErrorKind, InMemoryHistoryStore, SessionId, TenantId, UserId};
 use memory_mem0::{
     AddRequest, ListRequest, Mem0Client, Mem0Forget, Mem0Message, Mem0Scope, SearchRequest,
@@ -338,8 +339,8 @@ async fn assert_holds(client: &Mem0Client, scope: &Mem0Scope, texts: &[&str]) {
     assert_eq!(found, texts, "found of {scope:?}");
 }
 
-fn acme() -> ForgetFilter {
-    ForgetFilter::tenant(TenantId::new("acme").unwrap())
+fn acme() -> ScopeFilter {
+    ScopeFilter::tenant(TenantId::new("acme").unwrap())
 }
 
 fn dana() -> UserId {
@@ -435,7 +436,7 @@ async fn filters_of_each_kind_forget_exactly_their_memories(flavor: Flavor) {
     assert!(err.to_string().contains("mem0 store"), "{err}");
 
     // The default tenant's user is sent without a prefix.
-    let plain = ForgetFilter::tenant(TenantId::new("default").unwrap()).with_user(dana());
+    let plain = ScopeFilter::tenant(TenantId::new("default").unwrap()).with_user(dana());
     assert_eq!(
         forget
             .forget(&plain, ForgetMode::Delete)

@@ -440,7 +440,8 @@ async fn the_block_files_flushed_batches_and_fills_its_section_from_the_real_lib
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_deletes_an_entity_and_nothing_else_in_the_real_library() {
-    use memory_core::forget::{Forget, ForgetFilter, ForgetMode};
+    use memory_core::ScopeFilter;
+    use memory_core::forget::{Forget, ForgetMode};
     use memory_core::{SessionId, TenantId, UserId};
     use memory_mem0::Mem0Forget;
 
@@ -479,7 +480,7 @@ async fn forget_deletes_an_entity_and_nothing_else_in_the_real_library() {
     };
 
     let forget = Mem0Forget::new(client.clone());
-    let acme = ForgetFilter::tenant(TenantId::new("acme").unwrap());
+    let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
     let dana = acme.clone().with_user(UserId::new("dana").unwrap());
     let dana_s1 = dana.clone().with_session(SessionId::new("s1").unwrap());
     let err = forget.forget(&acme, ForgetMode::Delete).await.unwrap_err();

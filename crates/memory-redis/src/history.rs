@@ -901,7 +901,7 @@ impl RedisStore {
             let candidates: Vec<Scope> = members
                 .iter()
                 .filter_map(|m| keys::scope_from_key(m))
-                .filter(|s| s.matches(filter))
+                .filter(|s| filter.matches(s))
                 .collect();
             let metas: Vec<String> = candidates
                 .iter()

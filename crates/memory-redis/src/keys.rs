@@ -213,7 +213,7 @@ impl Listed {
 
 /// The `SCAN ... MATCH` pattern of the keys of `what` that may match `filter`: the tenant and
 /// every part the filter fixes are literal, the others `*`. Scopes found with it are checked
-/// against the filter again ([`Scope::matches`]).
+/// against the filter again ([`ScopeFilter::matches`]).
 pub(crate) fn scan_pattern(prefix: &str, filter: &ScopeFilter, what: Listed) -> String {
     let part = |v: Option<&str>| v.unwrap_or("*").to_owned();
     format!(

@@ -497,7 +497,7 @@ pub(crate) fn scope_page(
     // another page follows.
     let mut smallest: BTreeMap<String, Scope> = BTreeMap::new();
     for scope in scopes {
-        if !scope.matches(filter) {
+        if !filter.matches(&scope) {
             continue;
         }
         let scope_key = scope.key();

@@ -15,19 +15,20 @@ mod support;
 
 use std::sync::Arc;
 
-use agent_memory::forget::{ForgetFilter, Forgetter};
+use agent_memory::ScopeFilter;
+use agent_memory::forget::Forgetter;
 use agent_memory::{ForgetMode, SessionId, TenantId, TextIndex};
-use support::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
 use memory_server::embedder::{EmbedderConfig, EmbedderKind};
 use memory_server::http::Server;
 use memory_server::ops::Ops;
 use memory_server::retrieval::{RetrievalKind, TextIndexKind};
 use serde_json::{Value, json};
+use support::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
 
 /// How many documents of the session `session` of `tenant` the text index holds (a dry-run
 /// forget counts them through the index itself).
 async fn indexed(index: &Arc<dyn TextIndex>, tenant: &str, session: &str) -> u64 {
-    let filter = ForgetFilter::tenant(TenantId::new(tenant).unwrap())
+    let filter = ScopeFilter::tenant(TenantId::new(tenant).unwrap())
         .with_session(SessionId::new(session).unwrap());
     Forgetter::new()
         .texts(Arc::clone(index))

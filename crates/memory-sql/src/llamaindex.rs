@@ -1333,7 +1333,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         if self.inner.key_mapping == KeyMapping::ScopeKey {
             let prefix = format!("{}|", filter.tenant);
-            let scope_of = |key: &str| parse_scope_key(key).filter(|s| s.matches(filter));
+            let scope_of = |key: &str| parse_scope_key(key).filter(|s| filter.matches(s));
             return self
                 .bounded(
                     "list_threads",
@@ -1356,7 +1356,7 @@ impl HistoryStore for LlamaIndexHistoryStore {
                 next_cursor: None,
             });
         }
-        let scope_of = |key: &str| Scope::session(key).ok();
+        let scope_of = |key: &str| Scope::session(key).ok().filter(|s| filter.matches(s));
         self.bounded(
             "list_threads",
             "list LlamaIndex sessions",

@@ -633,6 +633,10 @@ pub(crate) async fn list_page(
         sql.push_str(" AND source = ?");
         args.push(Arg::Text(source.as_str()));
     }
+    if let Some(session) = &filter.session {
+        sql.push_str(" AND session_id = ?");
+        args.push(Arg::Text(session.as_str()));
+    }
     let cursor = page.cursor.as_deref().map(ascii_cursor);
     if let Some(cursor) = &cursor {
         sql.push_str(&format!(" AND {key_col} > ?"));

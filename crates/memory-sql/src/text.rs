@@ -11,7 +11,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::forget::ForgetFilter;
+use memory_core::ScopeFilter;
 use memory_core::lexical::{
     ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery, check_documents,
     check_query, query_words,
@@ -286,20 +286,24 @@ impl SqlTextIndex {
     }
 
     /// `WHERE …` selecting the rows of the scopes `filter` selects, and its arguments.
-    fn matching(filter: &ForgetFilter) -> (String, Vec<Arg<'_>>) {
+    fn matching(filter: &ScopeFilter) -> (String, Vec<Arg<'_>>) {
         let mut sql = String::from(" WHERE tenant = ?");
-        let mut args = vec![Arg::Text(filter.tenant_id().as_str())];
-        if let Some(user) = filter.user() {
+        let mut args = vec![Arg::Text(filter.tenant.as_str())];
+        if let Some(user) = filter.user.as_ref() {
             sql.push_str(" AND user_id = ?");
             args.push(Arg::Text(user.as_str()));
         }
-        if let Some(agent) = filter.agent() {
+        if let Some(agent) = filter.agent.as_ref() {
             sql.push_str(" AND agent_id = ?");
             args.push(Arg::Text(agent.as_str()));
         }
-        if let Some(session) = filter.session() {
+        if let Some(session) = filter.session.as_ref() {
             sql.push_str(" AND session_id = ?");
             args.push(Arg::Text(session.as_str()));
+        }
+        if let Some(source) = filter.source.as_ref() {
+            sql.push_str(" AND source = ?");
+            args.push(Arg::Text(source.as_str()));
         }
         (sql, args)
     }
@@ -384,7 +388,7 @@ impl TextIndex for SqlTextIndex {
         self.bounded("clear", CTX, clear).await
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         const CTX: &str = "delete the text documents of a filter";
         let (condition, args) = Self::matching(filter);
         let sql = self.render(&format!("DELETE FROM {{prefix}}texts{condition}"));
@@ -395,7 +399,7 @@ impl TextIndex for SqlTextIndex {
         self.bounded("delete_matching", CTX, delete).await
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         const CTX: &str = "count the text documents of a filter";
         let (condition, args) = Self::matching(filter);
         let sql = self.render(&format!("SELECT COUNT(*) FROM {{prefix}}texts{condition}"));

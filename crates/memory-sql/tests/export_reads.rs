@@ -457,7 +457,8 @@ async fn listings_take_cursors_of_any_text() {
 /// data, so the forget purges it first (the rows would otherwise stay until a purge).
 #[tokio::test]
 async fn a_forget_leaves_no_rows_of_expired_threads_or_sessions() {
-    use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+    use memory_core::ScopeFilter;
+    use memory_core::forget::{ForgetMode, Forgetter};
     use std::sync::Arc;
     for target in [Target::SqliteFile, Target::Postgres, Target::MySql] {
         let db = open(target).await;
@@ -488,7 +489,7 @@ async fn a_forget_leaves_no_rows_of_expired_threads_or_sessions() {
         let forgetter = Forgetter::new()
             .history(store.clone())
             .sessions(store.clone());
-        let filter = ForgetFilter::tenant(TenantId::new("t-expired").unwrap())
+        let filter = ScopeFilter::tenant(TenantId::new("t-expired").unwrap())
             .with_user(memory_core::UserId::new("dana").unwrap());
         forgetter.forget(&filter, ForgetMode::Delete).await.unwrap();
         assert_eq!(raw.count(&messages).await, 0, "{target:?}: message rows");

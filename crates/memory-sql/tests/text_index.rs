@@ -9,7 +9,7 @@
 
 mod support;
 
-use memory_core::forget::ForgetFilter;
+use memory_core::ScopeFilter;
 use memory_core::lexical::{MAX_QUERY_BYTES, TextDocument, TextIndex, TextQuery};
 use memory_core::{ErrorKind, PayloadFilter, Scope, TenantId, UserId};
 use memory_sql::{Backend, SqlConfig, SqlStore, SqlTextIndex};
@@ -219,13 +219,12 @@ async fn documents_are_found_replaced_deleted_and_forgotten_on_every_engine() {
 
         // Forget by user: dana's scope only.
         let tenant = TenantId::new(dana.tenant().as_str()).unwrap();
-        let only_dana =
-            ForgetFilter::tenant(tenant.clone()).with_user(UserId::new("dana").unwrap());
+        let only_dana = ScopeFilter::tenant(tenant.clone()).with_user(UserId::new("dana").unwrap());
         assert_eq!(index.count_matching(&only_dana).await.unwrap(), 2);
         assert_eq!(index.delete_matching(&only_dana).await.unwrap(), 2);
         assert_eq!(index.count(&dana).await.unwrap(), 0);
         assert_eq!(index.count(&other).await.unwrap(), 1);
-        let whole = ForgetFilter::tenant(tenant);
+        let whole = ScopeFilter::tenant(tenant);
         assert_eq!(index.count_matching(&whole).await.unwrap(), 1);
         assert_eq!(index.clear(&other).await.unwrap(), 1);
         assert_eq!(index.count_matching(&whole).await.unwrap(), 0);

@@ -5,7 +5,7 @@
 //! states, a [`Memory`](memory_core::Memory)'s block states (under
 //! [`BLOCK_STATE_SOURCE`]) and vector points, in
 //! scopes that differ by user, agent, session and source, then forgets with one kind of
-//! [`ForgetFilter`] and reads every scope back through every read API: `read` with every
+//! [`ScopeFilter`] and reads every scope back through every read API: `read` with every
 //! [`Window`], `read_since` and `read_page` when the store has them, `count`, `list_threads`,
 //! the session `load` and `list`, the vector `search`, `get` and `count`. What the filter
 //! selects must read as nothing; everything else exactly as before. A dry run reports what the
@@ -21,13 +21,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use memory_core::forget::{ForgetFilter, ForgetMode, ForgetReceipt, Forgetter, StoreReceipt};
+use memory_core::forget::{ForgetMode, ForgetReceipt, Forgetter, StoreReceipt};
 use memory_core::memory::BLOCK_STATE_SOURCE;
 use memory_core::{
     AgentId, AppendOutcome, ChatMessage, CursorRead, Error, ErrorKind, HistoryCapabilities,
     HistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities, SessionId,
-    SessionStore, StoredMessage, StoredSession, TenantId, ThreadCount, ThreadCursor, UserId,
-    VectorPoint, VectorQuery, VectorStore, Window,
+    SessionStore, SourceId, StoredMessage, StoredSession, TenantId, ThreadCount, ThreadCursor,
+    UserId, VectorPoint, VectorQuery, VectorStore, Window,
 };
 use serde_json::json;
 use uuid::Uuid;
@@ -84,11 +84,13 @@ enum Kind {
     Session,
     /// User `u1`'s session `s1` of `T`.
     UserSession,
+    /// Source `notes` of `T` (every user's, agent's and session's).
+    Source,
 }
 
 impl Kind {
-    fn filter(self, tenant: &TenantId) -> ForgetFilter {
-        let whole = ForgetFilter::tenant(tenant.clone());
+    fn filter(self, tenant: &TenantId) -> ScopeFilter {
+        let whole = ScopeFilter::tenant(tenant.clone());
         let user = || UserId::new("u1").unwrap();
         let session = || SessionId::new("s1").unwrap();
         match self {
@@ -97,15 +99,17 @@ impl Kind {
             Self::Agent => whole.with_agent(AgentId::new("g1").unwrap()),
             Self::Session => whole.with_session(session()),
             Self::UserSession => whole.with_user(user()).with_session(session()),
+            Self::Source => whole.with_source(SourceId::new("notes").unwrap()),
         }
     }
 
-    /// Whether the filter selects `scope` (written out here, not with `ForgetFilter::matches`,
+    /// Whether the filter selects `scope` (written out here, not with `ScopeFilter::matches`,
     /// so that a wrong match there fails too).
     fn selects(self, tenant: &TenantId, scope: &Scope) -> bool {
         let user = scope.user().map(|u| u.as_str());
         let agent = scope.agent().map(|a| a.as_str());
         let session = scope.session_id().as_str();
+        let source = scope.source().as_str();
         scope.tenant() == tenant
             && match self {
                 Self::Tenant => true,
@@ -113,6 +117,7 @@ impl Kind {
                 Self::Agent => agent == Some("g1"),
                 Self::Session => session == "s1",
                 Self::UserSession => user == Some("u1") && session == "s1",
+                Self::Source => source == "notes",
             }
     }
 }
@@ -485,6 +490,51 @@ async fn assert_forgotten(
     }
 }
 
+/// Checks that the listings with the forget's own filter list exactly the scopes it selects:
+/// a store narrows a listing by every part of a [`ScopeFilter`] (session and source included).
+async fn assert_listed_by(stores: &ForgetStores, world: &World, kind: Kind, filter: &ScopeFilter) {
+    let threads = list_every_page("list_threads", async |page| {
+        stores
+            .history
+            .list_threads(filter, page)
+            .await
+            .expect_ok("list_threads")
+    })
+    .await;
+    let selected = |scopes: &[Scope]| -> BTreeSet<String> {
+        scopes
+            .iter()
+            .filter(|s| kind.selects(&world.tenant, s))
+            .map(Scope::key)
+            .collect()
+    };
+    let expected = selected(&world.threads);
+    if stores.history.capabilities().lists_every_thread {
+        assert_eq!(
+            threads, expected,
+            "list_threads({filter}) lists what it selects"
+        );
+    } else {
+        assert!(
+            threads.is_subset(&expected),
+            "list_threads({filter}) lists only what it selects"
+        );
+    }
+    let sessions = list_every_page("list", async |page| {
+        stores
+            .sessions
+            .list(filter, page)
+            .await
+            .expect_ok("list sessions")
+    })
+    .await;
+    assert_eq!(
+        sessions,
+        selected(&world.sessions),
+        "the session list({filter}) lists what it selects"
+    );
+}
+
 /// Checks that `list_tenants` of the history and session stores (those that have it) lists
 /// `tenant` or not.
 async fn assert_tenant_listed(stores: &ForgetStores, tenant: &TenantId, listed: bool, what: &str) {
@@ -582,7 +632,7 @@ fn zero_receipts(stores: &ForgetStores) -> Vec<StoreReceipt> {
 
 async fn forget(
     forgetter: &Forgetter,
-    filter: &ForgetFilter,
+    filter: &ScopeFilter,
     mode: ForgetMode,
     what: &str,
 ) -> ForgetReceipt {
@@ -615,6 +665,7 @@ async fn forget_kind(stores: ForgetStores, kind: Kind) {
         "the forget of {kind:?} selects several scopes"
     );
     let filter = kind.filter(&world.tenant);
+    assert_listed_by(&stores, &world, kind, &filter).await;
     let expected = expected_receipts(&stores, &world, kind, &before);
     assert!(
         expected.iter().all(|r| r.items > 0),
@@ -686,6 +737,12 @@ pub async fn forget_a_session(stores: ForgetStores) {
 /// Contract: a user and a session together select only that user's session.
 pub async fn forget_a_users_session(stores: ForgetStores) {
     forget_kind(stores, Kind::UserSession).await;
+}
+
+/// Contract: forgetting a source selects that source's scopes of every user, agent and
+/// session of the tenant, and nothing else.
+pub async fn forget_a_source(stores: ForgetStores) {
+    forget_kind(stores, Kind::Source).await;
 }
 
 /// Contract: a forget stopped half-way (a history store that fails after `k` clears, then a

@@ -12,7 +12,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+use memory_core::ScopeFilter;
+use memory_core::forget::{ForgetMode, Forgetter};
 use memory_core::memory::FlushReport;
 use memory_core::memory::blocks::VectorMemoryBlock;
 use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever};
@@ -281,7 +282,7 @@ pub async fn hybrid_memory_flushes_once_recalls_and_forgets(
         .sessions(sessions.clone())
         .vectors(vectors.clone())
         .texts(text.clone());
-    let filter = ForgetFilter::tenant(forgotten.scope.tenant().clone())
+    let filter = ScopeFilter::tenant(forgotten.scope.tenant().clone())
         .with_session(forgotten.scope.session_id().clone());
     let dry = forgetter
         .forget(&filter, ForgetMode::DryRun)

@@ -1237,13 +1237,14 @@ pub async fn unicode_words_match(index: &dyn TextIndex) {
 }
 
 /// Contract: `delete_matching` (optional: `deletes_matching`) removes every document of every
-/// scope a forget filter selects (its tenant, and its user, agent and session when it names
-/// them; any source) and no other, and returns how many; `count_matching` returns that number
-/// beforehand and changes nothing; repeating the delete removes nothing. Without the
-/// capability both answer `Unsupported` and change nothing.
+/// scope a filter selects (its tenant, and its user, agent, session and source when it names
+/// them) and no other, and returns how many; `count_matching` returns that number beforehand
+/// and changes nothing; repeating the delete removes nothing. Without the capability both
+/// answer `Unsupported` and change nothing; so may an index for a filter naming a source it
+/// cannot narrow by.
 pub async fn delete_matching_removes_the_selected_scopes(index: &dyn TextIndex) {
-    use memory_core::forget::ForgetFilter;
-    use memory_core::{AgentId, SessionId, TenantId, UserId};
+    use memory_core::ScopeFilter;
+    use memory_core::{AgentId, SessionId, SourceId, TenantId, UserId};
 
     let (tenant, other) = (
         crate::fixtures::random_tenant(),
@@ -1292,7 +1293,7 @@ pub async fn delete_matching_removes_the_selected_scopes(index: &dyn TextIndex) 
         }
         out
     };
-    let filter = || ForgetFilter::tenant(tenant.clone());
+    let filter = || ScopeFilter::tenant(tenant.clone());
     seed().await;
     if !index.capabilities().deletes_matching {
         for (operation, result) in [
@@ -1331,9 +1332,40 @@ pub async fn delete_matching_removes_the_selected_scopes(index: &dyn TextIndex) 
             [1, 2, 0, 4, 5, 6],
         ),
         (filter().with_user(user("nobody")), [1, 2, 3, 4, 5, 6]),
+        (
+            filter().with_source(SourceId::new("memory.blocks").unwrap()),
+            [1, 2, 3, 0, 5, 6],
+        ),
+        (
+            filter()
+                .with_user(user("u1"))
+                .with_source(SourceId::new(memory_core::scope::DEFAULT_SOURCE).unwrap()),
+            [0, 0, 3, 4, 5, 6],
+        ),
     ];
     for (filter, expected) in cases {
         seed().await;
+        if filter.source.is_some()
+            && let Err(error) = index.count_matching(&filter).await
+        {
+            // An index that cannot narrow by source refuses, and deletes nothing.
+            assert_eq!(
+                error.kind(),
+                ErrorKind::Unsupported,
+                "count_matching({filter}): {error}"
+            );
+            expect_error_kind(
+                index.delete_matching(&filter).await,
+                ErrorKind::Unsupported,
+                &format!("delete_matching({filter}) where count_matching was refused"),
+            );
+            assert_eq!(
+                counts().await,
+                [1, 2, 3, 4, 5, 6],
+                "a refused delete_matching changes nothing"
+            );
+            continue;
+        }
         let removed: u64 = 21 - expected.iter().sum::<u64>();
         assert_eq!(
             index

@@ -318,6 +318,7 @@ macro_rules! __forget_checks {
                 forget_an_agent,
                 forget_a_session,
                 forget_a_users_session,
+                forget_a_source,
                 forget_stopped_half_way_is_finished_by_a_rerun,
             ]
         }

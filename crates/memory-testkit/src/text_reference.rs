@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
-use memory_core::forget::ForgetFilter;
+use memory_core::ScopeFilter;
 use memory_core::lexical::{check_documents, check_query, query_words};
 use memory_core::{
     Result, Scope, ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery,
@@ -179,7 +179,7 @@ impl TextIndex for ReferenceTextIndex {
         Ok((before - all.len()) as u64)
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         if !self.deletes_matching {
             return Err(Self::unsupported("delete_matching"));
         }
@@ -189,7 +189,7 @@ impl TextIndex for ReferenceTextIndex {
         Ok((before - all.len()) as u64)
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         if !self.deletes_matching {
             return Err(Self::unsupported("count_matching"));
         }

@@ -801,13 +801,14 @@ pub async fn clear_removes_the_scope_points(store: &dyn VectorStore) {
 }
 
 /// Contract: `delete_matching` (optional: `deletes_matching`) removes every point of every
-/// scope a forget filter selects (its tenant, and its user, agent and session when it names
-/// them; any source) and no other, and returns how many; `count_matching` returns that number
-/// beforehand and changes nothing; repeating the delete removes nothing. Without the
-/// capability both answer `Unsupported` and change nothing.
+/// scope a filter selects (its tenant, and its user, agent, session and source when it names
+/// them) and no other, and returns how many; `count_matching` returns that number beforehand
+/// and changes nothing; repeating the delete removes nothing. Without the capability both
+/// answer `Unsupported` and change nothing; so may a store for a filter naming a source it
+/// cannot narrow by.
 pub async fn delete_matching_removes_the_selected_scopes(store: &dyn VectorStore) {
-    use memory_core::forget::ForgetFilter;
-    use memory_core::{AgentId, SessionId, TenantId, UserId};
+    use memory_core::ScopeFilter;
+    use memory_core::{AgentId, SessionId, SourceId, TenantId, UserId};
 
     let (tenant, other) = (
         crate::fixtures::random_tenant(),
@@ -850,7 +851,7 @@ pub async fn delete_matching_removes_the_selected_scopes(store: &dyn VectorStore
         }
         out
     };
-    let filter = || ForgetFilter::tenant(tenant.clone());
+    let filter = || ScopeFilter::tenant(tenant.clone());
     seed().await;
     if !store.capabilities().deletes_matching {
         for (operation, result) in [
@@ -889,9 +890,40 @@ pub async fn delete_matching_removes_the_selected_scopes(store: &dyn VectorStore
             [1, 2, 0, 4, 5, 6],
         ),
         (filter().with_user(user("nobody")), [1, 2, 3, 4, 5, 6]),
+        (
+            filter().with_source(SourceId::new("memory.blocks").unwrap()),
+            [1, 2, 3, 0, 5, 6],
+        ),
+        (
+            filter()
+                .with_user(user("u1"))
+                .with_source(SourceId::new(memory_core::scope::DEFAULT_SOURCE).unwrap()),
+            [0, 0, 3, 4, 5, 6],
+        ),
     ];
     for (filter, expected) in cases {
         seed().await;
+        if filter.source.is_some()
+            && let Err(error) = store.count_matching(&filter).await
+        {
+            // A store that cannot narrow by source refuses, and deletes nothing.
+            assert_eq!(
+                error.kind(),
+                ErrorKind::Unsupported,
+                "count_matching({filter}): {error}"
+            );
+            expect_error_kind(
+                store.delete_matching(&filter).await,
+                ErrorKind::Unsupported,
+                &format!("delete_matching({filter}) where count_matching was refused"),
+            );
+            assert_eq!(
+                counts().await,
+                [1, 2, 3, 4, 5, 6],
+                "a refused delete_matching changes nothing"
+            );
+            continue;
+        }
         let removed: u64 = 21 - expected.iter().sum::<u64>();
         assert_eq!(
             store

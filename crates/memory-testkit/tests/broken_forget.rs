@@ -11,7 +11,6 @@
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use memory_core::forget::ForgetFilter;
 use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, HistoryCapabilities, HistoryStore,
     InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Page, PageRequest, Result,
@@ -265,12 +264,12 @@ impl VectorStore for DeletesTheWholeTenant {
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.0.clear(scope).await
     }
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
-        let whole = ForgetFilter::tenant(filter.tenant_id().clone());
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        let whole = ScopeFilter::tenant(filter.tenant.clone());
         self.0.delete_matching(&whole).await
     }
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
-        let whole = ForgetFilter::tenant(filter.tenant_id().clone());
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        let whole = ScopeFilter::tenant(filter.tenant.clone());
         self.0.count_matching(&whole).await
     }
 }

@@ -200,10 +200,10 @@ impl TextIndex for FindsNothing {
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.0.clear(scope).await
     }
-    async fn delete_matching(&self, filter: &memory_core::forget::ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &memory_core::ScopeFilter) -> Result<u64> {
         self.0.delete_matching(filter).await
     }
-    async fn count_matching(&self, filter: &memory_core::forget::ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &memory_core::ScopeFilter) -> Result<u64> {
         self.0.count_matching(filter).await
     }
 }

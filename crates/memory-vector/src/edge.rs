@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use memory_core::vector::{VectorCapabilities, check_vectors};
 use memory_core::{
-    Error, ErrorKind, ForgetFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+    Error, ErrorKind, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
     VectorStore,
 };
 use qdrant_edge::{
@@ -398,7 +398,7 @@ impl VectorStore for QdrantEdgeStore {
         VectorCapabilities::none().with_deletes_matching(true)
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let cond = Cond::forget(filter);
         Ok(self
             .with_shard("delete_matching", move |shard| {
@@ -409,7 +409,7 @@ impl VectorStore for QdrantEdgeStore {
             .unwrap_or_default())
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let cond = Cond::forget(filter);
         Ok(self
             .with_shard("count_matching", move |shard| count_where(shard, &cond))

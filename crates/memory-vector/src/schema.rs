@@ -20,7 +20,7 @@
 //! so the same id in two scopes is two points and a retried upsert rewrites the same point.
 
 use memory_core::{
-    Error, ForgetFilter, PayloadFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+    Error, PayloadFilter, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -39,6 +39,8 @@ pub(crate) const TENANT_FIELD: &str = "tenant";
 pub(crate) const USER_FIELD: &str = "user";
 /// The payload field holding the scope's agent (`null` without one).
 pub(crate) const AGENT_FIELD: &str = "agent";
+/// The payload field holding the scope's source.
+pub(crate) const SOURCE_FIELD: &str = "source";
 /// The payload field holding the scope's session id.
 pub(crate) const SESSION_FIELD: &str = "session";
 /// The scope fields that get a keyword payload index.
@@ -47,7 +49,7 @@ pub(crate) const INDEXED_FIELDS: [&str; 6] = [
     TENANT_FIELD,
     USER_FIELD,
     AGENT_FIELD,
-    "source",
+    SOURCE_FIELD,
     SESSION_FIELD,
 ];
 
@@ -78,7 +80,10 @@ pub(crate) fn stored_payload(
     );
     map.insert(USER_FIELD.into(), opt(scope.user().map(|u| u.as_str())));
     map.insert(AGENT_FIELD.into(), opt(scope.agent().map(|a| a.as_str())));
-    map.insert("source".into(), Value::String(scope.source().to_string()));
+    map.insert(
+        SOURCE_FIELD.into(),
+        Value::String(scope.source().to_string()),
+    );
     map.insert(
         SESSION_FIELD.into(),
         Value::String(scope.session_id().to_string()),
@@ -174,22 +179,25 @@ impl Cond {
     }
 
     /// The condition selecting every point of the scopes `filter`
-    /// [matches](ForgetFilter::matches): its tenant, and its user, agent and session when it
-    /// names them, whatever the source.
-    pub(crate) fn forget(filter: &ForgetFilter) -> Cond {
+    /// [matches](ScopeFilter::matches): its tenant, and its user, agent, session and source
+    /// when it names them.
+    pub(crate) fn forget(filter: &ScopeFilter) -> Cond {
         let keyword = |field: &str, value: &str| Cond::Match {
             path: field.to_owned(),
             value: MatchScalar::Keyword(value.to_owned()),
         };
-        let mut all = vec![keyword(TENANT_FIELD, filter.tenant_id().as_str())];
-        if let Some(user) = filter.user() {
+        let mut all = vec![keyword(TENANT_FIELD, filter.tenant.as_str())];
+        if let Some(user) = filter.user.as_ref() {
             all.push(keyword(USER_FIELD, user.as_str()));
         }
-        if let Some(agent) = filter.agent() {
+        if let Some(agent) = filter.agent.as_ref() {
             all.push(keyword(AGENT_FIELD, agent.as_str()));
         }
-        if let Some(session) = filter.session() {
+        if let Some(session) = filter.session.as_ref() {
             all.push(keyword(SESSION_FIELD, session.as_str()));
+        }
+        if let Some(source) = filter.source.as_ref() {
+            all.push(keyword(SOURCE_FIELD, source.as_str()));
         }
         Cond::All(all)
     }

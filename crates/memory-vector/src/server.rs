@@ -8,7 +8,7 @@ use memory_core::redact::scrub_error;
 use memory_core::vector::VectorCapabilities;
 use memory_core::vector::check_vectors;
 use memory_core::{
-    Error, ErrorKind, ForgetFilter, Result, Scope, ScoredPoint, VectorPoint, VectorQuery,
+    Error, ErrorKind, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
     VectorStore, url_secrets,
 };
 use qdrant_client::qdrant::{
@@ -403,13 +403,13 @@ impl VectorStore for QdrantStore {
         VectorCapabilities::none().with_deletes_matching(true)
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         self.delete_matching_op(filter)
             .await
             .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("delete_matching")))
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         self.count_matching_op(filter)
             .await
             .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("count_matching")))
@@ -544,14 +544,14 @@ impl QdrantStore {
         self.count_key(&scope.key()).await
     }
 
-    async fn count_matching_op(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching_op(&self, filter: &ScopeFilter) -> Result<u64> {
         if self.known_dimensions().await?.is_none() {
             return Ok(0);
         }
         self.count_where(&Cond::forget(filter)).await
     }
 
-    async fn delete_matching_op(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching_op(&self, filter: &ScopeFilter) -> Result<u64> {
         if self.known_dimensions().await?.is_none() {
             return Ok(0);
         }

@@ -134,7 +134,7 @@ async fn forget_deletes_exactly_the_filtered_scopes() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_survives_a_reopen() {
-    use memory_core::forget::ForgetFilter;
+    use memory_core::ScopeFilter;
     let dir = tempfile::tempdir().unwrap();
     let scope = Scope::session("s").unwrap().with_tenant("gone").unwrap();
     let kept = Scope::session("s").unwrap().with_tenant("kept").unwrap();
@@ -143,7 +143,7 @@ async fn forget_survives_a_reopen() {
         vector: vec![1.0, 0.0],
         payload: serde_json::Map::new(),
     };
-    let gone = ForgetFilter::tenant(memory_core::TenantId::new("gone").unwrap());
+    let gone = ScopeFilter::tenant(memory_core::TenantId::new("gone").unwrap());
     {
         let store = QdrantEdgeStore::open(dir.path()).await.unwrap();
         for s in [&scope, &kept] {

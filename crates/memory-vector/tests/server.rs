@@ -1022,7 +1022,7 @@ async fn forget_deletes_exactly_the_filtered_scopes() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_in_a_collection_never_created_is_zero() {
     let store = fake_server_store().await;
-    let filter = memory_core::ForgetFilter::tenant(memory_core::TenantId::new("acme").unwrap());
+    let filter = memory_core::ScopeFilter::tenant(memory_core::TenantId::new("acme").unwrap());
     assert_eq!(store.count_matching(&filter).await.unwrap(), 0);
     assert_eq!(store.delete_matching(&filter).await.unwrap(), 0);
 }

@@ -7,8 +7,9 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use memory_bundle::{Endpoint, MigrationReport, NoProgress, Selection, migrate};
-use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+use memory_bundle::{Endpoint, MigrationReport, NoProgress, Selection, Tenants, migrate};
+use memory_core::ScopeFilter;
+use memory_core::forget::{ForgetMode, Forgetter};
 use memory_core::{InMemoryHistoryStore, InMemorySessionStore, Scope, TenantId};
 use serde_json::json;
 
@@ -221,7 +222,7 @@ pub(super) async fn migrate_workload(ctx: &Ctx<'_>, stores: &Stores) -> BenchRes
     // Warm-up, untimed: a small tenant in and out (connections, statements, first-use costs).
     let warm_n = ctx.n.min(WARMUP_MESSAGES);
     let seeded = seed(ctx, warm_n).await?;
-    let selection = Selection::tenant(seeded.tenant.clone());
+    let selection = Selection::new(Tenants::one(seeded.tenant.clone()));
     let report = migrate(&seeded.source, &backend, &selection, &NoProgress).await?;
     check("in (warm-up)", &report, warm_n, &seeded)?;
     let report = migrate(&backend, &in_memory_endpoint(), &selection, &NoProgress).await?;
@@ -232,7 +233,7 @@ pub(super) async fn migrate_workload(ctx: &Ctx<'_>, stores: &Stores) -> BenchRes
     for _ in 0..migrations {
         let seeded = seed(ctx, ctx.n).await?;
         archived = seeded.archived;
-        let selection = Selection::tenant(seeded.tenant.clone());
+        let selection = Selection::new(Tenants::one(seeded.tenant.clone()));
 
         let report = phase_in
             .run(stores, &seeded.source, &backend, &selection)
@@ -258,7 +259,7 @@ async fn forget(backend: &Endpoint, tenant: &TenantId, n: u64) -> BenchResult<()
     let receipt = Forgetter::new()
         .history(Arc::clone(&backend.history))
         .sessions(Arc::clone(&backend.sessions))
-        .forget(&ForgetFilter::tenant(tenant.clone()), ForgetMode::Delete)
+        .forget(&ScopeFilter::tenant(tenant.clone()), ForgetMode::Delete)
         .await?;
     let deleted: Vec<u64> = receipt.stores.iter().map(|store| store.items).collect();
     if deleted != [n, SESSIONS as u64] {

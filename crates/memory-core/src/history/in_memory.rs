@@ -338,7 +338,7 @@ impl HistoryStore for InMemoryHistoryStore {
         let threads = self.lock()?;
         let now = Instant::now();
         Ok(paginate(&threads, &page, |t| {
-            (!t.expired(now) && !t.messages.is_empty() && t.scope.matches(filter))
+            (!t.expired(now) && !t.messages.is_empty() && filter.matches(&t.scope))
                 .then_some(&t.scope)
         }))
     }

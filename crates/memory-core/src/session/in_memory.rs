@@ -166,7 +166,7 @@ impl SessionStore for InMemorySessionStore {
         let sessions = self.lock()?;
         let now = Instant::now();
         Ok(paginate(&sessions.live, &page, |e| {
-            (!e.expired(now) && e.scope.matches(filter)).then_some(&e.scope)
+            (!e.expired(now) && filter.matches(&e.scope)).then_some(&e.scope)
         }))
     }
 

@@ -123,60 +123,47 @@ impl SessionCapabilities {
 /// [`capabilities`](SessionStore::capabilities) (not every database can expire data).
 ///
 /// # Behavior
+/// Each method states its contract in its own `# Behavior` section (the conformance suite in
+/// memory-testkit has a check per line of them). The rules that span the methods:
 /// - [`capabilities`](SessionStore::capabilities) is constant for a store object and tells the
 ///   truth: each optional operation is present if and only if its capability says so. An
 ///   operation that is not present returns [`Unsupported`](crate::ErrorKind::Unsupported) for
 ///   every call and changes nothing.
-/// - [`save`](SessionStore::save) with `expected_version: None` creates the session and fails
-///   with [`Conflict`](crate::ErrorKind::Conflict) if it exists; with `Some(v)` it replaces the
-///   state only if the stored version is `v`, else fails with `Conflict` and changes nothing (a
-///   stale writer never overwrites silently; a missing session is a `Conflict` too). It returns
-///   the new version: on creation 1 for a scope that never held a session, else one more than
-///   the last version the scope had; then `v + 1`. Of concurrent saves with the same expected
-///   version, exactly one succeeds, so a load-modify-save loop that retries on `Conflict` loses
-///   no update.
 /// - Versions never repeat for a scope: a session re-created after
 ///   [`delete`](SessionStore::delete) or expiry gets a version greater than any it had, so a
 ///   writer still holding a version of the old session gets `Conflict` (no ABA). To know that
 ///   version, a store keeps a tombstone per deleted or expired scope: its key and last
 ///   version, never the state (each store documents what it costs).
-/// - A state whose JSON text is over [`MAX_SESSION_STATE_BYTES`] is
-///   [`InvalidInput`](crate::ErrorKind::InvalidInput), and a state nested deeper than
-///   [`MAX_STATE_DEPTH`] is [`LimitExceeded`](crate::ErrorKind::LimitExceeded) (it could not be
-///   loaded back); either changes nothing (stores check both with [`encode_state`]).
-/// - [`load`](SessionStore::load) returns the state exactly as saved (every JSON value,
-///   including `u64::MAX`, exact floats and text with NUL) and its version, or `None`.
-/// - [`delete`](SessionStore::delete) removes it; returns whether it existed. A deleted session
-///   can be created again, at a version above its last one.
-/// - [`list`](SessionStore::list) pages through the scopes holding a session that match the
-///   filter, each once, in a stable order (the same for every page size; the last page has no
-///   cursor); it never lists another tenant's scope.
 /// - Sessions of different scopes are independent: no call on one scope changes another.
-/// - [`set_ttl`](SessionStore::set_ttl) (optional: [`SessionCapabilities::ttl`]) makes the
-///   session expire `ttl` after the later of the `set_ttl` call and its last save (each save
-///   restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
-///   [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
-///   nothing; an unknown session is [`NotFound`](crate::ErrorKind::NotFound). An expired session
-///   loads as `None`, is not listed, and can be created again, at a version above its last one.
 /// - [`SessionCapabilities::expires_by_default`] is `true` exactly when a session saved without
 ///   a `set_ttl` call expires on its own (the store's default TTL, restarted by each save).
-/// - [`purge_expired`](SessionStore::purge_expired) (optional: [`SessionCapabilities::ttl`])
-///   deletes expired sessions now and returns how many it removed (their tombstones stay, so a
-///   purged session too is re-created above its last version); sessions that did not expire
-///   stay.
-/// - [`list_tenants`](SessionStore::list_tenants) (optional:
-///   [`SessionCapabilities::lists_tenants`]) pages through the tenants that hold at least one
-///   live session, each once, in a stable order (the same for every page size; the last page
-///   has no cursor). It is an administration call: it crosses tenants by design.
 #[async_trait]
 pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     /// What this store supports.
     fn capabilities(&self) -> SessionCapabilities;
 
     /// Loads the session at `scope`.
+    ///
+    /// # Behavior
+    /// Returns the state exactly as saved (every JSON value, including `u64::MAX`, exact floats and
+    /// text with NUL) and its version, or `None`.
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>>;
 
     /// Saves `state` if the stored version is `expected_version`; returns the new version.
+    ///
+    /// # Behavior
+    /// With `expected_version: None`, it creates the session and fails with
+    /// [`Conflict`](crate::ErrorKind::Conflict) if it exists; with `Some(v)` it replaces the state
+    /// only if the stored version is `v`, else fails with `Conflict` and changes nothing (a stale
+    /// writer never overwrites silently; a missing session is a `Conflict` too). It returns the new
+    /// version: on creation 1 for a scope that never held a session, else one more than the last
+    /// version the scope had; then `v + 1`. Of concurrent saves with the same expected version,
+    /// exactly one succeeds, so a load-modify-save loop that retries on `Conflict` loses no update.
+    ///
+    /// A state whose JSON text is over [`MAX_SESSION_STATE_BYTES`] is
+    /// [`InvalidInput`](crate::ErrorKind::InvalidInput), and a state nested deeper than
+    /// [`MAX_STATE_DEPTH`] is [`LimitExceeded`](crate::ErrorKind::LimitExceeded) (it could not be
+    /// loaded back); either changes nothing (stores check both with [`encode_state`]).
     async fn save(
         &self,
         scope: &Scope,
@@ -185,15 +172,31 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     ) -> Result<u64>;
 
     /// Deletes the session; returns whether it existed.
+    ///
+    /// # Behavior
+    /// Removes the session; returns whether it existed. A deleted session can be created again, at a version
+    /// above its last one.
     async fn delete(&self, scope: &Scope) -> Result<bool>;
 
     /// Lists the sessions matching `filter`, a page at a time.
+    ///
+    /// # Behavior
+    /// Pages through the scopes holding a session that the filter [matches](ScopeFilter::matches)
+    /// (every part it names: user, agent, session, source), each once, in a stable order (the same
+    /// for every page size; the last page has no cursor); it never lists another tenant's scope.
     async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
 
     /// Sets or removes the session's time to live.
     ///
     /// Optional ([`SessionCapabilities::ttl`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Makes the session expire `ttl` after the later of the `set_ttl` call and its last save (each
+    /// save restarts the clock); `None` removes the expiry; a TTL under 1 ms or over
+    /// [`MAX_TTL`](crate::MAX_TTL) is [`InvalidInput`](crate::ErrorKind::InvalidInput) and changes
+    /// nothing; an unknown session is [`NotFound`](crate::ErrorKind::NotFound). An expired session
+    /// loads as `None`, is not listed, and can be created again, at a version above its last one.
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         let _ = (scope, ttl);
         Err(unsupported_operation::<Self>(
@@ -207,6 +210,10 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`SessionCapabilities::ttl`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Deletes expired sessions now and returns how many it removed (their tombstones stay, so a
+    /// purged session too is re-created above its last version); sessions that did not expire stay.
     async fn purge_expired(&self) -> Result<u64> {
         Err(unsupported_operation::<Self>(
             "purge_expired",
@@ -219,6 +226,11 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
     ///
     /// Optional ([`SessionCapabilities::lists_tenants`]): the default returns
     /// [`Unsupported`](crate::ErrorKind::Unsupported).
+    ///
+    /// # Behavior
+    /// Pages through the tenants that hold at least one live session, each once, in a stable order
+    /// (the same for every page size; the last page has no cursor). It is an administration call:
+    /// it crosses tenants by design.
     async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
         let _ = page;
         Err(unsupported_operation::<Self>(

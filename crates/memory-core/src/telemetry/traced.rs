@@ -10,7 +10,6 @@ use serde_json::Value;
 use tracing::{Instrument, Span};
 use uuid::Uuid;
 
-use crate::forget::ForgetFilter;
 use crate::history::{
     AppendOutcome, CursorRead, HistoryCapabilities, HistoryStore, StoredMessage, ThreadCount,
     ThreadCursor, Window,
@@ -278,11 +277,11 @@ impl<S: VectorStore> VectorStore for Traced<S> {
         let call = VectorStore::clear(&self.inner, scope);
         observe(self.system, "clear", Some(scope), call, |n| *n).await
     }
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let call = self.inner.delete_matching(filter);
         observe(self.system, "delete_matching", None, call, |n| *n).await
     }
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let call = self.inner.count_matching(filter);
         observe(self.system, "count_matching", None, call, |n| *n).await
     }
@@ -319,11 +318,11 @@ impl<S: TextIndex> TextIndex for Traced<S> {
         let call = TextIndex::clear(&self.inner, scope);
         observe(self.system, "clear", Some(scope), call, |n| *n).await
     }
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let call = TextIndex::delete_matching(&self.inner, filter);
         observe(self.system, "delete_matching", None, call, |n| *n).await
     }
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let call = TextIndex::count_matching(&self.inner, filter);
         observe(self.system, "count_matching", None, call, |n| *n).await
     }

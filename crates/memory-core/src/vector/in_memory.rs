@@ -10,8 +10,7 @@ use super::{
     ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore, check_vectors,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::forget::ForgetFilter;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter};
 
 /// A [`VectorStore`] in process memory with exact (brute-force) cosine search: the reference
 /// that approximate backends are measured against. Cloning shares the same data.
@@ -44,7 +43,7 @@ impl InMemoryVectorStore {
 
 /// Whether the scope of `key` (a [`Scope::key`]) is one `filter` selects. Every key of the map
 /// was made by `Scope::key`, so it always parses; one that did not would not be selected.
-fn key_matches(filter: &ForgetFilter, key: &str) -> bool {
+fn key_matches(filter: &ScopeFilter, key: &str) -> bool {
     Scope::from_key(key).is_ok_and(|scope| filter.matches(&scope))
 }
 
@@ -135,7 +134,7 @@ impl VectorStore for InMemoryVectorStore {
             .map_or(0, |p| p.len() as u64))
     }
 
-    async fn delete_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let mut inner = self.lock()?;
         let mut removed = 0u64;
         inner.scopes.retain(|key, points| {
@@ -149,7 +148,7 @@ impl VectorStore for InMemoryVectorStore {
         Ok(removed)
     }
 
-    async fn count_matching(&self, filter: &ForgetFilter) -> Result<u64> {
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let inner = self.lock()?;
         Ok(inner
             .scopes
@@ -176,6 +175,7 @@ fn cosine_with_norm(a: &[f32], a_norm: f32, b: &[f32]) -> f32 {
 mod tests {
     use super::*;
     use crate::id::{AgentId, SessionId, TenantId, UserId};
+    use crate::scope::test_scope as scope;
 
     fn point(n: u128) -> VectorPoint {
         VectorPoint {
@@ -183,20 +183,6 @@ mod tests {
             vector: vec![1.0, 0.5],
             payload: serde_json::Map::new(),
         }
-    }
-
-    fn scope(tenant: &str, user: Option<&str>, agent: Option<&str>, session: &str) -> Scope {
-        let mut scope = Scope::session(session)
-            .unwrap()
-            .with_tenant(tenant)
-            .unwrap();
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
     }
 
     /// Six scopes over two tenants, `i + 1` points in the `i`th.
@@ -235,7 +221,7 @@ mod tests {
 
     #[tokio::test]
     async fn delete_matching_removes_exactly_the_selected_scopes() {
-        let tenant = |t: &str| ForgetFilter::tenant(TenantId::new(t).unwrap());
+        let tenant = |t: &str| ScopeFilter::tenant(TenantId::new(t).unwrap());
         let cases = [
             (tenant("a"), vec![0, 0, 0, 0, 5, 6]),
             (

@@ -1,6 +1,6 @@
 //! Forget: delete (or count) the caller's data a filter selects, with a receipt.
 
-use agent_memory::forget::ForgetFilter;
+use agent_memory::ScopeFilter;
 use agent_memory::{AgentId, ForgetMode, SessionId};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -67,7 +67,7 @@ impl Ops {
         who: &Principal,
         request: ForgetRequest,
     ) -> OpResult<ForgetReceiptView> {
-        let mut filter = ForgetFilter::tenant(who.tenant.clone());
+        let mut filter = ScopeFilter::tenant(who.tenant.clone());
         if let Some(user) = who.user_for(request.user.as_deref())? {
             filter = filter.with_user(user);
         }

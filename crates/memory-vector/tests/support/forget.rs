@@ -4,7 +4,8 @@
 
 use std::sync::Arc;
 
-use memory_core::forget::{ForgetFilter, ForgetMode, Forgetter};
+use memory_core::ScopeFilter;
+use memory_core::forget::{ForgetMode, Forgetter};
 use memory_core::{
     AgentId, Scope, SessionId, TenantId, UserId, VectorPoint, VectorQuery, VectorStore,
 };
@@ -25,8 +26,8 @@ fn scope(tenant: &str, user: Option<&str>, agent: Option<&str>, session: &str) -
     scope
 }
 
-fn filter(tenant: &str) -> ForgetFilter {
-    ForgetFilter::tenant(TenantId::new(tenant).unwrap())
+fn filter(tenant: &str) -> ScopeFilter {
+    ScopeFilter::tenant(TenantId::new(tenant).unwrap())
 }
 
 /// The same two caller ids in every scope (so a delete by Qdrant id could not tell them

@@ -395,7 +395,7 @@ impl MemoryBlock for VectorMemoryBlock {
             agent_memory.block.name = self.name.as_str(),
             agent_memory.scope.tenant = %context.scope.tenant(),
             agent_memory.scope.session = %context.scope.session_id(),
-            agent_memory.retrieval.top_k = crate::telemetry::int(self.similarity_top_k),
+            agent_memory.retrieval.top_k = crate::span_fields::int(self.similarity_top_k),
             agent_memory.retrieval.hits = tracing::field::Empty,
             agent_memory.retrieval.kept = tracing::field::Empty,
             agent_memory.retrieval.top_score = tracing::field::Empty,
@@ -433,10 +433,10 @@ impl MemoryBlock for VectorMemoryBlock {
         for p in &self.postprocessors {
             results = p.process(results);
         }
-        span.record("agent_memory.retrieval.hits", crate::telemetry::int(hits));
+        span.record("agent_memory.retrieval.hits", crate::span_fields::int(hits));
         span.record(
             "agent_memory.retrieval.kept",
-            crate::telemetry::int(results.len()),
+            crate::span_fields::int(results.len()),
         );
         tracing::event!(
             target: "agent_memory::metrics",
