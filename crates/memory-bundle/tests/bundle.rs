@@ -7,7 +7,6 @@ mod support;
 use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 
-use support::*;
 use memory_bundle::format::{BundleReader, FormatError, MAX_LINE_BYTES, Record};
 use memory_bundle::{
     Endpoint, NoProgress, Progress, Selection, Tenants, export, import, migrate, survey,
@@ -16,6 +15,7 @@ use memory_core::{
     ErrorKind, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionStore,
     TenantId,
 };
+use support::*;
 
 fn tenants(names: &[&str]) -> Selection {
     Selection::tenants(names.iter().map(|n| TenantId::new(*n).unwrap()))

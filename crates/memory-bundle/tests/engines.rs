@@ -10,11 +10,11 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
-use support::*;
 use memory_bundle::{Endpoint, NoProgress, Selection, export, import, migrate};
 use memory_core::{ErrorKind, TenantId};
 use memory_redis::RedisStore;
 use memory_sql::SqlStore;
+use support::*;
 
 fn postgres_url() -> String {
     std::env::var("AGENT_MEMORY_POSTGRES_URL")

@@ -6,12 +6,10 @@ use std::time::{Duration, UNIX_EPOCH};
 
 use memory_core::history::skip_undecodable;
 use memory_core::{ChatMessage, Error, MessageId, Result, StoredMessage};
-use memory_interop::llamaindex::from_llamaindex;
+use memory_interop::llamaindex::{METADATA_KEY, from_llamaindex};
 use memory_interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use serde_json::Value;
 
-use super::config::MAX_TABLE_NAME_LEN;
-use super::ddl;
 use super::store::LlamaIndexHistoryStore;
 use crate::driver::Row;
 
@@ -41,6 +39,8 @@ impl LlamaIndexHistoryStore {
             && let Some(id) = self.row_message_id(row_id)
         {
             message.id = id;
+        } else {
+            original_without_id_record(&mut message);
         }
         if message.created_at == UNKNOWN_TIME
             && let Ok(ns) = u64::try_from(row.int(4)?)
@@ -106,43 +106,33 @@ pub(super) fn recorded_id(value: &Value) -> Option<&str> {
         .filter(|id| MessageId::new(*id).is_ok())
 }
 
-/// Whether `id` is one that a LlamaIndex store gives a row that records none:
-/// `llamaindex:<table>:<row id>`, whatever the table.
-pub(super) fn is_row_id(id: &str) -> bool {
-    let Some((table, row)) = id
-        .strip_prefix("llamaindex:")
-        .and_then(|rest| rest.rsplit_once(':'))
-    else {
-        return false;
+/// Takes out of the original a message keeps (blocks we have no part for) the record of our
+/// id and time, when the record holds nothing else and the id is the message's: a row Python
+/// wrote and its copy here, which records the row's id and time, then keep one original, and
+/// the store writes the record again wherever it copies the message.
+fn original_without_id_record(message: &mut ChatMessage) {
+    let id = message.id.as_str();
+    let Some(Value::Object(li)) = message.metadata.get_mut(METADATA_KEY) else {
+        return;
     };
-    ddl::validate_name("table name", table, MAX_TABLE_NAME_LEN).is_ok()
-        && row.parse::<i64>().is_ok_and(|n| n.to_string() == row)
+    let Some(Value::Object(kwargs)) = li
+        .get_mut("original")
+        .and_then(|o| o.get_mut("additional_kwargs"))
+    else {
+        return;
+    };
+    let Some(Value::Object(record)) = kwargs.get(AGENT_MEMORY_KEY) else {
+        return;
+    };
+    let only_id_and_time = record.keys().all(|k| k == "id" || k == "created_at");
+    if only_id_and_time && record.get("id").and_then(Value::as_str) == Some(id) {
+        kwargs.shift_remove(AGENT_MEMORY_KEY);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn row_ids_are_recognised() {
-        for id in [
-            "llamaindex:llama_index_memory:1",
-            "llamaindex:T_2:-3",
-            "llamaindex:x:0",
-        ] {
-            assert!(is_row_id(id), "{id}");
-        }
-        for id in [
-            "llamaindex:llama_index_memory:01",
-            "llamaindex:llama_index_memory:x",
-            "llamaindex::1",
-            "llamaindex:a-b:1",
-            "llamaindex:1",
-            "m-1",
-        ] {
-            assert!(!is_row_id(id), "{id}");
-        }
-    }
 
     #[test]
     fn recorded_ids_are_read_like_from_llamaindex() {

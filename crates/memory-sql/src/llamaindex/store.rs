@@ -72,10 +72,14 @@ use crate::store::{connect_pool, redact_error, within};
 /// for a row Python wrote (no recorded id), `llamaindex:<table>:<row id>`: unique per row even
 /// when two messages are equal. Appending a message with such an id again is a retry of that
 /// row. Its creation time is the recorded one, or the row's `timestamp` (the insert time).
-/// Such a row id (of any table) is never recorded: a message read from a row and appended to
-/// another session or table (directly, or after a stay in another store) is written with the
-/// row's `data` byte for byte, blocks we have no part for included, and a retry there is
-/// recognised by equal `data` among the rows that record no id.
+/// A message read from a row and appended to another session or table (directly, or after a
+/// stay in another store or a bundle) is written with the row's `data` byte for byte, blocks
+/// we have no part for included, plus the record of the row's id and time: the copy reads
+/// with them, a retry there is recognised by that id, and a session that repeats a message
+/// (several rows with equal `data`) is copied row for row. A message whose id is the one
+/// derived from its content (a LlamaIndex message read without a row, the first of its thread
+/// with that content) records no id; a retry of it is recognised by equal `data` among the
+/// rows that record no id (the first such row).
 ///
 /// # Sequence numbers and windows
 /// A message's sequence number is the position of its row among all rows of the key (active and

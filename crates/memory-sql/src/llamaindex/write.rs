@@ -5,11 +5,11 @@ use std::collections::HashMap;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use memory_core::{ChatMessage, PreparedBatch, Repeats, Result};
-use memory_interop::llamaindex::to_llamaindex;
+use memory_interop::llamaindex::{is_row_id, to_llamaindex};
 use memory_interop::python_json::dumps;
 use serde_json::Value;
 
-use super::decode::{is_row_id, recorded_id};
+use super::decode::recorded_id;
 use super::statements::placeholders;
 use super::store::LlamaIndexHistoryStore;
 use crate::driver::{Arg, Col, Query, Tx};
@@ -25,8 +25,9 @@ pub(super) struct Prepared<'a> {
     message: &'a ChatMessage,
     role: String,
     data: String,
-    /// Whether `data` records the id (else the id is the one derived from the content, and a
-    /// retry is recognised by equal `data` among rows without a recorded id).
+    /// Whether `data` records the id (else the id is the one derived from the content of the
+    /// first message of its thread with that content, and a retry is recognised by equal
+    /// `data` among rows without a recorded id, the first such row).
     recorded: bool,
     /// The row this id names, if it is one of our `llamaindex:<table>:<row>` ids.
     row: Option<i64>,
@@ -43,9 +44,11 @@ impl LlamaIndexHistoryStore {
         // Per message to store, in order: its role column and whether its data records its id.
         let mut columns: Vec<(String, bool)> = Vec::with_capacity(messages.len());
         let batch = PreparedBatch::with_encoder(messages, None, Repeats::Collapse, |message| {
-            // A row's id is not recorded: the row's message is written with its bytes.
+            // A message read from a row (here or in another table) is written with the row's
+            // bytes and the record of its id and time, so the copy reads as the row did and a
+            // retry finds it by id, even when the session repeats the row's words.
             let value = if is_row_id(message.id.as_str()) {
-                to_llamaindex(message, &self.inner.options.clone().with_id(false))
+                to_llamaindex(message, &self.inner.options.clone().with_created_at(true))
             } else {
                 to_llamaindex(message, &self.inner.options)
             };
