@@ -11,9 +11,9 @@
 mod support;
 
 use agent_memory::{Scope, Window};
-use support::{TestStore, cli, json_of, seed, snapshot};
 use predicates::prelude::*;
 use serde_json::Value;
+use support::{TestStore, cli, json_of, seed, snapshot};
 
 /// Two users' threads (u1: two sessions, u2: one) in the default tenant, and one thread in
 /// tenant `other`.

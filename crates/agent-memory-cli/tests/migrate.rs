@@ -16,9 +16,9 @@ use std::process::Stdio;
 use std::time::{Duration, Instant};
 
 use agent_memory::{Scope, Stores};
-use support::{Snapshot, TestStore, cli, json_of, seed, snapshot};
 use predicates::prelude::*;
 use serde_json::Value;
+use support::{Snapshot, TestStore, cli, json_of, seed, snapshot};
 
 const TENANTS: [&str; 2] = ["default", "acme"];
 
