@@ -188,3 +188,149 @@ async fn an_old_schema_is_refused_left_as_it_is_and_upgraded_on_request() {
         assert_eq!(json_of(&output).as_array().unwrap().len(), 1, "{url}");
     }
 }
+
+/// Every key of the Redis server under `prefix`, with its type, whether it has a TTL, and its
+/// content (hash fields, sorted-set members with scores, list elements, string value), each
+/// sorted where Redis keeps no order.
+async fn redis_state(prefix: &str) -> std::collections::BTreeMap<String, String> {
+    let client = redis::Client::open(memory_testkit::engines::redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut state = std::collections::BTreeMap::new();
+    let mut cursor = 0u64;
+    loop {
+        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
+            .arg(cursor)
+            .arg("MATCH")
+            .arg(format!("{prefix}*"))
+            .arg("COUNT")
+            .arg(1000)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        for key in keys {
+            let kind: String = redis::cmd("TYPE")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let ttl: i64 = redis::cmd("PTTL")
+                .arg(&key)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
+            let (command, args): (&str, &[&str]) = match kind.as_str() {
+                "hash" => ("HGETALL", &[]),
+                "zset" => ("ZRANGE", &["0", "-1", "WITHSCORES"]),
+                "list" => ("LRANGE", &["0", "-1"]),
+                "set" => ("SMEMBERS", &[]),
+                _ => ("GET", &[]),
+            };
+            let mut items: Vec<Vec<u8>> = match kind.as_str() {
+                "string" => {
+                    let value: Vec<u8> = redis::cmd(command)
+                        .arg(&key)
+                        .query_async(&mut conn)
+                        .await
+                        .unwrap();
+                    vec![value]
+                }
+                _ => redis::cmd(command)
+                    .arg(&key)
+                    .arg(args)
+                    .query_async(&mut conn)
+                    .await
+                    .unwrap(),
+            };
+            if kind == "hash" {
+                let mut pairs: Vec<Vec<u8>> = items.chunks(2).map(|pair| pair.concat()).collect();
+                pairs.sort();
+                items = pairs;
+            } else if kind == "set" {
+                items.sort();
+            }
+            state.insert(key, format!("{kind} ttl:{} {items:?}", ttl >= 0));
+        }
+        if next == 0 {
+            return state;
+        }
+        cursor = next;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_wrong_prefix_on_redis_is_an_error_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TestStore::redis("nopfx");
+    for args in COMMANDS {
+        fails_with(
+            Some(&store.url),
+            args,
+            dir.path(),
+            &format!("no agent-memory data with key prefix {:?}", store.prefix()),
+        );
+    }
+    assert!(
+        redis_state(store.prefix()).await.is_empty(),
+        "keys were written under a prefix that held none"
+    );
+}
+
+/// On an existing Redis store, the commands that only read (a forget's dry run included)
+/// write nothing: not the tenant's thread index a listing would build, not a purge's mark.
+#[tokio::test(flavor = "multi_thread")]
+async fn read_only_commands_write_nothing_on_redis() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = TestStore::redis("readonly");
+    let stores = support::open(&store).await;
+    let scopes = [
+        Scope::session("s1").unwrap().with_user("dana").unwrap(),
+        Scope::session("s2").unwrap().with_user("dana").unwrap(),
+    ];
+    support::seed(&stores, &scopes, 5, 1).await;
+    // As a store written before thread indexes existed: the first listing would build one.
+    let client = redis::Client::open(memory_testkit::engines::redis_url()).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let index = format!("{}:{{default}}:threads", store.prefix());
+    let removed: i64 = redis::cmd("DEL")
+        .arg(&index)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(removed, 1, "the thread index is {index}");
+    let before = redis_state(store.prefix()).await;
+    let bundle = dir.path().join("out.jsonl");
+    let bundle = bundle.to_str().unwrap();
+    for args in [
+        &["threads"][..],
+        &["threads", "--user", "dana"],
+        &["show", "--user", "dana", "--session", "s1"],
+        &["show", "--user", "dana", "--session", "s1", "--all"],
+        &["stats"],
+        &["export", "-o", bundle],
+        &["forget", "--user", "dana", "--dry-run"],
+    ] {
+        let output = cli()
+            .args(["--url", &store.url, "--json"])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let after = redis_state(store.prefix()).await;
+        let changed: Vec<&String> = before
+            .keys()
+            .chain(after.keys())
+            .filter(|k| before.get(*k) != after.get(*k))
+            .collect();
+        assert!(changed.is_empty(), "{args:?} wrote {changed:?}");
+    }
+    // The listing still finds both threads.
+    let output = cli()
+        .args(["--url", &store.url, "--json", "threads"])
+        .output()
+        .unwrap();
+    assert_eq!(json_of(&output).as_array().unwrap().len(), 2);
+}

@@ -180,8 +180,11 @@ impl OpenOptions {
     /// SQL URLs open with [`memory_sql::SchemaMode::RequireCurrent`]: a missing SQLite file or
     /// no tables with the prefix is [`NotFound`](memory_core::ErrorKind::NotFound), tables at an
     /// older or newer schema version [`Unsupported`](memory_core::ErrorKind::Unsupported).
-    /// Redis has no schema and opening it writes nothing, and `memory:` is always a new empty
-    /// store: both open as usual. Without this option (the default) an open creates what is
+    /// Redis URLs open with `memory_redis::RedisStoreBuilder::existing_only`: no key under the
+    /// prefix is [`NotFound`](memory_core::ErrorKind::NotFound) (the message names Agent
+    /// Framework's layout when the server holds its lists), and reads write nothing (listings
+    /// scan instead of building the tenant's thread index). `memory:` is always a new empty
+    /// store and opens as usual. Without this option (the default) an open creates what is
     /// missing and applies pending migrations.
     #[must_use]
     pub fn existing_only(mut self) -> Self {
@@ -295,6 +298,9 @@ async fn open_backend(url: &str, existing_only: bool) -> Result<Stores> {
             let mut builder = memory_redis::RedisStore::builder(url);
             if let Some(prefix) = prefix {
                 builder = builder.key_prefix(prefix);
+            }
+            if existing_only {
+                builder = builder.existing_only();
             }
             Ok(Stores::from_one(builder.connect().await?))
         }

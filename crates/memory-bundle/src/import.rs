@@ -3,13 +3,14 @@
 
 use std::io::Write;
 use std::ops::RangeInclusive;
+use std::sync::Arc;
 
 use memory_core::{
-    ChatMessage, Error, ErrorKind, MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MessageId, Result, Scope,
-    Window,
+    ChatMessage, Error, ErrorKind, MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, Result, Scope, Window,
 };
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
+use crate::identity::same_message;
 use crate::{BundleSummary, Endpoint, Progress, Sink};
 
 /// Messages per append: well within [`MAX_BATCH_MESSAGES`].
@@ -49,9 +50,9 @@ struct ThreadState {
     /// messages the target already held, once the target's message at the last of them was
     /// found to have the input's id (never before: the target may hold another thread).
     runs: Vec<RangeInclusive<u64>>,
-    /// The id of the input's last message the target already held (at seq `ordinal` while
+    /// The input's last message the target already held (at seq `ordinal` while
     /// `ordinal <= present`).
-    last_present_id: Option<MessageId>,
+    last_present: Option<Arc<ChatMessage>>,
 }
 
 /// Writes records into an endpoint.
@@ -116,7 +117,7 @@ impl<'a> Importer<'a> {
             batch: Vec::new(),
             batch_bytes: 0,
             runs: Vec::new(),
-            last_present_id: None,
+            last_present: None,
         });
         Ok(())
     }
@@ -156,13 +157,13 @@ impl<'a> Importer<'a> {
                 // scope is refused unchanged. (At the resume point this is the check every
                 // resumed thread gets; before it, a check of the current position lets the
                 // runs held so far be applied, so they stay bounded.)
-                self.check_position(ordinal, &record.message.id).await?;
+                self.check_position(ordinal, &record.message).await?;
                 if runs_full {
                     self.flush().await?;
                 }
             }
             if let Some(thread) = self.thread.as_mut() {
-                thread.last_present_id = Some(record.message.id.clone());
+                thread.last_present = Some(record.message);
             }
             return Ok(());
         }
@@ -180,15 +181,14 @@ impl<'a> Importer<'a> {
             return Ok(());
         };
         thread.batch_bytes = thread.batch_bytes.saturating_add(size.0);
-        thread
-            .batch
-            .push(std::sync::Arc::unwrap_or_clone(record.message));
+        thread.batch.push(Arc::unwrap_or_clone(record.message));
         Ok(())
     }
 
-    /// Checks that the target's message at `seq` (one the target already held) is the
-    /// input's message there, whose id is `id`.
-    async fn check_position(&self, seq: u64, id: &MessageId) -> Result<()> {
+    /// Checks that the target's message at `seq` (one the target already held) is `input`, the
+    /// input's message there: it has its id, or it is the same LlamaIndex row under the
+    /// target table's name ([`same_message`]).
+    async fn check_position(&self, seq: u64, input: &ChatMessage) -> Result<()> {
         let Some(thread) = self.thread.as_ref() else {
             return Ok(());
         };
@@ -207,17 +207,17 @@ impl<'a> Importer<'a> {
                 .find(|m| m.seq == seq)
         };
         match found {
-            Some(m) if m.message.id == *id => Ok(()),
+            Some(m) if same_message(&m.message, input) => Ok(()),
             Some(m) => Err(Error::conflict(format!(
                 "thread {} in the target holds message {} at seq {seq}, where the input has \
                  message {}: the target holds another thread under this scope (clear it, or \
                  import elsewhere)",
-                thread.scope, m.message.id, id
+                thread.scope, m.message.id, input.id
             ))),
             None => Err(Error::conflict(format!(
                 "thread {} in the target has no readable message at seq {seq}, where the \
                  input has message {}",
-                thread.scope, id
+                thread.scope, input.id
             ))),
         }
     }
@@ -276,9 +276,9 @@ impl<'a> Importer<'a> {
             return Ok(());
         };
         if thread.present > thread.ordinal {
-            if let Some(id) = thread.last_present_id.as_ref() {
+            if let Some(input) = thread.last_present.as_ref() {
                 // A differing message names both ids.
-                self.check_position(thread.ordinal, id).await?;
+                self.check_position(thread.ordinal, input).await?;
             }
             let Some(thread) = self.thread.take() else {
                 return Ok(());

@@ -40,7 +40,11 @@
 //!   message at seq `t` is the thread's `t`-th message in the bundle (the target numbers from
 //!   1 whatever the source's seqs were), and the message at that position must have the
 //!   bundle's id, else the run stops with `Conflict` naming the thread (the target holds
-//!   another thread there); such a target thread (or one longer than the bundle's) is left
+//!   another thread there). One exception, for every target layout to take a bundle again: a
+//!   row Python wrote in a LlamaIndex table reads as `llamaindex:<table>:<row>` with the row's
+//!   time, so its copy in another LlamaIndex table has that table's name and time; a target
+//!   message with such an id that is equal otherwise to a bundle message with such an id is
+//!   that message (in the import's check and in [`migrate`]'s verification); such a target thread (or one longer than the bundle's) is left
 //!   unchanged: no archive flag is applied to a message the target already held before its
 //!   position was checked. Archive flags are re-applied on every run (archiving is
 //!   idempotent).
@@ -64,6 +68,7 @@
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 pub mod format;
+mod identity;
 mod import;
 mod read;
 

@@ -8,6 +8,7 @@ use memory_core::{
 };
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
+use crate::identity::renamed_row;
 use memory_core::memory::BLOCK_STATE_SOURCE;
 
 use crate::{BundleSummary, Endpoint, PAGE, Progress, Selection, Sink, Tenants};
@@ -346,17 +347,19 @@ async fn verify_thread(
             }
             (Some(s), Some(t)) => (s, t),
         };
+        // A LlamaIndex row under the target table's name and time is the source's row.
+        let renamed = renamed_row(&t.message, &s.message);
         let problem = if t.seq != position {
             Some(format!(
                 "the target's message {position} has seq {}, not {position}",
                 t.seq
             ))
-        } else if t.message.id != s.message.id {
+        } else if t.message.id != s.message.id && !renamed {
             Some(format!(
                 "the target's message {position} has id {}, the source's {}",
                 t.message.id, s.message.id
             ))
-        } else if t.message != s.message {
+        } else if !renamed && t.message != s.message {
             Some(format!(
                 "the target's message {position} (id {}) has other content than the source's",
                 t.message.id

@@ -23,7 +23,9 @@
 //! one of ours becomes the closest role (`function` → tool; `model`, `chatbot`, `ai`, `bot` →
 //! assistant; anything else → user) with the name kept in our metadata, so it is written back.
 //! A missing `message_id` gives a deterministic id, UUIDv5 of `json.dumps([role, contents])`, so
-//! reading the same element twice gives the same id. Content types we have no part for
+//! reading the same element twice gives the same id; a thread read in order through
+//! [`from_agent_framework_in`] gives the repeats of one message distinct ids
+//! ([`RepeatedIds`]). Content types we have no part for
 //! (reasoning, usage, errors, approvals, hosted tools) are not turned into parts; the message
 //! keeps them in its original, which is written back verbatim while the message is unchanged.
 //!
@@ -57,6 +59,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::python_json::{DumpOptions, dumps, dumps_with};
+use super::repeated::RepeatedIds;
 use super::{
     AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, arguments_value, closest_role, derived_id,
     format_time, id_for_foreign_id, media_part, object_at, parse_time, parts_from_json,
@@ -136,15 +139,154 @@ impl AfOptions {
 ///
 /// A message read with [`from_agent_framework`] and not changed since is written back exactly as
 /// it was read.
+///
+/// A message whose id alone changed since (a repeated message given its own id by
+/// [`RepeatedIds`]) is written back as it was read with its `message_id` set to the new id (or
+/// left out, for the id derived from its content).
 pub fn to_agent_framework(message: &ChatMessage, options: &AfOptions) -> Value {
     if let Some(original) =
         object_at(&message.metadata, METADATA_KEY).and_then(|m| m.get("original"))
-        && let Ok(back) = read(original)
-        && back == without_original(message)
+        && let Ok(mut back) = read(original)
     {
-        return place_type(original, options.layout);
+        let mine = without_original(message);
+        if back == mine {
+            return place_type(original, options.layout);
+        }
+        back.id = mine.id.clone();
+        if back == mine {
+            let id = message_id_for(message, original);
+            return place_type(&with_message_id(original, id.as_deref()), options.layout);
+        }
     }
     project(message, options)
+}
+
+/// Reads one message of a thread that is read in order, with `ids` shared by the thread's
+/// messages: as [`from_agent_framework`], except that a message without `message_id` gets its
+/// id from [`RepeatedIds::next`], so equal messages of the thread have distinct ids (the first
+/// keeps the id derived from its content).
+///
+/// ```
+/// use memory_interop::agent_framework::{AfOptions, from_agent_framework_in, to_agent_framework};
+/// use memory_interop::repeated::RepeatedIds;
+/// use serde_json::json;
+///
+/// let ok = json!({"type": "message", "role": "user", "contents": [{"type": "text", "text": "ok", "additional_properties": {}}], "additional_properties": {}});
+/// let mut ids = RepeatedIds::new();
+/// let first = from_agent_framework_in(&ok, &mut ids)?;
+/// let second = from_agent_framework_in(&ok, &mut ids)?;
+/// assert_ne!(first.id, second.id);
+/// // The first is written back without an id, the second with its own.
+/// assert!(to_agent_framework(&first, &AfOptions::default()).get("message_id").is_none());
+/// assert_eq!(
+///     to_agent_framework(&second, &AfOptions::default())["message_id"],
+///     json!(second.id.as_str())
+/// );
+/// # Ok::<(), memory_core::Error>(())
+/// ```
+///
+/// # Errors
+/// As [`from_agent_framework`].
+pub fn from_agent_framework_in(value: &Value, ids: &mut RepeatedIds) -> Result<ChatMessage> {
+    let mut message = from_agent_framework(value)?;
+    if derives_id(value) {
+        message.id = ids.next(message.id);
+    }
+    Ok(message)
+}
+
+/// Writes one message of a thread that is written in order, with `ids` shared by the thread's
+/// messages: as [`to_agent_framework`], except that a message whose id is the one
+/// [`from_agent_framework_in`] would give it without `message_id` (its content's derived id,
+/// numbered among the equal messages before it) is written without one, and any other message
+/// with its id. Reading the written thread in order with [`from_agent_framework_in`] gives
+/// every message its id back, and a thread read that way is written back byte for byte.
+pub fn to_agent_framework_in(
+    message: &ChatMessage,
+    options: &AfOptions,
+    ids: &mut RepeatedIds,
+) -> Value {
+    let value = to_agent_framework(message, options);
+    let role = value
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let contents = value
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let derived = content_id(role, contents);
+    if ids.peek(&derived) == message.id {
+        ids.next(derived);
+        if value.get("message_id").is_none() {
+            return value;
+        }
+        return with_message_id(&value, None);
+    }
+    if value.get("message_id").is_none() {
+        return with_message_id(&value, Some(message.id.as_str()));
+    }
+    value
+}
+
+/// Whether a message in `Message.to_dict()` form has no `message_id` (absent or null), so the
+/// id it reads with is derived from its content.
+pub fn derives_id(value: &Value) -> bool {
+    matches!(value.get("message_id"), None | Some(Value::Null))
+}
+
+/// The `message_id` to write for `message` over `original` (a message as Agent Framework
+/// wrote it, whose content `message` has): none for the id derived from the content, the
+/// foreign id `original` held for our id of it, else our id.
+fn message_id_for(message: &ChatMessage, original: &Value) -> Option<String> {
+    let role = original
+        .get("role")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let contents = original
+        .get("contents")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    if message.id == content_id(role, contents) {
+        return None;
+    }
+    match original.get("message_id").and_then(Value::as_str) {
+        Some(foreign) if id_for_foreign_id(PEER, foreign) == message.id => Some(foreign.to_owned()),
+        _ => Some(message.id.as_str().to_owned()),
+    }
+}
+
+/// `original` with its `message_id` replaced by `id` (left out for `None`): in its place when
+/// it had one, else before `additional_properties` (where `Message.to_dict()` puts it).
+fn with_message_id(original: &Value, id: Option<&str>) -> Value {
+    let Some(map) = original.as_object() else {
+        return original.clone();
+    };
+    let mut out = Map::new();
+    let mut placed = id.is_none();
+    for (k, v) in map {
+        if k == "message_id" {
+            if let Some(id) = id {
+                out.insert(k.clone(), Value::String(id.to_owned()));
+                placed = true;
+            }
+            continue;
+        }
+        if k == "additional_properties"
+            && !placed
+            && let Some(id) = id
+        {
+            out.insert("message_id".to_owned(), Value::String(id.to_owned()));
+            placed = true;
+        }
+        out.insert(k.clone(), v.clone());
+    }
+    if !placed && let Some(id) = id {
+        out.insert("message_id".to_owned(), Value::String(id.to_owned()));
+    }
+    Value::Object(out)
 }
 
 /// Reads Agent Framework's `Message.to_dict()` form (either layout) into our message.
@@ -905,6 +1047,66 @@ mod tests {
             dumps(&to_agent_framework(&msg, &AfOptions::default())),
             text
         );
+    }
+
+    /// A thread that repeats a message without `message_id` reads with one id per message; the
+    /// first keeps the id earlier versions gave it, and every one reads back with its id from
+    /// what is written, also a message kept whole as its original (a content type we have no
+    /// part for).
+    #[test]
+    fn repeated_messages_of_a_thread_get_ids_of_their_own() {
+        let ok: Value = serde_json::from_str(r#"{"type": "message", "role": "user", "contents": [{"type": "text", "text": "ok", "additional_properties": {}}], "additional_properties": {}}"#).unwrap();
+        let sure = json!({"type": "message", "role": "assistant", "contents": [{"type": "text", "text": "Sure.", "additional_properties": {}}], "message_id": "msg_1", "additional_properties": {}});
+        let thinking: Value = serde_json::from_str(r#"{"type": "message", "role": "assistant", "contents": [{"type": "text_reasoning", "text": "hmm", "additional_properties": {}}], "additional_properties": {}}"#).unwrap();
+        let thread = [&ok, &sure, &ok, &thinking, &ok, &thinking];
+        let mut ids = RepeatedIds::new();
+        let read: Vec<ChatMessage> = thread
+            .iter()
+            .map(|v| from_agent_framework_in(v, &mut ids).unwrap())
+            .collect();
+        let distinct: std::collections::HashSet<&MessageId> = read.iter().map(|m| &m.id).collect();
+        assert_eq!(distinct.len(), read.len());
+        assert_eq!(read[0].id, from_agent_framework(&ok).unwrap().id);
+        assert_eq!(read[3].id, from_agent_framework(&thinking).unwrap().id);
+        assert_eq!(read[1].id.as_str(), "msg_1");
+        for (message, value) in read.iter().zip(thread) {
+            let written = to_agent_framework(message, &AfOptions::default());
+            let back = from_agent_framework(&written).unwrap();
+            assert_eq!(back.id, message.id);
+            assert_eq!(back.parts, message.parts);
+            // The first of each stays byte for byte what Python wrote.
+            if derives_id(value) && message.id == from_agent_framework(value).unwrap().id {
+                assert_eq!(dumps(&written), dumps(value));
+            }
+        }
+        // A repeat kept whole keeps its content and gains its id, before the properties.
+        let written = to_agent_framework(&read[5], &AfOptions::default());
+        assert_eq!(written["contents"], thinking["contents"]);
+        assert_eq!(written["message_id"], json!(read[5].id.as_str()));
+        let keys: Vec<&str> = written
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "type",
+                "role",
+                "contents",
+                "message_id",
+                "additional_properties"
+            ]
+        );
+        // Read again in order, the thread has the same ids.
+        let mut again = RepeatedIds::new();
+        for (message, value) in read.iter().zip(thread) {
+            assert_eq!(
+                from_agent_framework_in(value, &mut again).unwrap().id,
+                message.id
+            );
+        }
     }
 
     #[test]

@@ -6,6 +6,7 @@
 pub mod agent_framework;
 pub mod llamaindex;
 pub mod python_json;
+pub mod repeated;
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use serde_json::{Map, Value};

@@ -19,8 +19,10 @@
 //! | `id`, `author_name`, `created_at`, `metadata`, parts with no block (opaque data, a media file id) | `additional_kwargs.agent_memory` |
 //!
 //! A message read without a recorded id gets a deterministic one, UUIDv5 of
-//! `json.dumps([role, blocks])`: two equal messages get equal ids, so a store that reads rows
-//! should take the id from the row (LlamaIndex's integer `id` column) instead. Block types we
+//! `json.dumps([role, blocks])`: two equal messages get equal ids, so a thread is read in order
+//! through [`from_llamaindex_in`], which gives repeats ids of their own
+//! ([`RepeatedIds`]), and a store that reads rows can take the id from the row (LlamaIndex's
+//! integer `id` column, see [`is_row_id`]) instead. Block types we
 //! have no part for (thinking, citations, cache points) are not turned into parts; the message
 //! keeps them in its original, written back verbatim while its content (role, author, parts)
 //! is unchanged: an id, a creation time or metadata given to it since (a store's row id and
@@ -63,6 +65,7 @@ use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::python_json::dumps;
+use super::repeated::RepeatedIds;
 use super::{
     AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, closest_role, derived_id, format_time,
     object_at, parse_time, parts_from_json, parts_to_json, remove_nested, without_key,
@@ -245,6 +248,53 @@ pub fn from_llamaindex(value: &Value) -> Result<ChatMessage> {
         }
     }
     Ok(message)
+}
+
+/// Reads one message of a thread that is read in order, with `ids` shared by the thread's
+/// messages: as [`from_llamaindex`], except that a message without a recorded id gets its id
+/// from [`RepeatedIds::next`], so equal messages of the thread have distinct ids (the first
+/// keeps the id derived from its content; a later one records its id when written back).
+///
+/// # Errors
+/// As [`from_llamaindex`].
+pub fn from_llamaindex_in(value: &Value, ids: &mut RepeatedIds) -> Result<ChatMessage> {
+    let mut message = from_llamaindex(value)?;
+    if derives_id(value) {
+        message.id = ids.next(message.id);
+    }
+    Ok(message)
+}
+
+/// Whether a message in `ChatMessage.model_dump()` form records no valid id of ours
+/// (`additional_kwargs.agent_memory.id`), so the id it reads with is derived from its content.
+pub fn derives_id(value: &Value) -> bool {
+    value
+        .get("additional_kwargs")
+        .and_then(|k| k.get(AGENT_MEMORY_KEY))
+        .and_then(|r| r.get("id"))
+        .and_then(Value::as_str)
+        .is_none_or(|id| MessageId::new(id).is_err())
+}
+
+/// Whether `id` is one that a store of LlamaIndex's table gives a row that records no id:
+/// `llamaindex:<table>:<row id>`, with a table name of 1 to 63 characters of `[A-Za-z0-9_]`
+/// not starting with a digit, and a row id in decimal (`memory-sql`'s
+/// `LlamaIndexHistoryStore::row_message_id`). Such an id names a row of one table of one
+/// database: a copy of the row in another table reads there under that table's own row id.
+pub fn is_row_id(id: &str) -> bool {
+    let Some((table, row)) = id
+        .strip_prefix("llamaindex:")
+        .and_then(|rest| rest.rsplit_once(':'))
+    else {
+        return false;
+    };
+    let name_ok = table.len() <= 63
+        && table
+            .chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && table.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    name_ok && row.parse::<i64>().is_ok_and(|n| n.to_string() == row)
 }
 
 fn invalid(what: &str) -> Error {
@@ -1034,6 +1084,54 @@ mod tests {
         let mut changed = msg.clone();
         changed.parts.push(Part::text("and more"));
         assert_ne!(dumps(&to_llamaindex(&changed, &LiOptions::minimal())), row);
+    }
+
+    /// Repeats of a message without a recorded id get ids of their own; the first keeps the
+    /// derived one, and a later one records its id when written.
+    #[test]
+    fn repeated_messages_of_a_thread_get_ids_of_their_own() {
+        let ok: Value = serde_json::from_str(r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "ok"}]}"#).unwrap();
+        let mut ids = RepeatedIds::new();
+        let first = from_llamaindex_in(&ok, &mut ids).unwrap();
+        let second = from_llamaindex_in(&ok, &mut ids).unwrap();
+        assert_eq!(first.id, from_llamaindex(&ok).unwrap().id);
+        assert_ne!(first.id, second.id);
+        assert_eq!(
+            dumps(&to_llamaindex(&first, &LiOptions::default())),
+            dumps(&ok)
+        );
+        let written = to_llamaindex(&second, &LiOptions::minimal().with_id(true));
+        assert!(!derives_id(&written));
+        assert_eq!(from_llamaindex(&written).unwrap().id, second.id);
+        // A recorded id is the message's, repeated or not.
+        let mut again = RepeatedIds::new();
+        assert_eq!(
+            from_llamaindex_in(&written, &mut again).unwrap().id,
+            second.id
+        );
+    }
+
+    #[test]
+    fn row_ids_are_recognised() {
+        for id in [
+            "llamaindex:llama_index_memory:1",
+            "llamaindex:T_2:-3",
+            "llamaindex:x:0",
+        ] {
+            assert!(is_row_id(id), "{id}");
+        }
+        for id in [
+            "llamaindex:llama_index_memory:01",
+            "llamaindex:llama_index_memory:x",
+            "llamaindex::1",
+            "llamaindex:a-b:1",
+            "llamaindex:1a:1",
+            "llamaindex:1",
+            "m-1",
+        ] {
+            assert!(!is_row_id(id), "{id}");
+        }
+        assert!(!is_row_id(&format!("llamaindex:{}:1", "t".repeat(64))));
     }
 
     #[test]

@@ -14,8 +14,11 @@ use memory_core::{
     PageRequest, PreparedBatch, Repeats, Result, Scope, ScopeFilter, SessionId, StoredMessage,
     ThreadCount, TokenCounter, Window, default_token_counter, ttl_millis,
 };
-use memory_interop::agent_framework::{AfOptions, from_agent_framework, to_agent_framework};
+use memory_interop::agent_framework::{
+    AfOptions, derives_id, from_agent_framework, to_agent_framework,
+};
 use memory_interop::python_json::dumps;
+use memory_interop::repeated::RepeatedIds;
 use redis::Value;
 use redis::aio::ConnectionManager;
 
@@ -106,8 +109,14 @@ const BUDGET_MAX_CHUNK: i64 = 1024;
 ///   session whose encoding was over 180 characters became a SHA-256 digest and cannot be
 ///   listed (it can still be read and written by its session id), and neither can a session id
 ///   that is not a valid [`SessionId`] (Agent Framework's session ids are free strings).
-/// - **Ids.** A message Python wrote without `message_id` gets an id derived from its content,
-///   so two identical id-less messages read back with the same id (their seqs differ).
+/// - **Ids.** A message Python wrote without `message_id` gets an id derived from its content;
+///   repeats of one message in a list (a user who says "ok" twice) are told apart by
+///   [`RepeatedIds`]: the first keeps the derived id, a later one gets an id from the content
+///   and the number of equal id-less messages before it in the list. A read that starts after
+///   the list's first element and holds an id-less message therefore also reads the elements
+///   before it (in pages, like every read); a trim of the list's front renumbers repeats as it
+///   renumbers seqs. Written back (by [`to_agent_framework`]), a repeat carries its id as
+///   `message_id`, so it reads back with the same id in any list.
 /// - **Re-sent requests** (a cluster client re-sends a script whose reply was lost, see
 ///   [`RedisStore`]): a re-sent append finds its batch at the end of the list and stores
 ///   nothing again, unless the batch is a single id-less `user` message, which Agent
@@ -285,8 +294,10 @@ impl AfRedisHistory {
         })
     }
 
-    /// Decodes the element at `position` (1-based) of `key` into a stored message.
-    fn decode(&self, key: &str, position: i64, element: &[u8]) -> Result<StoredMessage> {
+    /// Decodes the element at `position` (1-based) of `key` into a stored message, and whether
+    /// its id was derived from its content (no `message_id`): such an id is the one of the
+    /// first equal message until [`with_repeat_ids`](Self::with_repeat_ids) numbers repeats.
+    fn decode(&self, key: &str, position: i64, element: &[u8]) -> Result<Decoded> {
         let corrupt = |detail: String| {
             Error::serialization(format!(
                 "element {position} of the Agent Framework list {key} {detail}"
@@ -296,18 +307,84 @@ impl AfRedisHistory {
             .map_err(|e| corrupt("is not JSON".to_owned()).with_source(e))?;
         let message = from_agent_framework(&value)
             .map_err(|e| corrupt("is not an Agent Framework message".to_owned()).with_source(e))?;
-        Ok(StoredMessage {
+        let stored = StoredMessage {
             seq: u64::try_from(position).unwrap_or_default(),
             tokens: self.inner.counter.count_message(&message),
             archived: false,
             message: message.into(),
-        })
+        };
+        Ok((stored, derives_id(&value)))
+    }
+
+    /// `decoded` (messages of `key` in list order, as read) with the ids of repeated id-less
+    /// messages numbered over the whole list ([`RepeatedIds`]): the first message with a
+    /// content keeps the id derived from it, a later one gets its own. When the read began
+    /// after the list's start and holds such a message, the elements before it are read too
+    /// (in pages of [`MAX_READ_PAGE`], each one short script call) to count the equal messages
+    /// that come first.
+    async fn with_repeat_ids(
+        &self,
+        what: &str,
+        key: &str,
+        decoded: Vec<Decoded>,
+    ) -> Result<Vec<StoredMessage>> {
+        let mut ids = RepeatedIds::new();
+        if let Some((first, _)) = decoded.first()
+            && first.seq > 1
+            && decoded.iter().any(|(_, derived)| *derived)
+        {
+            let before = i64::try_from(first.seq.saturating_sub(1)).unwrap_or(i64::MAX);
+            self.count_earlier(what, key, before, &mut ids).await?;
+        }
+        Ok(decoded
+            .into_iter()
+            .map(|(mut stored, derived)| {
+                if derived {
+                    let mut message = ChatMessage::clone(&stored.message);
+                    message.id = ids.next(message.id);
+                    stored.message = message.into();
+                }
+                stored
+            })
+            .collect())
+    }
+
+    /// Counts into `ids` the id-less messages among the first `end` elements of `key`, read in
+    /// pages (elements that do not decode are left out, as reads leave them out).
+    async fn count_earlier(
+        &self,
+        what: &str,
+        key: &str,
+        end: i64,
+        ids: &mut RepeatedIds,
+    ) -> Result<()> {
+        let page = i64::try_from(MAX_READ_PAGE).unwrap_or(i64::MAX);
+        let mut start = 0i64;
+        while start < end {
+            let stop = start.saturating_add(page).min(end).saturating_sub(1);
+            let range = self.read_range(what, key, start, stop).await?;
+            if range.elements.is_empty() {
+                break;
+            }
+            for element in &range.elements {
+                let Ok(value) = serde_json::from_slice::<serde_json::Value>(element) else {
+                    continue;
+                };
+                if derives_id(&value)
+                    && let Ok(message) = from_agent_framework(&value)
+                {
+                    ids.next(message.id);
+                }
+            }
+            start = start.saturating_add(i64::try_from(range.elements.len()).unwrap_or(page));
+        }
+        Ok(())
     }
 
     /// [`decode`](Self::decode), or `None` with a warning naming the list and the position for
     /// an element that cannot be decoded: reads leave it out (the `HistoryStore` contract), so
     /// one bad element never makes the list unreadable.
-    fn decode_or_skip(&self, key: &str, position: i64, element: &[u8]) -> Option<StoredMessage> {
+    fn decode_or_skip(&self, key: &str, position: i64, element: &[u8]) -> Option<Decoded> {
         self.decode(key, position, element)
             .inspect_err(|err| {
                 skip_undecodable(&key, u64::try_from(position).unwrap_or_default(), err);
@@ -317,7 +394,7 @@ impl AfRedisHistory {
 
     /// Decodes elements starting at 0-based index `first`, leaving out those that do not
     /// decode.
-    fn decode_all(&self, key: &str, first: i64, elements: &[Vec<u8>]) -> Vec<StoredMessage> {
+    fn decode_all(&self, key: &str, first: i64, elements: &[Vec<u8>]) -> Vec<Decoded> {
         elements
             .iter()
             .zip(first.saturating_add(1)..)
@@ -338,7 +415,7 @@ impl AfRedisHistory {
         key: &str,
         start: i64,
         most: Option<usize>,
-    ) -> Result<Vec<StoredMessage>> {
+    ) -> Result<Vec<Decoded>> {
         let page = i64::try_from(MAX_READ_PAGE).unwrap_or(i64::MAX);
         // The last index of a page, counted from its first.
         let span = page.saturating_sub(1);
@@ -408,8 +485,8 @@ impl AfRedisHistory {
     /// chunk before it, and the read stops early, returning the (shorter, still contiguous)
     /// window it has, when the list's length, its newest element or that boundary element
     /// changed in between: another writer appended or trimmed, which shifts the positions.
-    async fn read_budget(&self, what: &str, key: &str, budget: u64) -> Result<Vec<StoredMessage>> {
-        let mut newest_first: Vec<StoredMessage> = Vec::new();
+    async fn read_budget(&self, what: &str, key: &str, budget: u64) -> Result<Vec<Decoded>> {
+        let mut newest_first: Vec<Decoded> = Vec::new();
         if budget == 0 {
             return Ok(newest_first);
         }
@@ -428,7 +505,7 @@ impl AfRedisHistory {
                 let Some(message) = self.decode_or_skip(key, position, element) else {
                     continue;
                 };
-                let total = used.saturating_add(u64::from(message.tokens));
+                let total = used.saturating_add(u64::from(message.0.tokens));
                 if total > budget {
                     break 'chunks;
                 }
@@ -460,6 +537,9 @@ impl AfRedisHistory {
         Ok(newest_first)
     }
 }
+
+/// A decoded element: the stored message, and whether its id was derived from its content.
+type Decoded = (StoredMessage, bool);
 
 /// What [`AfRedisHistory::read_range`] read.
 struct ListRange {
@@ -602,6 +682,7 @@ impl HistoryStore for AfRedisHistory {
                 )));
             }
         };
+        let messages = self.with_repeat_ids(&what, &key, messages).await?;
         tracing::debug!(scope = %scope, ?window, returned = messages.len(), "history.read");
         Ok(messages)
     }
@@ -615,7 +696,7 @@ impl HistoryStore for AfRedisHistory {
         let what = format!("count the Agent Framework list of {scope}");
         let range = self.read_range(&what, &key, 0, -1).await?;
         let mut tokens = 0u64;
-        for message in self.decode_all(&key, range.first, &range.elements) {
+        for (message, _) in self.decode_all(&key, range.first, &range.elements) {
             tokens = tokens.saturating_add(u64::from(message.tokens));
         }
         let len = u64::try_from(range.len).unwrap_or_default();
@@ -721,7 +802,7 @@ impl HistoryStore for AfRedisHistory {
                 .saturating_add(i64::try_from(range.elements.len()).unwrap_or(i64::MAX));
             if !page.is_empty() || range.elements.is_empty() || next >= range.len {
                 tracing::debug!(scope = %scope, after, returned = page.len(), "history.read_page");
-                return Ok(page);
+                return self.with_repeat_ids(&what, &key, page).await;
             }
             start = next;
         }

@@ -6,6 +6,7 @@
 //! [`RedisStore`]: crate::RedisStore
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -330,6 +331,28 @@ impl Connection {
         Ok(())
     }
 
+    /// Whether a key matches `pattern` (and is of the type `of_type`, when given), on the
+    /// server or on some cluster master: the scan stops at the first one it finds.
+    pub(crate) async fn scan_any(
+        &self,
+        what: &str,
+        pattern: &str,
+        of_type: Option<&str>,
+    ) -> Result<bool> {
+        for node in self.nodes(what).await? {
+            let mut found = false;
+            self.scan_node_until(what, pattern, of_type, node, |_| {
+                found = true;
+                ControlFlow::Break(())
+            })
+            .await?;
+            if found {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// [`scan_each`](Self::scan_each) on one node.
     async fn scan_node_each(
         &self,
@@ -338,6 +361,23 @@ impl Connection {
         of_type: Option<&str>,
         slot: Option<u16>,
         mut each: impl FnMut(String),
+    ) -> Result<()> {
+        self.scan_node_until(what, pattern, of_type, slot, |key| {
+            each(key);
+            ControlFlow::Continue(())
+        })
+        .await
+    }
+
+    /// [`scan_node_each`](Self::scan_node_each) until `each` breaks (after the step that found
+    /// that key).
+    async fn scan_node_until(
+        &self,
+        what: &str,
+        pattern: &str,
+        of_type: Option<&str>,
+        slot: Option<u16>,
+        mut each: impl FnMut(String) -> ControlFlow<()>,
     ) -> Result<()> {
         let mut cursor = "0".to_owned();
         loop {
@@ -366,7 +406,11 @@ impl Connection {
                 return Err(bad_reply(what, "SCAN returned no cursor"));
             };
             if let Some(Value::Array(items)) = batch {
-                items.iter().filter_map(text).for_each(&mut each);
+                for key in items.iter().filter_map(text) {
+                    if each(key).is_break() {
+                        return Ok(());
+                    }
+                }
             }
             if next == "0" {
                 return Ok(());

@@ -173,6 +173,13 @@ impl HistoryStore for RedisStore {
     }
 
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        if self.existing_only() {
+            // A tool's read: scan, build and prune no index.
+            return self
+                .list_scopes("list threads", filter, &page, Listed::Threads)
+                .await
+                .during("list_threads");
+        }
         self.list_indexed_threads(filter, &page)
             .await
             .during("list_threads")

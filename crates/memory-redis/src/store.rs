@@ -7,7 +7,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use memory_core::{
-    MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter, ttl_millis,
+    Error, MessageId, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter,
+    ttl_millis,
 };
 use redis::Cmd;
 use redis::Value;
@@ -115,6 +116,8 @@ pub struct RedisStore {
 struct Inner {
     conn: Connection,
     config: RedisConfig,
+    /// Opened with [`RedisStoreBuilder::existing_only`]: reads write nothing.
+    existing_only: bool,
 }
 
 impl fmt::Debug for RedisStore {
@@ -156,6 +159,7 @@ impl RedisStore {
         RedisStoreBuilder {
             endpoint: Endpoint::parse(url),
             config: RedisConfig::default(),
+            existing_only: false,
         }
     }
 
@@ -164,6 +168,7 @@ impl RedisStore {
         RedisStoreBuilder {
             endpoint: Endpoint::cluster(seeds),
             config: RedisConfig::default(),
+            existing_only: false,
         }
     }
 
@@ -197,7 +202,11 @@ impl RedisStore {
 
     fn new(conn: Connection, config: RedisConfig) -> Self {
         Self {
-            inner: Arc::new(Inner { conn, config }),
+            inner: Arc::new(Inner {
+                conn,
+                config,
+                existing_only: false,
+            }),
         }
     }
 
@@ -240,6 +249,12 @@ impl RedisStore {
 
     pub(crate) fn prefix(&self) -> &str {
         &self.inner.config.key_prefix
+    }
+
+    /// Whether the store was opened with [`RedisStoreBuilder::existing_only`]: listings scan
+    /// and build no index, so reads write nothing.
+    pub(crate) fn existing_only(&self) -> bool {
+        self.inner.existing_only
     }
 
     pub(crate) fn counter(&self) -> &Arc<dyn TokenCounter> {
@@ -559,6 +574,7 @@ pub(crate) fn tenant_page(smallest: BTreeSet<TenantId>, limit: usize) -> Page<Te
 pub struct RedisStoreBuilder {
     endpoint: Result<Endpoint>,
     config: RedisConfig,
+    existing_only: bool,
 }
 
 impl RedisStoreBuilder {
@@ -613,12 +629,27 @@ impl RedisStoreBuilder {
         self
     }
 
+    /// Opens only a store that exists, for tools that inspect or change an application's data
+    /// (the `agent-memory` command): [`connect`](Self::connect) fails with
+    /// [`NotFound`](memory_core::ErrorKind::NotFound) when the server holds no key under the
+    /// key prefix (a mistyped prefix is an error, not an empty store; the message says so when
+    /// the server holds Agent Framework's lists instead), and the store's reads write nothing:
+    /// [`list_threads`](memory_core::HistoryStore::list_threads) scans the tenant's thread keys
+    /// (`SCAN`, each page a scan of the keyspace) instead of building the tenant's thread index.
+    /// Writes (append, clear, a forget's purge) write as usual.
+    pub fn existing_only(mut self) -> Self {
+        self.existing_only = true;
+        self
+    }
+
     /// Checks the options and connects.
     ///
     /// # Errors
     /// [`InvalidInput`](memory_core::ErrorKind::InvalidInput) for a URL or option it cannot
     /// use; [`Unavailable`](memory_core::ErrorKind::Unavailable) or
-    /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached.
+    /// [`Timeout`](memory_core::ErrorKind::Timeout) when the server cannot be reached;
+    /// with [`existing_only`](Self::existing_only),
+    /// [`NotFound`](memory_core::ErrorKind::NotFound) when no key has the prefix.
     pub async fn connect(self) -> Result<RedisStore> {
         self.open().await.during("connect")
     }
@@ -628,8 +659,40 @@ impl RedisStoreBuilder {
         let config = self.config;
         config.validate()?;
         let conn = Connection::open(&endpoint, config.timeouts()).await?;
-        Ok(RedisStore::new(conn, config))
+        if self.existing_only {
+            require_existing(&conn, &config.key_prefix).await?;
+        }
+        Ok(RedisStore {
+            inner: Arc::new(Inner {
+                conn,
+                config,
+                existing_only: self.existing_only,
+            }),
+        })
     }
+}
+
+/// For [`RedisStoreBuilder::existing_only`]: succeeds when some key has the prefix (a `SCAN`
+/// that stops at the first), else `NotFound`, naming Agent Framework's layout when the server
+/// holds its lists (`…|v2|…`, or `chat_messages:…` of the legacy format).
+async fn require_existing(conn: &Connection, prefix: &str) -> Result<()> {
+    let what = "look for the store's keys";
+    if conn.scan_any(what, &format!("{prefix}:{{*"), None).await? {
+        return Ok(());
+    }
+    let peer = conn.scan_any(what, "*|v2|*", Some("list")).await?
+        || conn.scan_any(what, "chat_messages:*", Some("list")).await?;
+    let hint = if peer {
+        "; it holds lists in Microsoft Agent Framework's RedisHistoryProvider layout, which is \
+         not agent-memory's own (open them with memory-redis's AfRedisHistory, whose Forgetter \
+         and bundle export reach them; docs/interop.md)"
+    } else {
+        ""
+    };
+    Err(Error::not_found(format!(
+        "there is no agent-memory data with key prefix {prefix:?} on this server: check the URL \
+         and the prefix (nothing was written){hint}"
+    )))
 }
 
 /// The TTL and grace arguments of the scripts that write an expiry record: the TTL in whole

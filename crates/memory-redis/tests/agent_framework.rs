@@ -875,10 +875,9 @@ async fn repeated_id_less_user_turns_are_kept() {
     assert_eq!(stored, [element_of(&yes), element_of(&yes)]);
     let read = store.read(&scope, Window::All).await.unwrap();
     assert_eq!(seqs(&read), [1, 2]);
-    assert_eq!(
-        read[0].message.id, read[1].message.id,
-        "content-derived ids"
-    );
+    // The first keeps its content-derived id, the repeat has one of its own.
+    assert_eq!(read[0].message.id, yes.id);
+    assert_ne!(read[0].message.id, read[1].message.id);
 
     // Agent Framework's test: [yes, first reply] then [yes, second reply] keeps all four.
     let scope = session("yes-turns");
@@ -926,6 +925,77 @@ async fn repeated_id_less_user_turns_are_kept() {
         .unwrap();
     assert_eq!(store.append(&scope, &[turn]).await.unwrap().inserted, 0);
     assert_eq!(lrange(&mut conn, &key).await.len(), 1);
+    cleanup(&prefix).await;
+}
+
+/// A list where Python's user says "ok" three times (no `message_id`) reads with one id per
+/// message in every window (each read that starts past the first element counts the equal
+/// messages before it), the first keeping the id earlier versions gave it; appended to
+/// another list, the messages read back with the same ids, the first still without
+/// `message_id`.
+#[tokio::test]
+async fn repeated_id_less_messages_read_with_their_own_ids_in_every_window() {
+    let prefix = unique_prefix();
+    let mut conn = raw().await;
+    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let scope = session("ok-thrice");
+    let key = store.key_for(&scope).unwrap();
+    let (ok, sure) = (id_less("user", "ok"), id_less("assistant", "Sure."));
+    let elements: Vec<String> = [&ok, &sure, &ok, &sure, &ok]
+        .iter()
+        .map(|m| element_of(m))
+        .collect();
+    let _: i64 = conn.rpush(&key, &elements).await.unwrap();
+    let _: bool = conn.expire(&key, LEFTOVER_TTL.as_secs() as i64).await.unwrap();
+    let all = store.read(&scope, Window::All).await.unwrap();
+    let ids: Vec<MessageId> = all.iter().map(|m| m.message.id.clone()).collect();
+    assert_eq!(ids.len(), 5);
+    assert_eq!(ids.iter().collect::<BTreeSet<_>>().len(), 5, "{ids:?}");
+    assert_eq!((&ids[0], &ids[1]), (&ok.id, &sure.id));
+    let of = |read: Vec<memory_core::StoredMessage>| -> Vec<(u64, MessageId)> {
+        read.into_iter()
+            .map(|m| (m.seq, m.message.id.clone()))
+            .collect()
+    };
+    let expected: Vec<(u64, MessageId)> = (1..).zip(ids.iter().cloned()).collect();
+    assert_eq!(
+        of(store.read(&scope, Window::Last(2)).await.unwrap()),
+        expected[3..]
+    );
+    assert_eq!(
+        of(store.read(&scope, Window::After(2)).await.unwrap()),
+        expected[2..]
+    );
+    assert_eq!(
+        of(store
+            .read(&scope, Window::TokenBudget(1_000))
+            .await
+            .unwrap()),
+        expected
+    );
+    for after in 0..5u64 {
+        let page = store.read_page(&scope, after, 1).await.unwrap();
+        assert_eq!(
+            of(page),
+            expected[after as usize..=after as usize],
+            "after {after}"
+        );
+    }
+    // Copied to another list: the same ids; the first of each content stays as Python wrote it.
+    let copy = session("ok-copied");
+    let messages: Vec<ChatMessage> = all.iter().map(|m| m.message.as_ref().clone()).collect();
+    store.append(&copy, &messages).await.unwrap();
+    let copied = store.read(&copy, Window::All).await.unwrap();
+    assert_eq!(
+        copied
+            .iter()
+            .map(|m| m.message.id.clone())
+            .collect::<Vec<_>>(),
+        ids
+    );
+    let written = lrange(&mut conn, &store.key_for(&copy).unwrap()).await;
+    assert_eq!(written[..2], elements[..2]);
+    assert!(written[2].contains("\"message_id\""));
     cleanup(&prefix).await;
 }
 

@@ -278,3 +278,26 @@ async fn a_failing_reducer_is_a_policy_error_for_rig() {
     let error = memory.load_messages(&conv("t")).await.unwrap_err();
     assert_eq!(error.kind(), ErrorKind::Unavailable);
 }
+
+/// A conversation that repeats itself (the user says "ok" three times, the assistant answers
+/// "Sure." each time), appended one turn at a time and as one batch: every message is kept,
+/// in order, each under an id of its own.
+#[tokio::test]
+async fn a_conversation_that_repeats_itself_keeps_every_message() {
+    let store = store();
+    let memory = memory(store.clone());
+    let ok_turn = || vec![Message::user("ok"), Message::assistant("Sure.")];
+    for _ in 0..3 {
+        memory.append(&conv("repeats"), ok_turn()).await.unwrap();
+    }
+    memory
+        .append(&conv("repeats"), [ok_turn(), ok_turn()].concat())
+        .await
+        .unwrap();
+    let loaded = memory.load(&conv("repeats")).await.unwrap();
+    assert_eq!(loaded, (0..5).flat_map(|_| ok_turn()).collect::<Vec<_>>());
+    let scope = memory.scope(&conv("repeats")).unwrap();
+    let stored = store.read(&scope, Window::All).await.unwrap();
+    let ids: std::collections::HashSet<_> = stored.iter().map(|m| m.message.id.clone()).collect();
+    assert_eq!(ids.len(), 10);
+}

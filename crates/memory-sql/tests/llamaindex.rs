@@ -402,6 +402,7 @@ on_both!(
     existing_llamaindex_table_is_used_as_it_is,
     rows_llamaindex_wrote_read_back,
     rows_python_wrote_are_copied_byte_for_byte,
+    repeated_rows_are_copied_apart,
     messages_write_the_bytes_llamaindex_writes,
     appends_write_pythons_bytes,
     memory_get_matches_llamaindex,
@@ -846,10 +847,28 @@ async fn datas(env: &Env, key: &str) -> Vec<String> {
     env.rows(key).await.into_iter().map(|r| r.5).collect()
 }
 
-/// A message read from a row Python wrote keeps the row's bytes wherever it goes: appended to
-/// another LlamaIndex session and table, read back and appended again, or through a native
-/// `SqlStore` thread and back. Thinking and cache-point blocks stay, and a `tool_call` block
-/// stays a block.
+/// The `data` of the rows of `key` without our record, and the ids the records hold.
+async fn datas_and_ids(env: &Env, key: &str) -> (Vec<String>, Vec<String>) {
+    let mut datas = Vec::new();
+    let mut ids = Vec::new();
+    for data in self::datas(env, key).await {
+        let mut value: Value = serde_json::from_str(&data).unwrap();
+        let record = value["additional_kwargs"]
+            .as_object_mut()
+            .unwrap()
+            .shift_remove("agent_memory")
+            .unwrap_or_else(|| panic!("no record in {data}"));
+        ids.push(record["id"].as_str().unwrap().to_owned());
+        datas.push(memory_interop::python_json::dumps(&value));
+    }
+    (datas, ids)
+}
+
+/// A message read from a row Python wrote keeps the row's bytes wherever it goes, with the
+/// record of the row's id and time: appended to another LlamaIndex session and table, read
+/// back and appended again, or through a native `SqlStore` thread and back. Thinking and
+/// cache-point blocks stay, a `tool_call` block stays a block, and every copy reads as the row
+/// did.
 async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
     let env = Env::new(kind).await;
     let rows = vector_rows();
@@ -877,17 +896,25 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
     assert_eq!(from_python.len(), rows.len());
     assert!(from_python[0].id.as_str().starts_with("llamaindex:"));
 
-    // Appended to another session: the rows' bytes.
+    // Appended to another session: the rows' bytes, and their ids and times recorded.
     let out = store.append(&scope("copy"), &from_python).await.unwrap();
     assert_eq!(out.inserted, rows.len());
-    assert_eq!(datas(&env, "copy").await, written);
+    let python_ids: Vec<String> = from_python
+        .iter()
+        .map(|m| m.id.as_str().to_owned())
+        .collect();
+    assert_eq!(
+        datas_and_ids(&env, "copy").await,
+        (written.clone(), python_ids.clone())
+    );
+    assert_eq!(read("copy").await, from_python);
     // A retry inserts nothing.
     let again = store.append(&scope("copy"), &from_python).await.unwrap();
     assert_eq!((again.inserted, again.seqs), (0, out.seqs));
     // Read back from there and appended once more.
     let copied = read("copy").await;
     store.append(&scope("copy-2"), &copied).await.unwrap();
-    assert_eq!(datas(&env, "copy-2").await, written);
+    assert_eq!(datas(&env, "copy-2").await, datas(&env, "copy").await);
 
     // Through a native SqlStore thread and back.
     let native = memory_sql::SqlStore::in_memory().await.unwrap();
@@ -902,7 +929,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
         .collect();
     assert_eq!(through, from_python);
     store.append(&scope("from-native"), &through).await.unwrap();
-    assert_eq!(datas(&env, "from-native").await, written);
+    assert_eq!(datas(&env, "from-native").await, datas(&env, "copy").await);
 
     // Into another LlamaIndex table.
     let other_table = unique_table();
@@ -920,10 +947,64 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
         .into_iter()
         .map(|r| r.5)
         .collect();
-    assert_eq!(in_other, written);
+    assert_eq!(in_other, datas(&env, "copy").await);
+    let read_other: Vec<ChatMessage> = other
+        .read(&scope("python"), Window::All)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.into_message())
+        .collect();
+    assert_eq!(read_other, from_python);
     if kind == Kind::Postgres {
         env.raw.exec(&format!("DROP TABLE \"{other_table}\"")).await;
     }
+    env.drop_table().await;
+}
+
+/// A session where Python's user said "ok" three times, copied to another session in two
+/// appends (as a bundle import resumed after a crash does): every row arrives, each under the
+/// id of the row it copies, and a retry of either append inserts nothing.
+async fn repeated_rows_are_copied_apart(kind: Kind) {
+    let env = Env::new(kind).await;
+    let ok = r#"{"role": "user", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "ok"}]}"#;
+    let sure = r#"{"role": "assistant", "additional_kwargs": {}, "blocks": [{"block_type": "text", "text": "Sure."}]}"#;
+    for (i, data) in [ok, sure, ok, sure, ok].into_iter().enumerate() {
+        let role = if data == ok { "user" } else { "assistant" };
+        env.raw
+            .insert(
+                &env.table,
+                None,
+                "python",
+                (1_795_334_786_392_878_527 + i as i64, role, "active", data),
+            )
+            .await;
+    }
+    let store = &env.store;
+    let python = Scope::session("python").unwrap();
+    let copy = Scope::session("copy").unwrap();
+    let from_python: Vec<ChatMessage> = store
+        .read(&python, Window::All)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.into_message())
+        .collect();
+    let (head, tail) = from_python.split_at(2);
+    for _ in 0..2 {
+        assert_eq!(store.append(&copy, head).await.unwrap().seqs, [1, 2]);
+        let out = store.append(&copy, tail).await.unwrap();
+        assert_eq!(out.seqs, [3, 4, 5]);
+    }
+    let copied: Vec<ChatMessage> = store
+        .read(&copy, Window::All)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.into_message())
+        .collect();
+    assert_eq!(copied, from_python);
+    assert_eq!(env.rows("copy").await.len(), 5);
     env.drop_table().await;
 }
 

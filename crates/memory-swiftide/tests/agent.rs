@@ -246,6 +246,31 @@ async fn pushes_are_idempotent_and_repeated_words_are_kept() {
     assert_eq!(store.count(&scope).await.unwrap().active, 4);
 }
 
+/// A conversation that repeats itself (the user says "ok", the assistant "Sure.", again and
+/// again), pushed as one batch and one message at a time: every message is kept, in order,
+/// each under an id of its own (derived from the message and the one before it).
+#[tokio::test]
+async fn a_conversation_that_repeats_itself_keeps_every_message() {
+    let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());
+    let scope = unique_scope();
+    let history = SwiftideHistory::for_scope(store.clone(), scope.clone()).unwrap();
+    let ok = SwiftMessage::new_user("ok");
+    let sure = SwiftMessage::new_assistant(Some("Sure."), None);
+    history
+        .extend(&[ok.clone(), sure.clone(), ok.clone(), sure.clone()])
+        .await
+        .unwrap();
+    for _ in 0..3 {
+        history.push(&ok).await.unwrap();
+        history.push(&sure).await.unwrap();
+    }
+    let expected: Vec<SwiftMessage> = (0..5).flat_map(|_| [ok.clone(), sure.clone()]).collect();
+    assert_eq!(history.history().await.unwrap(), expected);
+    let stored = store.read(&scope, Window::All).await.unwrap();
+    let ids: std::collections::HashSet<_> = stored.iter().map(|m| m.message.id.clone()).collect();
+    assert_eq!(ids.len(), 10);
+}
+
 #[tokio::test]
 async fn a_scope_without_a_user_is_refused() {
     let store: Arc<dyn HistoryStore> = Arc::new(InMemoryHistoryStore::new());

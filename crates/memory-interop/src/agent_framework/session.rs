@@ -37,8 +37,9 @@ use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
-use super::{AfOptions, from_agent_framework, to_agent_framework};
+use super::{AfOptions, from_agent_framework_in, to_agent_framework_in};
 use crate::derived_uuid;
+use crate::repeated::RepeatedIds;
 use memory_core::error::{Error, Result};
 use memory_core::id::{SessionId, SourceId};
 use memory_core::message::ChatMessage;
@@ -157,13 +158,15 @@ pub fn import_session_into(value: &Value, template: &Scope) -> Result<ImportedSe
             && let Value::Object(in_memory) = item
             && in_memory.get("messages").is_none_or(Value::is_array)
         {
+            // Repeats of one message without `message_id` get ids of their own.
+            let mut ids = RepeatedIds::new();
             for message in in_memory
                 .get("messages")
                 .and_then(Value::as_array)
                 .map(Vec::as_slice)
                 .unwrap_or_default()
             {
-                messages.push(from_agent_framework(message)?);
+                messages.push(from_agent_framework_in(message, &mut ids)?);
             }
             if in_memory.len() != 1 || !in_memory.contains_key("messages") {
                 let mut template = in_memory.clone();
@@ -298,9 +301,12 @@ fn state_entries(
             return state.clone();
         }
         let mut dict = template.cloned().unwrap_or_default();
+        // Repeats of one message are written as they were read: the ids that reading them in
+        // order gives need no `message_id`.
+        let mut ids = RepeatedIds::new();
         let items: Vec<Value> = messages
             .iter()
-            .map(|m| to_agent_framework(m, &AfOptions::session_state()))
+            .map(|m| to_agent_framework_in(m, &AfOptions::session_state(), &mut ids))
             .collect();
         if dict.contains_key("messages") || template.is_none() || !items.is_empty() {
             dict.insert("messages".to_owned(), Value::Array(items));
@@ -400,6 +406,19 @@ mod tests {
         );
         assert!(imported.session.snapshot().is_empty());
         assert!(!imported.session.has_history());
+    }
+
+    /// A user who says "ok" twice: two messages with ids of their own, written back as Python
+    /// wrote them.
+    #[test]
+    fn repeated_messages_keep_apart_and_round_trip() {
+        let ok = r#"{"role": "user", "contents": [{"type": "text", "text": "ok", "additional_properties": {}}], "additional_properties": {}, "type": "message"}"#;
+        let sure = r#"{"role": "assistant", "contents": [{"type": "text", "text": "Sure.", "additional_properties": {}}], "additional_properties": {}, "type": "message"}"#;
+        let imported = round_trip(&format!(
+            r#"{{"type": "session", "session_id": "s-1", "service_session_id": null, "state": {{"in_memory": {{"messages": [{ok}, {sure}, {ok}, {sure}, {ok}]}}}}}}"#
+        ));
+        let ids: BTreeSet<&str> = imported.messages.iter().map(|m| m.id.as_str()).collect();
+        assert_eq!(ids.len(), 5);
     }
 
     #[test]
