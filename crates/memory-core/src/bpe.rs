@@ -231,7 +231,9 @@ impl Bpe {
             // part would be empty.
             while cut > 1
                 && cut < piece.len()
-                && piece.get(cut).is_some_and(|b| b & 0b1100_0000 == 0b1000_0000)
+                && piece
+                    .get(cut)
+                    .is_some_and(|b| b & 0b1100_0000 == 0b1000_0000)
             {
                 cut = cut.saturating_sub(1);
             }
@@ -270,7 +272,9 @@ impl Bpe {
         #[cfg(test)]
         LONGEST_MERGE.with(|longest| longest.set(longest.get().max(piece.len())));
         let rank_of = |from: u32, to: u32| -> u32 {
-            if to > len || usize::try_from(to.saturating_sub(from)).unwrap_or(usize::MAX) > self.longest {
+            if to > len
+                || usize::try_from(to.saturating_sub(from)).unwrap_or(usize::MAX) > self.longest
+            {
                 return EMPTY;
             }
             let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {

@@ -4,8 +4,8 @@
 //!
 //! Every route (the MCP endpoint's too) goes through the same layers, outermost first: the
 //! access log and request id ([`access`]), the `Host` / `Origin` check of a server without
-//! tokens ([`hosts`]), and the declared body size (a `Content-Length` over the limit is 413
-//! before anything is read, [`body_limit`]).
+//! tokens ([`AllowedHosts`]), and the declared body size (a `Content-Length` over the limit is
+//! 413 before anything is read).
 
 pub mod access;
 mod body_limit;

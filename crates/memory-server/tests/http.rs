@@ -10,9 +10,9 @@
 
 mod support;
 
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem};
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem};
 
 fn msgs(ids: &[&str]) -> Value {
     json!({ "messages": ids.iter().map(|id| json!({"id": id, "role": "user", "text": format!("text of {id}")})).collect::<Vec<_>>() })

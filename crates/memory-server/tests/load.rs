@@ -14,8 +14,8 @@
 
 mod support;
 
-use memory_testkit::http_load::{self, LoadPlan, LoadTarget};
 use support::{Kind, TOKEN_A, TestServer};
+use memory_testkit::http_load::{self, LoadPlan, LoadTarget};
 
 async fn sixteen_clients_on_one_thread(kind: Kind) {
     let mut srv = TestServer::start(kind, "load").await;

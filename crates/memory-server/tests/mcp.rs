@@ -13,6 +13,7 @@
 mod support;
 
 use agent_memory::{OpenOptions, TenantId, UserId};
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
 use memory_server::auth::Principal;
 use memory_server::mcp::{MemoryMcp, thread_uri};
 use memory_server::ops::{Ops, OpsLimits};
@@ -24,7 +25,6 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
 
 async fn open_ops(store: &TestStore) -> Ops {
     let stores = OpenOptions::new()

@@ -17,12 +17,12 @@ use std::sync::Arc;
 
 use agent_memory::forget::{ForgetFilter, Forgetter};
 use agent_memory::{ForgetMode, SessionId, TenantId, TextIndex};
+use support::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
 use memory_server::embedder::{EmbedderConfig, EmbedderKind};
 use memory_server::http::Server;
 use memory_server::ops::Ops;
 use memory_server::retrieval::{RetrievalKind, TextIndexKind};
 use serde_json::{Value, json};
-use support::{Kind, TOKEN_A, TOKEN_B, TestServer, TestStore, fill_memory, mcp_client, tool_ok};
 
 /// How many documents of the session `session` of `tenant` the text index holds (a dry-run
 /// forget counts them through the index itself).

@@ -11,13 +11,13 @@
 
 mod support;
 
-use memory_server::embedder::{EmbedderConfig, EmbedderKind};
-use reqwest::Method;
-use serde_json::{Value, json};
 use support::{
     Kind, McpClient, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore, assert_problem,
     mcp_client,
 };
+use memory_server::embedder::{EmbedderConfig, EmbedderKind};
+use reqwest::Method;
+use serde_json::{Value, json};
 
 async fn start(kind: Kind, tag: &str, embedder: bool) -> TestServer {
     TestServer::start_configured(kind, tag, |config| {

@@ -68,7 +68,7 @@ pub(super) async fn access_log(
         status,
         duration_ms,
         request_id = %id,
-        tenant = tenant.as_deref().unwrap_or("-"),
+        tenant = %tenant.as_deref().unwrap_or("-"),
         "request"
     );
     if let Ok(value) = HeaderValue::from_str(&id) {
