@@ -33,17 +33,7 @@ async fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
-    // With OTEL_EXPORTER_OTLP_ENDPOINT set, every command's spans and metrics go to that
-    // collector (docs/telemetry.md); the guard flushes them when main returns.
-    let _telemetry = match telemetry::install_from_env(
-        TelemetryConfig::new("agent-memory").with_log_to_stderr(true),
-    ) {
-        Ok(guard) => guard,
-        Err(error) => {
-            eprintln!("telemetry is off: {error}");
-            None
-        }
-    };
+    let _telemetry = install_telemetry(matches!(cli.command, Command::Serve(_)));
     match run(cli, url_given).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -53,6 +43,44 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Installs the process's `tracing` subscriber. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, every
+/// command's spans and metrics go to that collector (docs/telemetry.md; the guard returned
+/// flushes them when main returns), with log lines on stderr. `serve` always logs on stderr,
+/// at `info` unless `RUST_LOG` says otherwise (the access log), as text or, with
+/// `AGENT_MEMORY_LOG_FORMAT=json`, JSON lines; other commands log (at `warn`) only with the
+/// collector. Colours only on a terminal.
+fn install_telemetry(serving: bool) -> Option<telemetry::TelemetryGuard> {
+    let format = match std::env::var(telemetry::LOG_FORMAT_ENV) {
+        Ok(name) if !name.trim().is_empty() => telemetry::LogFormat::from_name(&name)
+            .unwrap_or_else(|| {
+                eprintln!(
+                    "{} must be `text` or `json`; logging as text",
+                    telemetry::LOG_FORMAT_ENV
+                );
+                telemetry::LogFormat::Text
+            }),
+        _ => telemetry::LogFormat::Text,
+    };
+    let level = if serving {
+        telemetry::LevelFilter::INFO
+    } else {
+        telemetry::LevelFilter::WARN
+    };
+    let config = TelemetryConfig::new("agent-memory")
+        .with_log_to_stderr(true)
+        .with_log_format(format)
+        .with_default_log_level(level);
+    match telemetry::install_from_env(config.clone()) {
+        Ok(Some(guard)) => return Some(guard),
+        Ok(None) => {}
+        Err(error) => eprintln!("telemetry is off: {error}"),
+    }
+    if serving && let Err(error) = telemetry::install_log(&config) {
+        eprintln!("the log is off: {error}");
+    }
+    None
 }
 
 /// Runs one command; `url_given`: whether `--url` was on the command line.

@@ -1,4 +1,8 @@
 //! `agent-memory serve`: the HTTP server of memory-server, stopped by Ctrl-C or SIGTERM.
+//!
+//! A signal stops the server accepting connections; the requests in flight get
+//! `http.shutdown_timeout_secs` (10 s by default) to finish, then the connections still open
+//! are cut (slow or stalled clients cannot hold the process).
 
 use memory_server::config::ServerConfig;
 use memory_server::http::Server;
@@ -6,7 +10,8 @@ use memory_server::http::Server;
 use crate::cli::ServeArgs;
 use crate::error::{CliResult, Failed};
 
-/// Serves until Ctrl-C or SIGTERM, then lets the requests in flight finish.
+/// Serves until Ctrl-C or SIGTERM, then lets the requests in flight finish within the
+/// configured shutdown deadline.
 ///
 /// The store URL: `--url` when given on the command line, else the file's `store_url` or
 /// `AGENT_MEMORY_URL`, else the default.
@@ -28,15 +33,16 @@ pub(crate) async fn serve(args: &ServeArgs, url: &str, url_given: bool) -> CliRe
         agent_memory::redact_url(config.store_url())
     );
     server
-        .run(shutdown_signal())
+        .run(shutdown_signal(config.http.shutdown_timeout))
         .await
         .map_err(|e| Failed::with("the server failed", e))?;
     eprintln!("agent-memory server stopped");
     Ok(())
 }
 
-/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM.
-async fn shutdown_signal() {
+/// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM; `deadline` is what the shutdown then
+/// waits for the requests in flight, at most.
+async fn shutdown_signal(deadline: std::time::Duration) {
     let ctrl_c = async {
         // If the handler cannot be installed, only SIGTERM stops the server.
         if tokio::signal::ctrl_c().await.is_err() {
@@ -58,5 +64,8 @@ async fn shutdown_signal() {
         () = ctrl_c => {}
         () = term => {}
     }
-    eprintln!("agent-memory server shutting down: finishing the requests in flight");
+    eprintln!(
+        "agent-memory server shutting down: finishing the requests in flight (at most {:.1} s)",
+        deadline.as_secs_f64()
+    );
 }

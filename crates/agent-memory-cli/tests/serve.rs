@@ -37,6 +37,27 @@ fn request(addr: &str, method: &str, path: &str, body: Option<&str>) -> (u16, St
     (status, body)
 }
 
+/// Reads stderr up to the line that says where the server listens; the address and the
+/// lines read.
+fn listening_address(stderr: &mut impl BufRead) -> (String, String) {
+    let mut read = String::new();
+    loop {
+        let mut line = String::new();
+        assert!(
+            stderr.read_line(&mut line).unwrap() > 0,
+            "the server said no address: {read}"
+        );
+        read.push_str(&line);
+        if let Some(addr) = line
+            .split("http://")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+        {
+            return (addr.to_owned(), read);
+        }
+    }
+}
+
 #[test]
 #[cfg(unix)]
 fn serve_answers_then_stops_on_sigterm() {
@@ -61,14 +82,7 @@ fn serve_answers_then_stops_on_sigterm() {
         .spawn()
         .unwrap();
     let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    stderr.read_line(&mut line).unwrap();
-    let addr = line
-        .split("http://")
-        .nth(1)
-        .and_then(|rest| rest.split_whitespace().next())
-        .unwrap_or_else(|| panic!("no address in {line:?}"))
-        .to_owned();
+    let (addr, line) = listening_address(&mut stderr);
 
     let (status, body) = request(
         &addr,
@@ -108,4 +122,133 @@ fn serve_refuses_a_public_address_without_tokens() {
     assert!(!output.status.success());
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("loopback"), "{stderr}");
+}
+
+/// Issue 29 (15, 10): `serve` logs every request at `info` by default, as JSON lines with
+/// `AGENT_MEMORY_LOG_FORMAT=json` (method, route template, status, request id, tenant; never
+/// the token or the body), and log text written to a pipe or a file has no colour codes.
+#[test]
+#[cfg(unix)]
+fn serve_logs_each_request_without_secrets_or_colour_codes() {
+    for format in ["json", "text"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
+            .args(["serve", "--listen", "127.0.0.1:0", "--url", "memory:"])
+            .env_remove("RUST_LOG")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env("AGENT_MEMORY_LOG_FORMAT", format)
+            .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
+            .current_dir(dir.path())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let (addr, _) = listening_address(&mut stderr);
+        let (status, body) = request(
+            &addr,
+            "POST",
+            "/v1/threads/secret-session/messages",
+            Some(r#"{"messages":[{"id":"m1","role":"user","text":"body text"}]}"#),
+        );
+        assert_eq!(status, 200, "{body}");
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        assert!(child.wait().unwrap().success());
+        let mut log = String::new();
+        stderr.read_to_string(&mut log).unwrap();
+        assert!(!log.contains('\u{1b}'), "colour codes in a pipe: {log}");
+        for secret in [TOKEN, "secret-session", "body text"] {
+            assert!(!log.contains(secret), "{secret} in the log: {log}");
+        }
+        let access = log
+            .lines()
+            .find(|line| line.contains("memory_server::access"))
+            .unwrap_or_else(|| panic!("no access line ({format}): {log}"));
+        if format == "json" {
+            let line: serde_json::Value = serde_json::from_str(access).unwrap();
+            let fields = &line["fields"];
+            assert_eq!(line["level"], "INFO", "{line}");
+            assert_eq!(fields["method"], "POST", "{line}");
+            assert_eq!(fields["route"], "/v1/threads/{session}/messages", "{line}");
+            assert_eq!(fields["status"], 200, "{line}");
+            assert_eq!(fields["tenant"], "acme", "{line}");
+            assert!(
+                fields["request_id"]
+                    .as_str()
+                    .is_some_and(|id| !id.is_empty()),
+                "{line}"
+            );
+        } else {
+            for part in [
+                "POST",
+                "/v1/threads/{session}/messages",
+                "status=200",
+                "tenant=acme",
+            ] {
+                assert!(access.contains(part), "{part} not in {access}");
+            }
+        }
+    }
+}
+
+/// Issue 29 (2): slow clients (a partial header, a stalled body, an idle connection) no longer
+/// keep SIGTERM from stopping the server: the shutdown deadline cuts them.
+#[test]
+#[cfg(unix)]
+fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("server.toml");
+    std::fs::write(
+        &config,
+        "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[http]\nheader_timeout_secs = 600\nbody_timeout_secs = 600\nidle_timeout_secs = 600\nshutdown_timeout_secs = 1\n",
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env_remove(agent_memory::URL_ENV)
+        .env_remove("AGENT_MEMORY_SERVER_TOKENS")
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (addr, _) = listening_address(&mut stderr);
+    let mut partial = TcpStream::connect(&addr).unwrap();
+    partial
+        .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\nX-Slow: ")
+        .unwrap();
+    let mut stalled = TcpStream::connect(&addr).unwrap();
+    write!(
+        stalled,
+        "POST /v1/threads/s/messages HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"messages\":"
+    )
+    .unwrap();
+    let _silent = TcpStream::connect(&addr).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let killed = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    // A bound against a hang, far above the configured 1 s deadline.
+    let give_up = std::time::Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if std::time::Instant::now() > give_up {
+            child.kill().unwrap();
+            panic!("the server still ran 30 s after SIGTERM under slow clients");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(status.success(), "{status}");
+    let mut rest = String::new();
+    stderr.read_to_string(&mut rest).unwrap();
+    assert!(rest.contains("stopped"), "{rest}");
 }

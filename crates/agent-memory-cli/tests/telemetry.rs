@@ -132,3 +132,23 @@ fn without_an_endpoint_nothing_is_exported() {
         .success();
     assert!(received.lock().unwrap().is_empty());
 }
+
+/// Issue 29 (10): the log lines on stderr had colour codes (`\x1b[2m…`) also when stderr was a
+/// file or a pipe. They are plain text unless stderr is a terminal.
+#[test]
+fn log_lines_written_to_a_pipe_have_no_colour_codes() {
+    let (endpoint, _received) = collector();
+    let output = cli()
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", &endpoint)
+        .env("RUST_LOG", "debug")
+        .args(["--url", "memory:", "threads"])
+        .output()
+        .unwrap();
+    assert!(output.status.success());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("DEBUG"), "no log line to check: {stderr}");
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe: {stderr}"
+    );
+}

@@ -14,6 +14,7 @@
 //! ```
 
 use std::fmt;
+use std::io::IsTerminal;
 
 use memory_core::{Error, ErrorKind, Result};
 use opentelemetry::trace::TracerProvider as _;
@@ -23,7 +24,8 @@ use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
 use opentelemetry_sdk::metrics::{SdkMeterProvider, Stream};
 use opentelemetry_sdk::trace::{SdkTracerProvider, SpanExporter};
 use tracing::Subscriber;
-use tracing_subscriber::filter::{LevelFilter, Targets};
+pub use tracing_subscriber::filter::LevelFilter;
+use tracing_subscriber::filter::Targets;
 use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::registry::LookupSpan;
 use tracing_subscriber::{EnvFilter, Layer};
@@ -36,12 +38,42 @@ pub use memory_core::telemetry::{
 /// pipeline only when it is set.
 pub const ENDPOINT_ENV: &str = "OTEL_EXPORTER_OTLP_ENDPOINT";
 
+/// The environment variable naming the format of the log on stderr: `text` (the default) or
+/// `json` ([`LogFormat::from_name`]).
+pub const LOG_FORMAT_ENV: &str = "AGENT_MEMORY_LOG_FORMAT";
+
+/// How log lines on stderr are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum LogFormat {
+    /// A line of text per event, with the spans it happened in; coloured only when stderr is
+    /// a terminal (never escape codes in a file or a pipe).
+    #[default]
+    Text,
+    /// A JSON object per line: `timestamp`, `level`, `target`, `fields` (the message and the
+    /// event's fields) and `span` (the innermost span's name and fields).
+    Json,
+}
+
+impl LogFormat {
+    /// The format named `name` (`text` or `json`, any case); `None` for another name.
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "text" => Some(Self::Text),
+            "json" => Some(Self::Json),
+            _ => None,
+        }
+    }
+}
+
 /// How the pipeline is set up.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TelemetryConfig {
     service_name: String,
     capture_content: Option<bool>,
     log_to_stderr: bool,
+    log_format: LogFormat,
+    log_level: LevelFilter,
 }
 
 impl TelemetryConfig {
@@ -53,6 +85,8 @@ impl TelemetryConfig {
             service_name: service_name.into(),
             capture_content: None,
             log_to_stderr: false,
+            log_format: LogFormat::Text,
+            log_level: LevelFilter::WARN,
         }
     }
 
@@ -65,10 +99,25 @@ impl TelemetryConfig {
         self
     }
 
-    /// Also writes log lines to stderr, filtered by `RUST_LOG` (default `warn`).
+    /// Also writes log lines to stderr, filtered by `RUST_LOG` (default: the
+    /// [default level](Self::with_default_log_level), `warn` unless set).
     #[must_use]
     pub fn with_log_to_stderr(mut self, log: bool) -> Self {
         self.log_to_stderr = log;
+        self
+    }
+
+    /// The format of the log on stderr (default [`LogFormat::Text`]).
+    #[must_use]
+    pub fn with_log_format(mut self, format: LogFormat) -> Self {
+        self.log_format = format;
+        self
+    }
+
+    /// The level of the log on stderr when `RUST_LOG` does not set one (default `warn`).
+    #[must_use]
+    pub fn with_default_log_level(mut self, level: LevelFilter) -> Self {
+        self.log_level = level;
         self
     }
 
@@ -238,20 +287,7 @@ where
         .with_view(units)
         .build();
     let tracer = tracer_provider.tracer("agent-memory");
-    let log = config.log_to_stderr.then(|| {
-        tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
-            .with_filter(
-                EnvFilter::builder()
-                    .with_default_directive(LevelFilter::WARN.into())
-                    .from_env_lossy(),
-            )
-            .with_filter(
-                Targets::new()
-                    .with_default(LevelFilter::TRACE)
-                    .with_target(METRICS_TARGET, LevelFilter::OFF),
-            )
-    });
+    let log = config.log_to_stderr.then(|| stderr_log(config));
     let subscriber = tracing_subscriber::registry()
         .with(log)
         .with(
@@ -268,6 +304,49 @@ where
         meter_provider,
     };
     (subscriber, guard)
+}
+
+/// Installs only the log on stderr as the process's global `tracing` subscriber (no
+/// exporter): for an application that logs without an OTLP endpoint, in `config`'s
+/// [format](TelemetryConfig::with_log_format), filtered by `RUST_LOG` (default: its
+/// [default level](TelemetryConfig::with_default_log_level)).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`] when a global subscriber is already installed.
+pub fn install_log(config: &TelemetryConfig) -> Result<()> {
+    let subscriber = tracing_subscriber::registry().with(stderr_log(config));
+    tracing::subscriber::set_global_default(subscriber)
+        .map_err(|_| Error::invalid_input("a global tracing subscriber is installed already"))
+}
+
+/// The log on stderr: `config`'s format, colours only on a terminal, filtered by `RUST_LOG`
+/// (default `config`'s level), never the metric events.
+fn stderr_log<S>(config: &TelemetryConfig) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+{
+    let filter = EnvFilter::builder()
+        .with_default_directive(config.log_level.into())
+        .from_env_lossy();
+    let no_metrics = Targets::new()
+        .with_default(LevelFilter::TRACE)
+        .with_target(METRICS_TARGET, LevelFilter::OFF);
+    match config.log_format {
+        LogFormat::Json => tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(std::io::stderr)
+            .with_filter(filter)
+            .with_filter(no_metrics)
+            .boxed(),
+        LogFormat::Text => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::stderr().is_terminal())
+            .with_filter(filter)
+            .with_filter(no_metrics)
+            .boxed(),
+    }
 }
 
 /// The spans exported: this project's at `DEBUG` and above (store operations are `DEBUG`),

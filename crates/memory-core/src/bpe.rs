@@ -8,9 +8,11 @@
 //! start offset per rank and an open-addressing index of ranks (about 3 MiB on the heap for
 //! `o200k_base`). The split into pieces (tiktoken's regular expression) and the merge loop are
 //! tiktoken's, so every count is tiktoken's `encode_ordinary(text).len()`; a test checks every
-//! token against tiktoken-rs and the counts of a corpus.
+//! token against tiktoken-rs and the counts of a corpus. The one exception bounds the work of
+//! pathological text: a piece over [`LONG_PIECE_PART`] bytes (a run of one character, or of
+//! letters with no space, over 64 KiB) is merged in parts, within a few tokens of tiktoken's.
 
-use std::cmp::{Ordering, Reverse};
+use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::sync::LazyLock;
 
@@ -38,6 +40,15 @@ pub(crate) static CL100K: LazyLock<Option<Bpe>> =
 /// make the same merges, the heap in O(n log n) rather than O(n²).
 const LARGE_PIECE: usize = 100;
 
+/// Pieces longer than this are merged in parts of at most this many bytes (cut at a character
+/// boundary), each exactly: the merge's work stays linear in the piece's length (a heap of a
+/// part's size, in the processor's cache), where one heap over a piece of megabytes costs
+/// several times more per byte. Only a run of one character, of letters without a space or
+/// digit, or of spaces or punctuation reaches this length (text people write has pieces of a
+/// few bytes): its count may differ from tiktoken's by a few tokens per part (about 1 in
+/// 10,000; a run of one character counts exactly).
+pub(crate) const LONG_PIECE_PART: usize = 64 * 1024;
+
 /// The rank of an empty index slot.
 const EMPTY: u32 = u32::MAX;
 
@@ -51,6 +62,8 @@ pub(crate) struct Bpe {
     /// Ranks by hash of their bytes, linear probing; `EMPTY` where free. Its length is a power
     /// of two at least twice the number of tokens.
     index: Vec<u32>,
+    /// The length of the longest token: no longer run of bytes has a rank.
+    longest: usize,
     regex: Regex,
 }
 
@@ -88,6 +101,7 @@ impl Bpe {
             table,
             starts,
             index: vec![EMPTY; size],
+            longest: 0,
             regex: Regex::new(pattern).ok()?,
         };
         for rank in 0..tokens {
@@ -97,6 +111,7 @@ impl Bpe {
                 slot = slot.wrapping_add(1) & mask;
             }
             *bpe.index.get_mut(slot)? = u32::try_from(rank).ok()?;
+            bpe.longest = bpe.longest.max(bytes.len());
         }
         Some(bpe)
     }
@@ -126,9 +141,10 @@ impl Bpe {
     }
 
     /// The tokens of `text` without special tokens: tiktoken's
-    /// `encode_ordinary(text).len()`. Should the pattern's matcher give up on a text (its
-    /// backtracking limit), the rest of the text counts a token per byte, the most BPE can make
-    /// of it, where tiktoken would panic.
+    /// `encode_ordinary(text).len()`, except for pieces over [`LONG_PIECE_PART`] bytes (counted
+    /// in parts, within a few tokens per part). Should the pattern's matcher give up on a text
+    /// (its backtracking limit), the rest of the text counts a token per byte, the most BPE can
+    /// make of it, where tiktoken would panic.
     pub(crate) fn count(&self, text: &str) -> usize {
         let mut count = 0usize;
         let mut counted_to = 0usize;
@@ -142,8 +158,10 @@ impl Bpe {
                 usize::from(!piece.is_empty())
             } else if piece.len() < LARGE_PIECE {
                 self.merged_len(piece)
-            } else {
+            } else if piece.len() <= LONG_PIECE_PART {
                 self.merged_len_large(piece)
+            } else {
+                self.merged_len_in_parts(piece)
             };
             count = count.saturating_add(tokens);
         }
@@ -203,11 +221,65 @@ impl Bpe {
         parts.len().saturating_sub(1)
     }
 
+    /// [`merged_len_large`](Self::merged_len_large) of each part of at most
+    /// [`LONG_PIECE_PART`] bytes of `piece`, cut where a character starts.
+    fn merged_len_in_parts(&self, mut piece: &[u8]) -> usize {
+        let mut count = 0usize;
+        while !piece.is_empty() {
+            let mut cut = piece.len().min(LONG_PIECE_PART);
+            // Back to a character's first byte (not a UTF-8 continuation byte), unless the
+            // part would be empty.
+            while cut > 1
+                && cut < piece.len()
+                && piece
+                    .get(cut)
+                    .is_some_and(|b| b & 0b1100_0000 == 0b1000_0000)
+            {
+                cut = cut.saturating_sub(1);
+            }
+            let (part, rest) = piece.split_at(cut);
+            let tokens = if part.len() < LARGE_PIECE {
+                self.merged_len(part)
+            } else {
+                self.merged_len_large(part)
+            };
+            count = count.saturating_add(tokens);
+            piece = rest;
+        }
+        count
+    }
+
     /// [`merged_len`](Self::merged_len) for long pieces, with tiktoken-rs's heap of candidate
-    /// merges (lowest rank first, then leftmost) over a linked list of the current tokens.
-    /// Each merge makes one token fewer, so the count is the piece's length less the merges.
+    /// merges (lowest rank first, then leftmost) over a linked list of the current tokens:
+    /// O(n log n), where the scan is O(n²). Each merge makes one token fewer, so the count is
+    /// the piece's length less the merges.
+    ///
+    /// Kept compact for long pieces (a run of one character, or of letters, is one piece of
+    /// up to a message's length): 16 bytes of state and 8 of heap entry per byte, and no
+    /// lookup for a pair longer than the longest token. A piece past `u32` offsets (4 GiB,
+    /// far over any message) is merged in parts of that size.
     fn merged_len_large(&self, piece: &[u8]) -> usize {
-        let rank_of = |from: usize, to: usize| {
+        const PART: usize = u32::MAX as usize;
+        if piece.len() >= PART {
+            return piece
+                .chunks(PART.saturating_sub(1))
+                .map(|part| self.merged_len_large(part))
+                .fold(0usize, usize::saturating_add);
+        }
+        let Ok(len) = u32::try_from(piece.len()) else {
+            return piece.len();
+        };
+        #[cfg(test)]
+        LONGEST_MERGE.with(|longest| longest.set(longest.get().max(piece.len())));
+        let rank_of = |from: u32, to: u32| -> u32 {
+            if to > len
+                || usize::try_from(to.saturating_sub(from)).unwrap_or(usize::MAX) > self.longest
+            {
+                return EMPTY;
+            }
+            let (Ok(from), Ok(to)) = (usize::try_from(from), usize::try_from(to)) else {
+                return EMPTY;
+            };
             piece
                 .get(from..to)
                 .and_then(|bytes| self.rank(bytes))
@@ -215,74 +287,67 @@ impl Bpe {
         };
         // The token starting at byte `i` (when it still starts one) ends at `end`; the one after
         // it ends at `next_end`; `next_rank` is the rank of those two merged; `prev` is where
-        // the token before it starts.
-        let mut state: Vec<MergeState> = (0..piece.len())
+        // the token before it starts (`NONE` for the first).
+        let mut state: Vec<MergeState> = (0..len)
             .map(|i| MergeState {
-                prev: i.checked_sub(1),
+                prev: i.checked_sub(1).unwrap_or(NONE),
                 end: i.saturating_add(1),
                 next_end: i.saturating_add(2),
                 next_rank: rank_of(i, i.saturating_add(2)),
             })
             .collect();
-        let mut heap: BinaryHeap<Reverse<Merge>> = state
+        let mut heap: BinaryHeap<Reverse<u64>> = state
             .iter()
-            .enumerate()
-            .filter(|(_, s)| s.next_rank != EMPTY)
-            .map(|(start, s)| {
-                Reverse(Merge {
-                    rank: s.next_rank,
-                    start,
-                })
-            })
+            .zip(0u32..)
+            .filter(|(s, _)| s.next_rank != EMPTY)
+            .map(|(s, start)| Reverse(merge_key(s.next_rank, start)))
             .collect();
         // Points the token at `start` to the one ending at `next_end`, and offers their merge.
         let offer = |state: &mut [MergeState],
-                     heap: &mut BinaryHeap<Reverse<Merge>>,
-                     start: usize,
-                     next_end: usize| {
-            let rank = if next_end <= piece.len() {
-                rank_of(start, next_end)
-            } else {
-                EMPTY
-            };
-            if let Some(s) = state.get_mut(start) {
+                     heap: &mut BinaryHeap<Reverse<u64>>,
+                     start: u32,
+                     next_end: u32| {
+            let rank = rank_of(start, next_end);
+            if let Some(s) = usize::try_from(start).ok().and_then(|i| state.get_mut(i)) {
                 s.next_end = next_end;
                 s.next_rank = rank;
             }
             if rank != EMPTY {
-                heap.push(Reverse(Merge { rank, start }));
+                heap.push(Reverse(merge_key(rank, start)));
             }
         };
+        let at = |i: u32| usize::try_from(i).unwrap_or(usize::MAX);
         let mut merges = 0usize;
-        while let Some(Reverse(left)) = heap.pop() {
+        while let Some(Reverse(key)) = heap.pop() {
+            let (rank, left) = split_key(key);
             let Some(&MergeState {
                 prev,
                 end: right_start,
                 next_end: right_end,
                 next_rank,
-            }) = state.get(left.start)
+            }) = state.get(at(left))
             else {
                 break;
             };
-            if next_rank != left.rank {
+            if next_rank != rank {
                 // Stale: that pair changed since it was offered.
                 continue;
             }
-            let Some(right_next_end) = state.get(right_start).map(|s| s.next_end) else {
+            let Some(right_next_end) = state.get(at(right_start)).map(|s| s.next_end) else {
                 break;
             };
             merges = merges.saturating_add(1);
-            if let Some(s) = state.get_mut(left.start) {
+            if let Some(s) = state.get_mut(at(left)) {
                 s.end = right_end;
             }
-            offer(&mut state, &mut heap, left.start, right_next_end);
-            if let Some(s) = state.get_mut(right_end) {
-                s.prev = Some(left.start);
+            offer(&mut state, &mut heap, left, right_next_end);
+            if let Some(s) = state.get_mut(at(right_end)) {
+                s.prev = left;
             }
-            if let Some(prev) = prev {
+            if prev != NONE {
                 offer(&mut state, &mut heap, prev, right_end);
             }
-            if let Some(s) = state.get_mut(right_start) {
+            if let Some(s) = state.get_mut(at(right_start)) {
                 s.next_rank = EMPTY;
             }
         }
@@ -290,35 +355,37 @@ impl Bpe {
     }
 }
 
-/// A token of [`Bpe::merged_len_large`]'s linked list.
+#[cfg(test)]
+thread_local! {
+    /// The longest piece (or part) merged in one heap on this thread: the tests' measure of
+    /// the merge's work, which no timing would give reliably.
+    static LONGEST_MERGE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// No token before this one, in [`MergeState::prev`].
+const NONE: u32 = u32::MAX;
+
+/// A token of [`Bpe::merged_len_large`]'s linked list (byte offsets into the piece).
 #[derive(Debug, Clone, Copy)]
 struct MergeState {
-    prev: Option<usize>,
-    end: usize,
-    next_end: usize,
+    prev: u32,
+    end: u32,
+    next_end: u32,
     next_rank: u32,
 }
 
-/// A candidate merge: the token starting at `start` with the next, making a token of `rank`.
-/// Ordered by rank, then by start, so the heap (of `Reverse`) pops the lowest rank, leftmost.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Merge {
-    rank: u32,
-    start: usize,
+/// A candidate merge as a heap key: the token starting at `start` with the next, making a
+/// token of `rank`; ordered by rank, then by start, so the heap (of `Reverse`) pops the lowest
+/// rank, leftmost.
+fn merge_key(rank: u32, start: u32) -> u64 {
+    (u64::from(rank) << 32) | u64::from(start)
 }
 
-impl Ord for Merge {
-    fn cmp(&self, other: &Self) -> Ordering {
-        self.rank
-            .cmp(&other.rank)
-            .then_with(|| self.start.cmp(&other.start))
-    }
-}
-
-impl PartialOrd for Merge {
-    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
-        Some(self.cmp(other))
-    }
+/// The rank and start of a [`merge_key`].
+fn split_key(key: u64) -> (u32, u32) {
+    let rank = u32::try_from(key >> 32).unwrap_or(EMPTY);
+    let start = u32::try_from(key & u64::from(u32::MAX)).unwrap_or(NONE);
+    (rank, start)
 }
 
 #[cfg(test)]
@@ -437,6 +504,57 @@ mod tests {
                 proptest::prop_assert_eq!(bpe.count(&text), tiktoken.encode_ordinary(&text).len());
                 proptest::prop_assert_eq!(bpe.count(&long), tiktoken.encode_ordinary(&long).len());
             }
+        }
+    }
+
+    /// A deterministic string of `n` random lower-case letters (one piece for both patterns).
+    fn random_letters(n: usize) -> String {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        (0..n)
+            .map(|_| {
+                seed = seed
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1_442_695_040_888_963_407);
+                char::from(b'a' + u8::try_from((seed >> 33) % 26).unwrap())
+            })
+            .collect()
+    }
+
+    /// Issue 29 (3): a mebibyte of one character, or of random letters, is one piece; merged in
+    /// one heap its cost per byte grew with its length (and ran to seconds for a few MiB). It
+    /// is merged in parts of `LONG_PIECE_PART`: the count of one character is still exactly
+    /// tiktoken's, that of random letters within a few tokens per part of the one-heap merge
+    /// (tiktoken's algorithm). Times are measured in the report, not asserted here.
+    #[test]
+    fn a_mebibyte_of_one_character_or_of_random_letters_counts_in_parts() {
+        let n = 1 << 20;
+        let parts = n / LONG_PIECE_PART;
+        let one = "a".repeat(n);
+        let letters = random_letters(n);
+        for (bpe, tiktoken) in [
+            (&*O200K, tiktoken_rs::o200k_base_singleton()),
+            (&*CL100K, tiktoken_rs::cl100k_base_singleton()),
+        ] {
+            let bpe = bpe.as_ref().unwrap();
+            let part = &one[..LONG_PIECE_PART];
+            assert_eq!(bpe.count(part), tiktoken.encode_ordinary(part).len());
+            let sample = &letters[..LONG_PIECE_PART];
+            assert_eq!(bpe.count(sample), tiktoken.encode_ordinary(sample).len());
+            assert_eq!(bpe.regex.find_iter(&letters).count(), 1, "one piece");
+            LONGEST_MERGE.with(|longest| longest.set(0));
+            let counted = bpe.count(&letters);
+            assert_eq!(bpe.count(&one), bpe.count(part) * parts);
+            let longest = LONGEST_MERGE.with(std::cell::Cell::get);
+            assert!(
+                longest <= LONG_PIECE_PART,
+                "one heap merged {longest} bytes: its work per byte grows with the piece"
+            );
+            let exact = bpe.merged_len_large(letters.as_bytes());
+            assert!(
+                counted.abs_diff(exact) <= 4 * parts,
+                "{counted} against {exact} in one heap"
+            );
+            assert!(counted > n / 4 && counted < n, "{counted}");
         }
     }
 

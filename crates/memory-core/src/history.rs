@@ -13,7 +13,7 @@ use async_trait::async_trait;
 
 pub use batch::{
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, PreparedBatch,
-    PreparedMessage, Repeats, check_message_depth, json_depth,
+    PreparedMessage, Repeats, check_message_depth, json_depth, over_limits,
 };
 pub use cursor::{CursorRead, Delta, NO_EPOCH, ThreadCursor};
 pub use in_memory::InMemoryHistoryStore;

@@ -395,10 +395,13 @@ fn json_size_estimate(value: &serde_json::Value) -> usize {
 
 /// Counts `messages` with `counter` ahead of a store's append: inline (nothing is done here;
 /// the batch counts as it goes) when their text is at most [`INLINE_COUNT_BYTES`], outside a
-/// Tokio runtime, or over [`MAX_BATCH_BYTES`](crate::history::MAX_BATCH_BYTES) (the batch is
-/// refused before anything is counted); otherwise every message is counted on Tokio's blocking
-/// thread pool (`spawn_blocking`, on a copy of the messages), so the async executor's thread
-/// goes on running other tasks meanwhile.
+/// Tokio runtime, or when the batch is over a limit
+/// ([`over_limits`](crate::history::over_limits): a message over
+/// [`MAX_MESSAGE_BYTES`](crate::history::MAX_MESSAGE_BYTES), a batch over
+/// [`MAX_BATCH_BYTES`](crate::history::MAX_BATCH_BYTES), ...: the batch is refused before
+/// anything is counted); otherwise every message is counted on Tokio's blocking thread pool
+/// (`spawn_blocking`, on a copy of the messages), so the async executor's thread goes on
+/// running other tasks meanwhile.
 ///
 /// # Errors
 /// [`ErrorKind::Backend`](crate::ErrorKind::Backend) when the blocking task did not finish (the
@@ -423,10 +426,16 @@ pub async fn precount<'a>(
     let shared = Arc::clone(counter);
     let counts = runtime
         .spawn_blocking(move || {
-            owned
-                .iter()
-                .map(|m| shared.count_message(m))
-                .collect::<Vec<u32>>()
+            // Measured here, off the executor: encoding a large batch takes a while too.
+            if crate::history::over_limits(&owned) {
+                return None;
+            }
+            Some(
+                owned
+                    .iter()
+                    .map(|m| shared.count_message(m))
+                    .collect::<Vec<u32>>(),
+            )
         })
         .await
         .map_err(|err| {
@@ -436,10 +445,7 @@ pub async fn precount<'a>(
             )
             .with_source(err)
         })?;
-    Ok(Precounted {
-        counts: Some(counts),
-        ..inline
-    })
+    Ok(Precounted { counts, ..inline })
 }
 
 #[cfg(test)]

@@ -89,3 +89,45 @@ async fn precount_counts_large_batches_ahead_and_small_ones_inline() {
     let other = ChatMessage::user("b c");
     assert_eq!(counted.count_message(&other), words.count_message(&other));
 }
+
+/// Issue 29 (3): a message over `MAX_MESSAGE_BYTES` was counted (seconds of tokenizing per MiB)
+/// before the batch refused it. The limits are checked first: nothing is counted, on every
+/// path a store prepares a batch through (`precount`, then `PreparedBatch::new`).
+#[tokio::test(flavor = "current_thread")]
+async fn a_batch_over_a_byte_limit_is_refused_before_any_counting() {
+    use memory_core::ErrorKind;
+    use memory_core::history::{MAX_MESSAGE_BYTES, over_limits};
+    use std::sync::atomic::AtomicUsize;
+
+    let counted_bytes = Arc::new(AtomicUsize::new(0));
+    let counter: Arc<dyn TokenCounter> = {
+        let counted_bytes = Arc::clone(&counted_bytes);
+        Arc::new(FnTokenCounter::new(move |text| {
+            counted_bytes.fetch_add(text.len(), Ordering::SeqCst);
+            1
+        }))
+    };
+    let oversized = [ChatMessage::user("x".repeat(MAX_MESSAGE_BYTES + 1024))];
+    assert!(over_limits(&oversized));
+    let counted = precount(&counter, &oversized).await.unwrap();
+    assert!(!counted.counted_ahead());
+    let store = InMemoryHistoryStore::with_token_counter(Arc::clone(&counter));
+    let scope = Scope::session("big").unwrap();
+    let error = store.append(&scope, &oversized).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    // Escaping makes the JSON larger than the text: the limit is on the JSON form.
+    let escaped = [ChatMessage::user("\"".repeat(MAX_MESSAGE_BYTES / 2 + 1024))];
+    assert!(over_limits(&escaped));
+    let error = store.append(&scope, &escaped).await.unwrap_err();
+    assert_eq!(error.kind(), ErrorKind::LimitExceeded, "{error}");
+    assert_eq!(
+        counted_bytes.load(Ordering::SeqCst),
+        0,
+        "a refused batch was tokenized"
+    );
+    // Under the limits, a large message is counted (ahead, off the executor).
+    let fine = [ChatMessage::user("x".repeat(INLINE_COUNT_BYTES * 2))];
+    assert!(!over_limits(&fine));
+    assert!(precount(&counter, &fine).await.unwrap().counted_ahead());
+    assert!(counted_bytes.load(Ordering::SeqCst) > 0);
+}

@@ -74,6 +74,11 @@ impl TokenEntry {
     pub fn principal(&self) -> &Principal {
         &self.principal
     }
+
+    /// The token's SHA-256 (to tell two entries of one token apart from two tokens).
+    pub(crate) fn digest(&self) -> &[u8; 32] {
+        &self.digest
+    }
 }
 
 /// The SHA-256 of a token, as configured with `sha256 = "…"` (hex).

@@ -12,6 +12,9 @@
 //! sha256 = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
 //! tenant = "acme"
 //! user = "alice"                            # optional: the token can address only this user
+//!
+//! [http]                                    # connections ([`http`]): timeouts, cap, hosts
+//! header_timeout_secs = 10
 //! ```
 //!
 //! Environment overrides (each wins over the file):
@@ -26,11 +29,17 @@
 //! | `AGENT_MEMORY_SERVER_EMBEDDER`, `..._EMBEDDER_MODEL`, `..._EMBEDDER_BASE_URL`, `..._EMBEDDER_DIMENSIONS` | `embedder.kind`, `.model`, `.base_url`, `.dimensions` ([`crate::embedder`]) |
 //! | `AGENT_MEMORY_SERVER_RETRIEVAL`, `..._TEXT_INDEX`, `..._TEXT_INDEX_DIR` | `memory.retrieval`, `.text_index`, `.text_index_dir` ([`crate::retrieval`]) |
 //! | `AGENT_MEMORY_SERVER_FUSION`, `..._FUSION_DENSE_WEIGHT`, `..._FUSION_LEXICAL_WEIGHT`, `..._FUSION_RRF_K`, `..._FUSION_CANDIDATES` | `memory.fusion.method`, `.dense_weight`, `.lexical_weight`, `.rrf_k`, `.candidates` |
+//! | `AGENT_MEMORY_SERVER_ALLOWED_HOSTS` | `http.allowed_hosts` (comma-separated) |
+//! | `AGENT_MEMORY_SERVER_HEADER_TIMEOUT_SECS`, `..._BODY_TIMEOUT_SECS`, `..._IDLE_TIMEOUT_SECS`, `..._SHUTDOWN_TIMEOUT_SECS`, `..._MAX_CONNECTIONS` | `http.header_timeout_secs`, `.body_timeout_secs`, `.idle_timeout_secs`, `.shutdown_timeout_secs`, `.max_connections` ([`http`]) |
 //!
 //! With no token at all the server authenticates nobody: every request is the `default`
 //! tenant. That is allowed only on a loopback listen address; [`ServerConfig::authenticator`]
-//! refuses any other.
+//! refuses any other, and such a server answers only to loopback host names and
+//! `http.allowed_hosts` ([`AllowedHosts`]).
 
+pub mod http;
+
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::path::Path;
 
@@ -40,6 +49,8 @@ use serde::Deserialize;
 use crate::auth::{Authenticator, Principal, TokenEntry};
 use crate::embedder::{EmbedderConfig, MemoryConfig};
 use crate::ops::OpsLimits;
+
+pub use http::{AllowedHosts, HttpConfig, Transport};
 
 /// The listen address when none is configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -131,6 +142,8 @@ pub struct ServerConfig {
     pub memory: MemoryConfig,
     /// The MCP server (`[mcp]`).
     pub mcp: McpConfig,
+    /// Connections: timeouts, the connection cap, the allowed hosts (`[http]`).
+    pub http: HttpConfig,
     /// Tokens in plain text, from `AGENT_MEMORY_SERVER_TOKENS` (never from the file).
     #[serde(skip)]
     pub plain_tokens: Vec<(String, Principal)>,
@@ -147,6 +160,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("limits", &self.limits)
             .field("embedder", &self.embedder.kind)
             .field("mcp", &self.mcp.enabled)
+            .field("http", &self.http)
             .field(
                 "tokens",
                 &self.tokens.len().saturating_add(self.plain_tokens.len()),
@@ -165,6 +179,7 @@ impl Default for ServerConfig {
             embedder: EmbedderConfig::default(),
             memory: MemoryConfig::default(),
             mcp: McpConfig::default(),
+            http: HttpConfig::default(),
             plain_tokens: Vec::new(),
         }
     }
@@ -256,6 +271,7 @@ impl ServerConfig {
         }
         self.embedder.apply_env(|suffix| var(suffix))?;
         self.memory.apply_env(|suffix| var(suffix))?;
+        self.http.apply_env(|suffix| var(suffix))?;
         if let Some(list) = var("TOKENS") {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let (who, token) = item.split_once('=').ok_or_else(|| {
@@ -341,6 +357,24 @@ impl ServerConfig {
         })
     }
 
+    /// The connection settings of `[http]`, checked.
+    ///
+    /// # Errors
+    /// As [`HttpConfig::transport`].
+    pub fn transport(&self) -> Result<Transport, ConfigError> {
+        self.http.transport()
+    }
+
+    /// The host names a server without tokens answers to: the loopback names, the listen
+    /// IP and `http.allowed_hosts`.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for a listen address that does not parse or an entry that is not a
+    /// host.
+    pub fn allowed_hosts(&self) -> Result<AllowedHosts, ConfigError> {
+        AllowedHosts::with_extra(self.listen_addr()?, &self.http.allowed_hosts)
+    }
+
     /// The body limit.
     ///
     /// # Errors
@@ -359,8 +393,9 @@ impl ServerConfig {
     /// as the `default` tenant, which only a loopback listen address allows.
     ///
     /// # Errors
-    /// A [`ConfigError`] for a digest that is not 64 hex digits, an invalid tenant or user, or
-    /// no token on a listen address that is not loopback.
+    /// A [`ConfigError`] for a digest that is not 64 hex digits, an invalid tenant or user, one
+    /// token given to two tenants (or to two users of one tenant), or no token on a listen
+    /// address that is not loopback.
     pub fn authenticator(&self) -> Result<Authenticator, ConfigError> {
         let mut entries = Vec::new();
         for token in &self.tokens {
@@ -379,6 +414,7 @@ impl ServerConfig {
             entries.push(TokenEntry::from_secret(secret, principal.clone()));
         }
         if !entries.is_empty() {
+            check_no_shared_token(&entries)?;
             return Ok(Authenticator::Tokens(entries));
         }
         let addr = self.listen_addr()?;
@@ -391,6 +427,34 @@ impl ServerConfig {
             .map_err(|e| ConfigError(e.to_string()))?;
         Ok(Authenticator::Open(Principal::tenant(tenant)))
     }
+}
+
+/// Refuses one token given to two principals: the first would win every request, so the
+/// other tenant's (or user's) writes would silently land in the first. The error names the
+/// two, never the token or its digest.
+fn check_no_shared_token(entries: &[TokenEntry]) -> Result<(), ConfigError> {
+    let mut seen: HashMap<[u8; 32], &Principal> = HashMap::with_capacity(entries.len());
+    for entry in entries {
+        let principal = entry.principal();
+        match seen.get(entry.digest()) {
+            Some(first) if *first != principal => {
+                let who = |p: &Principal| match &p.user {
+                    Some(user) => format!("tenant `{}` (user `{}`)", p.tenant, user),
+                    None => format!("tenant `{}`", p.tenant),
+                };
+                return Err(ConfigError(format!(
+                    "one token is configured for two principals, {} and {}; give each its own token",
+                    who(first),
+                    who(principal)
+                )));
+            }
+            Some(_) => {}
+            None => {
+                seen.insert(*entry.digest(), principal);
+            }
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -456,6 +520,49 @@ mod tests {
             "gus"
         );
         assert!(!format!("{config:?}").contains("env-token"));
+    }
+
+    #[test]
+    fn one_token_for_two_tenants_is_refused_without_naming_it() {
+        let digest = hex(sha256("shared-secret"));
+        let text = format!(
+            "[[tokens]]\nsha256 = \"{digest}\"\ntenant = \"acme\"\n[[tokens]]\nsha256 = \"{}\"\ntenant = \"beta\"\n",
+            digest.to_uppercase()
+        );
+        let config = ServerConfig::from_toml(&text).unwrap();
+        let err = config.authenticator().unwrap_err().0;
+        assert!(err.contains("`acme`") && err.contains("`beta`"), "{err}");
+        assert!(!err.to_lowercase().contains(&digest), "{err}");
+        // A plain token from the environment that is also a file token of another tenant.
+        let mut config = ServerConfig::from_toml(&format!(
+            "[[tokens]]\nsha256 = \"{digest}\"\ntenant = \"acme\"\n"
+        ))
+        .unwrap();
+        config
+            .apply_env(|n| {
+                (n == "AGENT_MEMORY_SERVER_TOKENS").then(|| "acme:bob=shared-secret".to_owned())
+            })
+            .unwrap();
+        let err = config.authenticator().unwrap_err().0;
+        assert!(err.contains("user `bob`"), "{err}");
+        assert!(!err.contains("shared-secret"), "{err}");
+        // Two plain tokens, the same secret, two tenants.
+        let mut config = ServerConfig::default();
+        config
+            .apply_env(|n| {
+                (n == "AGENT_MEMORY_SERVER_TOKENS")
+                    .then(|| "one=same-token,two=same-token".to_owned())
+            })
+            .unwrap();
+        let err = config.authenticator().unwrap_err().0;
+        assert!(err.contains("`one`") && err.contains("`two`"), "{err}");
+        assert!(!err.contains("same-token"), "{err}");
+        // The same token listed twice for the same tenant is harmless.
+        let mut config = ServerConfig::default();
+        config
+            .apply_env(|n| (n == "AGENT_MEMORY_SERVER_TOKENS").then(|| "one=t1,one=t1".to_owned()))
+            .unwrap();
+        assert!(config.authenticator().is_ok());
     }
 
     #[test]

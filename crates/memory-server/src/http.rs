@@ -1,9 +1,20 @@
 //! The HTTP API: axum routes over [`Ops`], errors as `application/problem+json` (RFC 9457),
-//! the OpenAPI 3.1 document at `/openapi.json`, and [`serve`] with graceful shutdown.
+//! the OpenAPI 3.1 document at `/openapi.json`, and [`serve`] with its connection timeouts,
+//! connection cap and bounded graceful shutdown.
+//!
+//! Every route (the MCP endpoint's too) goes through the same layers, outermost first: the
+//! access log and request id ([`access`]), the `Host` / `Origin` check of a server without
+//! tokens ([`AllowedHosts`]), and the declared body size (a `Content-Length` over the limit is
+//! 413 before anything is read).
 
+pub mod access;
+mod body_limit;
+mod connection;
+mod deadline;
 mod extract;
 mod forget;
 mod health;
+mod hosts;
 mod memory;
 mod openapi;
 mod problem;
@@ -20,7 +31,7 @@ use axum::response::Response;
 use axum::routing::{get, post};
 
 use crate::auth::Authenticator;
-use crate::config::McpConfig;
+use crate::config::{AllowedHosts, McpConfig};
 use crate::error::OpError;
 use crate::ops::Ops;
 
@@ -56,18 +67,27 @@ async fn method_not_allowed() -> Response {
 
 /// The router of the HTTP API over `ops`, authenticating with `auth`, refusing bodies over
 /// `max_body_bytes` (413), with the MCP endpoint at [`MCP_PATH`](crate::mcp::MCP_PATH)
-/// ([`mcp::router`](crate::mcp::router)).
+/// ([`mcp::router`](crate::mcp::router)); without tokens it answers only to the loopback
+/// host names ([`AllowedHosts`]).
 pub fn router(ops: Ops, auth: Authenticator, max_body_bytes: usize) -> Router {
-    router_with(ops, auth, max_body_bytes, &McpConfig::default())
+    let hosts = AllowedHosts::loopback(std::net::SocketAddr::from((
+        std::net::Ipv4Addr::LOCALHOST,
+        0,
+    )));
+    router_with(ops, auth, max_body_bytes, &McpConfig::default(), &hosts)
 }
 
-/// As [`router`], with the `[mcp]` settings: no `/mcp` endpoint when `mcp.enabled` is false.
+/// As [`router`], with the `[mcp]` settings (no `/mcp` endpoint when `mcp.enabled` is false)
+/// and the host names a server without tokens answers to (`hosts`; with tokens every host
+/// is answered).
 pub fn router_with(
     ops: Ops,
     auth: Authenticator,
     max_body_bytes: usize,
     mcp: &McpConfig,
+    hosts: &AllowedHosts,
 ) -> Router {
+    let open = matches!(auth, Authenticator::Open(_));
     let state = AppState {
         ops,
         auth: Arc::new(auth),
@@ -102,13 +122,28 @@ pub fn router_with(
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))
         .with_state(state.clone());
-    if !mcp.enabled {
-        return api;
-    }
-    api.merge(crate::mcp::router_with(
-        state.ops,
-        state.auth,
+    let mut app = if mcp.enabled {
+        api.merge(crate::mcp::router_with(
+            state.ops,
+            Arc::clone(&state.auth),
+            max_body_bytes,
+            Arc::new(mcp.clone()),
+        ))
+    } else {
+        api
+    };
+    app = app.layer(axum::middleware::from_fn_with_state(
         max_body_bytes,
-        Arc::new(mcp.clone()),
+        body_limit::refuse_declared_oversize,
+    ));
+    if open {
+        app = app.layer(axum::middleware::from_fn_with_state(
+            Arc::new(hosts.clone()),
+            hosts::only_allowed_hosts,
+        ));
+    }
+    app.layer(axum::middleware::from_fn_with_state(
+        state.auth,
+        access::access_log,
     ))
 }

@@ -699,9 +699,11 @@ impl ServerHandler for MemoryMcp {
 /// 401 with `WWW-Authenticate: Bearer`, before any MCP processing); its [`Principal`] is the
 /// identity of the tools it calls. The endpoint is stateless (no `Mcp-Session-Id`; any instance
 /// answers any request) and answers plain JSON, so the server's graceful shutdown waits for
-/// the calls in flight like any request. Bodies over `max_body_bytes` are refused (413). With an [`Authenticator::Open`] server (no
-/// tokens, loopback only) the `Host` header must be a loopback name, against DNS rebinding;
-/// with tokens any `Host` is accepted, since a request without a token is refused anyway.
+/// the calls in flight like any request. Bodies over `max_body_bytes` are refused (413). The
+/// `Host` / `Origin` check of a server without tokens (against DNS rebinding) is not made
+/// here but by the HTTP server's one rule for every route
+/// ([`http::router_with`](crate::http::router_with), [`AllowedHosts`](crate::config::AllowedHosts)):
+/// mount this router through it.
 pub fn router(ops: Ops, authenticator: Arc<Authenticator>, max_body_bytes: usize) -> axum::Router {
     router_with(
         ops,
@@ -723,9 +725,8 @@ pub fn router_with(
         .with_json_response(true)
         .with_sse_keep_alive(None)
         .with_max_request_body_bytes(max_body_bytes);
-    if matches!(*authenticator, Authenticator::Tokens(_)) {
-        http = http.disable_allowed_hosts();
-    }
+    // The HTTP server checks Host and Origin for every route, this one included.
+    http = http.disable_allowed_hosts();
     let service = StreamableHttpService::new(
         move || Ok(MemoryMcp::per_request(ops.clone()).with_settings(Arc::clone(&settings))),
         Arc::new(NeverSessionManager::default()),

@@ -202,3 +202,46 @@ fn the_openapi_role_is_an_enum_of_the_accepted_roles() {
         assert_eq!(serde_json::to_value(parsed).unwrap(), name);
     }
 }
+
+/// Issue 29 (16): a declared body over the limit with `Expect: 100-continue` is answered 413
+/// at once, never `100 Continue` (which invites the client to send it all), on every route
+/// that takes a body, `/mcp` included; and nothing is stored.
+#[tokio::test]
+async fn an_oversized_body_that_expects_100_continue_is_refused_first() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let (url, _stop) = start().await;
+    let authority = url.trim_start_matches("http://").to_owned();
+    for path in ["/v1/threads/s1/messages", "/v1/forget", "/mcp"] {
+        let mut socket = tokio::net::TcpStream::connect(&authority).await.unwrap();
+        socket
+            .write_all(
+                format!(
+                    "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nContent-Length: 20000000\r\nExpect: 100-continue\r\n\r\n"
+                )
+                .as_bytes(),
+            )
+            .await
+            .unwrap();
+        let mut answer = Vec::new();
+        // The server closes the connection after its answer (the body is never read).
+        tokio::time::timeout(
+            std::time::Duration::from_secs(15),
+            socket.read_to_end(&mut answer),
+        )
+        .await
+        .expect("an answer within 15 s")
+        .unwrap();
+        let answer = String::from_utf8_lossy(&answer);
+        assert!(answer.starts_with("HTTP/1.1 413"), "{path}: {answer}");
+        assert!(!answer.contains("100 Continue"), "{path}: {answer}");
+        assert!(
+            answer.contains("application/problem+json") && answer.contains("limit_exceeded"),
+            "{path}: {answer}"
+        );
+    }
+    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    let (status, body) = send(client.get(format!("{url}/v1/threads/s1/count"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["active"], 0);
+}

@@ -1,6 +1,6 @@
 //! The checks and encoding every backend applies to a batch before it writes it.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::message::ChatMessage;
@@ -141,6 +141,84 @@ impl<'a> PreparedBatch<'a> {
             .iter()
             .map(|&i| unique_seqs.get(i).copied().unwrap_or_default())
             .collect()
+    }
+}
+
+/// Whether [`PreparedBatch::new`] refuses `messages` for a limit: more than
+/// [`MAX_BATCH_MESSAGES`], a message nested deeper than [`MAX_JSON_DEPTH`] or over
+/// [`MAX_MESSAGE_BYTES`], or more than [`MAX_BATCH_BYTES`] in all (each distinct id once, in
+/// the versioned JSON form, which is measured without being kept), or a message that cannot
+/// be encoded. Cheap next to counting tokens: whoever counts ahead of a batch
+/// ([`precount`](crate::tokens::precount)) asks first, so a refused batch costs no counting.
+pub fn over_limits(messages: &[ChatMessage]) -> bool {
+    if messages.len() > MAX_BATCH_MESSAGES {
+        return true;
+    }
+    let mut seen: HashSet<&str> = HashSet::with_capacity(messages.len());
+    let mut batch_bytes = 0usize;
+    for message in messages {
+        if !seen.insert(message.id.as_str()) {
+            continue;
+        }
+        if check_message_depth(message).is_err() {
+            return true;
+        }
+        let mut size = JsonSize::default();
+        if serde_json::to_writer(&mut size, message).is_err()
+            || size.bytes > MAX_MESSAGE_BYTES
+            || size.deepest > MAX_JSON_DEPTH
+        {
+            return true;
+        }
+        batch_bytes = batch_bytes.saturating_add(size.bytes);
+        if batch_bytes > MAX_BATCH_BYTES {
+            return true;
+        }
+    }
+    false
+}
+
+/// A writer that keeps nothing: the length of what is written, and its nesting as
+/// [`json_depth`] measures it (the written text is JSON, so strings are tracked across
+/// writes).
+#[derive(Debug, Default)]
+struct JsonSize {
+    bytes: usize,
+    depth: usize,
+    deepest: usize,
+    in_string: bool,
+    escaped: bool,
+}
+
+impl std::io::Write for JsonSize {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.bytes = self.bytes.saturating_add(buf.len());
+        for &byte in buf {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if byte == b'\\' {
+                    self.escaped = true;
+                } else if byte == b'"' {
+                    self.in_string = false;
+                }
+                continue;
+            }
+            match byte {
+                b'"' => self.in_string = true,
+                b'[' | b'{' => {
+                    self.depth = self.depth.saturating_add(1);
+                    self.deepest = self.deepest.max(self.depth);
+                }
+                b']' | b'}' => self.depth = self.depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 

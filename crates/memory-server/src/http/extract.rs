@@ -4,15 +4,17 @@
 use axum::Json;
 use axum::extract::rejection::{JsonRejection, PathRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
-use axum::http::header::{AUTHORIZATION, CONTENT_TYPE};
+use axum::http::header::{AUTHORIZATION, CONNECTION, CONTENT_TYPE};
 use axum::http::request::Parts;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::{HeaderMap, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use utoipa::IntoParams;
 
 use super::AppState;
-use super::problem::{ApiError, ApiResult};
+use super::deadline::is_body_timeout;
+use super::problem::{ApiError, ApiResult, problem_response};
 use crate::auth::Principal;
 use crate::error::{ErrorCode, OpError};
 use crate::ops::Address;
@@ -34,7 +36,8 @@ impl FromRequestParts<AppState> for Principal {
     }
 }
 
-/// A JSON body whose rejections are problem documents (413 past the body limit).
+/// A JSON body whose rejections are problem documents (413 past the body limit, 408 when it
+/// does not arrive within the body timeout).
 ///
 /// The body must be a JSON object, as every request schema says: serde would also read a
 /// struct from a JSON array of its fields in order (so `[null, null]` was a `POST /v1/forget`
@@ -42,34 +45,48 @@ impl FromRequestParts<AppState> for Principal {
 pub(super) struct Body<T>(pub(super) T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for Body<T> {
-    type Rejection = ApiError;
+    type Rejection = Response;
 
-    async fn from_request(req: Request, state: &S) -> ApiResult<Self> {
+    async fn from_request(req: Request, state: &S) -> Result<Self, Response> {
         if !is_json_content_type(req.headers()) {
             return Err(ApiError(OpError::invalid(
                 "the request body must be JSON (Content-Type: application/json)",
-            )));
+            ))
+            .into_response());
         }
         let bytes = axum::body::Bytes::from_request(req, state)
             .await
             .map_err(|rejection| {
-                if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+                if is_body_timeout(&rejection) {
+                    let mut response = problem_response(
+                        StatusCode::REQUEST_TIMEOUT,
+                        "request_timeout",
+                        "the request body did not arrive within the server's body timeout"
+                            .to_owned(),
+                    );
+                    response
+                        .headers_mut()
+                        .insert(CONNECTION, HeaderValue::from_static("close"));
+                    response
+                } else if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
                     ApiError(OpError::new(
                         ErrorCode::LimitExceeded,
                         "the request body is larger than the server's limit",
                     ))
+                    .into_response()
                 } else {
-                    ApiError(OpError::invalid("the request body could not be read"))
+                    ApiError(OpError::invalid("the request body could not be read")).into_response()
                 }
             })?;
         if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
-            return Err(ApiError(OpError::invalid(
-                "the request body must be a JSON object",
-            )));
+            return Err(
+                ApiError(OpError::invalid("the request body must be a JSON object"))
+                    .into_response(),
+            );
         }
         match Json::<T>::from_bytes(&bytes) {
             Ok(Json(value)) => Ok(Body(value)),
-            Err(rejection) => Err(json_rejection(&rejection)),
+            Err(rejection) => Err(json_rejection(&rejection).into_response()),
         }
     }
 }

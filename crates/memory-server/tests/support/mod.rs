@@ -255,3 +255,105 @@ pub async fn fill_memory(srv: &TestServer, token: &str, session: &str) {
     assert_eq!(s, 200, "{b}");
     assert!(b["flushed_messages"].as_u64().unwrap() >= 2, "{b}");
 }
+
+/// A server on the in-memory stores, without tokens (the `default` tenant, loopback only),
+/// its configuration changed by `change` (timeouts, cap, allowed hosts).
+pub async fn start_in_memory(change: impl FnOnce(&mut ServerConfig)) -> TestServer {
+    let mut config = ServerConfig {
+        listen: "127.0.0.1:0".to_owned(),
+        store_url: Some("memory:".to_owned()),
+        ..ServerConfig::default()
+    };
+    change(&mut config);
+    let server = Server::bind(&config).await.unwrap();
+    // The in-memory stores need no cleanup: a SQLite store of its own stands in as the handle.
+    TestServer::start_server(server, TestStore::sqlite())
+}
+
+impl TestServer {
+    /// The `host:port` it listens on.
+    pub fn authority(&self) -> String {
+        self.base.trim_start_matches("http://").to_owned()
+    }
+
+    /// A raw TCP connection to it.
+    pub async fn connect(&self) -> tokio::net::TcpStream {
+        tokio::net::TcpStream::connect(self.authority())
+            .await
+            .unwrap()
+    }
+
+    /// Waits (at most `limit`, a bound against hanging, never a timing assertion) for `run` to
+    /// return; `true` when it did.
+    pub async fn stopped_within(&mut self, limit: std::time::Duration) -> bool {
+        let Some(handle) = self.handle.as_mut() else {
+            return true;
+        };
+        match tokio::time::timeout(limit, handle).await {
+            Ok(result) => {
+                result.unwrap().unwrap();
+                self.handle = None;
+                true
+            }
+            Err(_) => false,
+        }
+    }
+}
+
+/// What the server sent on `socket` until it closed it, or `None` when it did not close it
+/// within `limit` (a bound against hanging: the tests configure timeouts far below it).
+pub async fn read_until_closed(
+    socket: &mut tokio::net::TcpStream,
+    limit: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    let read = tokio::time::timeout(limit, async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await;
+    read.ok()
+        .map(|()| String::from_utf8_lossy(&received).into_owned())
+}
+
+/// Reads one HTTP/1.1 response (headers and a `Content-Length` body) from `socket`, within
+/// `limit`; `None` when none came.
+pub async fn read_response(
+    socket: &mut tokio::net::TcpStream,
+    limit: std::time::Duration,
+) -> Option<String> {
+    use tokio::io::AsyncReadExt;
+    let mut received = Vec::new();
+    tokio::time::timeout(limit, async {
+        let mut chunk = [0u8; 4096];
+        loop {
+            let text = String::from_utf8_lossy(&received).into_owned();
+            if let Some((head, body)) = text.split_once("\r\n\r\n") {
+                let length = head
+                    .lines()
+                    .find_map(|line| {
+                        let (name, value) = line.split_once(':')?;
+                        name.eq_ignore_ascii_case("content-length")
+                            .then(|| value.trim().parse::<usize>().ok())?
+                    })
+                    .unwrap_or(0);
+                if body.len() >= length {
+                    return Some(text);
+                }
+            }
+            match socket.read(&mut chunk).await {
+                Ok(0) | Err(_) => return None,
+                Ok(n) => received.extend_from_slice(&chunk[..n]),
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
