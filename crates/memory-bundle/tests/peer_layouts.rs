@@ -39,7 +39,9 @@ async fn sqlite_store() -> SqlStore {
 }
 
 fn every_tenant() -> Selection {
-    Selection::new(Tenants::one(TenantId::new(memory_core::scope::DEFAULT_TENANT).unwrap()))
+    Selection::new(Tenants::one(
+        TenantId::new(memory_core::scope::DEFAULT_TENANT).unwrap(),
+    ))
 }
 
 async fn bundle_of(from: &Endpoint) -> Vec<u8> {

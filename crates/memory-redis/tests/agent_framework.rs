@@ -946,7 +946,10 @@ async fn repeated_id_less_messages_read_with_their_own_ids_in_every_window() {
         .map(|m| element_of(m))
         .collect();
     let _: i64 = conn.rpush(&key, &elements).await.unwrap();
-    let _: bool = conn.expire(&key, LEFTOVER_TTL.as_secs() as i64).await.unwrap();
+    let _: bool = conn
+        .expire(&key, LEFTOVER_TTL.as_secs() as i64)
+        .await
+        .unwrap();
     let all = store.read(&scope, Window::All).await.unwrap();
     let ids: Vec<MessageId> = all.iter().map(|m| m.message.id.clone()).collect();
     assert_eq!(ids.len(), 5);
