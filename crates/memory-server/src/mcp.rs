@@ -10,17 +10,22 @@
 //!
 //! Every call runs as one [`Principal`], with the HTTP API's tenancy: over streamable HTTP the
 //! bearer token of each request names it ([`router`] authenticates with the server's
-//! [`Authenticator`]); over stdio it is fixed when the process starts ([`serve_stdio`]). The
-//! tenant never comes from a tool's arguments.
+//! [`Authenticator`](crate::auth::Authenticator)); over stdio it is fixed when the process
+//! starts ([`serve_stdio`]). The tenant never comes from a tool's arguments.
 //!
 //! The module is split along those seams: `tools` (the tools and their arguments),
-//! `resources` (the `thread://` resources) and `uri` (their URIs), `stdio` and `http` (the two
-//! transports).
+//! `resources` (the `thread://` resources) and `uri` (their URIs), `stdio` (with `lines`, its
+//! line transport) and `http` (the two transports), and `jsonrpc`, where both read and check a
+//! request before rmcp does, so every request is answered: a request that cannot be read
+//! gets a JSON-RPC error (parse error -32700, invalid request -32600) under its id when the id
+//! can be read, over stdio as over HTTP (where it is a 400, or a 413 past the body limit).
 //!
 //! Failures are tool errors (`isError: true`) whose text is the operation's sentence; no token
 //! and no store URL ever reaches one.
 
 mod http;
+mod jsonrpc;
+mod lines;
 mod resources;
 mod stdio;
 mod tools;
@@ -42,8 +47,11 @@ use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::Ops;
 
 pub use http::{router, router_with};
+pub use jsonrpc::MAX_REQUEST_DEPTH;
+pub use lines::LineTransport;
 pub use stdio::{
-    STDIO_TENANT_ENV, STDIO_USER_ENV, StdioError, serve_stdio, serve_stdio_with, stdio_principal,
+    STDIO_TENANT_ENV, STDIO_USER_ENV, StdioError, serve_lines_with, serve_stdio, serve_stdio_with,
+    stdio_principal,
 };
 pub use tools::{ForgetArgs, ListThreadsArgs, McpMessage, RecallArgs, RememberArgs, SearchArgs};
 pub use uri::thread_uri;

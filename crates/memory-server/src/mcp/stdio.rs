@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use agent_memory::{TenantId, UserId};
 use rmcp::ServiceExt;
+use tokio::io::{AsyncRead, AsyncWrite};
 
 use super::MemoryMcp;
+use super::lines::LineTransport;
 use crate::auth::Principal;
-use crate::config::{ConfigError, ServerConfig};
+use crate::config::{ConfigError, DEFAULT_MAX_BODY_BYTES, ServerConfig};
 use crate::ops::Ops;
 
 /// The environment variable naming the tenant of an MCP server over stdio.
@@ -33,11 +35,11 @@ pub fn stdio_principal(
         .unwrap_or_else(|| agent_memory::scope::DEFAULT_TENANT.to_owned());
     let user = user.map(str::to_owned).or_else(|| env(STDIO_USER_ENV));
     let tenant = TenantId::new(tenant)
-        .map_err(|e| ConfigError(format!("the MCP tenant is invalid: {e}")))?;
+        .map_err(|e| ConfigError(format!("the MCP tenant is invalid: {}", e.message())))?;
     let user = user
         .map(UserId::new)
         .transpose()
-        .map_err(|e| ConfigError(format!("the MCP user is invalid: {e}")))?;
+        .map_err(|e| ConfigError(format!("the MCP user is invalid: {}", e.message())))?;
     Ok(Principal { tenant, user })
 }
 
@@ -57,7 +59,9 @@ pub enum StdioError {
 }
 
 /// Opens the store `config` names and serves MCP on this process's stdin and stdout until the
-/// client closes them, every call as `principal` (see [`stdio_principal`]).
+/// client closes them, every call as `principal` (see [`stdio_principal`]). A line longer than
+/// the configured body limit (`[limits] max_body_bytes`, as over HTTP) is refused with a
+/// JSON-RPC error, as is any line that is not a JSON-RPC request ([`LineTransport`]).
 ///
 /// Nothing else may write to stdout meanwhile: log to stderr.
 ///
@@ -65,6 +69,7 @@ pub enum StdioError {
 /// [`StdioError`] for a configuration or store that cannot be used, or a failed session.
 pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<(), StdioError> {
     let limits = config.ops_limits()?;
+    let max_line_bytes = config.max_body_bytes()?;
     config.check_memory()?;
     let stores = agent_memory::open(config.store_url()).await?;
     let vector = config.vector_memory(&stores).await?;
@@ -72,25 +77,65 @@ pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<
     if let Some(memory) = vector {
         ops = ops.with_vector_memory(memory);
     }
-    let running = MemoryMcp::for_principal(ops, principal)
-        .with_settings(Arc::new(config.mcp.clone()))
-        .serve(rmcp::transport::stdio())
-        .await
-        .map_err(|e| StdioError::Transport(e.to_string()))?;
-    running
-        .waiting()
-        .await
-        .map_err(|e| StdioError::Transport(e.to_string()))?;
-    Ok(())
+    let server =
+        MemoryMcp::for_principal(ops, principal).with_settings(Arc::new(config.mcp.clone()));
+    serve_lines(
+        server,
+        LineTransport::new(tokio::io::stdin(), tokio::io::stdout(), max_line_bytes),
+    )
+    .await
 }
 
-/// Serves MCP over stdio with already opened operations (see [`serve_stdio`]).
+/// Serves MCP over stdio with already opened operations (see [`serve_stdio`]), lines bounded
+/// by the default body limit ([`DEFAULT_MAX_BODY_BYTES`]).
 ///
 /// # Errors
 /// [`StdioError::Transport`] when the session cannot start or fails.
 pub async fn serve_stdio_with(ops: Ops, principal: Principal) -> Result<(), StdioError> {
-    let running = MemoryMcp::for_principal(ops, principal)
-        .serve(rmcp::transport::stdio())
+    serve_lines_with(
+        ops,
+        principal,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        DEFAULT_MAX_BODY_BYTES,
+    )
+    .await
+}
+
+/// Serves MCP as over stdio on any `reader` and `writer` (a pipe, a socket, a test's in-memory
+/// stream): newline-delimited JSON-RPC, lines bounded by `max_line_bytes`, every call as
+/// `principal`, until the client closes `reader`.
+///
+/// # Errors
+/// [`StdioError::Transport`] when the session cannot start or fails.
+pub async fn serve_lines_with<R, W>(
+    ops: Ops,
+    principal: Principal,
+    reader: R,
+    writer: W,
+    max_line_bytes: usize,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_lines(
+        MemoryMcp::for_principal(ops, principal),
+        LineTransport::new(reader, writer, max_line_bytes),
+    )
+    .await
+}
+
+async fn serve_lines<R, W>(
+    server: MemoryMcp,
+    transport: LineTransport<R, W>,
+) -> Result<(), StdioError>
+where
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let running = server
+        .serve(transport)
         .await
         .map_err(|e| StdioError::Transport(e.to_string()))?;
     running

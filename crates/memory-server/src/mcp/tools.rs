@@ -10,16 +10,25 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{DEFAULT_RECALL_TOKENS, MAX_SEARCH_RESULTS, MemoryMcp};
+use agent_memory::ID_RULE;
+
 use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::{Address, ForgetRequest, ListRequest, MessageInput};
 use crate::retrieval::RetrievalKind;
+
+/// The schema description of an id argument: `what`, then the id rule ([`ID_RULE`], the
+/// one every description of ids quotes).
+fn id_arg(what: &str) -> String {
+    format!("{what}: {ID_RULE}.")
+}
 
 /// A message to remember.
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct McpMessage {
-    /// The message id (1-128 of `A-Z a-z 0-9 - _ . : @`): give one to make a retry
-    /// idempotent (a message whose id the thread holds is not stored again).
+    /// The message id ([`ID_RULE`]): give one to make a retry idempotent (a message whose
+    /// id the thread holds is not stored again).
+    #[schemars(description = id_arg("The message id: give one to make a retry idempotent (a message whose id the thread holds is not stored again)"))]
     #[serde(default)]
     pub id: Option<String>,
     /// `system`, `developer`, `user`, `assistant` or `tool`.
@@ -65,15 +74,19 @@ impl McpMessage {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RememberArgs {
-    /// The session id (1-128 of `A-Z a-z 0-9 - _ . : @`).
+    /// The session id ([`ID_RULE`]).
+    #[schemars(description = id_arg("The session id"))]
     pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted).
+    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
     #[serde(default)]
     pub user: Option<String>,
-    /// The agent, if the thread has one.
+    /// The agent, if the thread has one ([`ID_RULE`]).
+    #[schemars(description = id_arg("The agent, if the thread has one"))]
     #[serde(default)]
     pub agent: Option<String>,
-    /// The source (default `history`).
+    /// The source (default `history`) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The source (default `history`)"))]
     #[serde(default)]
     pub source: Option<String>,
     /// The messages to append, in order, as one atomic batch (give `messages` or `fact`).
@@ -88,15 +101,19 @@ pub struct RememberArgs {
 #[derive(Debug, Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RecallArgs {
-    /// The session id.
+    /// The session id ([`ID_RULE`]).
+    #[schemars(description = id_arg("The session id"))]
     pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted).
+    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
     #[serde(default)]
     pub user: Option<String>,
-    /// The agent, if the thread has one.
+    /// The agent, if the thread has one ([`ID_RULE`]).
+    #[schemars(description = id_arg("The agent, if the thread has one"))]
     #[serde(default)]
     pub agent: Option<String>,
-    /// The source (default `history`).
+    /// The source (default `history`) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The source (default `history`)"))]
     #[serde(default)]
     pub source: Option<String>,
     /// The most tokens the context may take (default 4000).
@@ -111,15 +128,19 @@ pub struct SearchArgs {
     /// What to look for: matched by meaning when the server has an embedder, else a
     /// case-insensitive substring of a message's text.
     pub query: String,
-    /// The session id of the thread to search.
+    /// The session id of the thread to search ([`ID_RULE`]).
+    #[schemars(description = id_arg("The session id of the thread to search"))]
     pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted).
+    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
     #[serde(default)]
     pub user: Option<String>,
-    /// The agent, if the thread has one.
+    /// The agent, if the thread has one ([`ID_RULE`]).
+    #[schemars(description = id_arg("The agent, if the thread has one"))]
     #[serde(default)]
     pub agent: Option<String>,
-    /// The source (default `history`).
+    /// The source (default `history`) ([`ID_RULE`]).
+    #[schemars(description = id_arg("The source (default `history`)"))]
     #[serde(default)]
     pub source: Option<String>,
     /// The most matches to return, newest first (default and at most 100).
@@ -134,13 +155,16 @@ pub struct SearchArgs {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ListThreadsArgs {
-    /// Only this user's threads (a user-bound token's user when omitted).
+    /// Only this user's threads (a user-bound token's user when omitted) ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this user's threads (a user-bound token's user when omitted)"))]
     #[serde(default)]
     pub user: Option<String>,
-    /// Only this agent's threads.
+    /// Only this agent's threads ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this agent's threads"))]
     #[serde(default)]
     pub agent: Option<String>,
-    /// Only this source's threads.
+    /// Only this source's threads ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this source's threads"))]
     #[serde(default)]
     pub source: Option<String>,
     /// Page size (default 100, at most 1000).
@@ -155,13 +179,16 @@ pub struct ListThreadsArgs {
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ForgetArgs {
-    /// Only this session's data.
+    /// Only this session's data ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this session's data"))]
     #[serde(default)]
     pub session: Option<String>,
-    /// Only this user's data (a user-bound token's user when omitted).
+    /// Only this user's data (a user-bound token's user when omitted) ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this user's data (a user-bound token's user when omitted)"))]
     #[serde(default)]
     pub user: Option<String>,
-    /// Only this agent's data.
+    /// Only this agent's data ([`ID_RULE`]).
+    #[schemars(description = id_arg("Only this agent's data"))]
     #[serde(default)]
     pub agent: Option<String>,
     /// Count what would be deleted and delete nothing.
@@ -195,7 +222,7 @@ impl MemoryMcp {
     /// `remember`: appends messages (one atomic, idempotent batch) or one fact.
     #[tool(
         name = "remember",
-        description = "Store messages of a conversation thread (one atomic batch; a message whose `id` the thread already holds is not stored twice), or one fact about the session. Give the session (and user, agent, source when the thread has them) and either `messages` or `fact`. Facts are kept in the session's `facts` thread and returned first by `recall`.",
+        description = "Store messages of a conversation thread (one atomic batch; a message whose `id` the thread already holds is not stored twice), or one fact about the session. Give the session (and user, agent, source when the thread has them) and either `messages` or `fact`. When the server's memory is searchable, the oldest messages are moved into it once the thread passes its token threshold, as the HTTP memory put does, and `search_memory` finds them there. Facts are kept in the session's `facts` thread and returned by `recall`.",
         annotations(
             read_only_hint = false,
             destructive_hint = false,
@@ -213,7 +240,7 @@ impl MemoryMcp {
     /// `recall`: the session's context within a token budget.
     #[tool(
         name = "recall",
-        description = "Recall a session's memory: its facts and the newest messages of its thread that fit in `max_tokens` (default 4000), as one text ready for a prompt (`context`) and as messages in order.",
+        description = "Recall a session's memory within `max_tokens` (default 4000): what its long-term memory holds for the conversation (`memory`, when the server's memory is searchable), its facts and the newest messages of its thread, as one text ready for a prompt (`context`, remembered text escaped) and as messages in order.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn recall(
@@ -291,7 +318,7 @@ impl MemoryMcp {
                     .into_iter()
                     .map(McpMessage::into_input)
                     .collect::<OpResult<Vec<_>>>()?;
-                to_json(&self.ops.append(&who, &address, messages).await?)
+                to_json(&self.ops.remember_messages(&who, &address, messages).await?)
             }
             (None, Some(fact)) => to_json(&self.ops.remember_fact(&who, &address, &fact).await?),
             _ => Err(OpError::invalid(

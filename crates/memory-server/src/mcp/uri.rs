@@ -32,21 +32,23 @@ fn encode_id(id: &str) -> String {
         .replace('@', "%40")
 }
 
+/// Percent-decodes `text`: the escapes give bytes, and the bytes together must be UTF-8
+/// (`%C3%A9` is `é`, one character, which the id rule then refuses by name).
 fn decode_id(text: &str) -> OpResult<String> {
-    let mut out = String::with_capacity(text.len());
+    let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
     while let Some(at) = rest.find('%') {
         let (head, tail) = rest.split_at(at);
-        out.push_str(head);
+        out.extend_from_slice(head.as_bytes());
         let code = tail
             .get(1..3)
             .ok_or_else(|| bad_uri("a `%` escape is cut short"))?;
         let byte = u8::from_str_radix(code, 16).map_err(|_| bad_uri("a `%` escape is not hex"))?;
-        out.push(char::from(byte));
+        out.push(byte);
         rest = tail.get(3..).unwrap_or_default();
     }
-    out.push_str(rest);
-    Ok(out)
+    out.extend_from_slice(rest.as_bytes());
+    String::from_utf8(out).map_err(|_| bad_uri("its `%` escapes do not spell UTF-8"))
 }
 
 fn bad_uri(why: &str) -> OpError {
@@ -98,6 +100,19 @@ mod tests {
     use crate::error::ErrorCode;
 
     #[test]
+    fn escapes_decode_as_utf8_not_byte_by_byte() {
+        // `é` is two bytes: decoded as one character, not as `Ã©`.
+        assert_eq!(parse_thread_uri("thread://%C3%A9").unwrap().session, "é");
+        assert_eq!(
+            parse_thread_uri("thread://s?user=%E2%82%AC")
+                .unwrap()
+                .user
+                .as_deref(),
+            Some("€")
+        );
+    }
+
+    #[test]
     fn thread_uris_parse_back_to_their_address() {
         let uri = thread_uri("a:b@c", Some("u@x"), Some("ag"), Some("facts"));
         let address = parse_thread_uri(&uri).unwrap();
@@ -116,6 +131,8 @@ mod tests {
             "thread://s?user",
             "thread://s%4",
             "thread://s%zz",
+            "thread://s%C3",
+            "thread://s%FF",
             "threads://s",
         ] {
             let error = parse_thread_uri(bad).unwrap_err();
