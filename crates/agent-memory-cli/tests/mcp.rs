@@ -76,7 +76,7 @@ async fn every_tool_over_stdio(store: &TestStore) {
     .await;
     assert_eq!(
         recall["context"],
-        "Facts:\n- Has a cat.\n\nConversation:\nuser: My cat is called Miso.\nassistant: Miso is a fine name.\n",
+        "Facts:\n<fact>Has a cat.</fact>\n\nConversation:\n<message role='user'>My cat is called Miso.</message>\n<message role='assistant'>Miso is a fine name.</message>\n",
         "{name}"
     );
     let found = ok(
@@ -167,4 +167,120 @@ fn an_invalid_tenant_is_a_sentence_on_stderr() {
     assert!(output.stdout.is_empty(), "stdout is the protocol's only");
     let stderr = String::from_utf8(output.stderr).unwrap();
     assert!(stderr.contains("MCP tenant is invalid"), "{stderr}");
+}
+
+/// The binary's stdio, driven line by line.
+struct Lines {
+    child: tokio::process::Child,
+    stdin: tokio::process::ChildStdin,
+    stdout: tokio::io::BufReader<tokio::process::ChildStdout>,
+}
+
+impl Lines {
+    async fn send(&mut self, line: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.stdin.write_all(line).await.unwrap();
+        self.stdin.write_all(b"\n").await.unwrap();
+        self.stdin.flush().await.unwrap();
+    }
+
+    /// The next answer; fails when none comes within 60 s (the client would wait forever).
+    async fn answer(&mut self) -> Value {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(60),
+            self.stdout.read_line(&mut line),
+        )
+        .await
+        .expect("an answer to every request")
+        .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+/// `agent-memory mcp` answers every request: garbage (-32700), a 200-deep request and a 17 MiB
+/// `remember` over the 16 MiB line limit (-32600, under their ids), and then still serves.
+/// (Before: no answer to any of them, nothing stored, the client waiting forever.)
+#[tokio::test(flavor = "multi_thread")]
+async fn the_binary_answers_requests_it_cannot_serve() {
+    let store = TestStore::sqlite();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_agent-memory"));
+    command.env_remove(agent_memory::URL_ENV);
+    command.env_remove(memory_server::mcp::STDIO_TENANT_ENV);
+    command
+        .args(["--url", &store.url, "mcp", "--tenant", "acme"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true);
+    let mut child = command.spawn().unwrap();
+    let mut lines = Lines {
+        stdin: child.stdin.take().unwrap(),
+        stdout: tokio::io::BufReader::new(child.stdout.take().unwrap()),
+        child,
+    };
+    let initialize = json!({
+        "jsonrpc": "2.0", "id": 1, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}
+    });
+    lines.send(initialize.to_string().as_bytes()).await;
+    assert_eq!(lines.answer().await["id"], 1);
+    lines
+        .send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+        .await;
+
+    lines.send(b"garbage, not a request").await;
+    let answer = lines.answer().await;
+    assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    assert_eq!(answer["id"], Value::Null, "{answer}");
+
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"recall","arguments":{{"session":"s","x":{}{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    lines.send(deep.as_bytes()).await;
+    let answer = lines.answer().await;
+    assert_eq!(
+        (answer["id"].clone(), answer["error"]["code"].clone()),
+        (json!(2), json!(-32600)),
+        "{answer}"
+    );
+
+    let big = json!({
+        "jsonrpc": "2.0", "id": 3, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"session": "big", "messages": [
+            {"role": "user", "text": "x".repeat(17 * 1024 * 1024)}
+        ]}}
+    });
+    lines.send(big.to_string().as_bytes()).await;
+    let answer = lines.answer().await;
+    assert_eq!(answer["id"], 3, "{answer}");
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.contains("limit"), "{message}");
+
+    let small = json!({
+        "jsonrpc": "2.0", "id": 4, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"session": "small", "fact": "Fits."}}
+    });
+    lines.send(small.to_string().as_bytes()).await;
+    let answer = lines.answer().await;
+    assert_eq!(answer["id"], 4, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["inserted"], 1,
+        "{answer}"
+    );
+    drop(lines.stdin);
+    let _ = lines.child.wait().await;
+
+    // Nothing of the refused request was stored.
+    let stores = support::open(&store).await;
+    let scope = Scope::new(
+        TenantId::new("acme").unwrap(),
+        SessionId::new("big").unwrap(),
+    );
+    assert_eq!(stores.history.count(&scope).await.unwrap().active, 0);
 }

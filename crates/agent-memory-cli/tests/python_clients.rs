@@ -300,8 +300,8 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
 /// requests refused; required headers (the token) enforced; unknown methods refused with a
 /// correct `Allow`; deleted resources gone and created ones there; auth not ignored.
 /// `positive_data_acceptance` is left out: the document does not (yet) give the id
-/// constraints (1–128 of `A-Z a-z 0-9 - _ . : @`) of paths and queries, so generated ids
-/// outside them are refused with 400 as they should be.
+/// constraints (`agent_memory::ID_RULE`) of paths and queries, so generated ids outside them
+/// are refused with 400 as they should be.
 const SCHEMATHESIS_CHECKS: &str = "not_a_server_error,status_code_conformance,\
     content_type_conformance,response_headers_conformance,response_schema_conformance,\
     negative_data_rejection,missing_required_header,unsupported_method,\

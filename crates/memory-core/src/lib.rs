@@ -45,7 +45,9 @@ pub use history::{
     NO_EPOCH, PreparedBatch, PreparedMessage, Repeats, StoredMessage, ThreadCount, ThreadCursor,
     Window,
 };
-pub use id::{AgentId, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId};
+pub use id::{
+    AgentId, ID_CHARACTERS, ID_RULE, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId,
+};
 pub use lexical::{ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};

@@ -4,7 +4,9 @@
 //! - `put_messages` appends to the thread; when its active tokens pass
 //!   `token_limit × chat_history_token_ratio`, the oldest whole messages (at least
 //!   `token_flush_size` tokens, a tool call with its results, until the rest starts with a user
-//!   message, never the last turn) are handed to every block and then archived.
+//!   message, never the last turn) are handed to every block and then archived, in batches of
+//!   `token_flush_size` to under three times that many tokens (whole turns), each exactly once
+//!   per block.
 //! - `get` returns the `<memory>` text of the blocks and the active messages within
 //!   `token_limit`, truncating blocks by priority and then dropping the oldest messages.
 //!
@@ -25,11 +27,13 @@ pub use block::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
     validate_block_name,
 };
-pub use render::{InsertMethod, escape_memory_text, render_memory};
+pub use render::{
+    InsertMethod, escape_memory_text, render_fact, render_memory, render_message, render_recalled,
+};
 pub use state::BLOCK_STATE_SOURCE;
 
 use crate::error::{Error, ErrorKind, Result};
-use crate::history::{CursorRead, HistoryStore, StoredMessage, Window};
+use crate::history::{AppendOutcome, CursorRead, HistoryStore, StoredMessage, Window};
 use crate::id::SourceId;
 use crate::message::{ChatMessage, Role};
 use crate::reducer::Segmentation;
@@ -49,7 +53,9 @@ pub struct MemoryConfig {
     pub token_limit: u64,
     /// The share of `token_limit` the short-term messages may use before a flush (0.7).
     pub chat_history_token_ratio: f64,
-    /// Tokens flushed at least, once a flush starts (3,000).
+    /// Tokens flushed at least, once a flush starts, and the size of the batches the blocks are
+    /// handed: a flush of more than twice this is several batches cut between turns, each of
+    /// at least this many tokens and less than three times this plus one group (3,000).
     pub token_flush_size: u64,
     /// Where the memory text goes.
     pub insert_method: InsertMethod,
@@ -87,14 +93,15 @@ impl MemoryConfig {
     }
 }
 
-/// What a flush did.
+/// What a flush did: what this call moved, never what a concurrent flush of the same thread
+/// moved (summed over the puts of a thread, `messages` is the count archived by flushes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct FlushReport {
-    /// Messages moved out of the short-term window.
+    /// Messages this flush moved out of the short-term window (archived).
     pub messages: usize,
     /// Their stored tokens.
     pub tokens: u64,
-    /// Block deliveries made (one per block that had not seen the batch yet).
+    /// Block deliveries made (one per block and batch the block had not taken yet).
     pub deliveries: usize,
 }
 
@@ -272,6 +279,19 @@ impl Memory {
     /// safe: the messages stay in the short-term window, blocks that already took them keep
     /// their mark, and the next `put_messages` or [`flush`](Self::flush) finishes it.
     pub async fn put_messages(&self, messages: &[ChatMessage]) -> Result<FlushReport> {
+        Ok(self.put_messages_in(&self.scope, messages).await?.1)
+    }
+
+    /// As [`put_messages`](Self::put_messages), returning the append's outcome (each message's
+    /// sequence number, how many were new) beside what the flush did, for a caller that
+    /// reports both (the server's MCP `remember`).
+    ///
+    /// # Errors
+    /// As [`put_messages`](Self::put_messages).
+    pub async fn put_messages_with_outcome(
+        &self,
+        messages: &[ChatMessage],
+    ) -> Result<(AppendOutcome, FlushReport)> {
         self.put_messages_in(&self.scope, messages).await
     }
 
@@ -346,11 +366,11 @@ impl Memory {
         &self,
         scope: &Scope,
         messages: &[ChatMessage],
-    ) -> Result<FlushReport> {
-        self.history.append(scope, messages).await?;
+    ) -> Result<(AppendOutcome, FlushReport)> {
+        let outcome = self.history.append(scope, messages).await?;
         let report = self.flush_in(scope).await?;
         self.touch_states_after_append(scope, &report).await?;
-        Ok(report)
+        Ok((outcome, report))
     }
 
     /// After an append: the thread's clock restarted with it; the block states' restarts with
@@ -432,6 +452,10 @@ impl Memory {
         result
     }
 
+    /// Moves the oldest messages [`select_flush`] picks out of the window, in batches of whole
+    /// turns of `token_flush_size` to under three times that many tokens ([`flush_batches`]), so
+    /// a window far over the threshold (many messages appended at once, or by puts that never
+    /// flushed) hands the blocks several bounded batches, never one that holds it all.
     async fn flush_window(&self, scope: &Scope) -> Result<FlushReport> {
         let window = self.history.read(scope, Window::All).await?;
         let n = select_flush(
@@ -439,7 +463,28 @@ impl Memory {
             self.config.flush_threshold(),
             self.config.token_flush_size,
         );
-        let flushed = window.get(..n).unwrap_or_default();
+        let mut report = FlushReport::default();
+        for batch in flush_batches(&window, n, self.config.token_flush_size) {
+            let done = self
+                .flush_batch(scope, &window, window.get(batch).unwrap_or_default())
+                .await?;
+            report.messages = report.messages.saturating_add(done.messages);
+            report.tokens = report.tokens.saturating_add(done.tokens);
+            report.deliveries = report.deliveries.saturating_add(done.deliveries);
+        }
+        Ok(report)
+    }
+
+    /// Hands one batch of the `window` to every block that has not taken it (exactly once per
+    /// block: the durable watermark), then archives it. The report counts what this call moved
+    /// out of the window: a concurrent flush of the same batch may archive some or all of it
+    /// first, and then this one reports only the rest.
+    async fn flush_batch(
+        &self,
+        scope: &Scope,
+        window: &[StoredMessage],
+        flushed: &[StoredMessage],
+    ) -> Result<FlushReport> {
         let (Some(first), Some(last)) = (flushed.first(), flushed.last()) else {
             return Ok(FlushReport::default());
         };
@@ -459,7 +504,7 @@ impl Memory {
                 .await?
                 .last_seq
                 .max(window.last().map_or(0, |m| m.seq));
-            check_incarnation(&mut states, &window, thread_last_seq);
+            check_incarnation(&mut states, window, thread_last_seq);
             for block in &self.blocks {
                 let mut record = states.record(block.name());
                 let fresh: Vec<StoredMessage> = flushed
@@ -508,10 +553,19 @@ impl Memory {
             }
             break;
         }
-        self.history.archive(scope, first_seq..=last_seq).await?;
-        let tokens = flushed.iter().map(|m| u64::from(m.tokens)).sum();
+        let moved = self.history.archive(scope, first_seq..=last_seq).await?;
+        let moved = usize::try_from(moved)
+            .unwrap_or(usize::MAX)
+            .min(flushed.len());
+        // A concurrent flush moves batches from the oldest, so what is left for this one to
+        // move is the newest of the batch.
+        let tokens = flushed
+            .iter()
+            .skip(flushed.len().saturating_sub(moved))
+            .map(|m| u64::from(m.tokens))
+            .sum();
         tracing::info!(
-            messages = n,
+            messages = moved,
             tokens,
             first_seq,
             last_seq,
@@ -519,7 +573,7 @@ impl Memory {
             "flushed short-term messages to the memory blocks and archived them"
         );
         Ok(FlushReport {
-            messages: n,
+            messages: moved,
             tokens,
             deliveries,
         })
@@ -807,6 +861,56 @@ pub(crate) fn select_flush(window: &[StoredMessage], threshold: u64, flush_size:
         next.next();
     }
     end
+}
+
+/// The batches a flush of the first `n` messages of `window` hands the blocks, as index
+/// ranges in order that together cover `..n`: whole groups (a tool call with its results, the
+/// pinned system message), cut where a turn starts (before a user message) once a batch holds
+/// `flush_size` tokens and at least `flush_size` are left for the next, or anywhere between
+/// groups once it holds twice that (a long stretch without a user message). So a flush of one
+/// turn or two is one batch, as it always was, and a flush of much is several, each of at
+/// least `flush_size` tokens (but a flush of less, which is one batch) and less than three
+/// times that plus one group (the last batch takes what is left when less than `flush_size`
+/// would be).
+pub(crate) fn flush_batches(
+    window: &[StoredMessage],
+    n: usize,
+    flush_size: u64,
+) -> Vec<std::ops::Range<usize>> {
+    let seg = Segmentation::of(window);
+    let mut groups = seg.groups;
+    if let Some(p) = seg.pinned {
+        groups.insert(0, p..p.saturating_add(1));
+    }
+    let tokens = |range: std::ops::Range<usize>| -> u64 {
+        window
+            .get(range)
+            .unwrap_or_default()
+            .iter()
+            .fold(0u64, |sum, m| sum.saturating_add(u64::from(m.tokens)))
+    };
+    let mut left = tokens(0..n);
+    let mut batches = Vec::new();
+    let mut start = 0usize;
+    let mut held = 0u64;
+    for group in groups.iter().filter(|g| g.end <= n) {
+        let size = tokens(group.clone());
+        held = held.saturating_add(size);
+        left = left.saturating_sub(size);
+        let turn_starts = window
+            .get(group.end)
+            .is_some_and(|m| m.message.role == Role::User);
+        let full = held >= flush_size.saturating_mul(2);
+        if held >= flush_size && left >= flush_size && (turn_starts || full) {
+            batches.push(start..group.end);
+            start = group.end;
+            held = 0;
+        }
+    }
+    if start < n {
+        batches.push(start..n);
+    }
+    batches
 }
 
 /// How many leading messages to drop so the rest fits `budget`, along group boundaries, never

@@ -47,8 +47,9 @@ use agent_memory::{MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, TenantId, UserId};
 use serde::Deserialize;
 
 use crate::auth::{Authenticator, Principal, TokenEntry};
-use crate::embedder::{EmbedderConfig, MemoryConfig};
+use crate::embedder::EmbedderConfig;
 use crate::ops::OpsLimits;
+use crate::retrieval::MemoryConfig;
 
 pub use http::{AllowedHosts, HttpConfig, Transport};
 
@@ -59,13 +60,7 @@ pub const DEFAULT_MAX_BODY_BYTES: usize = 16 * 1024 * 1024;
 /// The largest body limit accepted: a full batch ([`MAX_BATCH_BYTES`]) plus 1 MiB of JSON
 /// framing.
 pub const MAX_BODY_BYTES: usize = MAX_BATCH_BYTES + 1024 * 1024;
-/// The prefix of the server's environment variables.
-pub const ENV_PREFIX: &str = "AGENT_MEMORY_SERVER_";
-
-/// A configuration that cannot be used; the message is a sentence and never holds a token.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct ConfigError(pub String);
+pub use crate::config_error::{ConfigError, ENV_PREFIX};
 
 /// A token as configured in the file.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]

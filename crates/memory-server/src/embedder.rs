@@ -19,7 +19,6 @@
 //! `AGENT_MEMORY_SERVER_EMBEDDER_MODEL`, `AGENT_MEMORY_SERVER_EMBEDDER_BASE_URL`,
 //! `AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS`.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::memory::blocks::VectorMemoryBlock;
@@ -28,8 +27,9 @@ use agent_memory::{Embedder, InMemoryVectorStore, Stores, TextIndex, VectorStore
 use memory_vector::HashingEmbedder;
 use serde::Deserialize;
 
-use crate::config::ConfigError;
-use crate::retrieval::{FusionConfig, RetrievalKind, TextIndexKind};
+use crate::config_error::ConfigError;
+use crate::retrieval::RetrievalKind;
+pub use crate::retrieval::{MemoryConfig, VectorStoreKind};
 
 /// Which embedder the server's vector memory uses.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
@@ -73,33 +73,6 @@ pub struct EmbedderConfig {
     /// The environment variable holding the API key (`openai`; default `OPENAI_API_KEY`).
     /// The key is read from the environment only, and never logged.
     pub api_key_env: Option<String>,
-}
-
-/// Where the vector memory keeps its vectors.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum VectorStoreKind {
-    /// In the server's memory: lost on restart (the only store this build wires).
-    #[default]
-    Memory,
-}
-
-/// The `[memory]` table: the blocks of the server's `Memory`, and how it is searched
-/// ([`crate::retrieval`]).
-#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields, default)]
-pub struct MemoryConfig {
-    /// The vector store of the vector block (used when an embedder is configured).
-    pub vector_store: VectorStoreKind,
-    /// How memory is searched (`None`: dense with an embedder, else not at all).
-    pub retrieval: Option<RetrievalKind>,
-    /// Where the lexical side's text index lives (`None`: the store's own when it has one,
-    /// else tantivy in memory).
-    pub text_index: Option<TextIndexKind>,
-    /// The directory of `text_index = "directory"`.
-    pub text_index_dir: Option<PathBuf>,
-    /// How a hybrid search fuses its rankings (`[memory.fusion]`).
-    pub fusion: FusionConfig,
 }
 
 /// The largest `dimensions` accepted.

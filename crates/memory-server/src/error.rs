@@ -122,9 +122,46 @@ impl std::error::Error for OpError {}
 
 impl From<agent_memory::Error> for OpError {
     fn from(error: agent_memory::Error) -> Self {
-        Self::new(error.kind().into(), error.to_string())
+        Self::new(error.kind().into(), library_detail(&error))
+    }
+}
+
+/// The sentence of a library error without its kind, which an [`OpError`]'s code carries (and
+/// its `Display` prints once): the message, then the backend and operation that failed when
+/// the error names them.
+pub(crate) fn library_detail(error: &agent_memory::Error) -> String {
+    match (error.backend(), error.operation()) {
+        (Some(backend), Some(operation)) => {
+            format!("{} ({backend} {operation})", error.message())
+        }
+        (Some(only), None) | (None, Some(only)) => format!("{} ({only})", error.message()),
+        (None, None) => error.message().to_owned(),
     }
 }
 
 /// The result of an operation.
 pub type OpResult<T> = std::result::Result<T, OpError>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_library_error_names_its_kind_once() {
+        let error = OpError::from(agent_memory::SessionId::new("a b").unwrap_err());
+        assert_eq!(error.code, ErrorCode::InvalidInput);
+        let text = error.to_string();
+        assert!(
+            text.starts_with("invalid_input: session id contains ' '"),
+            "{text}"
+        );
+        assert_eq!(text.matches("invalid_input").count(), 1, "{text}");
+        let failed = agent_memory::Error::new(ErrorKind::Unavailable, "connection refused")
+            .with_backend("postgres")
+            .with_operation("append");
+        assert_eq!(
+            OpError::from(failed).to_string(),
+            "unavailable: connection refused (postgres append)"
+        );
+    }
+}

@@ -23,6 +23,7 @@
 
 pub mod auth;
 pub mod config;
+mod config_error;
 pub mod embedder;
 pub mod error;
 pub mod http;

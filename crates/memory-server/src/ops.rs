@@ -94,7 +94,10 @@ pub struct Ops {
 }
 
 fn invalid(error: agent_memory::Error) -> OpError {
-    OpError::new(ErrorCode::InvalidInput, error.to_string())
+    OpError::new(
+        ErrorCode::InvalidInput,
+        crate::error::library_detail(&error),
+    )
 }
 
 fn page_request(limit: Option<usize>, cursor: Option<String>) -> OpResult<PageRequest> {
@@ -225,6 +228,34 @@ impl Ops {
             filter = filter.with_source(SourceId::new(source.as_str()).map_err(invalid)?);
         }
         Ok(filter)
+    }
+
+    /// The messages of one append or put, checked against the limits: at least one, at most
+    /// the configured number; `what` names the call in the error (`an append`, `a put`).
+    pub(super) fn batch(
+        &self,
+        messages: Vec<MessageInput>,
+        what: &str,
+    ) -> OpResult<Vec<agent_memory::ChatMessage>> {
+        if messages.is_empty() {
+            return Err(OpError::invalid(format!(
+                "{what} needs at least one message"
+            )));
+        }
+        let max = self
+            .limits
+            .max_messages_per_append
+            .min(agent_memory::MAX_BATCH_MESSAGES);
+        if messages.len() > max {
+            return Err(OpError::new(
+                ErrorCode::LimitExceeded,
+                format!("{what} carries at most {max} messages"),
+            ));
+        }
+        messages
+            .into_iter()
+            .map(MessageInput::into_message)
+            .collect()
     }
 
     /// Whether both stores answer: counts a probe thread and loads a probe session.

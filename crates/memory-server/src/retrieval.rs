@@ -44,8 +44,7 @@ use agent_memory::text_indexes::TantivyTextIndex;
 use agent_memory::{Embedder, Stores, TextIndex, VectorStore};
 use serde::Deserialize;
 
-use crate::config::{ConfigError, ENV_PREFIX};
-use crate::embedder::MemoryConfig;
+use crate::config_error::{ConfigError, ENV_PREFIX};
 
 /// The most candidates `[memory.fusion] candidates` may ask each side for.
 pub const MAX_CANDIDATES: usize = 1_000;
@@ -54,6 +53,33 @@ pub const MAX_CANDIDATES: usize = 1_000;
 /// cannot say, and near `f32::MAX` fused scores overflow to infinity (ties, and a JSON score of
 /// `null`).
 pub const MAX_FUSION_PARAMETER: f32 = 1_000_000.0;
+
+/// Where the vector memory keeps its vectors.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum VectorStoreKind {
+    /// In the server's memory: lost on restart (the only store this build wires).
+    #[default]
+    Memory,
+}
+
+/// The `[memory]` table: the blocks of the server's `Memory`, and how it is searched
+/// ([`crate::retrieval`]).
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MemoryConfig {
+    /// The vector store of the vector block (used when an embedder is configured).
+    pub vector_store: VectorStoreKind,
+    /// How memory is searched (`None`: dense with an embedder, else not at all).
+    pub retrieval: Option<RetrievalKind>,
+    /// Where the lexical side's text index lives (`None`: the store's own when it has one,
+    /// else tantivy in memory).
+    pub text_index: Option<TextIndexKind>,
+    /// The directory of `text_index = "directory"`.
+    pub text_index_dir: Option<PathBuf>,
+    /// How a hybrid search fuses its rankings (`[memory.fusion]`).
+    pub fusion: FusionConfig,
+}
 
 /// How memory is searched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -436,27 +462,18 @@ impl MemoryConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ServerConfig;
-    use crate::embedder::{EmbedderConfig, EmbedderKind};
 
     fn hashing() -> Option<Arc<dyn Embedder>> {
-        EmbedderConfig {
-            kind: EmbedderKind::Hashing,
-            dimensions: Some(64),
-            ..EmbedderConfig::default()
-        }
-        .embedder(|_| None)
-        .unwrap()
+        Some(Arc::new(memory_vector::HashingEmbedder::new(64)))
     }
 
     #[test]
     fn the_whole_table_parses() {
-        let config = ServerConfig::from_toml(
-            "[memory]\nretrieval = \"hybrid\"\ntext_index = \"directory\"\ntext_index_dir = \"/tmp/x\"\n\
-             [memory.fusion]\nmethod = \"rrf\"\ndense_weight = 2.0\nlexical_weight = 0.5\nrrf_k = 10.0\ncandidates = 20\n",
+        let memory: MemoryConfig = toml::from_str(
+            "retrieval = \"hybrid\"\ntext_index = \"directory\"\ntext_index_dir = \"/tmp/x\"\n\
+             [fusion]\nmethod = \"rrf\"\ndense_weight = 2.0\nlexical_weight = 0.5\nrrf_k = 10.0\ncandidates = 20\n",
         )
         .unwrap();
-        let memory = &config.memory;
         assert_eq!(memory.retrieval, Some(RetrievalKind::Hybrid));
         assert_eq!(memory.text_index, Some(TextIndexKind::Directory));
         assert_eq!(memory.text_index_dir, Some(PathBuf::from("/tmp/x")));
@@ -470,8 +487,8 @@ mod tests {
         );
         assert_eq!(memory.fusion.candidates().unwrap(), 20);
         memory.validate(true).unwrap();
-        assert!(ServerConfig::from_toml("[memory]\nretrieval = \"sparse\"").is_err());
-        assert!(ServerConfig::from_toml("[memory.fusion]\nalpha = 1").is_err());
+        assert!(toml::from_str::<MemoryConfig>("retrieval = \"sparse\"").is_err());
+        assert!(toml::from_str::<MemoryConfig>("[fusion]\nalpha = 1").is_err());
     }
 
     #[test]
@@ -608,23 +625,23 @@ mod tests {
 
     #[test]
     fn environment_overrides() {
-        let mut config = ServerConfig::default();
-        config
+        // `MemoryConfig::apply_env` is given the names after `AGENT_MEMORY_SERVER_`.
+        let mut memory = MemoryConfig::default();
+        memory
             .apply_env(|name| {
                 let value = match name {
-                    "AGENT_MEMORY_SERVER_RETRIEVAL" => "lexical",
-                    "AGENT_MEMORY_SERVER_TEXT_INDEX" => "memory",
-                    "AGENT_MEMORY_SERVER_FUSION" => "rrf",
-                    "AGENT_MEMORY_SERVER_FUSION_DENSE_WEIGHT" => "0.25",
-                    "AGENT_MEMORY_SERVER_FUSION_LEXICAL_WEIGHT" => "3",
-                    "AGENT_MEMORY_SERVER_FUSION_RRF_K" => "20",
-                    "AGENT_MEMORY_SERVER_FUSION_CANDIDATES" => "7",
+                    "RETRIEVAL" => "lexical",
+                    "TEXT_INDEX" => "memory",
+                    "FUSION" => "rrf",
+                    "FUSION_DENSE_WEIGHT" => "0.25",
+                    "FUSION_LEXICAL_WEIGHT" => "3",
+                    "FUSION_RRF_K" => "20",
+                    "FUSION_CANDIDATES" => "7",
                     _ => return None,
                 };
                 Some(value.to_owned())
             })
             .unwrap();
-        let memory = &config.memory;
         assert_eq!(memory.retrieval, Some(RetrievalKind::Lexical));
         assert_eq!(memory.text_index, Some(TextIndexKind::Memory));
         assert_eq!(
@@ -637,14 +654,14 @@ mod tests {
         );
         assert_eq!(memory.fusion.candidates().unwrap(), 7);
         for (name, value) in [
-            ("AGENT_MEMORY_SERVER_RETRIEVAL", "bm25"),
-            ("AGENT_MEMORY_SERVER_TEXT_INDEX", "elastic"),
-            ("AGENT_MEMORY_SERVER_FUSION", "max"),
-            ("AGENT_MEMORY_SERVER_FUSION_RRF_K", "many"),
-            ("AGENT_MEMORY_SERVER_FUSION_CANDIDATES", "1.5"),
+            ("RETRIEVAL", "bm25"),
+            ("TEXT_INDEX", "elastic"),
+            ("FUSION", "max"),
+            ("FUSION_RRF_K", "many"),
+            ("FUSION_CANDIDATES", "1.5"),
         ] {
-            let mut config = ServerConfig::default();
-            let error = config
+            let mut memory = MemoryConfig::default();
+            let error = memory
                 .apply_env(|n| (n == name).then(|| value.to_owned()))
                 .unwrap_err();
             assert!(!error.0.is_empty(), "{name}");

@@ -14,7 +14,7 @@ mod support;
 
 use agent_memory::{OpenOptions, TenantId, UserId};
 use memory_server::auth::Principal;
-use memory_server::mcp::{MemoryMcp, thread_uri};
+use memory_server::mcp::{serve_lines_with, thread_uri};
 use memory_server::ops::{Ops, OpsLimits};
 use rmcp::model::{
     CallToolRequestParams, CallToolResult, ReadResourceRequestParams, ResourceContents,
@@ -43,17 +43,16 @@ fn principal(tenant: &str, user: Option<&str>) -> Principal {
 
 type Client = RunningService<RoleClient, ()>;
 
-/// A client connected to a server running as `who` over an in-process byte stream (the
-/// transport stdio uses: newline-delimited JSON-RPC over a reader and a writer).
+/// The line limit of the tests' stdio servers.
+const LINE_LIMIT: usize = 64 * 1024;
+
+/// A client connected to a server running as `who` over an in-process byte stream, through the
+/// transport `agent-memory mcp` serves stdio with (newline-delimited JSON-RPC, every line
+/// answered).
 async fn stream_client(ops: Ops, who: Principal) -> Client {
     let (server_end, client_end) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        let running = MemoryMcp::for_principal(ops, who)
-            .serve(server_end)
-            .await
-            .unwrap();
-        let _ = running.waiting().await;
-    });
+    let (reader, writer) = tokio::io::split(server_end);
+    tokio::spawn(serve_lines_with(ops, who, reader, writer, LINE_LIMIT));
     ().serve(client_end).await.unwrap()
 }
 
@@ -193,7 +192,7 @@ async fn every_tool(client: &Client, backend: &str) {
     let recall = ok(client, "recall", json!({"session": "trip:2026@lisbon"})).await;
     assert_eq!(
         recall["context"],
-        "Facts:\n- Prefers metric units.\n\nConversation:\nuser: I live in Lisbon and I like trams.\nassistant: Noted: Lisbon, trams.\n",
+        "Facts:\n<fact>Prefers metric units.</fact>\n\nConversation:\n<message role='user'>I live in Lisbon and I like trams.</message>\n<message role='assistant'>Noted: Lisbon, trams.</message>\n",
         "{backend}"
     );
     assert_eq!(
@@ -348,8 +347,29 @@ async fn every_tool(client: &Client, backend: &str) {
     )
     .await;
     assert!(role.contains("`narrator` is not a role"), "{role}");
+    // An invalid id: the kind once, then the rule every description quotes.
     let id = tool_error(client, "recall", json!({"session": "no spaces allowed"})).await;
-    assert!(id.starts_with("invalid_input"), "{id}");
+    assert!(
+        id.starts_with("invalid_input: session id contains ' '"),
+        "{id}"
+    );
+    assert_eq!(id.matches("invalid_input").count(), 1, "{id}");
+    assert!(id.contains(agent_memory::ID_RULE), "{id}");
+    let path = tool_error(
+        client,
+        "remember",
+        json!({"session": "../etc/passwd", "messages": [{"role": "user", "text": "x"}]}),
+    )
+    .await;
+    assert!(path.contains("path step"), "{path}");
+    // A percent-escaped URI decodes as UTF-8: `é` is named as itself, not as `Ã©`.
+    let accent = client
+        .read_resource(ReadResourceRequestParams::new("thread://%C3%A9"))
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(accent.contains("'é'"), "{accent}");
+    assert!(!accent.contains('Ã'), "{accent}");
     let whole = tool_error(client, "forget", json!({})).await;
     assert!(whole.contains("`everything: true`"), "{whole}");
 
@@ -704,4 +724,278 @@ fn thread_uris_round_trip_every_id_character() {
         thread_uri("a:b@c", Some("u@x"), Some("ag"), Some("facts")),
         "thread://a%3Ab%40c?user=u%40x&agent=ag&source=facts"
     );
+}
+
+/// A raw client of the stdio transport: it writes lines and reads the answers, as a client
+/// that sends what rmcp's client never would.
+struct Lines {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>,
+}
+
+impl Lines {
+    /// A stdio server as `who` on a store of its own, initialized.
+    async fn start(ops: Ops, who: Principal) -> Self {
+        let (server_end, client_end) = tokio::io::duplex(1 << 20);
+        let (reader, writer) = tokio::io::split(server_end);
+        tokio::spawn(serve_lines_with(ops, who, reader, writer, LINE_LIMIT));
+        let (read, write) = tokio::io::split(client_end);
+        let mut lines = Self {
+            write,
+            read: tokio::io::BufReader::new(read),
+        };
+        lines.send(initialize(1).to_string().as_bytes()).await;
+        assert_eq!(lines.answer().await["id"], 1);
+        lines
+            .send(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#)
+            .await;
+        lines
+    }
+
+    async fn send(&mut self, line: &[u8]) {
+        use tokio::io::AsyncWriteExt;
+        self.write.write_all(line).await.unwrap();
+        self.write.write_all(b"\n").await.unwrap();
+        self.write.flush().await.unwrap();
+    }
+
+    /// The next answer; fails if none comes within 20 s (the client would wait forever).
+    async fn answer(&mut self) -> Value {
+        use tokio::io::AsyncBufReadExt;
+        let mut line = String::new();
+        tokio::time::timeout(
+            std::time::Duration::from_secs(20),
+            self.read.read_line(&mut line),
+        )
+        .await
+        .expect("an answer to every line")
+        .unwrap();
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}"))
+    }
+}
+
+fn initialize(id: u64) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "t", "version": "1"}}
+    })
+}
+
+fn remember_request(id: u64, session: &str, fact: &str) -> Value {
+    json!({
+        "jsonrpc": "2.0", "id": id, "method": "tools/call",
+        "params": {"name": "remember", "arguments": {"session": session, "fact": fact}}
+    })
+}
+
+/// The bad requests both transports must answer, each with the code and id of its answer:
+/// garbage, bytes that are not UTF-8, a request 200 levels deep, a batch, and JSON that is no
+/// JSON-RPC message (with no id, and with one).
+fn bad_requests() -> Vec<(&'static str, Vec<u8>, i64, Value)> {
+    let deep = format!(
+        r#"{{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"recall","arguments":{{"session":"s","x":{}{}}}}}}}"#,
+        "[".repeat(200),
+        "]".repeat(200)
+    );
+    vec![
+        ("garbage", b"this is not json".to_vec(), -32700, Value::Null),
+        (
+            "not UTF-8",
+            b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\",\"x\":\"\xff\"}".to_vec(),
+            -32700,
+            json!(3),
+        ),
+        ("200 deep", deep.into_bytes(), -32600, json!(2)),
+        (
+            "a batch",
+            br#"[{"jsonrpc":"2.0","id":4,"method":"ping"}]"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            "not JSON-RPC",
+            br#"{"role":1}"#.to_vec(),
+            -32600,
+            Value::Null,
+        ),
+        (
+            "a result and an error",
+            br#"{"jsonrpc":"2.0","id":"five","result":{},"error":{}}"#.to_vec(),
+            -32600,
+            json!("five"),
+        ),
+    ]
+}
+
+fn assert_refused(what: &str, answer: &Value, code: i64, id: &Value) {
+    assert_eq!(answer["jsonrpc"], "2.0", "{what}: {answer}");
+    assert_eq!(answer["error"]["code"], code, "{what}: {answer}");
+    assert_eq!(&answer["id"], id, "{what}: {answer}");
+    let message = answer["error"]["message"].as_str().unwrap();
+    assert!(message.len() > 10, "{what}: a sentence: {answer}");
+    assert!(
+        !message.contains("not valid JSON") || code == -32700,
+        "{what}: {answer}"
+    );
+}
+
+/// stdio answers every line: garbage, invalid UTF-8, a 200-deep request, a batch, JSON that is
+/// not JSON-RPC, and a request over the line limit get JSON-RPC errors (with the request's id
+/// when it can be read), and the session goes on. (Before: rmcp's transport answered none of
+/// them, and the client waited forever.)
+#[tokio::test(flavor = "multi_thread")]
+async fn stdio_answers_every_request_it_cannot_read() {
+    let store = TestStore::sqlite();
+    let mut lines = Lines::start(open_ops(&store).await, principal("tenanta", None)).await;
+    for (what, line, code, id) in bad_requests() {
+        lines.send(&line).await;
+        assert_refused(what, &lines.answer().await, code, &id);
+    }
+    // A request over the line limit: refused under its id, nothing stored.
+    let big = remember_request(7, "big", &"x".repeat(LINE_LIMIT + 1));
+    lines.send(big.to_string().as_bytes()).await;
+    let answer = lines.answer().await;
+    assert_refused("over the limit", &answer, -32600, &json!(7));
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains(&LINE_LIMIT.to_string()),
+        "{answer}"
+    );
+    // The session goes on: a request after all that is served.
+    lines
+        .send(remember_request(8, "small", "Fits.").to_string().as_bytes())
+        .await;
+    let answer = lines.answer().await;
+    assert_eq!(answer["id"], 8, "{answer}");
+    assert_eq!(
+        answer["result"]["structuredContent"]["inserted"], 1,
+        "{answer}"
+    );
+    let stores = OpenOptions::new().open(&store.url).await.unwrap();
+    let page = stores
+        .history
+        .list_threads(
+            &agent_memory::ScopeFilter::tenant(TenantId::new("tenanta").unwrap()),
+            agent_memory::PageRequest::first(10),
+        )
+        .await
+        .unwrap();
+    let sessions: Vec<&str> = page.items.iter().map(|s| s.session_id().as_str()).collect();
+    assert_eq!(sessions, ["small"], "the refused request stored nothing");
+}
+
+/// `POST /mcp` answers a body it cannot read with 400 (413 over the limit) and a JSON-RPC
+/// error, never rmcp's 415 text/plain; a 401 is a problem document. (Before: 415 for each,
+/// `{"role":1}` called "not valid JSON", 401 as plain JSON.)
+#[tokio::test(flavor = "multi_thread")]
+async fn streamable_http_answers_bad_requests_with_json_rpc_errors() {
+    let mut server = TestServer::start(Kind::Sqlite, "mcpbad").await;
+    let post = |body: Vec<u8>, token: Option<&str>| {
+        let mut request = server
+            .client
+            .post(server.url("/mcp"))
+            .header("accept", "application/json, text/event-stream")
+            .header("content-type", "application/json")
+            .body(body);
+        if let Some(token) = token {
+            request = request.bearer_auth(token);
+        }
+        request.send()
+    };
+    for (what, body, code, id) in bad_requests() {
+        let response = post(body, Some(TOKEN_A)).await.unwrap();
+        assert_eq!(response.status(), 400, "{what}");
+        assert_eq!(
+            response.headers()["content-type"],
+            "application/json",
+            "{what}"
+        );
+        let answer: Value = response.json().await.unwrap();
+        assert_refused(what, &answer, code, &id);
+    }
+    // Over the body limit (64 KiB in the tests' configuration): 413, a JSON-RPC error.
+    let big = remember_request(9, "big", &"x".repeat(100 * 1024));
+    let response = post(big.to_string().into_bytes(), Some(TOKEN_A))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 413);
+    let answer: Value = response.json().await.unwrap();
+    assert_eq!(answer["error"]["code"], -32600, "{answer}");
+    assert!(
+        answer["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limit"),
+        "{answer}"
+    );
+    // A 401 is a problem document, as the HTTP API's.
+    let response = post(initialize(1).to_string().into_bytes(), Some("wrong"))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 401);
+    assert_eq!(
+        response.headers()["content-type"],
+        "application/problem+json"
+    );
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    let problem: Value = response.json().await.unwrap();
+    assert_eq!(problem["status"], 401, "{problem}");
+    assert_eq!(problem["kind"], "unauthorized", "{problem}");
+    assert_eq!(
+        problem["type"], "urn:agent-memory:problem:unauthorized",
+        "{problem}"
+    );
+    assert!(!problem["detail"].as_str().unwrap().is_empty());
+    // A good request still initializes.
+    let response = post(initialize(1).to_string().into_bytes(), Some(TOKEN_A))
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    server.stop().await;
+}
+
+/// Every id description the tools give is the library's one rule (`ID_RULE`), and the docs
+/// quote it as it is. (Before: `A-Z a-z 0-9 - _ . : @`, while `/ + =` were accepted.)
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tools_and_the_docs_give_the_one_id_rule() {
+    let store = TestStore::sqlite();
+    let client = stream_client(open_ops(&store).await, principal("tenanta", None)).await;
+    let tools = client.list_all_tools().await.unwrap();
+    for tool in &tools {
+        let schema = serde_json::to_string(&tool.input_schema).unwrap();
+        assert!(
+            !schema.contains("A-Z a-z 0-9 - _ . : @`"),
+            "{}: {schema}",
+            tool.name
+        );
+        let session = &tool.input_schema["properties"]["session"]["description"];
+        if let Some(description) = session.as_str() {
+            assert!(
+                description.contains(agent_memory::ID_RULE),
+                "{}: {description}",
+                tool.name
+            );
+        }
+    }
+    let remember = tools.iter().find(|t| t.name == "remember").unwrap();
+    let schema = serde_json::to_string(&remember.input_schema).unwrap();
+    assert!(schema.contains(agent_memory::ID_RULE), "{schema}");
+    client.cancel().await.unwrap();
+    for doc in [
+        include_str!("../../../docs/mcp.md"),
+        include_str!("../../../docs/server.md"),
+        include_str!("../../../docs/format.md"),
+    ] {
+        assert!(
+            doc.contains(agent_memory::ID_RULE),
+            "a doc without the rule"
+        );
+        assert!(
+            !doc.contains("A-Z a-z 0-9 - _ . : @`"),
+            "an old rule in a doc"
+        );
+    }
 }

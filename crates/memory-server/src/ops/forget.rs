@@ -34,13 +34,15 @@ pub struct ForgetRequest {
 /// What one store forgot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StoreReceiptView {
-    /// The store (`history`, `sessions`).
+    /// The store (`history`, `sessions`, `texts`, `vectors`, `memory texts`).
     pub store: String,
-    /// Scopes that held matching data.
-    pub scopes: u64,
+    /// Scopes (threads, sessions) that held matching data; `null` when the store cannot tell
+    /// its items' scopes apart (a vector store or text index deleting by filter), rather than
+    /// a count of 0 beside the items it deleted.
+    pub scopes: Option<u64>,
     /// Items deleted (or, in a dry run, that would be).
     pub items: u64,
-    /// What `items` counts (`messages`, `sessions`).
+    /// What `items` counts (`messages`, `sessions`, `documents`, `points`).
     pub unit: String,
 }
 
@@ -96,8 +98,10 @@ impl Ops {
                 .stores
                 .into_iter()
                 .map(|s| StoreReceiptView {
+                    // A store that cannot tell scopes apart reports 0 whatever it deleted
+                    // (`StoreReceipt::scopes`); items in no scope is that, not a count.
+                    scopes: (s.scopes > 0 || s.items == 0).then_some(s.scopes),
                     store: s.store,
-                    scopes: s.scopes,
                     items: s.items,
                     unit: s.unit,
                 })

@@ -2,15 +2,15 @@
 
 use std::sync::Arc;
 
-use agent_memory::{ChatMessage, MAX_BATCH_MESSAGES, Memory};
+use agent_memory::{ChatMessage, Memory};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
 
-use super::messages::MessageInput;
+use super::messages::{AppendView, MessageInput};
 use super::{Address, Ops};
 use crate::auth::Principal;
-use crate::error::{ErrorCode, OpError, OpResult};
+use crate::error::{OpError, OpResult};
 
 /// The largest `token_limit` a memory request may ask for.
 pub const MAX_MEMORY_TOKEN_LIMIT: u64 = 10_000_000;
@@ -25,10 +25,11 @@ pub struct MemoryContextView {
 }
 
 /// What a `Memory` put did: the messages are appended, then the oldest flushed to the blocks
-/// and archived when the window passed its threshold.
+/// and archived when the window passed its threshold. It counts what this put flushed: a put
+/// racing another on the same session never reports the other's flush.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct MemoryPutView {
-    /// Messages flushed out of the short-term window.
+    /// Messages this put flushed out of the short-term window (and archived).
     pub flushed_messages: usize,
     /// Their tokens.
     pub flushed_tokens: u64,
@@ -68,7 +69,7 @@ impl Ops {
     /// window is the addressed thread itself (the one `append` and `read` address).
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an invalid address or limit; the stores' and blocks'
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an invalid address or limit; the stores' and blocks'
     /// errors.
     pub async fn memory_context(
         &self,
@@ -99,25 +100,50 @@ impl Ops {
         messages: Vec<MessageInput>,
     ) -> OpResult<MemoryPutView> {
         let memory = self.memory(who, address, token_limit)?;
-        if messages.is_empty() {
-            return Err(OpError::invalid("a put needs at least one message"));
+        let messages = self.batch(messages, "a put")?;
+        Ok(self.put_through(&memory, &messages).await?.1)
+    }
+
+    /// Remembers `messages` in the session's thread (MCP's `remember`), under the rules of
+    /// [`memory_put`](Self::memory_put) whatever the transport: when the server has memory
+    /// blocks, through the session's `Memory` with the default token limit, so what passes its
+    /// threshold is flushed to the blocks (and found by [`search_memory`](Self::search_memory))
+    /// as an HTTP put would flush it; without blocks, a plain [`append`](Self::append) (nothing
+    /// to flush to, and the whole thread stays in the window a text search reads).
+    ///
+    /// # Errors
+    /// As [`memory_put`](Self::memory_put).
+    pub async fn remember_messages(
+        &self,
+        who: &Principal,
+        address: &Address,
+        messages: Vec<MessageInput>,
+    ) -> OpResult<AppendView> {
+        if self.blocks.is_empty() {
+            return self.append(who, address, messages).await;
         }
-        let max = self.limits.max_messages_per_append.min(MAX_BATCH_MESSAGES);
-        if messages.len() > max {
-            return Err(OpError::new(
-                ErrorCode::LimitExceeded,
-                format!("a put carries at most {max} messages"),
-            ));
-        }
-        let messages = messages
-            .into_iter()
-            .map(MessageInput::into_message)
-            .collect::<OpResult<Vec<_>>>()?;
-        let report = memory.put_messages(&messages).await?;
-        Ok(MemoryPutView {
-            flushed_messages: report.messages,
-            flushed_tokens: report.tokens,
-            deliveries: report.deliveries,
-        })
+        let memory = self.memory(who, address, None)?;
+        let messages = self.batch(messages, "an append")?;
+        Ok(self.put_through(&memory, &messages).await?.0)
+    }
+
+    /// Appends `messages` through `memory` and flushes what passed its threshold.
+    async fn put_through(
+        &self,
+        memory: &Memory,
+        messages: &[ChatMessage],
+    ) -> OpResult<(AppendView, MemoryPutView)> {
+        let (outcome, report) = memory.put_messages_with_outcome(messages).await?;
+        Ok((
+            AppendView {
+                seqs: outcome.seqs,
+                inserted: outcome.inserted,
+            },
+            MemoryPutView {
+                flushed_messages: report.messages,
+                flushed_tokens: report.tokens,
+                deliveries: report.deliveries,
+            },
+        ))
     }
 }

@@ -29,9 +29,9 @@ pub enum RoleName {
 #[derive(Debug, Clone, PartialEq, Deserialize, Serialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MessageInput {
-    /// The message id (1–128 of `A-Z a-z 0-9 - _ . : @`). Give one to make retries
-    /// idempotent: a message whose id the thread holds is not stored again. Generated when
-    /// omitted.
+    /// The message id, by the one id rule ([`ID_RULE`](agent_memory::ID_RULE), docs/format.md).
+    /// Give one to make retries idempotent: a message whose id the thread holds is not stored
+    /// again. Generated when omitted.
     #[serde(default)]
     pub id: Option<String>,
     /// `system`, `developer`, `user`, `assistant` or `tool`.

@@ -1,6 +1,7 @@
 //! The agent-facing operations the MCP tools use: remember a fact, recall a session's
 //! memory, search a thread's text.
 
+use agent_memory::memory::{render_fact, render_message};
 use agent_memory::{Part, Role, Window};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -17,8 +18,10 @@ pub const FACTS_SOURCE: &str = "facts";
 /// A session's memory as [`Ops::recall`] returns it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RecallView {
-    /// The facts and the conversation as one text for a prompt: `Facts:` with one `- fact` a
-    /// line, then `Conversation:` with one `role: text` a line (each part absent when empty).
+    /// The facts and the conversation as one text for a prompt: `Facts:` with one
+    /// `<fact>…</fact>` a line, then `Conversation:` with one `<message role='…'>…</message>`
+    /// a line (each part absent when empty), the text escaped as the memory block escapes it
+    /// (`&lt;`, `&gt;`, `&amp;`), so no remembered text can forge a message.
     pub context: String,
     /// The `<memory>` text the server's memory blocks give for the session (what the vector
     /// memory retrieved for the conversation's last messages), when the server has blocks and
@@ -28,8 +31,8 @@ pub struct RecallView {
     pub facts: Vec<MessageView>,
     /// The newest messages of the thread that fit, in seq order.
     pub messages: Vec<MessageView>,
-    /// The stored token counts of `facts` and `messages` added up (the text adds its few
-    /// framing words).
+    /// The tokens of `memory` (counted by the default counter) and the stored counts of
+    /// `facts` and `messages`, added up (the text adds its few framing words).
     pub tokens: u64,
 }
 
@@ -73,9 +76,14 @@ impl Ops {
         self.append(who, &address, vec![message]).await
     }
 
-    /// The session's memory within `max_tokens` (by stored counts): its newest facts, up to
-    /// half the budget, then the newest messages of its thread that fit in the rest, and the
-    /// two rendered as one text.
+    /// The session's memory within `max_tokens`: the memory blocks' text (when the server has
+    /// blocks), within a quarter of the budget; then its newest facts, up to half of what is
+    /// left; then the newest messages of its thread that fit in the rest (facts and messages
+    /// by their stored counts), all rendered as one text.
+    ///
+    /// The blocks get their own share rather than what the thread leaves: a thread whose
+    /// window is larger than the budget would otherwise leave the memory no room at all, and a
+    /// client that only remembers and recalls would never see its long-term memory.
     ///
     /// # Errors
     /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for a zero budget or an address naming the facts source;
@@ -102,13 +110,23 @@ impl Ops {
             },
         )?;
         let scope = self.scope(who, address)?;
-        let facts = self
-            .stores
-            .history
-            .read(&facts_scope, Window::TokenBudget(max_tokens / 2))
+        let memory = self
+            .blocks_text(who, address, &scope, max_tokens / 4)
             .await?;
+        let memory_tokens = memory.as_deref().map_or(0, |text| {
+            u64::from(agent_memory::default_token_counter().count_text(text))
+        });
+        let budget = max_tokens.saturating_sub(memory_tokens);
+        let facts = if budget / 2 == 0 {
+            Vec::new()
+        } else {
+            self.stores
+                .history
+                .read(&facts_scope, Window::TokenBudget(budget / 2))
+                .await?
+        };
         let fact_tokens: u64 = facts.iter().map(|m| u64::from(m.tokens)).sum();
-        let rest = max_tokens.saturating_sub(fact_tokens);
+        let rest = budget.saturating_sub(fact_tokens);
         let messages = if rest == 0 {
             Vec::new()
         } else {
@@ -118,17 +136,17 @@ impl Ops {
                 .await?
         };
         let message_tokens: u64 = messages.iter().map(|m| u64::from(m.tokens)).sum();
-        let memory = self.blocks_text(who, address, max_tokens).await?;
         let mut context = String::new();
         if let Some(text) = &memory {
             context.push_str(text);
             context.push_str("\n\n");
         }
+        // Rendered as the memory block renders them (one escaping rule for every text of
+        // memory a model reads): a fact or a message cannot close its tag or forge another.
         if !facts.is_empty() {
             context.push_str("Facts:\n");
             for fact in &facts {
-                context.push_str("- ");
-                context.push_str(&fact.message.text());
+                context.push_str(&render_fact(&fact.message.text()));
                 context.push('\n');
             }
         }
@@ -138,9 +156,10 @@ impl Ops {
             }
             context.push_str("Conversation:\n");
             for m in &messages {
-                context.push_str(&role_name(m.message.role));
-                context.push_str(": ");
-                context.push_str(&m.message.text());
+                context.push_str(&render_message(
+                    &role_name(m.message.role),
+                    &m.message.text(),
+                ));
                 context.push('\n');
             }
         }
@@ -149,22 +168,30 @@ impl Ops {
             memory,
             facts: facts.iter().map(view).collect::<OpResult<_>>()?,
             messages: messages.iter().map(view).collect::<OpResult<_>>()?,
-            tokens: fact_tokens.saturating_add(message_tokens),
+            tokens: memory_tokens
+                .saturating_add(fact_tokens)
+                .saturating_add(message_tokens),
         })
     }
 
-    /// The `<memory>` text the `Memory`'s blocks render for the session, if it has blocks
-    /// and they render anything.
+    /// The `<memory>` text the `Memory`'s blocks render for the session within `budget`
+    /// tokens, if it has blocks and they render anything. The memory is built with room for
+    /// the whole active window and `budget` more, so the blocks are truncated to `budget`
+    /// (by priority), never to what the window leaves; the window is their retrieval context.
     async fn blocks_text(
         &self,
         who: &Principal,
         address: &Address,
-        max_tokens: u64,
+        scope: &agent_memory::Scope,
+        budget: u64,
     ) -> OpResult<Option<String>> {
-        if self.blocks.is_empty() {
+        if self.blocks.is_empty() || budget == 0 {
             return Ok(None);
         }
-        let limit = max_tokens.min(super::MAX_MEMORY_TOKEN_LIMIT);
+        let active = self.stores.history.count(scope).await?.active_tokens;
+        let limit = active
+            .saturating_add(budget)
+            .clamp(1, super::MAX_MEMORY_TOKEN_LIMIT);
         let messages = self.memory(who, address, Some(limit))?.get(&[]).await?;
         Ok(messages
             .first()

@@ -18,7 +18,9 @@ pub const DEFAULT_SEARCH_TOP_K: usize = 5;
 /// One result of a memory search: a batch of messages the memory flushed to its vector block.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SearchHitView {
-    /// The batch's transcript (`role: text` lines), as stored.
+    /// The batch's transcript as the memory shows it to a model: one
+    /// `<message role='…'>…</message>` line a message, the text escaped (`&lt;`, `&gt;`,
+    /// `&amp;`), so a remembered message cannot forge another.
     pub text: String,
     /// The retriever's score: higher is better; it ranks one search's results and is not
     /// comparable across configurations.

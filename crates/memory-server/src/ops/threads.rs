@@ -2,14 +2,14 @@
 
 use std::ops::RangeInclusive;
 
-use agent_memory::{MAX_BATCH_MESSAGES, Scope, Window};
+use agent_memory::{Scope, Window};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 use super::messages::{AppendView, MessageInput, MessageView};
 use super::{Address, Ops, page_request};
 use crate::auth::Principal;
-use crate::error::{ErrorCode, OpError, OpResult};
+use crate::error::{OpError, OpResult};
 
 /// Which messages a read returns (at most one of the bounds).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -105,8 +105,8 @@ impl Ops {
     /// not stored again (their seqs are returned).
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an empty batch or an invalid message;
-    /// [`ErrorCode::LimitExceeded`] for more messages than the limit or an oversized message;
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an empty batch or an invalid message;
+    /// [`ErrorCode::LimitExceeded`](crate::ErrorCode::LimitExceeded) for more messages than the limit or an oversized message;
     /// the store's errors.
     pub async fn append(
         &self,
@@ -115,20 +115,7 @@ impl Ops {
         messages: Vec<MessageInput>,
     ) -> OpResult<AppendView> {
         let scope = self.scope(who, address)?;
-        if messages.is_empty() {
-            return Err(OpError::invalid("an append needs at least one message"));
-        }
-        let max = self.limits.max_messages_per_append.min(MAX_BATCH_MESSAGES);
-        if messages.len() > max {
-            return Err(OpError::new(
-                ErrorCode::LimitExceeded,
-                format!("an append carries at most {max} messages"),
-            ));
-        }
-        let messages = messages
-            .into_iter()
-            .map(MessageInput::into_message)
-            .collect::<OpResult<Vec<_>>>()?;
+        let messages = self.batch(messages, "an append")?;
         let outcome = self.stores.history.append(&scope, &messages).await?;
         Ok(AppendView {
             seqs: outcome.seqs,
@@ -179,7 +166,7 @@ impl Ops {
     /// Archives the active messages with seqs in `seqs`; returns how many it archived.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an empty range; [`ErrorCode::Unsupported`] on a store
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an empty range; [`ErrorCode::Unsupported`](crate::ErrorCode::Unsupported) on a store
     /// without archive; the store's errors.
     pub async fn archive(
         &self,
@@ -208,7 +195,7 @@ impl Ops {
     /// Lists the caller's threads matching `request`, a page at a time.
     ///
     /// # Errors
-    /// [`ErrorCode::InvalidInput`] for an invalid filter, limit or cursor; the store's errors.
+    /// [`ErrorCode::InvalidInput`](crate::ErrorCode::InvalidInput) for an invalid filter, limit or cursor; the store's errors.
     pub async fn list_threads(&self, who: &Principal, request: ListRequest) -> OpResult<ScopePage> {
         let filter = self.filter(who, &request)?;
         let page = page_request(request.limit, request.cursor)?;

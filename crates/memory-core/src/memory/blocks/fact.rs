@@ -8,8 +8,7 @@ use serde_json::{Value, json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::render::unescape_memory_text;
 use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, escape_memory_text,
-    validate_block_name,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, render_fact, validate_block_name,
 };
 use crate::message::{ChatMessage, tagged_transcript};
 use crate::model::{ChatModel, ChatRequest};
@@ -123,7 +122,7 @@ fn facts_of(state: &Value) -> Vec<String> {
 fn render(facts: &[String]) -> String {
     facts
         .iter()
-        .map(|f| format!("<fact>{}</fact>", escape_memory_text(f)))
+        .map(|f| render_fact(f))
         .collect::<Vec<_>>()
         .join("\n")
 }
@@ -181,7 +180,7 @@ impl MemoryBlock for FactExtractionMemoryBlock {
         while removed < excess_tokens && !facts.is_empty() {
             let fact = facts.remove(0);
             removed = removed.saturating_add(u64::from(
-                counter.count_text(&format!("<fact>{}</fact>\n", escape_memory_text(&fact))),
+                counter.count_text(&format!("{}\n", render_fact(&fact))),
             ));
         }
         Ok((!facts.is_empty()).then(|| BlockContent::Text(render(&facts))))

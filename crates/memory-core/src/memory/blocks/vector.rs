@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::history::StoredMessage;
 use crate::memory::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
-    escape_memory_text, validate_block_name,
+    render_recalled, validate_block_name,
 };
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
@@ -89,9 +89,10 @@ impl RetrievalPostprocessor for SimilarityCutoff {
 /// redone flush upserts the same point again instead of adding a second one, and a re-created
 /// thread never overwrites the old thread's batches (even with content-derived message ids,
 /// unless both ends of the batch are the same messages). The point keeps the raw text; what is
-/// recalled is escaped ([`escape_memory_text`]) when it is read, whatever the payload says, so
-/// whoever can write the vector collection cannot forge the `<memory>` block. The block's state
-/// is O(1): a count and the latest batches.
+/// recalled or found is rendered and escaped when it is read ([`render_recalled`]), whatever
+/// the payload says, so whoever can write the vector collection cannot forge the `<memory>`
+/// block, and [`search`](Self::search) returns text as safe as what `get` shows. The block's
+/// state is O(1): a count and the latest batches.
 /// [`forget`](MemoryBlock::forget) deletes the session's points.
 #[derive(Debug, Clone)]
 pub struct VectorMemoryBlock {
@@ -184,19 +185,29 @@ impl VectorMemoryBlock {
     /// The `top_k` best batches of the session `scope` (a session's scope, as given to
     /// [`Memory`](crate::Memory)) for `query`, best first, as the retriever ranks them; the
     /// post-processors are not applied. Each result's payload holds the batch's transcript
-    /// under `"text"` (raw, as stored: escape it before showing it inside a memory block),
-    /// its `"first_seq"`, `"last_seq"`, `"first_id"` and its `"lines"` (`[role, body]` pairs).
+    /// under `"text"` as the block shows it ([`render_recalled`](crate::memory::render_recalled):
+    /// one `<message role='…'>` line a message, role and body escaped, whatever the stored
+    /// payload says), so a remembered message cannot forge another where the text is shown;
+    /// its `"first_seq"`, `"last_seq"`, `"first_id"` and its `"lines"` (`[role, body]` pairs,
+    /// the raw data).
     ///
     /// # Errors
     /// The retriever's errors; [`InvalidInput`](crate::ErrorKind::InvalidInput) when the
     /// scope cannot take the block's source.
     pub async fn search(&self, scope: &Scope, query: &str, top_k: usize) -> Result<Vec<Retrieved>> {
-        self.retriever
+        let mut found = self
+            .retriever
             .retrieve(
                 &self.vector_scope(scope)?,
                 &RetrievalQuery::new(query, top_k),
             )
-            .await
+            .await?;
+        for hit in &mut found {
+            let shown = render_recalled(&hit.payload).unwrap_or_default();
+            hit.payload
+                .insert(crate::retrieval::TEXT_KEY.to_owned(), Value::String(shown));
+        }
+        Ok(found)
     }
 
     fn vector_scope(&self, scope: &Scope) -> Result<Scope> {
@@ -338,30 +349,6 @@ fn cut(text: &str, max: usize) -> &str {
     text.get(..end).unwrap_or_default()
 }
 
-/// The text a point recalls, escaped ([`escape_memory_text`]) here, at read time, whatever its
-/// payload claims: a `<message role='…'>` line per stored `[role, body]` (role and body
-/// escaped), or, for a point without them (written by an earlier version), its whole `text`
-/// escaped (text an earlier version stored escaped is then shown escaped twice, never raw).
-fn recalled_text(payload: &serde_json::Map<String, Value>) -> Option<String> {
-    if let Some(lines) = payload.get("lines").and_then(Value::as_array) {
-        let rendered: Vec<String> = lines
-            .iter()
-            .filter_map(|line| {
-                let role = line.get(0)?.as_str()?;
-                let body = line.get(1)?.as_str()?;
-                Some(format!(
-                    "<message role='{}'>{}</message>",
-                    escape_memory_text(role).replace('\'', "&#39;"),
-                    escape_memory_text(body)
-                ))
-            })
-            .collect();
-        return Some(rendered.join("\n"));
-    }
-    let text = payload.get("text").and_then(Value::as_str)?;
-    Some(escape_memory_text(text).into_owned())
-}
-
 #[async_trait]
 impl MemoryBlock for VectorMemoryBlock {
     fn name(&self) -> &str {
@@ -448,7 +435,7 @@ impl MemoryBlock for VectorMemoryBlock {
         );
         let texts: Vec<String> = results
             .iter()
-            .filter_map(|r| recalled_text(&r.payload))
+            .filter_map(|r| render_recalled(&r.payload))
             .collect();
         Ok(BlockContent::Text(texts.join("\n")))
     }

@@ -1,0 +1,13 @@
+//! What every part of the configuration shares: the error a setting that cannot be used gives,
+//! and the prefix of the server's environment variables.
+//!
+//! A leaf module: `config`, `embedder` and `retrieval` each read their own tables and report
+//! through it, so none of them needs another to say what is wrong.
+
+/// The prefix of the server's environment variables.
+pub const ENV_PREFIX: &str = "AGENT_MEMORY_SERVER_";
+
+/// A configuration that cannot be used; the message is a sentence and never holds a token.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct ConfigError(pub String);
