@@ -31,10 +31,10 @@ use memory_interop::{AGENT_MEMORY_KEY, UNKNOWN_TIME};
 use serde_json::Value;
 
 use crate::config::{DbUrl, SqlConfig};
+use crate::connect::{connect_pool, redact_error, within};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query, Row, Tx};
 use crate::rows::to_i64;
-use crate::store::{connect_pool, redact_error, within};
 
 const ACTIVE: &str = "active";
 /// Rows a lookup or an insert statement carries at most.

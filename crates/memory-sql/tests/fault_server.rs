@@ -26,31 +26,32 @@ trait KillableServer: Send + 'static {
     fn restart(&mut self);
 }
 
-#[cfg(feature = "postgres")]
-impl KillableServer for memory_testkit::fault_net::PrivatePostgres {
-    fn url(&self) -> String {
-        Self::url(self)
-    }
-    fn kill(&mut self) {
-        Self::kill(self);
-    }
-    fn restart(&mut self) {
-        Self::restart(self);
-    }
+/// [`KillableServer`] for a testkit server, whose own methods have the same names.
+macro_rules! killable {
+    ($(#[$attr:meta])* $server:ty) => {
+        $(#[$attr])*
+        impl KillableServer for $server {
+            fn url(&self) -> String {
+                Self::url(self)
+            }
+            fn kill(&mut self) {
+                Self::kill(self);
+            }
+            fn restart(&mut self) {
+                Self::restart(self);
+            }
+        }
+    };
 }
 
-#[cfg(feature = "mysql")]
-impl KillableServer for memory_testkit::fault_net::PrivateMariadb {
-    fn url(&self) -> String {
-        Self::url(self)
-    }
-    fn kill(&mut self) {
-        Self::kill(self);
-    }
-    fn restart(&mut self) {
-        Self::restart(self);
-    }
-}
+killable!(
+    #[cfg(feature = "postgres")]
+    memory_testkit::fault_net::PrivatePostgres
+);
+killable!(
+    #[cfg(feature = "mysql")]
+    memory_testkit::fault_net::PrivateMariadb
+);
 
 /// A store with short timeouts, so calls to a dead server fail fast.
 async fn store_on(url: &str) -> SqlStore {
