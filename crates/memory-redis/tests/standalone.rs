@@ -21,6 +21,7 @@ use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisConfig, RedisStore};
 use support::{
     TEST_DATA_TTL, message, prefix, raw, scope, standalone_store, standalone_url, store_with,
+    tenant_scopes,
 };
 
 fn ids(messages: &[memory_core::StoredMessage]) -> Vec<String> {
@@ -187,15 +188,7 @@ async fn purge_expired_reads_an_index_not_the_keyspace() {
     HistoryStore::purge_expired(&store).await.unwrap();
     // One tenant: a purge also removes each purged thread from its tenant's thread index, a
     // few round trips per tenant.
-    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
-    let scopes: Vec<Scope> = (0..20)
-        .map(|i| {
-            Scope::session(format!("s-{i}"))
-                .unwrap()
-                .with_tenant(tenant.as_str())
-                .unwrap()
-        })
-        .collect();
+    let (_tenant, scopes) = tenant_scopes(20);
     for scope in &scopes {
         store.append(scope, &[message("m")]).await.unwrap();
     }
@@ -230,15 +223,7 @@ async fn list_threads_reads_an_index_not_the_keyspace() {
     let store = standalone_store().await;
     let mut conn = raw().await;
     fill_keyspace(&mut conn).await;
-    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
-    let scopes: Vec<Scope> = (0..5)
-        .map(|i| {
-            Scope::session(format!("s-{i}"))
-                .unwrap()
-                .with_tenant(tenant.as_str())
-                .unwrap()
-        })
-        .collect();
+    let (tenant, scopes) = tenant_scopes(5);
     for scope in &scopes {
         store.append(scope, &[message("m")]).await.unwrap();
     }

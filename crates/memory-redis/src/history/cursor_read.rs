@@ -5,9 +5,10 @@
 use memory_core::{CursorRead, Delta, Error, MAX_READ_PAGE, Result, Scope, ThreadCursor, Window};
 use redis::Value;
 
+use super::decode::{decode_messages, thread_count};
+use super::read::{Bounds, READ_RESTARTS, Walk, read_keys, restarted_too_often};
 use crate::conn::text;
 use crate::error::bad_reply;
-use crate::history::{Bounds, READ_RESTARTS, Walk, decode_messages, thread_count};
 use crate::keys::ThreadKeys;
 use crate::scripts::SCRIPTS;
 use crate::store::RedisStore;
@@ -20,7 +21,7 @@ const HEADER: usize = 7;
 /// halves, each with a few fixed bits, XORed), never 0
 /// ([`NO_EPOCH`](memory_core::NO_EPOCH)), in decimal (Lua's numbers are doubles: the scripts
 /// keep it a string).
-pub(crate) fn fresh_epoch() -> String {
+pub(super) fn fresh_epoch() -> String {
     let (high, low) = uuid::Uuid::new_v4().as_u64_pair();
     (high ^ low).max(1).to_string()
 }
@@ -69,7 +70,7 @@ impl Selection {
 
 impl RedisStore {
     /// [`HistoryStore::read_since`](memory_core::HistoryStore::read_since).
-    pub(crate) async fn cursor_read(
+    pub(super) async fn cursor_read(
         &self,
         scope: &Scope,
         window: Window,
@@ -84,12 +85,7 @@ impl RedisStore {
         }
         let selection = Selection::of(window)?;
         let keys = ThreadKeys::new(self.prefix(), scope);
-        let script_keys = [
-            keys.meta.as_str(),
-            keys.msg.as_str(),
-            keys.tok.as_str(),
-            keys.active.as_str(),
-        ];
+        let script_keys = read_keys(&keys);
         let what = format!("read {window:?} of thread {scope} since a cursor");
         let (since_epoch, since_seq) = since.map_or_else(
             || (String::new(), "0".to_owned()),
@@ -171,13 +167,7 @@ impl RedisStore {
                             attempt = attempt.saturating_add(1);
                             continue;
                         }
-                        None => {
-                            return Err(Error::conflict(format!(
-                                "{what}: the thread was cleared and written again while it was \
-                                 read, {} times in a row",
-                                READ_RESTARTS.saturating_add(1)
-                            )));
-                        }
+                        None => return Err(restarted_too_often(&what)),
                     }
                 }
                 state if state == expected => decode_messages(&what, Value::Array(body))?,
