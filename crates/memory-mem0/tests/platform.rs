@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use memory_core::ErrorKind;
 use memory_mem0::{
-    AddRequest, Field, Filters, ListRequest, Mem0Client, Mem0Message, Mem0Scope, MemoryEvent,
-    MemoryUpdate, SearchRequest,
+    AddRequest, Field, Filters, HttpClientConfig, ListRequest, Mem0Client, Mem0Message, Mem0Scope,
+    MemoryEvent, MemoryUpdate, SearchRequest,
 };
 use serde_json::json;
 use support::{KEY, assert_no_key, platform, platform_config, request_count};

@@ -27,8 +27,9 @@ use memory_core::{
     InMemorySessionStore, Role, Scope, TokenCounter,
 };
 use memory_mem0::{
-    AddRequest, ListRequest, Mem0Client, Mem0Config, Mem0MemoryBlock, Mem0Message, Mem0Provider,
-    Mem0Scope, MemoryEvent, MemoryRecord, MemoryUpdate, OnError, SearchRequest,
+    AddRequest, HttpClientConfig, ListRequest, Mem0Client, Mem0Config, Mem0MemoryBlock,
+    Mem0Message, Mem0Provider, Mem0Scope, MemoryEvent, MemoryRecord, MemoryUpdate, OnError,
+    SearchRequest,
 };
 use memory_testkit::ScriptedChatModel;
 

@@ -15,8 +15,8 @@ mod support;
 
 use memory_core::ErrorKind;
 use memory_mem0::{
-    AddRequest, Filters, KeyHeader, ListRequest, Mem0Client, Mem0Message, Mem0Scope, MemoryEvent,
-    MemoryUpdate, SearchRequest,
+    AddRequest, Filters, HttpClientConfig, KeyHeader, ListRequest, Mem0Client, Mem0Message,
+    Mem0Scope, MemoryEvent, MemoryUpdate, SearchRequest,
 };
 use serde_json::json;
 use support::{KEY, assert_no_key, request_count, self_hosted, self_hosted_config};

@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use memory_mem0::{Mem0Client, Mem0Config};
+use memory_mem0::{HttpClientConfig, Mem0Client, Mem0Config};
 use wiremock::MockServer;
 
 /// A key that must never show up in any output.
