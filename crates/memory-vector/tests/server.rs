@@ -236,6 +236,32 @@ impl FakeQdrant {
     }
 }
 
+/// `#[tonic::async_trait] impl $service for FakeQdrant`: the RPCs the store calls, each
+/// answered by a method of `FakeQdrant`, and every other RPC of the service answering
+/// `unimplemented` with its name.
+macro_rules! fake_service {
+    (
+        impl $service:ident {
+            $($rpc:ident($rpc_request:ident) -> $rpc_reply:ident = $handler:ident;)*
+        }
+        unimplemented { $($name:ident($request:ident) -> $reply:ident;)* }
+    ) => {
+        #[tonic::async_trait]
+        impl $service for FakeQdrant {
+            $(
+                async fn $rpc(&self, request: Request<pb::$rpc_request>) -> Rpc<pb::$rpc_reply> {
+                    self.$handler(request).await
+                }
+            )*
+            $(
+                async fn $name(&self, _: Request<pb::$request>) -> Rpc<pb::$reply> {
+                    Err(Status::unimplemented(stringify!($name)))
+                }
+            )*
+        }
+    };
+}
+
 #[tonic::async_trait]
 impl QdrantService for FakeQdrant {
     async fn health_check(&self, _: Request<pb::HealthCheckRequest>) -> Rpc<pb::HealthCheckReply> {
@@ -247,9 +273,9 @@ impl QdrantService for FakeQdrant {
     }
 }
 
-#[tonic::async_trait]
-impl Collections for FakeQdrant {
-    async fn get(
+/// The Collections RPCs the store calls.
+impl FakeQdrant {
+    async fn collection_get(
         &self,
         request: Request<pb::GetCollectionInfoRequest>,
     ) -> Rpc<pb::GetCollectionInfoResponse> {
@@ -279,7 +305,7 @@ impl Collections for FakeQdrant {
         }))
     }
 
-    async fn list(
+    async fn collection_list(
         &self,
         _: Request<pb::ListCollectionsRequest>,
     ) -> Rpc<pb::ListCollectionsResponse> {
@@ -296,7 +322,7 @@ impl Collections for FakeQdrant {
         }))
     }
 
-    async fn create(
+    async fn collection_create(
         &self,
         request: Request<pb::CreateCollection>,
     ) -> Rpc<pb::CollectionOperationResponse> {
@@ -332,7 +358,7 @@ impl Collections for FakeQdrant {
         }))
     }
 
-    async fn delete(
+    async fn collection_delete(
         &self,
         request: Request<pb::DeleteCollection>,
     ) -> Rpc<pb::CollectionOperationResponse> {
@@ -348,7 +374,7 @@ impl Collections for FakeQdrant {
         }))
     }
 
-    async fn collection_exists(
+    async fn has_collection(
         &self,
         request: Request<pb::CollectionExistsRequest>,
     ) -> Rpc<pb::CollectionExistsResponse> {
@@ -362,75 +388,38 @@ impl Collections for FakeQdrant {
             time: 0.0,
         }))
     }
+}
 
+fake_service! {
+    impl Collections {
+        get(GetCollectionInfoRequest) -> GetCollectionInfoResponse = collection_get;
+        list(ListCollectionsRequest) -> ListCollectionsResponse = collection_list;
+        create(CreateCollection) -> CollectionOperationResponse = collection_create;
+        delete(DeleteCollection) -> CollectionOperationResponse = collection_delete;
+        collection_exists(CollectionExistsRequest)
+            -> CollectionExistsResponse = has_collection;
+    }
     // Not used by QdrantStore.
-    async fn update(
-        &self,
-        _: Request<pb::UpdateCollection>,
-    ) -> Rpc<pb::CollectionOperationResponse> {
-        Err(Status::unimplemented("update"))
-    }
-
-    async fn update_aliases(
-        &self,
-        _: Request<pb::ChangeAliases>,
-    ) -> Rpc<pb::CollectionOperationResponse> {
-        Err(Status::unimplemented("update_aliases"))
-    }
-
-    async fn list_collection_aliases(
-        &self,
-        _: Request<pb::ListCollectionAliasesRequest>,
-    ) -> Rpc<pb::ListAliasesResponse> {
-        Err(Status::unimplemented("list_collection_aliases"))
-    }
-
-    async fn list_aliases(
-        &self,
-        _: Request<pb::ListAliasesRequest>,
-    ) -> Rpc<pb::ListAliasesResponse> {
-        Err(Status::unimplemented("list_aliases"))
-    }
-
-    async fn collection_cluster_info(
-        &self,
-        _: Request<pb::CollectionClusterInfoRequest>,
-    ) -> Rpc<pb::CollectionClusterInfoResponse> {
-        Err(Status::unimplemented("collection_cluster_info"))
-    }
-
-    async fn update_collection_cluster_setup(
-        &self,
-        _: Request<pb::UpdateCollectionClusterSetupRequest>,
-    ) -> Rpc<pb::UpdateCollectionClusterSetupResponse> {
-        Err(Status::unimplemented("update_collection_cluster_setup"))
-    }
-
-    async fn create_shard_key(
-        &self,
-        _: Request<pb::CreateShardKeyRequest>,
-    ) -> Rpc<pb::CreateShardKeyResponse> {
-        Err(Status::unimplemented("create_shard_key"))
-    }
-
-    async fn delete_shard_key(
-        &self,
-        _: Request<pb::DeleteShardKeyRequest>,
-    ) -> Rpc<pb::DeleteShardKeyResponse> {
-        Err(Status::unimplemented("delete_shard_key"))
-    }
-
-    async fn list_shard_keys(
-        &self,
-        _: Request<pb::ListShardKeysRequest>,
-    ) -> Rpc<pb::ListShardKeysResponse> {
-        Err(Status::unimplemented("list_shard_keys"))
+    unimplemented {
+        update(UpdateCollection) -> CollectionOperationResponse;
+        update_aliases(ChangeAliases) -> CollectionOperationResponse;
+        list_collection_aliases(ListCollectionAliasesRequest) -> ListAliasesResponse;
+        list_aliases(ListAliasesRequest) -> ListAliasesResponse;
+        collection_cluster_info(CollectionClusterInfoRequest) -> CollectionClusterInfoResponse;
+        update_collection_cluster_setup(UpdateCollectionClusterSetupRequest)
+            -> UpdateCollectionClusterSetupResponse;
+        create_shard_key(CreateShardKeyRequest) -> CreateShardKeyResponse;
+        delete_shard_key(DeleteShardKeyRequest) -> DeleteShardKeyResponse;
+        list_shard_keys(ListShardKeysRequest) -> ListShardKeysResponse;
     }
 }
 
-#[tonic::async_trait]
-impl Points for FakeQdrant {
-    async fn upsert(&self, request: Request<pb::UpsertPoints>) -> Rpc<pb::PointsOperationResponse> {
+/// The Points RPCs the store calls.
+impl FakeQdrant {
+    async fn points_upsert(
+        &self,
+        request: Request<pb::UpsertPoints>,
+    ) -> Rpc<pb::PointsOperationResponse> {
         let request = request.into_inner();
         let (size, shard) = self.shard(&request.collection_name)?;
         let mut points = Vec::with_capacity(request.points.len());
@@ -462,7 +451,10 @@ impl Points for FakeQdrant {
         Ok(Response::new(updated()))
     }
 
-    async fn delete(&self, request: Request<pb::DeletePoints>) -> Rpc<pb::PointsOperationResponse> {
+    async fn points_delete(
+        &self,
+        request: Request<pb::DeletePoints>,
+    ) -> Rpc<pb::PointsOperationResponse> {
         let request = request.into_inner();
         let (_, shard) = self.shard(&request.collection_name)?;
         let op = match request.points.and_then(|p| p.points_selector_one_of) {
@@ -482,7 +474,7 @@ impl Points for FakeQdrant {
         Ok(Response::new(updated()))
     }
 
-    async fn get(&self, request: Request<pb::GetPoints>) -> Rpc<pb::GetResponse> {
+    async fn points_get(&self, request: Request<pb::GetPoints>) -> Rpc<pb::GetResponse> {
         let request = request.into_inner();
         let (_, shard) = self.shard(&request.collection_name)?;
         let ids: Vec<edge::PointId> = request.ids.iter().map(point_id).collect::<Result<_, _>>()?;
@@ -510,7 +502,7 @@ impl Points for FakeQdrant {
         }))
     }
 
-    async fn create_field_index(
+    async fn points_create_field_index(
         &self,
         request: Request<pb::CreateFieldIndexCollection>,
     ) -> Rpc<pb::PointsOperationResponse> {
@@ -536,7 +528,7 @@ impl Points for FakeQdrant {
         Ok(Response::new(updated()))
     }
 
-    async fn search(&self, request: Request<pb::SearchPoints>) -> Rpc<pb::SearchResponse> {
+    async fn points_search(&self, request: Request<pb::SearchPoints>) -> Rpc<pb::SearchResponse> {
         let r = request.into_inner();
         if r.vector_name.as_deref().is_some_and(|n| !n.is_empty()) {
             return Err(Status::unimplemented("named vectors"));
@@ -557,7 +549,7 @@ impl Points for FakeQdrant {
         }))
     }
 
-    async fn query(&self, request: Request<pb::QueryPoints>) -> Rpc<pb::QueryResponse> {
+    async fn points_query(&self, request: Request<pb::QueryPoints>) -> Rpc<pb::QueryResponse> {
         let r = request.into_inner();
         let vector = match r.query.and_then(|q| q.variant) {
             Some(pb::query::Variant::Nearest(input)) => match input.variant {
@@ -585,7 +577,7 @@ impl Points for FakeQdrant {
         }))
     }
 
-    async fn scroll(&self, request: Request<pb::ScrollPoints>) -> Rpc<pb::ScrollResponse> {
+    async fn points_scroll(&self, request: Request<pb::ScrollPoints>) -> Rpc<pb::ScrollResponse> {
         let r = request.into_inner();
         let (_, shard) = self.shard(&r.collection_name)?;
         let (records, next) = shard
@@ -617,7 +609,7 @@ impl Points for FakeQdrant {
         }))
     }
 
-    async fn count(&self, request: Request<pb::CountPoints>) -> Rpc<pb::CountResponse> {
+    async fn points_count(&self, request: Request<pb::CountPoints>) -> Rpc<pb::CountResponse> {
         let r = request.into_inner();
         let (_, shard) = self.shard(&r.collection_name)?;
         let count = shard
@@ -634,145 +626,44 @@ impl Points for FakeQdrant {
             usage: None,
         }))
     }
+}
 
+fake_service! {
+    impl Points {
+        upsert(UpsertPoints) -> PointsOperationResponse = points_upsert;
+        delete(DeletePoints) -> PointsOperationResponse = points_delete;
+        get(GetPoints) -> GetResponse = points_get;
+        create_field_index(CreateFieldIndexCollection)
+            -> PointsOperationResponse = points_create_field_index;
+        search(SearchPoints) -> SearchResponse = points_search;
+        query(QueryPoints) -> QueryResponse = points_query;
+        scroll(ScrollPoints) -> ScrollResponse = points_scroll;
+        count(CountPoints) -> CountResponse = points_count;
+    }
     // Not used by QdrantStore.
-    async fn update_vectors(
-        &self,
-        _: Request<pb::UpdatePointVectors>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("update_vectors"))
-    }
-
-    async fn delete_vectors(
-        &self,
-        _: Request<pb::DeletePointVectors>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("delete_vectors"))
-    }
-
-    async fn set_payload(
-        &self,
-        _: Request<pb::SetPayloadPoints>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("set_payload"))
-    }
-
-    async fn overwrite_payload(
-        &self,
-        _: Request<pb::SetPayloadPoints>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("overwrite_payload"))
-    }
-
-    async fn delete_payload(
-        &self,
-        _: Request<pb::DeletePayloadPoints>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("delete_payload"))
-    }
-
-    async fn clear_payload(
-        &self,
-        _: Request<pb::ClearPayloadPoints>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("clear_payload"))
-    }
-
-    async fn delete_field_index(
-        &self,
-        _: Request<pb::DeleteFieldIndexCollection>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("delete_field_index"))
-    }
-
-    async fn create_vector_name(
-        &self,
-        _: Request<pb::CreateVectorNameRequest>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("create_vector_name"))
-    }
-
-    async fn delete_vector_name(
-        &self,
-        _: Request<pb::DeleteVectorNameRequest>,
-    ) -> Rpc<pb::PointsOperationResponse> {
-        Err(Status::unimplemented("delete_vector_name"))
-    }
-
-    async fn search_batch(
-        &self,
-        _: Request<pb::SearchBatchPoints>,
-    ) -> Rpc<pb::SearchBatchResponse> {
-        Err(Status::unimplemented("search_batch"))
-    }
-
-    async fn search_groups(
-        &self,
-        _: Request<pb::SearchPointGroups>,
-    ) -> Rpc<pb::SearchGroupsResponse> {
-        Err(Status::unimplemented("search_groups"))
-    }
-
-    async fn recommend(&self, _: Request<pb::RecommendPoints>) -> Rpc<pb::RecommendResponse> {
-        Err(Status::unimplemented("recommend"))
-    }
-
-    async fn recommend_batch(
-        &self,
-        _: Request<pb::RecommendBatchPoints>,
-    ) -> Rpc<pb::RecommendBatchResponse> {
-        Err(Status::unimplemented("recommend_batch"))
-    }
-
-    async fn recommend_groups(
-        &self,
-        _: Request<pb::RecommendPointGroups>,
-    ) -> Rpc<pb::RecommendGroupsResponse> {
-        Err(Status::unimplemented("recommend_groups"))
-    }
-
-    async fn discover(&self, _: Request<pb::DiscoverPoints>) -> Rpc<pb::DiscoverResponse> {
-        Err(Status::unimplemented("discover"))
-    }
-
-    async fn discover_batch(
-        &self,
-        _: Request<pb::DiscoverBatchPoints>,
-    ) -> Rpc<pb::DiscoverBatchResponse> {
-        Err(Status::unimplemented("discover_batch"))
-    }
-
-    async fn update_batch(
-        &self,
-        _: Request<pb::UpdateBatchPoints>,
-    ) -> Rpc<pb::UpdateBatchResponse> {
-        Err(Status::unimplemented("update_batch"))
-    }
-
-    async fn query_batch(&self, _: Request<pb::QueryBatchPoints>) -> Rpc<pb::QueryBatchResponse> {
-        Err(Status::unimplemented("query_batch"))
-    }
-
-    async fn query_groups(&self, _: Request<pb::QueryPointGroups>) -> Rpc<pb::QueryGroupsResponse> {
-        Err(Status::unimplemented("query_groups"))
-    }
-
-    async fn facet(&self, _: Request<pb::FacetCounts>) -> Rpc<pb::FacetResponse> {
-        Err(Status::unimplemented("facet"))
-    }
-
-    async fn search_matrix_pairs(
-        &self,
-        _: Request<pb::SearchMatrixPoints>,
-    ) -> Rpc<pb::SearchMatrixPairsResponse> {
-        Err(Status::unimplemented("search_matrix_pairs"))
-    }
-
-    async fn search_matrix_offsets(
-        &self,
-        _: Request<pb::SearchMatrixPoints>,
-    ) -> Rpc<pb::SearchMatrixOffsetsResponse> {
-        Err(Status::unimplemented("search_matrix_offsets"))
+    unimplemented {
+        update_vectors(UpdatePointVectors) -> PointsOperationResponse;
+        delete_vectors(DeletePointVectors) -> PointsOperationResponse;
+        set_payload(SetPayloadPoints) -> PointsOperationResponse;
+        overwrite_payload(SetPayloadPoints) -> PointsOperationResponse;
+        delete_payload(DeletePayloadPoints) -> PointsOperationResponse;
+        clear_payload(ClearPayloadPoints) -> PointsOperationResponse;
+        delete_field_index(DeleteFieldIndexCollection) -> PointsOperationResponse;
+        create_vector_name(CreateVectorNameRequest) -> PointsOperationResponse;
+        delete_vector_name(DeleteVectorNameRequest) -> PointsOperationResponse;
+        search_batch(SearchBatchPoints) -> SearchBatchResponse;
+        search_groups(SearchPointGroups) -> SearchGroupsResponse;
+        recommend(RecommendPoints) -> RecommendResponse;
+        recommend_batch(RecommendBatchPoints) -> RecommendBatchResponse;
+        recommend_groups(RecommendPointGroups) -> RecommendGroupsResponse;
+        discover(DiscoverPoints) -> DiscoverResponse;
+        discover_batch(DiscoverBatchPoints) -> DiscoverBatchResponse;
+        update_batch(UpdateBatchPoints) -> UpdateBatchResponse;
+        query_batch(QueryBatchPoints) -> QueryBatchResponse;
+        query_groups(QueryPointGroups) -> QueryGroupsResponse;
+        facet(FacetCounts) -> FacetResponse;
+        search_matrix_pairs(SearchMatrixPoints) -> SearchMatrixPairsResponse;
+        search_matrix_offsets(SearchMatrixPoints) -> SearchMatrixOffsetsResponse;
     }
 }
 
