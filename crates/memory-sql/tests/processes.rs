@@ -20,18 +20,7 @@ use memory_core::chat::{AgentChat, ChatParticipant, ChatSerializer, RestoreOutco
 use memory_core::{Agent, ChatMessage, HistoryStore, Scope, SessionStore, Window};
 use memory_sql::SqlStore;
 use memory_testkit::ScriptedChatModel;
-
-async fn open(url: &str, prefix: &str) -> SqlStore {
-    SqlStore::builder(url)
-        .table_prefix(prefix)
-        .connect()
-        .await
-        .unwrap_or_else(|e| panic!("open {url}: {e}"))
-}
-
-fn random_tenant() -> String {
-    format!("t-{}", uuid::Uuid::new_v4().simple())
-}
+use support::{open, random_tenant};
 
 // ---------------------------------------------------------------------------------------------
 // Several processes appending to one thread

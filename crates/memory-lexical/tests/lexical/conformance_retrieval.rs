@@ -14,17 +14,11 @@ use memory_core::{InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStor
 use memory_lexical::TantivyTextIndex;
 use memory_testkit::memory::WordHashEmbedder;
 
-/// An index in a fresh directory under Cargo's test scratch directory (removed by
-/// `cargo clean`).
+use crate::support;
+
+/// An index in a fresh directory under Cargo's test scratch directory.
 async fn in_a_directory() -> TantivyTextIndex {
-    let dir = tempfile::Builder::new()
-        .prefix("tantivy-retrieval-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .map(tempfile::TempDir::keep)
-        .unwrap();
-    TantivyTextIndex::open_async(dir.join("text"))
-        .await
-        .unwrap()
+    support::index_in_a_directory("tantivy-retrieval-").await
 }
 
 fn hybrid(index: TantivyTextIndex, fusion: Fusion) -> HybridRetriever {

@@ -7,6 +7,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+#[path = "../support/mod.rs"]
+mod support;
+
 mod commits;
 mod conformance_retrieval;
 mod tantivy;

@@ -9,33 +9,20 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::sync::{Arc, Mutex};
 
 use memory_core::memory::{BlockContent, Memory, MemoryBlock};
-use memory_core::{ChatMessage, ErrorKind, InMemoryHistoryStore, InMemorySessionStore, Scope};
+use memory_core::{ChatMessage, ErrorKind, Scope};
 use memory_mem0::{Mem0MemoryBlock, Mem0Scope, OnError};
 use serde_json::json;
-use support::{Captured, memory, platform, request_count, words};
+use support::{Captured, conversation, memory, memory_for, platform, request_count, words};
 use wiremock::matchers::{body_json, method, path};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
 
+use crate::support;
+
 fn alice() -> Mem0Scope {
     Mem0Scope::user("alice").unwrap()
-}
-
-/// Six messages of 10 tokens each (six words): the sixth passes the threshold, and the first
-/// two (one user turn) are flushed.
-fn conversation() -> Vec<ChatMessage> {
-    vec![
-        ChatMessage::user("I love green tea very much"),
-        ChatMessage::assistant("Green tea it is then friend"),
-        ChatMessage::user("I also avoid coffee after noon"),
-        ChatMessage::assistant("Noted no coffee after noon"),
-        ChatMessage::user("Please plan my Lisbon trip soon"),
-        ChatMessage::assistant("Sure I will plan Lisbon soon"),
-    ]
 }
 
 async fn mount_search_answer(server: &MockServer, expect: u64) {
@@ -350,21 +337,11 @@ impl Respond for FakeMem0 {
 }
 
 fn memory_in(tenant: &str, block: Mem0MemoryBlock) -> Memory {
-    Memory::builder(
-        Scope::session("chat-1")
-            .unwrap()
-            .with_tenant(tenant)
-            .unwrap(),
-        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
-        Arc::new(InMemorySessionStore::new()),
-    )
-    .token_limit(100)
-    .chat_history_token_ratio(0.5)
-    .token_flush_size(20)
-    .token_counter(words())
-    .block(Arc::new(block))
-    .build()
-    .unwrap()
+    let scope = Scope::session("chat-1")
+        .unwrap()
+        .with_tenant(tenant)
+        .unwrap();
+    memory_for(scope, block)
 }
 
 #[tokio::test]

@@ -19,8 +19,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::sync::{Arc, Mutex};
 
 use memory_core::forget::{Forget, ForgetFilter, ForgetMode, Forgetter};
@@ -31,6 +29,8 @@ use memory_mem0::{
 use serde_json::{Value, json};
 use support::{platform, self_hosted};
 use wiremock::{Mock, MockServer, Request, Respond, ResponseTemplate};
+
+use crate::support;
 
 const IDS: [&str; 3] = ["user_id", "agent_id", "run_id"];
 

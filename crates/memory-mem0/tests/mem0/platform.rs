@@ -10,8 +10,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::{Duration, Instant};
 
 use memory_core::ErrorKind;
@@ -23,6 +21,8 @@ use serde_json::json;
 use support::{KEY, assert_no_key, platform, platform_config, request_count};
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support;
 
 const AUTH: &str = "Token m0-test-SECRET-0123456789abcdef";
 

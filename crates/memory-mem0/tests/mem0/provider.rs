@@ -9,8 +9,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::sync::Arc;
 
 use memory_core::{AgentSession, ChatMessage, ErrorKind, Scope, SourceId};
@@ -20,6 +18,8 @@ use serde_json::json;
 use support::{Captured, KEY, agent, platform, request_count, self_hosted, system_text};
 use wiremock::matchers::{body_json, header, method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support;
 
 const AUTH: &str = "Token m0-test-SECRET-0123456789abcdef";
 

@@ -29,7 +29,7 @@ use memory_mem0::{
 };
 use memory_testkit::ScriptedChatModel;
 
-use crate::support::{agent, memory, system_text};
+use crate::support::{agent, conversation, memory, system_text};
 
 /// The variable `cargo xtask test` sets to the virtualenv's interpreter.
 const PYTHON_ENV: &str = "AGENT_MEMORY_MEM0_PYTHON";
@@ -355,14 +355,7 @@ async fn the_block_files_flushed_batches_and_fills_its_section_from_the_real_lib
     };
     // Six messages of 10 tokens each: the sixth passes the threshold and the first user turn
     // (two messages) is flushed to Mem0.
-    let conversation = [
-        ChatMessage::user("I love green tea very much"),
-        ChatMessage::assistant("Green tea it is then friend"),
-        ChatMessage::user("I also avoid coffee after noon"),
-        ChatMessage::assistant("Noted no coffee after noon"),
-        ChatMessage::user("Please plan my Lisbon trip soon"),
-        ChatMessage::assistant("Sure I will plan Lisbon soon"),
-    ];
+    let conversation = conversation();
     let alices = memory(block(user("alice")));
     let report = alices.put_messages(&conversation).await.unwrap();
     assert_eq!((report.messages, report.deliveries), (2, 1));

@@ -11,8 +11,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use memory_core::ErrorKind;
 use memory_mem0::{
     AddRequest, Filters, HttpClientConfig, KeyHeader, ListRequest, Mem0Client, Mem0Message,
@@ -22,6 +20,8 @@ use serde_json::json;
 use support::{KEY, assert_no_key, request_count, self_hosted, self_hosted_config};
 use wiremock::matchers::{body_json, header, method, path, query_param};
 use wiremock::{Mock, MockServer, ResponseTemplate};
+
+use crate::support;
 
 fn alice() -> Mem0Scope {
     Mem0Scope::user("alice").unwrap()

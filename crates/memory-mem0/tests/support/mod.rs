@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use memory_core::memory::Memory;
 use memory_core::{
-    Agent, FnTokenCounter, InMemoryHistoryStore, InMemorySessionStore, Role, Scope, TokenCounter,
+    Agent, ChatMessage, FnTokenCounter, InMemoryHistoryStore, InMemorySessionStore, Role, Scope,
+    TokenCounter,
 };
 use memory_testkit::ScriptedChatModel;
 
@@ -87,10 +88,16 @@ pub(crate) fn words() -> Arc<dyn TokenCounter> {
     }))
 }
 
-/// A memory whose short-term window flushes past 50 tokens, at least 20 at a time.
+/// A memory of the session `chat-1` whose short-term window flushes past 50 tokens, at
+/// least 20 at a time.
 pub(crate) fn memory(block: Mem0MemoryBlock) -> Memory {
+    memory_for(Scope::session("chat-1").unwrap(), block)
+}
+
+/// A memory of `scope` whose short-term window flushes past 50 tokens, at least 20 at a time.
+pub(crate) fn memory_for(scope: Scope, block: Mem0MemoryBlock) -> Memory {
     Memory::builder(
-        Scope::session("chat-1").unwrap(),
+        scope,
         Arc::new(InMemoryHistoryStore::with_token_counter(words())),
         Arc::new(InMemorySessionStore::new()),
     )
@@ -101,4 +108,17 @@ pub(crate) fn memory(block: Mem0MemoryBlock) -> Memory {
     .block(Arc::new(block))
     .build()
     .unwrap()
+}
+
+/// Six messages of 10 tokens each (six words): the sixth passes the threshold of
+/// [`memory`], and the first two (one user turn) are flushed.
+pub(crate) fn conversation() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::user("I love green tea very much"),
+        ChatMessage::assistant("Green tea it is then friend"),
+        ChatMessage::user("I also avoid coffee after noon"),
+        ChatMessage::assistant("Noted no coffee after noon"),
+        ChatMessage::user("Please plan my Lisbon trip soon"),
+        ChatMessage::assistant("Sure I will plan Lisbon soon"),
+    ]
 }

@@ -24,8 +24,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::collections::BTreeMap;
 use std::ops::RangeInclusive;
 use std::sync::Mutex;
@@ -37,6 +35,8 @@ use memory_core::{
     Scope, ScopeFilter, StoredMessage, ThreadCount, Window,
 };
 use memory_redis::{AfKeyFormat, AfRedisHistory, RedisStore};
+
+use crate::support;
 
 /// One `AfRedisHistory` per scope template, created on first use.
 #[derive(Debug)]

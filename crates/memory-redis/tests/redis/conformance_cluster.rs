@@ -60,17 +60,8 @@ async fn threads_spread_over_masters_and_list_from_all() {
         expected.insert(scope.key());
     }
     // Where the meta keys live: each master must hold some of them.
-    let cluster = support::cluster();
     let pattern = format!("{}:{{{tenant}|*}}:meta", support::prefix());
-    let mut holders = 0;
-    for port in cluster.ports() {
-        let reply =
-            support::command_reply(port, &["SCAN", "0", "MATCH", &pattern, "COUNT", "100000"])
-                .unwrap();
-        if reply.contains(":meta") {
-            holders += 1;
-        }
-    }
+    let holders = masters_holding(&pattern);
     assert_eq!(holders, 3, "30 threads should land on all 3 masters");
     let filter = ScopeFilter::tenant(TenantId::new(tenant).unwrap());
     let mut listed = Vec::new();
@@ -127,15 +118,7 @@ async fn tenants_list_from_every_master_and_pages_read_in_one_call() {
     }
     // Where the meta keys live: each master must hold some of them.
     let pattern = format!("{prefix}:{{*}}:meta");
-    let mut holders = 0;
-    for port in cluster.ports() {
-        let reply =
-            support::command_reply(port, &["SCAN", "0", "MATCH", &pattern, "COUNT", "100000"])
-                .unwrap();
-        if reply.contains(":meta") {
-            holders += 1;
-        }
-    }
+    let holders = masters_holding(&pattern);
     assert_eq!(
         holders, 3,
         "30 tenants' threads should land on all 3 masters"
@@ -207,4 +190,17 @@ async fn tenants_list_from_every_master_and_pages_read_in_one_call() {
         store.clear(&scope(t)).await.unwrap();
         store.delete(&scope(t)).await.unwrap();
     }
+}
+
+/// How many of the test cluster's masters hold a meta key matching `pattern`.
+fn masters_holding(pattern: &str) -> usize {
+    support::cluster()
+        .ports()
+        .into_iter()
+        .filter(|&port| {
+            support::command_reply(port, &["SCAN", "0", "MATCH", pattern, "COUNT", "100000"])
+                .unwrap()
+                .contains(":meta")
+        })
+        .count()
 }

@@ -8,8 +8,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::Duration;
 
 use memory_core::{
@@ -19,6 +17,8 @@ use memory_core::{
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisStore};
 use support::{message, prefix, raw, scope, standalone_store, store_with};
+
+use crate::support;
 
 fn batch(from: usize, to: usize) -> Vec<ChatMessage> {
     (from..to).map(|i| message(&format!("m{i}"))).collect()

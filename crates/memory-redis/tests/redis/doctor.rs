@@ -6,14 +6,14 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::Duration;
 
 use memory_core::ErrorKind;
 use memory_core::doctor::{Check, CheckStatus};
 use memory_redis::{RedisConfig, RedisInspection, inspect};
 use support::RedisServer;
+
+use crate::support;
 
 fn check<'a>(checks: &'a [Check], name: &str) -> &'a Check {
     checks

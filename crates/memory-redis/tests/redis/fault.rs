@@ -5,8 +5,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::error::Error as _;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -15,6 +13,8 @@ use std::time::{Duration, Instant};
 use memory_core::{ErrorKind, HistoryStore, Scope, SessionStore, Window};
 use memory_redis::RedisStore;
 use support::{RedisServer, message};
+
+use crate::support;
 
 /// The longest a call to a dead server may take before it fails.
 const FAIL_FAST: Duration = Duration::from_secs(10);

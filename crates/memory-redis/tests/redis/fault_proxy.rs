@@ -9,14 +9,14 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use memory_redis::RedisStore;
 use memory_testkit::fault_net::{Cut, CutProxy, cut_sweep, cut_sweep_where};
 use memory_testkit::fixtures::random_scope;
+
+use crate::support;
 
 /// The host:port of a `redis://[user[:password]@]host:port[/db]` URL.
 fn server_addr(url: &str) -> SocketAddr {

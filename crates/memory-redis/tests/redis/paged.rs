@@ -9,8 +9,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::Duration;
 
 use memory_core::{
@@ -21,6 +19,8 @@ use memory_redis::{Overflow, RedisStore};
 use support::{
     TEST_DATA_TTL, message, prefix, raw, scope, standalone_store, standalone_url, store_with,
 };
+
+use crate::support;
 
 fn seqs(messages: &[StoredMessage]) -> Vec<u64> {
     messages.iter().map(|m| m.seq).collect()

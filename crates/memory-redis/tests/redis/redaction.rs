@@ -8,12 +8,12 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::Duration;
 
 use memory_core::{ErrorKind, HistoryStore, Scope};
 use memory_redis::RedisStore;
+
+use crate::support;
 
 const PASSWORD: &str = "pw/with?odd#chars@and:more";
 

@@ -7,8 +7,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::error::Error as _;
 use std::time::{Duration, Instant};
 
@@ -23,6 +21,8 @@ use support::{
     TEST_DATA_TTL, message, prefix, raw, scope, standalone_store, standalone_url, store_with,
     tenant_scopes,
 };
+
+use crate::support;
 
 fn ids(messages: &[memory_core::StoredMessage]) -> Vec<String> {
     messages

@@ -13,10 +13,10 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use memory_interop::llamaindex::LiOptions;
 use memory_sql::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
+
+use crate::support;
 
 /// The table the server suite shares (checks use random session ids, so runs never collide).
 #[cfg(feature = "postgres")]

@@ -10,14 +10,14 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::sync::Arc;
 
 use memory_core::retrieval::{DenseRetriever, Fusion, HybridRetriever, LexicalRetriever};
 use memory_core::{InMemoryVectorStore, TextIndex};
 use memory_sql::SqlStore;
 use memory_testkit::memory::WordHashEmbedder;
+
+use crate::support;
 
 fn lexical(store: &SqlStore) -> LexicalRetriever {
     LexicalRetriever::new(Arc::new(store.text_index().unwrap()))

@@ -7,8 +7,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -17,6 +15,8 @@ use memory_core::{
     NO_EPOCH, Scope, StoredMessage, ThreadCursor, TokenCounter, Window,
 };
 use memory_sql::SqlStore;
+
+use crate::support;
 
 /// Characters as tokens, so both stores count alike and budgets are easy to reason about.
 fn char_counter() -> Arc<dyn TokenCounter> {

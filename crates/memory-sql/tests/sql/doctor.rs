@@ -6,13 +6,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::time::Duration;
 
 use memory_core::ErrorKind;
 use memory_core::doctor::{Check, CheckStatus};
 use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlInspection, SqlStore, inspect};
+
+use crate::support;
 
 /// A table prefix no other test uses.
 fn fresh_prefix() -> String {

@@ -7,11 +7,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-use crate::support::Raw;
-
 use memory_core::{ChatMessage, ErrorKind, HistoryStore, Scope, Window};
 use memory_sql::{SCHEMA_VERSION, SchemaMode, SqlConfig, SqlStore, sqlx};
+
+use crate::support;
+use crate::support::Raw;
 
 /// A table prefix no other test uses.
 fn fresh_prefix() -> String {

@@ -8,9 +8,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-use crate::support::Raw;
-
 use std::time::Duration;
 
 use memory_core::{
@@ -18,6 +15,9 @@ use memory_core::{
     StoredMessage, TenantId, Window,
 };
 use memory_sql::SqlStore;
+
+use crate::support;
+use crate::support::Raw;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Target {

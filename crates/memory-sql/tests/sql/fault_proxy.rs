@@ -10,14 +10,14 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use memory_sql::SqlStore;
 use memory_testkit::fault_net::{CutProxy, cut_sweep};
 use memory_testkit::fixtures::random_scope;
+
+use crate::support;
 
 /// The host:port of a server URL (`scheme://user@host:port/db`).
 fn server_addr(url: &str) -> SocketAddr {

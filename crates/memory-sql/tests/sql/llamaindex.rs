@@ -7,8 +7,6 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,6 +21,8 @@ use memory_interop::python_json::dumps;
 use memory_sql::sqlx::{self, AssertSqlSafe, Row as _};
 use memory_sql::{Backend, KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 use serde_json::Value;
+
+use crate::support;
 
 // ---------------------------------------------------------------------------------------------
 // Helpers

@@ -1,13 +1,10 @@
 //! Behaviour specific to the SQL stores (several processes writing one thread are in
-//! `processes.rs`): schema upgrades and refusals, table prefix validation, secrets in errors, large threads and batches,
-//! corrupt rows, round trips.
+//! `processes.rs`): schema upgrades and refusals, table prefix validation, secrets in errors,
+//! large threads and batches, corrupt rows, round trips.
 #![cfg(all(feature = "sqlite", feature = "postgres", feature = "mysql"))]
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
-
-use crate::support;
-use crate::support::Raw;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -17,7 +14,10 @@ use memory_core::{
     SessionStore, StoredMessage, Window,
 };
 use memory_sql::sqlx::{self, AssertSqlSafe};
-use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlStore};
+use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlStore, SqlStoreBuilder};
+
+use crate::support;
+use crate::support::{Raw, open, random_tenant};
 
 // ---------------------------------------------------------------------------------------------
 // Helpers
@@ -63,10 +63,6 @@ fn unique_prefix(tag: &str) -> String {
     format!("{tag}_{}_", &id[..12])
 }
 
-fn random_tenant() -> String {
-    format!("t-{}", uuid::Uuid::new_v4().simple())
-}
-
 /// Whether the index `name` of `table` exists.
 async fn has_index(raw: &Raw, table: &str, name: &str) -> bool {
     let sql = match raw {
@@ -81,14 +77,6 @@ async fn has_index(raw: &Raw, table: &str, name: &str) -> bool {
         ),
     };
     raw.int(&sql).await > 0
-}
-
-async fn open(url: &str, prefix: &str) -> SqlStore {
-    SqlStore::builder(url)
-        .table_prefix(prefix)
-        .connect()
-        .await
-        .unwrap_or_else(|e| panic!("open {url}: {e}"))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -236,7 +224,11 @@ async fn upgrade_from_v1(target: Target) {
     raw.drop_tables(&prefix).await;
 }
 
-on_targets!(#[tokio::test] v1_database_is_upgraded_with_data_kept: upgrade_from_v1 on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql);
+on_targets!(
+    #[tokio::test]
+    v1_database_is_upgraded_with_data_kept: upgrade_from_v1
+        on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql
+);
 
 async fn newer_schema_is_refused(target: Target) {
     let url = target.url();
@@ -288,7 +280,11 @@ async fn newer_schema_is_refused(target: Target) {
     raw.drop_tables(&prefix).await;
 }
 
-on_targets!(#[tokio::test] newer_schema_is_refused_and_untouched: newer_schema_is_refused on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql);
+on_targets!(
+    #[tokio::test]
+    newer_schema_is_refused_and_untouched: newer_schema_is_refused
+        on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn processes_opening_at_once_migrate_once() {
@@ -650,7 +646,11 @@ async fn large_batches(target: Target) {
     store.clear(&scope).await.unwrap();
 }
 
-on_targets!(#[tokio::test(flavor = "multi_thread", worker_threads = 2)] large_batches_are_split: large_batches on postgres: Postgres, mysql: MySql, sqlite_file: SqliteFile);
+on_targets!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    large_batches_are_split: large_batches
+        on postgres: Postgres, mysql: MySql, sqlite_file: SqliteFile
+);
 
 /// Statements per operation, as documented in the README.
 async fn round_trips(store: SqlStore, backend: Backend) {
@@ -869,24 +869,25 @@ impl Holder {
     }
 }
 
-/// A writer blocked by another transaction's lock fails with `Timeout` once its lock wait
-/// (`busy_timeout`) is spent, at once: a lock-wait timeout is not retried like a deadlock.
-async fn lock_wait_times_out_without_retries(target: Target) {
-    let lock_wait = match target {
-        // InnoDB counts its lock wait timeout in whole seconds.
-        Target::MySql => Duration::from_secs(1),
-        Target::SqliteFile | Target::Postgres => Duration::from_millis(400),
-    };
+/// An append blocked behind a lock another connection holds, on a store `configure`d from a
+/// builder of `url` with tables of their own (tagged `tag`): it fails with `Timeout` after a
+/// wait within `bounds`; once the lock is gone the thread is writable and holds nothing of the
+/// refused append.
+async fn blocked_append(
+    target: Target,
+    tag: &str,
+    configure: impl FnOnce(SqlStoreBuilder) -> SqlStoreBuilder,
+    bounds: std::ops::Range<Duration>,
+    why: &str,
+) {
     let url = target.url();
-    let prefix = unique_prefix("amlock");
-    let store = SqlStore::builder(&url)
-        .table_prefix(&prefix)
-        .busy_timeout(lock_wait)
+    let prefix = unique_prefix(tag);
+    let store = configure(SqlStore::builder(&url).table_prefix(&prefix))
         .connect()
         .await
         .unwrap();
     let raw = Raw::connect(&url).await;
-    let scope = Scope::session("locked").unwrap();
+    let scope = Scope::session("blocked").unwrap();
     store
         .append(&scope, &[ChatMessage::user("first")])
         .await
@@ -901,54 +902,8 @@ async fn lock_wait_times_out_without_retries(target: Target) {
     let waited = started.elapsed();
     assert_eq!(err.kind(), ErrorKind::Timeout, "{target:?}: {err}");
     assert!(
-        waited >= lock_wait.mul_f32(0.8) && waited < lock_wait * 3,
-        "{target:?}: one lock wait of {lock_wait:?}, no retries; took {waited:?}"
-    );
-    holder.release().await;
-
-    // The lock gone, the thread is writable and holds nothing of the refused append.
-    let out = store
-        .append(&scope, &[ChatMessage::user("after")])
-        .await
-        .unwrap();
-    assert_eq!(out.seqs, vec![2], "{target:?}");
-    store.close().await;
-    raw.drop_tables(&prefix).await;
-}
-
-on_targets!(#[tokio::test] lock_wait_times_out_without_retries: lock_wait_times_out_without_retries on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql);
-
-/// An operation that cannot finish (here: stuck behind a lock held far longer than the lock
-/// wait allows) fails with `Timeout` after the operation timeout, and the store recovers.
-async fn operation_timeout_bounds_a_stuck_call(target: Target) {
-    let url = target.url();
-    let prefix = unique_prefix("amstuck");
-    let limit = Duration::from_millis(400);
-    let store = SqlStore::builder(&url)
-        .table_prefix(&prefix)
-        .busy_timeout(Duration::from_secs(5))
-        .operation_timeout(limit)
-        .connect()
-        .await
-        .unwrap();
-    let raw = Raw::connect(&url).await;
-    let scope = Scope::session("stuck").unwrap();
-    store
-        .append(&scope, &[ChatMessage::user("first")])
-        .await
-        .unwrap();
-
-    let holder = Holder::lock(&raw, &prefix).await;
-    let started = Instant::now();
-    let err = store
-        .append(&scope, &[ChatMessage::user("blocked")])
-        .await
-        .unwrap_err();
-    let waited = started.elapsed();
-    assert_eq!(err.kind(), ErrorKind::Timeout, "{target:?}: {err}");
-    assert!(
-        waited >= limit && waited < Duration::from_secs(2),
-        "{target:?}: bounded by the operation timeout; took {waited:?}"
+        bounds.contains(&waited),
+        "{target:?}: {why}; took {waited:?}"
     );
     holder.release().await;
 
@@ -959,13 +914,62 @@ async fn operation_timeout_bounds_a_stuck_call(target: Target) {
     assert_eq!(
         out.seqs,
         vec![2],
-        "{target:?}: the cancelled append left nothing"
+        "{target:?}: the refused append left nothing"
     );
     store.close().await;
     raw.drop_tables(&prefix).await;
 }
 
-on_targets!(#[tokio::test] operation_timeout_bounds_a_stuck_call: operation_timeout_bounds_a_stuck_call on postgres: Postgres, sqlite_file: SqliteFile);
+/// A writer blocked by another transaction's lock fails with `Timeout` once its lock wait
+/// (`busy_timeout`) is spent, at once: a lock-wait timeout is not retried like a deadlock.
+async fn lock_wait_times_out_without_retries(target: Target) {
+    let lock_wait = match target {
+        // InnoDB counts its lock wait timeout in whole seconds.
+        Target::MySql => Duration::from_secs(1),
+        Target::SqliteFile | Target::Postgres => Duration::from_millis(400),
+    };
+    let why = format!("one lock wait of {lock_wait:?}, no retries");
+    let bounds = lock_wait.mul_f32(0.8)..lock_wait * 3;
+    blocked_append(
+        target,
+        "amlock",
+        |b| b.busy_timeout(lock_wait),
+        bounds,
+        &why,
+    )
+    .await;
+}
+
+on_targets!(
+    #[tokio::test]
+    lock_wait_times_out_without_retries: lock_wait_times_out_without_retries
+        on sqlite_file: SqliteFile, postgres: Postgres, mysql: MySql
+);
+
+/// An operation that cannot finish (here: stuck behind a lock held far longer than the lock
+/// wait allows) fails with `Timeout` after the operation timeout, and the store recovers.
+async fn operation_timeout_bounds_a_stuck_call(target: Target) {
+    let limit = Duration::from_millis(400);
+    let configure = |b: SqlStoreBuilder| {
+        b.busy_timeout(Duration::from_secs(5))
+            .operation_timeout(limit)
+    };
+    let why = "bounded by the operation timeout";
+    blocked_append(
+        target,
+        "amstuck",
+        configure,
+        limit..Duration::from_secs(2),
+        why,
+    )
+    .await;
+}
+
+on_targets!(
+    #[tokio::test]
+    operation_timeout_bounds_a_stuck_call: operation_timeout_bounds_a_stuck_call
+        on postgres: Postgres, sqlite_file: SqliteFile
+);
 
 // ---------------------------------------------------------------------------------------------
 // Multi-page windows, TTL bounds, corrupt counters
@@ -1185,6 +1189,28 @@ async fn hold_thread(
     tx
 }
 
+/// Appends `batch` while `holder` holds the thread: checks that the append waits for it, then
+/// commits `holder` and returns what the append did.
+async fn append_behind(
+    store: &Arc<SqlStore>,
+    scope: &Scope,
+    batch: Vec<ChatMessage>,
+    holder: sqlx::Transaction<'static, sqlx::Postgres>,
+) -> memory_core::AppendOutcome {
+    let append = tokio::spawn({
+        let store = Arc::clone(store);
+        let scope = scope.clone();
+        async move { store.append(&scope, &batch).await }
+    });
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !append.is_finished(),
+        "the append waits for the thread's lock"
+    );
+    holder.commit().await.unwrap();
+    append.await.unwrap().unwrap()
+}
+
 /// The append's statement reads the messages in the snapshot of its start, and acts on the
 /// thread row after waiting for the writer that held it: a message that writer committed
 /// meanwhile is found (its sequence number returned, not stored twice), and the new ones follow.
@@ -1218,18 +1244,7 @@ async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
     )
     .await;
     let batch = vec![racing.clone(), ChatMessage::user("after")];
-    let append = tokio::spawn({
-        let store = Arc::clone(&store);
-        let scope = scope.clone();
-        async move { store.append(&scope, &batch).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !append.is_finished(),
-        "the append waits for the thread's lock"
-    );
-    holder.commit().await.unwrap();
-    let out = append.await.unwrap().unwrap();
+    let out = append_behind(&store, &scope, batch, holder).await;
     assert_eq!((out.seqs, out.inserted), (vec![2, 3], 1));
     let all = store.read(&scope, Window::Everything).await.unwrap();
     support::assert_gap_free(&all);
@@ -1262,18 +1277,7 @@ async fn an_append_after_a_clear_it_waited_for_starts_again_postgres() {
     )
     .await;
     let batch = vec![old[1].clone(), ChatMessage::user("c")];
-    let append = tokio::spawn({
-        let store = Arc::clone(&store);
-        let scope = scope.clone();
-        async move { store.append(&scope, &batch).await }
-    });
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(
-        !append.is_finished(),
-        "the append waits for the thread's lock"
-    );
-    holder.commit().await.unwrap();
-    let out = append.await.unwrap().unwrap();
+    let out = append_behind(&store, &scope, batch, holder).await;
     assert_eq!((out.seqs, out.inserted), (vec![1, 2], 2));
     let all = store.read(&scope, Window::Everything).await.unwrap();
     support::assert_gap_free(&all);

@@ -7,14 +7,14 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use crate::support;
-
 use memory_core::forget::ForgetFilter;
 use memory_core::lexical::{MAX_QUERY_BYTES, TextDocument, TextIndex, TextQuery};
 use memory_core::{ErrorKind, PayloadFilter, Scope, TenantId, UserId};
 use memory_sql::{Backend, SqlConfig, SqlStore, SqlTextIndex};
 use serde_json::json;
 use uuid::Uuid;
+
+use crate::support;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Engine {

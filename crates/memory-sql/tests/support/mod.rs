@@ -27,6 +27,20 @@ pub(crate) fn shared_prefix() -> String {
     format!("amtest_v{}_", memory_sql::SCHEMA_VERSION)
 }
 
+/// The store at `url` with tables of `prefix` (created or migrated as any open does).
+pub(crate) async fn open(url: &str, prefix: &str) -> SqlStore {
+    SqlStore::builder(url)
+        .table_prefix(prefix)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+/// A tenant no other test uses.
+pub(crate) fn random_tenant() -> String {
+    format!("t-{}", uuid::Uuid::new_v4().simple())
+}
+
 /// The folder of the tests' SQLite files. Files older than an hour (left by earlier runs) are
 /// removed whenever a new one is made.
 fn sqlite_dir() -> PathBuf {
