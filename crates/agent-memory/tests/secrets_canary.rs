@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_memory::mem0::{Mem0Client, Mem0Config, Mem0Provider, Mem0Scope, OnError};
-use agent_memory::openai::{OpenAiChatModel, OpenAiConfig, OpenAiEmbedder};
+use agent_memory::openai::{HttpClientConfig, OpenAiChatModel, OpenAiConfig, OpenAiEmbedder};
 use agent_memory::sql::SqlStore;
 use agent_memory::{
     Agent, AgentSession, ChatMessage, ChatModel, ChatRequest, Embedder, HistoryStore, Scope,

@@ -11,6 +11,7 @@ use reqwest::{Client, ClientBuilder, IntoUrl, Method, Url};
 
 use crate::error::Failure;
 use crate::retry::{ErrorResponse, RequestInfo, RetryPolicy, send_with_retries};
+use crate::settings::HttpSettings;
 
 /// A `reqwest` client builder with rustls and the ring crypto provider, the platform's root
 /// certificates and HTTP/1.1, that follows no redirects, and no `User-Agent` yet: add yours,
@@ -122,6 +123,37 @@ impl fmt::Debug for ApiClient {
 }
 
 impl ApiClient {
+    /// The client of `service` (`"OpenAI"`, `"Mem0"`: messages name it) at `base_url`, sending
+    /// `headers` with every request, with `settings`' timeout, retries and answer cap. It sends
+    /// with `client` when one is given (that client keeps its own connect timeout), else with
+    /// one built from `builder` and the settings'
+    /// [`connect_timeout`](HttpSettings::connect_timeout).
+    ///
+    /// # Errors
+    /// What `builder` returns; [`ErrorKind::Backend`] when `reqwest` cannot build the client.
+    pub fn new(
+        service: &'static str,
+        base_url: Url,
+        headers: HeaderMap,
+        settings: &HttpSettings,
+        client: Option<Client>,
+        builder: impl FnOnce() -> Result<ClientBuilder>,
+    ) -> Result<Self> {
+        let client = match client {
+            Some(client) => client,
+            None => build_client(builder()?.connect_timeout(settings.connect_timeout))?,
+        };
+        Ok(Self {
+            service,
+            client,
+            base_url,
+            headers,
+            timeout: settings.timeout,
+            retry: settings.retry_policy(),
+            max_body_bytes: settings.max_body_bytes,
+        })
+    }
+
     /// Sends `method` to `url` with `Accept: application/json`, the
     /// [`headers`](ApiClient::headers) and, when there is a `body`, that body as
     /// `application/json`; returns the body of the first successful answer.
@@ -189,6 +221,46 @@ mod tests {
             .user_agent("test/1")
             .connect_timeout(Duration::from_secs(1));
         assert!(build_client(builder).is_ok());
+    }
+
+    /// A GET of the base URL; every error answer is `Unavailable` and retried (`refused`).
+    async fn get(api: &ApiClient) -> Result<Vec<u8>> {
+        api.send(
+            Method::GET,
+            api.base_url.clone(),
+            "get",
+            None,
+            true,
+            refused,
+        )
+        .await
+    }
+
+    /// A POST of `{}` to `url` ("add"); every error answer is `Unavailable` (`refused`).
+    async fn post(api: &ApiClient, url: Url, idempotent: bool) -> Result<Vec<u8>> {
+        api.send(
+            Method::POST,
+            url,
+            "add",
+            Some(b"{}".to_vec()),
+            idempotent,
+            refused,
+        )
+        .await
+    }
+
+    /// Mounts on `server`: `first` answers the first POST, `200 ok` every later one.
+    async fn first_then_ok(server: &MockServer, first: ResponseTemplate) {
+        Mock::given(method("POST"))
+            .respond_with(first)
+            .up_to_n_times(1)
+            .with_priority(1)
+            .mount(server)
+            .await;
+        Mock::given(method("POST"))
+            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
+            .mount(server)
+            .await;
     }
 
     fn api(server: &MockServer) -> ApiClient {
@@ -282,16 +354,7 @@ mod tests {
         let mut bearer = HeaderValue::from_static("Bearer k");
         bearer.set_sensitive(true);
         api.headers.insert(header::AUTHORIZATION, bearer);
-        let result = api
-            .send(
-                Method::GET,
-                api.base_url.clone(),
-                "get",
-                None,
-                true,
-                refused,
-            )
-            .await;
+        let result = get(&api).await;
         let seen_by_b = b.received_requests().await.unwrap();
         for request in &seen_by_b {
             assert!(request.headers.get("x-api-key").is_none(), "B saw the key");
@@ -317,34 +380,15 @@ mod tests {
     async fn a_post_that_may_have_been_processed_is_retried_only_if_idempotent() {
         for idempotent in [false, true] {
             let server = MockServer::start().await;
-            Mock::given(method("POST"))
-                .respond_with(
-                    ResponseTemplate::new(200)
-                        .set_body_string("late")
-                        .set_delay(Duration::from_secs(3)),
-                )
-                .up_to_n_times(1)
-                .with_priority(1)
-                .mount(&server)
-                .await;
-            Mock::given(method("POST"))
-                .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-                .mount(&server)
-                .await;
+            let late = ResponseTemplate::new(200)
+                .set_body_string("late")
+                .set_delay(Duration::from_secs(3));
+            first_then_ok(&server, late).await;
             let api = ApiClient {
                 timeout: Duration::from_millis(300),
                 ..api(&server)
             };
-            let result = api
-                .send(
-                    Method::POST,
-                    api.base_url.clone(),
-                    "add",
-                    Some(b"{}".to_vec()),
-                    idempotent,
-                    refused,
-                )
-                .await;
+            let result = post(&api, api.base_url.clone(), idempotent).await;
             let received = server.received_requests().await.unwrap().len();
             if idempotent {
                 assert_eq!(result.unwrap(), b"ok");
@@ -368,23 +412,9 @@ mod tests {
     #[tokio::test]
     async fn a_post_that_was_not_processed_is_retried() {
         let server = MockServer::start().await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(503))
-            .up_to_n_times(1)
-            .with_priority(1)
-            .mount(&server)
-            .await;
-        Mock::given(method("POST"))
-            .respond_with(ResponseTemplate::new(200).set_body_string("ok"))
-            .mount(&server)
-            .await;
+        first_then_ok(&server, ResponseTemplate::new(503)).await;
         let api = api(&server);
-        let url = api.base_url.clone();
-        let body = Some(b"{}".to_vec());
-        let posted = api
-            .send(Method::POST, url, "add", body.clone(), false, refused)
-            .await
-            .unwrap();
+        let posted = post(&api, api.base_url.clone(), false).await.unwrap();
         assert_eq!(posted, b"ok");
         assert_eq!(server.received_requests().await.unwrap().len(), 2);
         let port = {
@@ -392,10 +422,7 @@ mod tests {
             listener.local_addr().unwrap().port()
         };
         let dead = Url::parse(&format!("http://127.0.0.1:{port}/v1")).unwrap();
-        let err = api
-            .send(Method::POST, dead, "add", body, false, refused)
-            .await
-            .unwrap_err();
+        let err = post(&api, dead, false).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert!(err.message().ends_with("(after 2 attempts)"), "{err}");
     }
@@ -409,17 +436,7 @@ mod tests {
             .mount(&server)
             .await;
         let api = api(&server);
-        let err = api
-            .send(
-                Method::GET,
-                api.base_url.clone(),
-                "get",
-                None,
-                true,
-                refused,
-            )
-            .await
-            .unwrap_err();
+        let err = get(&api).await.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Unavailable);
         assert_eq!(
             err.message(),

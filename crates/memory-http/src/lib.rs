@@ -9,6 +9,7 @@ mod error;
 mod redact;
 mod retry;
 mod secret;
+mod settings;
 #[cfg(feature = "testing")]
 pub mod testing;
 
@@ -21,6 +22,10 @@ pub use retry::{
     retry_after_ms, send_with_retries,
 };
 pub use secret::ApiKey;
+pub use settings::{
+    DEFAULT_CONNECT_TIMEOUT, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_RETRIES,
+    HttpClientConfig, HttpSettings,
+};
 
 /// The `reqwest` crate this crate is built on, to build a [`reqwest::Client`] of the same
 /// version (start from [`http_client_builder`]).

@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-use memory_core::REDACTED;
+use memory_core::{Error, REDACTED, Result};
+use reqwest::header::HeaderValue;
 
 /// An API key.
 ///
@@ -36,6 +37,32 @@ impl ApiKey {
     /// Whether the key is the empty string.
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
+    }
+
+    /// The key as a header value marked sensitive (`reqwest` leaves it out of its `Debug`),
+    /// after `scheme` and a space when there is one (`"Bearer"`, `"Token"`).
+    ///
+    /// ```
+    /// let value = memory_http::ApiKey::new("sk-1").header_value(Some("Bearer"), "Example")?;
+    /// assert_eq!(value.to_str().unwrap(), "Bearer sk-1");
+    /// assert!(value.is_sensitive());
+    /// # Ok::<(), memory_core::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) when the key holds a
+    /// character a header cannot carry; the message names `service` (`"OpenAI"`, `"Mem0"`) and
+    /// never the key.
+    pub fn header_value(&self, scheme: Option<&str>, service: &str) -> Result<HeaderValue> {
+        let text = match scheme {
+            Some(scheme) => format!("{scheme} {}", self.0),
+            None => self.0.clone(),
+        };
+        let mut value = HeaderValue::from_str(&text).map_err(|_| {
+            Error::invalid_input(format!("the {service} API key cannot be sent in a header"))
+        })?;
+        value.set_sensitive(true);
+        Ok(value)
     }
 }
 
@@ -75,5 +102,18 @@ mod tests {
         assert!(!key.to_string().contains("secret"));
         assert!(!format!("{:?}", Some(key.clone())).contains("secret"));
         assert_eq!(key.expose(), "sk-secret-value");
+    }
+
+    #[test]
+    fn a_key_a_header_cannot_carry_is_invalid_input_without_the_key() {
+        let err = ApiKey::new("sk-abc\ndef")
+            .header_value(Some("Bearer"), "Example")
+            .unwrap_err();
+        assert_eq!(err.kind(), memory_core::ErrorKind::InvalidInput);
+        assert!(err.to_string().contains("the Example API key"), "{err}");
+        assert!(!err.to_string().contains("sk-abc"), "{err}");
+        let bare = ApiKey::new("k-1").header_value(None, "Example").unwrap();
+        assert_eq!(bare.to_str().unwrap(), "k-1");
+        assert!(bare.is_sensitive());
     }
 }

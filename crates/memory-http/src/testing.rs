@@ -1,6 +1,7 @@
 //! Helpers for the tests of the API clients (feature `testing`): formatted `tracing` output,
 //! captured to check that it never shows a secret.
 
+use std::collections::HashMap;
 use std::io::Write;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -46,4 +47,20 @@ impl Write for CapturedLogs {
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
     }
+}
+
+/// An environment of `vars` for the `from_lookup` constructors the clients' `from_env` use:
+/// a variable not among them is unset.
+///
+/// ```
+/// let env = memory_http::testing::env_lookup(&[("API_KEY", "k-1")]);
+/// assert_eq!(env("API_KEY").as_deref(), Some("k-1"));
+/// assert_eq!(env("OTHER"), None);
+/// ```
+pub fn env_lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + use<> {
+    let map: HashMap<String, String> = vars
+        .iter()
+        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
+        .collect();
+    move |name| map.get(name).cloned()
 }

@@ -17,7 +17,7 @@ pub enum CommitPolicy {
     EveryWrite,
     /// Writes stay in the index writer until something needs them committed: the next read,
     /// [`commit`](crate::TantivyTextIndex::commit), more than
-    /// [`MAX_PENDING_WRITES`](crate::MAX_PENDING_WRITES) pending documents, or the last handle
+    /// [`MAX_PENDING_WRITES`] pending documents, or the last handle
     /// of the index being dropped. Many writes between two reads cost one commit. In a
     /// directory, a crash (not a drop) loses the writes since the last commit: call
     /// [`commit`](crate::TantivyTextIndex::commit) after writes you must not lose, or use
@@ -38,3 +38,8 @@ impl CommitPolicy {
         }
     }
 }
+
+/// The most documents a [`CommitPolicy::BeforeRead`] index keeps uncommitted: a write that
+/// leaves more pending commits them all, so a long run of writes with no read between is
+/// committed (and, in a directory, made durable) every this many documents.
+pub const MAX_PENDING_WRITES: usize = 10_000;

@@ -1,26 +1,24 @@
-//! [`TantivyTextIndex`]: a [`TextIndex`] on tantivy, in memory or in a directory.
+//! [`TantivyTextIndex`]: a [`TextIndex`] on tantivy, in memory or in a directory. The state its
+//! handles share, and the queries run on it, are [`inner`].
+
+mod inner;
 
 use std::collections::{BTreeSet, HashMap};
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
 use memory_core::ScopeFilter;
-use memory_core::lexical::{check_documents, check_query, query_words};
+use memory_core::lexical::{check_documents, check_query};
 use memory_core::{
-    Error, ErrorKind, PayloadFilter, Result, Scope, ScoredDocument, TextCapabilities, TextDocument,
-    TextIndex, TextQuery,
+    Error, ErrorKind, Result, Scope, ScoredDocument, TextCapabilities, TextDocument, TextIndex,
+    TextQuery,
 };
-use tantivy::collector::{Count, TopDocs};
+use tantivy::collector::TopDocs;
 use tantivy::directory::MmapDirectory;
-use tantivy::query::{BooleanQuery, ConstScoreQuery, Occur, Query, TermQuery};
-use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::tokenizer::TokenStream;
-use tantivy::{
-    DocAddress, Index, IndexReader, IndexWriter, ReloadPolicy, Searcher, TantivyDocument, Term,
-};
+use tantivy::{Index, ReloadPolicy, TantivyDocument, Term};
 use uuid::Uuid;
 
 use crate::analyzer::Analyzer;
@@ -28,17 +26,10 @@ use crate::commit::CommitPolicy;
 use crate::error::{backend, join};
 use crate::schema::{Fields, document_key};
 
+use self::inner::{Inner, Pending};
+
 /// The indexing memory budget of the one writer thread (tantivy's minimum is 15 MB).
 const WRITER_HEAP_BYTES: usize = 32_000_000;
-
-/// The most documents a [`CommitPolicy::BeforeRead`] index keeps uncommitted: a write that
-/// leaves more pending commits them all, so a long run of writes with no read between is
-/// committed (and, in a directory, made durable) every this many documents.
-pub const MAX_PENDING_WRITES: usize = 10_000;
-
-/// The fewest candidates a search fetches at first; it fetches more while the `top_k`-th
-/// result may still tie with, or lose to, a document it has not fetched (filters and ties).
-const MIN_CANDIDATES: usize = 32;
 
 /// A BM25 [`TextIndex`] on [tantivy](https://docs.rs/tantivy): in memory
 /// ([`in_memory`](Self::in_memory)) or persisted in a directory ([`open`](Self::open)).
@@ -51,12 +42,12 @@ const MIN_CANDIDATES: usize = 32;
 /// `k1 = 1.2`, `b = 0.75`; document frequencies are counted over the whole index, every
 /// scope, so scores depend on other scopes' documents, but never the set of results).
 ///
-/// - A query's words ([`query_words`], then the analyzer) become an OR of term queries: no
-///   query syntax exists, so no query text is an error.
+/// - A query's words ([`query_words`](memory_core::lexical::query_words), then the analyzer)
+///   become an OR of term queries: no query syntax exists, so no query text is an error.
 /// - Payload filters are evaluated over the stored payloads of the best candidates
-///   ([`PayloadFilter::matches`], exactly as every other backend), fetching more candidates
-///   until the `top_k` matching documents are certain: every filter is supported, a
-///   selective filter costs more candidates.
+///   ([`PayloadFilter::matches`](memory_core::PayloadFilter::matches), exactly as every other
+///   backend), fetching more candidates until the `top_k` matching documents are certain:
+///   every filter is supported, a selective filter costs more candidates.
 /// - Ties by ascending id: candidates are sorted by (score descending, id ascending), and more
 ///   are fetched while the lowest fetched score ties the `top_k`-th.
 /// - Writes go through one tantivy `IndexWriter` behind a mutex (held only inside a blocking
@@ -75,8 +66,8 @@ const MIN_CANDIDATES: usize = 32;
 ///   document (tantivy orders them by their operation stamps).
 /// - Durability in a directory: by default (`EveryWrite`) a write that returned is on disk.
 ///   Opted into `BeforeRead`, what was written since the last commit is
-///   committed by the next read, by [`commit`](Self::commit), past [`MAX_PENDING_WRITES`]
-///   documents, and when the last handle of the index is dropped (the drop blocks on the
+///   committed by the next read, by [`commit`](Self::commit), past
+///   [`MAX_PENDING_WRITES`](crate::MAX_PENDING_WRITES) documents, and when the last handle of the index is dropped (the drop blocks on the
 ///   commit); a crash or a kill loses it. Call [`commit`](Self::commit) where a write must
 ///   survive a crash (at the end of a turn, before a shutdown that may not drop the index), or
 ///   use `EveryWrite`. The index is derived from the messages it was given, but nothing
@@ -91,28 +82,6 @@ const MIN_CANDIDATES: usize = 32;
 pub struct TantivyTextIndex {
     inner: Arc<Inner>,
     policy: CommitPolicy,
-}
-
-/// The writer and what it holds that no commit has made searchable yet.
-struct Pending {
-    writer: IndexWriter,
-    /// Documents added or deleted (by term or query: one each) since the last commit.
-    operations: usize,
-}
-
-struct Inner {
-    reader: IndexReader,
-    writer: Mutex<Pending>,
-    /// Whether the writer holds operations the reader does not see yet: set (under the writer
-    /// lock) by every write before it returns, cleared (under the lock) after a commit and a
-    /// reload. A read that finds it set commits first.
-    dirty: AtomicBool,
-    fields: Fields,
-    analyzer: Analyzer,
-    /// The directory, or `None` in memory.
-    path: Option<PathBuf>,
-    /// The analyzer, for query words (a clone per search: analyzers hold per-call state).
-    text_analyzer: tantivy::tokenizer::TextAnalyzer,
 }
 
 impl fmt::Debug for TantivyTextIndex {
@@ -303,271 +272,6 @@ impl TantivyTextIndex {
         tokio::task::spawn_blocking(move || f(&inner))
             .await
             .map_err(|e| join(action, e))?
-    }
-}
-
-impl Drop for Inner {
-    /// The last handle is gone: a directory's pending writes are committed (best effort:
-    /// a failure here has no caller to tell; the writes are then lost as in a crash).
-    fn drop(&mut self) {
-        if self.path.is_none() || !*self.dirty.get_mut() {
-            return;
-        }
-        let pending = self
-            .writer
-            .get_mut()
-            .unwrap_or_else(PoisonError::into_inner);
-        if pending.writer.commit().is_err() {
-            let _ = pending.writer.rollback();
-        }
-    }
-}
-
-impl Inner {
-    fn writer(&self) -> Result<MutexGuard<'_, Pending>> {
-        self.writer.lock().map_err(|_| {
-            Error::new(
-                ErrorKind::Backend,
-                "tantivy: the index writer was poisoned by a panic in another thread",
-            )
-            .with_backend("tantivy")
-        })
-    }
-
-    /// Commits the writer's pending operations and reloads the reader, so every read that
-    /// starts afterwards sees them; on a failed commit, rolls them back (they are lost, and
-    /// the error says so). Called with the writer lock held.
-    fn commit(&self, pending: &mut Pending, action: &'static str) -> Result<()> {
-        if let Err(e) = pending.writer.commit() {
-            let lost = pending.operations;
-            let _ = pending.writer.rollback();
-            pending.operations = 0;
-            self.dirty.store(false, Ordering::Release);
-            return Err(Error::new(
-                ErrorKind::Backend,
-                format!(
-                    "tantivy: {action}: the commit failed, and the {lost} uncommitted \
-                     operations (documents added or deleted) since the last commit were \
-                     discarded"
-                ),
-            )
-            .with_backend("tantivy")
-            .with_operation(action)
-            .with_source(e));
-        }
-        pending.operations = 0;
-        // Committed: a failed reload leaves the index dirty, so the next read reloads again.
-        self.reader
-            .reload()
-            .map_err(|e| backend(ErrorKind::Backend, action, e))?;
-        self.dirty.store(false, Ordering::Release);
-        Ok(())
-    }
-
-    /// Commits what is pending, if anything (the writer lock is taken only then): what a read
-    /// does first, so it sees every write that returned before it started.
-    fn commit_pending(&self, action: &'static str) -> Result<()> {
-        if !self.dirty.load(Ordering::Acquire) {
-            return Ok(());
-        }
-        let mut pending = self.writer()?;
-        // Another read may have committed while this one waited for the lock.
-        if self.dirty.load(Ordering::Acquire) {
-            self.commit(&mut pending, action)?;
-        }
-        Ok(())
-    }
-
-    /// Marks `operations` more as pending, then commits when `policy` or the size cap says
-    /// so. Called with the writer lock held, after the operations went into the writer.
-    fn wrote(
-        &self,
-        pending: &mut Pending,
-        operations: usize,
-        policy: CommitPolicy,
-        action: &'static str,
-    ) -> Result<()> {
-        pending.operations = pending.operations.saturating_add(operations);
-        self.dirty.store(true, Ordering::Release);
-        if policy == CommitPolicy::EveryWrite || pending.operations > MAX_PENDING_WRITES {
-            self.commit(pending, action)?;
-        }
-        Ok(())
-    }
-
-    /// A searcher that sees every write that returned before this call.
-    fn fresh_searcher(&self, action: &'static str) -> Result<Searcher> {
-        self.commit_pending(action)?;
-        Ok(self.reader.searcher())
-    }
-
-    fn scope_query(&self, scope: &Scope) -> TermQuery {
-        TermQuery::new(
-            Term::from_field_text(self.fields.scope, &scope.key()),
-            IndexRecordOption::Basic,
-        )
-    }
-
-    /// The documents of `ids` in `scope`.
-    fn keys_query(&self, scope: &Scope, ids: &BTreeSet<Uuid>) -> BooleanQuery {
-        BooleanQuery::new(
-            ids.iter()
-                .map(|id| -> (Occur, Box<dyn Query>) {
-                    (
-                        Occur::Should,
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(self.fields.key, &document_key(scope, *id)),
-                            IndexRecordOption::Basic,
-                        )),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    /// The documents of every scope `filter` selects.
-    fn forget_query(&self, filter: &ScopeFilter) -> BooleanQuery {
-        let f = &self.fields;
-        let mut terms = vec![Term::from_field_text(f.tenant, filter.tenant.as_str())];
-        if let Some(user) = filter.user.as_ref() {
-            terms.push(Term::from_field_text(f.user, user.as_str()));
-        }
-        if let Some(agent) = filter.agent.as_ref() {
-            terms.push(Term::from_field_text(f.agent, agent.as_str()));
-        }
-        if let Some(session) = filter.session.as_ref() {
-            terms.push(Term::from_field_text(f.session, session.as_str()));
-        }
-        BooleanQuery::new(
-            terms
-                .into_iter()
-                .map(|t| -> (Occur, Box<dyn Query>) {
-                    (
-                        Occur::Must,
-                        Box::new(TermQuery::new(t, IndexRecordOption::Basic)),
-                    )
-                })
-                .collect(),
-        )
-    }
-
-    fn count(&self, searcher: &Searcher, query: &dyn Query, action: &'static str) -> Result<u64> {
-        searcher
-            .search(query, &Count)
-            .map(|n| n as u64)
-            .map_err(|e| backend(ErrorKind::Backend, action, e))
-    }
-
-    /// The analyzed words of a query, each once.
-    fn query_terms(&self, text: &str) -> BTreeSet<String> {
-        let words = query_words(text).join(" ");
-        let mut analyzer = self.text_analyzer.clone();
-        let mut stream = analyzer.token_stream(&words);
-        let mut terms = BTreeSet::new();
-        while stream.advance() {
-            terms.insert(stream.token().text.clone());
-        }
-        terms
-    }
-
-    /// The id, text and payload of a stored document.
-    fn stored(&self, searcher: &Searcher, address: DocAddress) -> Result<TextDocument> {
-        let doc: TantivyDocument = searcher
-            .doc(address)
-            .map_err(|e| backend(ErrorKind::Backend, "reading a stored document", e))?;
-        let field = |field| {
-            doc.get_first(field)
-                .and_then(|v| v.as_str().map(str::to_owned))
-        };
-        let corrupt = |what: &str| {
-            Error::new(
-                ErrorKind::Serialization,
-                format!("tantivy: a stored document has no valid {what}"),
-            )
-            .with_backend("tantivy")
-        };
-        let id = field(self.fields.id)
-            .and_then(|id| Uuid::parse_str(&id).ok())
-            .ok_or_else(|| corrupt("id"))?;
-        let text = field(self.fields.text).unwrap_or_default();
-        let payload = match field(self.fields.payload) {
-            Some(json) => match serde_json::from_str::<serde_json::Value>(&json) {
-                Ok(serde_json::Value::Object(map)) => map,
-                _ => return Err(corrupt("payload")),
-            },
-            None => return Err(corrupt("payload")),
-        };
-        Ok(TextDocument { id, text, payload })
-    }
-
-    /// The best `top_k` documents of `scope` for `terms` whose payload matches `filter`, by
-    /// (score descending, id ascending).
-    fn search(
-        &self,
-        scope: &Scope,
-        terms: &BTreeSet<String>,
-        top_k: usize,
-        filter: Option<&PayloadFilter>,
-    ) -> Result<Vec<ScoredDocument>> {
-        let words = BooleanQuery::new(
-            terms
-                .iter()
-                .map(|t| -> (Occur, Box<dyn Query>) {
-                    (
-                        Occur::Should,
-                        Box::new(TermQuery::new(
-                            Term::from_field_text(self.fields.text, t),
-                            IndexRecordOption::WithFreqs,
-                        )),
-                    )
-                })
-                .collect(),
-        );
-        let query = BooleanQuery::new(vec![
-            (Occur::Must, Box::new(words)),
-            (
-                Occur::Must,
-                Box::new(ConstScoreQuery::new(Box::new(self.scope_query(scope)), 0.0)),
-            ),
-        ]);
-        let searcher = self.fresh_searcher("search")?;
-        let mut limit = top_k.saturating_add(1).max(MIN_CANDIDATES);
-        let mut loaded: HashMap<DocAddress, Option<ScoredDocument>> = HashMap::new();
-        loop {
-            let hits = searcher
-                .search(&query, &TopDocs::with_limit(limit).order_by_score())
-                .map_err(|e| backend(ErrorKind::Backend, "search", e))?;
-            for (score, address) in &hits {
-                if loaded.contains_key(address) {
-                    continue;
-                }
-                let doc = self.stored(&searcher, *address)?;
-                let kept = filter.is_none_or(|f| f.matches(&doc.payload));
-                loaded.insert(
-                    *address,
-                    kept.then_some(ScoredDocument {
-                        id: doc.id,
-                        score: *score,
-                        payload: doc.payload,
-                    }),
-                );
-            }
-            let exhausted = hits.len() < limit;
-            let lowest = hits.last().map(|(score, _)| *score);
-            let mut kept: Vec<&ScoredDocument> = loaded.values().flatten().collect();
-            kept.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
-            // Every document not fetched scores at most `lowest`: the top_k are certain when
-            // the top_k-th kept scores strictly more (or nothing is left to fetch).
-            let certain = exhausted
-                || match (kept.get(top_k.saturating_sub(1)), lowest) {
-                    (Some(last), Some(lowest)) => kept.len() >= top_k && last.score > lowest,
-                    _ => false,
-                };
-            if certain {
-                return Ok(kept.into_iter().take(top_k).cloned().collect());
-            }
-            limit = limit.saturating_mul(4);
-        }
     }
 }
 

@@ -10,5 +10,5 @@ mod index;
 mod schema;
 
 pub use analyzer::{Analyzer, DEFAULT_MAX_WORD_BYTES};
-pub use commit::CommitPolicy;
-pub use index::{MAX_PENDING_WRITES, TantivyTextIndex};
+pub use commit::{CommitPolicy, MAX_PENDING_WRITES};
+pub use index::TantivyTextIndex;

@@ -2,19 +2,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod support;
+
 use memory_lexical::{CommitPolicy, TantivyTextIndex};
 
-/// An index in a fresh directory under Cargo's test scratch directory (removed by
-/// `cargo clean`).
+/// An index in a fresh directory under Cargo's test scratch directory.
 async fn in_a_directory() -> TantivyTextIndex {
-    let dir = tempfile::Builder::new()
-        .prefix("tantivy-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .map(tempfile::TempDir::keep)
-        .unwrap();
-    TantivyTextIndex::open_async(dir.join("text"))
-        .await
-        .unwrap()
+    support::index_in_a_directory("tantivy-").await
 }
 
 memory_testkit::text_index_tests!(mod tantivy_in_memory, async {

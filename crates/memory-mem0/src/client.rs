@@ -16,8 +16,8 @@ use crate::self_hosted;
 /// A typed client of Mem0's REST API, on the hosted platform or a self-hosted server (chosen
 /// by [`Mem0Config::flavor`]).
 ///
-/// Requests time out after [`Mem0Config::timeout`] and are retried with exponential backoff
-/// after a rate limit, a server error, a connection error or a timeout, honouring
+/// Requests time out after [`Mem0Config::http`]'s timeout and are retried with exponential
+/// backoff after a rate limit, a server error, a connection error or a timeout, honouring
 /// `Retry-After`. Failures are `memory_core::Error`s: `InvalidInput` (bad request, invalid or
 /// missing key), `NotFound`, `LimitExceeded` (rate limit, quota), `Unavailable`, `Timeout`,
 /// `Serialization` (an answer that is not the documented JSON), `Unsupported` (an endpoint or
@@ -72,7 +72,8 @@ impl Mem0Client {
 
     /// A client for `config` on an application's `reqwest::Client` (build one with
     /// [`http_client_builder`](crate::http_client_builder) to get the same TLS set-up). The
-    /// client keeps its own connect timeout; [`Mem0Config::timeout`] still applies per request.
+    /// client keeps its own connect timeout; [`Mem0Config::http`]'s timeout still applies per
+    /// request.
     ///
     /// # Errors
     /// As [`new`](Self::new).

@@ -5,21 +5,13 @@ use std::fmt;
 use std::time::Duration;
 
 use memory_core::{Error, REDACTED, Result, redact_url};
-use memory_http::{ApiKey, is_header_text};
+use memory_http::{ApiKey, HttpClientConfig, HttpSettings, is_header_text};
 use reqwest::Url;
 
 /// The hosted platform's base URL, used when none is given.
 pub const DEFAULT_PLATFORM_URL: &str = "https://api.mem0.ai";
 /// How long one attempt of a request may take by default, answer included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// How long opening a connection may take by default.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many times a failed request is retried by default.
-pub const DEFAULT_MAX_RETRIES: u32 = 3;
-/// The first retry's delay by default; each further retry doubles it.
-pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
-/// The longest a retry waits by default.
-pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// How a self-hosted server expects its API key.
 ///
@@ -125,13 +117,14 @@ impl fmt::Debug for Mem0Flavor {
 }
 
 /// The settings of a [`Mem0Client`](crate::Mem0Client): plain data, with constructors per
-/// flavour and builder-style `with_*` methods.
+/// flavour and builder-style `with_*` methods. The timeouts, retries and answer cap are
+/// [`http`](Mem0Config::http), set with the [`HttpClientConfig`] setters.
 ///
 /// Its `Debug` is written by hand: keys print as `"***"`.
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_mem0::Mem0Config;
+/// use memory_mem0::{HttpClientConfig, Mem0Config};
 ///
 /// let platform = Mem0Config::platform("m0-secret")
 ///     .with_project_id("proj_1")
@@ -147,27 +140,11 @@ impl fmt::Debug for Mem0Flavor {
 pub struct Mem0Config {
     /// Which Mem0, where, and with what key.
     pub flavor: Mem0Flavor,
-    /// How long one attempt may take, from sending the request to reading the whole answer
-    /// (default 30 s).
-    pub timeout: Duration,
-    /// How long opening a connection may take (default 10 s). Applies to the HTTP client this
-    /// crate builds; a client given to [`Mem0Client::with_http_client`](crate::Mem0Client::with_http_client)
-    /// keeps its own.
-    pub connect_timeout: Duration,
-    /// How many times a request is retried after a rate limit (429), a server error (500, 502,
-    /// 503, 504), a connection error or a timeout (default 3).
-    pub max_retries: u32,
-    /// The first retry's delay (default 500 ms); each further retry doubles it, with random
-    /// jitter, up to [`max_backoff`](Mem0Config::max_backoff).
-    pub initial_backoff: Duration,
-    /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured
-    /// up to this; when the server asks for a longer wait the request fails at once instead.
-    pub max_backoff: Duration,
-    /// The largest answer body read, in bytes (default
-    /// [`DEFAULT_MAX_BODY_BYTES`](memory_http::DEFAULT_MAX_BODY_BYTES), 16 MiB). A successful
-    /// answer larger than this fails with
-    /// [`ErrorKind::LimitExceeded`](memory_core::ErrorKind::LimitExceeded) and is not retried.
-    pub max_body_bytes: usize,
+    /// Timeouts (one attempt: 30 s by default, [`DEFAULT_TIMEOUT`]), retries and the largest
+    /// answer read; see [`HttpSettings`]. The connect timeout applies to the HTTP client this
+    /// crate builds; a client given to
+    /// [`Mem0Client::with_http_client`](crate::Mem0Client::with_http_client) keeps its own.
+    pub http: HttpSettings,
 }
 
 impl Mem0Config {
@@ -194,12 +171,7 @@ impl Mem0Config {
     pub fn with_flavor(flavor: Mem0Flavor) -> Self {
         Self {
             flavor,
-            timeout: DEFAULT_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            initial_backoff: DEFAULT_INITIAL_BACKOFF,
-            max_backoff: DEFAULT_MAX_BACKOFF,
-            max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
+            http: HttpSettings::new(DEFAULT_TIMEOUT),
         }
     }
 
@@ -273,42 +245,6 @@ impl Mem0Config {
         self
     }
 
-    /// Sets the time one attempt may take.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Sets the time opening a connection may take.
-    pub fn with_connect_timeout(mut self, timeout: Duration) -> Self {
-        self.connect_timeout = timeout;
-        self
-    }
-
-    /// Sets how many times a failed request is retried (0: never).
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// Sets the first retry's delay.
-    pub fn with_initial_backoff(mut self, backoff: Duration) -> Self {
-        self.initial_backoff = backoff;
-        self
-    }
-
-    /// Sets the longest a retry waits.
-    pub fn with_max_backoff(mut self, backoff: Duration) -> Self {
-        self.max_backoff = backoff;
-        self
-    }
-
-    /// Sets the largest answer body read, in bytes (at least 1).
-    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
-        self.max_body_bytes = max_body_bytes.max(1);
-        self
-    }
-
     /// Checks the settings; [`Mem0Client::new`](crate::Mem0Client::new) calls it.
     ///
     /// # Errors
@@ -318,11 +254,7 @@ impl Mem0Config {
     /// contains the key).
     pub fn validate(&self) -> Result<()> {
         self.parsed_base_url()?;
-        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
-            return Err(Error::invalid_input(
-                "the Mem0 timeout and connect timeout must be longer than zero",
-            ));
-        }
+        self.http.validate("Mem0")?;
         if let Some(key) = self.flavor.api_key()
             && (key.expose().trim().is_empty() || !is_header_text(key.expose()))
         {
@@ -369,38 +301,30 @@ impl fmt::Debug for Mem0Config {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Mem0Config")
             .field("flavor", &self.flavor)
-            .field("timeout", &self.timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("initial_backoff", &self.initial_backoff)
-            .field("max_backoff", &self.max_backoff)
-            .field("max_body_bytes", &self.max_body_bytes)
+            .field("http", &self.http)
             .finish()
+    }
+}
+
+impl HttpClientConfig for Mem0Config {
+    fn http_settings_mut(&mut self) -> &mut HttpSettings {
+        &mut self.http
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use memory_core::ErrorKind;
+    use memory_http::testing::env_lookup as lookup;
 
     use super::*;
-
-    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     #[test]
     fn defaults() {
         let config = Mem0Config::platform("m0-key");
         assert_eq!(config.flavor.base_url(), "https://api.mem0.ai");
-        assert_eq!(config.timeout, Duration::from_secs(30));
-        assert_eq!(config.max_retries, 3);
+        assert_eq!(config.http.timeout, Duration::from_secs(30));
+        assert_eq!(config.http.max_retries, 3);
         assert!(config.validate().is_ok());
         let local = Mem0Config::self_hosted("http://localhost:8888/");
         assert!(local.flavor.api_key().is_none());

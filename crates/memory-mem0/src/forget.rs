@@ -223,29 +223,27 @@ fn foreign_id<'r>(
     wire: &[(&'static str, String)],
 ) -> Option<(&'static str, &'r str)> {
     wire.iter().find_map(|(field, wanted)| {
-        let found = match *field {
-            "user_id" => record.user_id.as_deref(),
-            "agent_id" => record.agent_id.as_deref(),
-            "app_id" => record.app_id.as_deref(),
-            "run_id" => record.run_id.as_deref(),
-            _ => None,
-        }?;
+        let found = entity_id(record, field)?;
         (found != wanted).then_some((*field, found))
     })
 }
 
 /// Whether `record` carries every id of the entity, each equal to the one asked for.
 fn carries_every_id(record: &MemoryRecord, wire: &[(&'static str, String)]) -> bool {
-    wire.iter().all(|(field, wanted)| {
-        let found = match *field {
-            "user_id" => record.user_id.as_deref(),
-            "agent_id" => record.agent_id.as_deref(),
-            "app_id" => record.app_id.as_deref(),
-            "run_id" => record.run_id.as_deref(),
-            _ => None,
-        };
-        found == Some(wanted.as_str())
-    })
+    wire.iter()
+        .all(|(field, wanted)| entity_id(record, field) == Some(wanted.as_str()))
+}
+
+/// The id `record` carries in the entity field `field` (`user_id`, `agent_id`, `app_id`,
+/// `run_id`).
+fn entity_id<'r>(record: &'r MemoryRecord, field: &str) -> Option<&'r str> {
+    match field {
+        "user_id" => record.user_id.as_deref(),
+        "agent_id" => record.agent_id.as_deref(),
+        "app_id" => record.app_id.as_deref(),
+        "run_id" => record.run_id.as_deref(),
+        _ => None,
+    }
 }
 
 /// `user_id "acme~dana", run_id "acme~s1"`.

@@ -4,10 +4,8 @@
 //! `Retry-After`.
 
 use memory_core::{Error, Result};
-use memory_http::{
-    ApiClient, ApiKey, ErrorResponse, Failure, Retry, RetryPolicy, retry_after, status_text,
-};
-use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
+use memory_http::{ApiClient, ApiKey, ErrorResponse, Failure, Retry, retry_after, status_text};
+use reqwest::header::{self, HeaderMap, HeaderName};
 use reqwest::{Client, Method, Url};
 use serde_json::Value;
 use tracing::Instrument;
@@ -124,46 +122,33 @@ impl Http {
         let auth = match (&config.flavor, &key) {
             (_, None) => None,
             (Mem0Flavor::Platform { .. }, Some(key)) => {
-                Some((header::AUTHORIZATION, format!("Token {}", key.expose())))
+                Some((header::AUTHORIZATION, Some("Token"), key))
             }
             (Mem0Flavor::SelfHosted { key_header, .. }, Some(key)) => Some(match key_header {
-                KeyHeader::Bearer => (header::AUTHORIZATION, format!("Bearer {}", key.expose())),
-                KeyHeader::Token => (header::AUTHORIZATION, format!("Token {}", key.expose())),
+                KeyHeader::Bearer => (header::AUTHORIZATION, Some("Bearer"), key),
+                KeyHeader::Token => (header::AUTHORIZATION, Some("Token"), key),
                 KeyHeader::Named(name) => (
                     HeaderName::from_bytes(name.as_bytes()).map_err(|_| {
                         Error::invalid_input(format!("{name:?} is not a valid HTTP header name"))
                     })?,
-                    key.expose().to_owned(),
+                    None,
+                    key,
                 ),
             }),
         };
-        if let Some((name, value)) = auth {
-            let mut value = HeaderValue::from_str(&value)
-                .map_err(|_| Error::invalid_input("the Mem0 API key cannot be sent in a header"))?;
-            value.set_sensitive(true);
-            headers.insert(name, value);
+        if let Some((name, scheme, key)) = auth {
+            headers.insert(name, key.header_value(scheme, "Mem0")?);
         }
-        let client = match client {
-            Some(client) => client,
-            None => memory_http::build_client(
-                http_client_builder()?.connect_timeout(config.connect_timeout),
-            )?,
-        };
         Ok(Self {
             flavor: config.flavor.name(),
-            api: ApiClient {
-                service: "Mem0",
-                client,
+            api: ApiClient::new(
+                "Mem0",
                 base_url,
                 headers,
-                timeout: config.timeout,
-                retry: RetryPolicy::new(
-                    config.max_retries,
-                    config.initial_backoff,
-                    config.max_backoff,
-                ),
-                max_body_bytes: config.max_body_bytes,
-            },
+                &config.http,
+                client,
+                http_client_builder,
+            )?,
             key,
         })
     }

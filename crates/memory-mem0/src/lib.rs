@@ -25,14 +25,14 @@ mod state;
 
 pub use block::{BATCH_KEY, DEFAULT_BLOCK_NAME, FIRST_SEQ_KEY, LAST_SEQ_KEY, Mem0MemoryBlock};
 pub use client::Mem0Client;
-pub use config::{
-    DEFAULT_CONNECT_TIMEOUT, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF, DEFAULT_MAX_RETRIES,
-    DEFAULT_PLATFORM_URL, DEFAULT_TIMEOUT, KeyHeader, Mem0Config, Mem0Flavor,
-};
+pub use config::{DEFAULT_PLATFORM_URL, DEFAULT_TIMEOUT, KeyHeader, Mem0Config, Mem0Flavor};
 pub use filters::{Field, Filters, Predicate};
 pub use forget::{DEFAULT_FORGET_NAME, Mem0Forget};
 pub use http::http_client_builder;
-pub use memory_http::ApiKey;
+pub use memory_http::{
+    ApiKey, DEFAULT_CONNECT_TIMEOUT, DEFAULT_INITIAL_BACKOFF, DEFAULT_MAX_BACKOFF,
+    DEFAULT_MAX_RETRIES, HttpClientConfig, HttpSettings,
+};
 pub use on_error::OnError;
 pub use provider::{DEFAULT_SOURCE_ID, DEFAULT_TOP_K, Mem0Provider};
 pub use render::DEFAULT_CONTEXT_PROMPT;

@@ -5,7 +5,7 @@ use std::fmt;
 use std::time::Duration;
 
 use memory_core::{Error, REDACTED, Result, redact_url};
-use memory_http::{ApiKey, is_header_text};
+use memory_http::{ApiKey, HttpClientConfig, HttpSettings, is_header_text};
 use reqwest::Url;
 
 /// The OpenAI API's base URL, used when none is given.
@@ -17,17 +17,10 @@ pub const DEFAULT_CHAT_MODEL: &str = "gpt-4o-mini";
 pub const DEFAULT_EMBEDDING_MODEL: &str = "text-embedding-3-small";
 /// How long one attempt of a request may take by default, answer included.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(60);
-/// How long opening a connection may take by default.
-pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
-/// How many times a failed request is retried by default.
-pub const DEFAULT_MAX_RETRIES: u32 = 3;
-/// The first retry's delay by default; each further retry doubles it.
-pub const DEFAULT_INITIAL_BACKOFF: Duration = Duration::from_millis(500);
-/// The longest a retry waits by default.
-pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 
 /// The settings of an OpenAI-compatible server: plain data, with [`Default`], builder-style
-/// `with_*` methods and [`from_env`](OpenAiConfig::from_env).
+/// `with_*` methods and [`from_env`](OpenAiConfig::from_env). The timeouts, retries and answer
+/// cap are [`http`](OpenAiConfig::http), set with the [`HttpClientConfig`] setters.
 ///
 /// Works with OpenAI itself and with any server that speaks its API (Azure OpenAI's `/openai/v1`
 /// endpoint, vLLM, Ollama, LM Studio, llama.cpp's server, LiteLLM...): point
@@ -37,7 +30,7 @@ pub const DEFAULT_MAX_BACKOFF: Duration = Duration::from_secs(30);
 ///
 /// ```
 /// use std::time::Duration;
-/// use memory_openai::OpenAiConfig;
+/// use memory_openai::{HttpClientConfig, OpenAiConfig};
 ///
 /// let config = OpenAiConfig::new("gpt-4o-mini")
 ///     .with_api_key("sk-test")
@@ -66,26 +59,9 @@ pub struct OpenAiConfig {
     pub project: Option<String>,
     /// The model to call.
     pub model: String,
-    /// How long one attempt may take, from sending the request to reading the whole answer
-    /// (default 60 s).
-    pub timeout: Duration,
-    /// How long opening a connection may take (default 10 s). Applies to the HTTP client this
-    /// crate builds; a client given with `http_client` keeps its own.
-    pub connect_timeout: Duration,
-    /// How many times a request is retried after a rate limit (429), a server error (500,
-    /// 502, 503, 504), a connection error or a timeout (default 3).
-    pub max_retries: u32,
-    /// The first retry's delay (default 500 ms); each further retry doubles it, with random
-    /// jitter, up to [`max_backoff`](OpenAiConfig::max_backoff).
-    pub initial_backoff: Duration,
-    /// The longest a retry waits (default 30 s). A `Retry-After` the server sends is honoured up
-    /// to this; when the server asks for a longer wait the request fails at once instead.
-    pub max_backoff: Duration,
-    /// The largest answer body read, in bytes (default
-    /// [`DEFAULT_MAX_BODY_BYTES`](memory_http::DEFAULT_MAX_BODY_BYTES), 16 MiB). A successful
-    /// answer larger than this fails with
-    /// [`ErrorKind::LimitExceeded`](memory_core::ErrorKind::LimitExceeded) and is not retried.
-    pub max_body_bytes: usize,
+    /// Timeouts (one attempt: 60 s by default, [`DEFAULT_TIMEOUT`]), retries and the largest
+    /// answer read; see [`HttpSettings`].
+    pub http: HttpSettings,
 }
 
 impl Default for OpenAiConfig {
@@ -96,12 +72,7 @@ impl Default for OpenAiConfig {
             organization: None,
             project: None,
             model: DEFAULT_CHAT_MODEL.to_owned(),
-            timeout: DEFAULT_TIMEOUT,
-            connect_timeout: DEFAULT_CONNECT_TIMEOUT,
-            max_retries: DEFAULT_MAX_RETRIES,
-            initial_backoff: DEFAULT_INITIAL_BACKOFF,
-            max_backoff: DEFAULT_MAX_BACKOFF,
-            max_body_bytes: memory_http::DEFAULT_MAX_BODY_BYTES,
+            http: HttpSettings::new(DEFAULT_TIMEOUT),
         }
     }
 }
@@ -182,42 +153,6 @@ impl OpenAiConfig {
         self
     }
 
-    /// Sets the time one attempt may take.
-    pub fn with_timeout(mut self, timeout: Duration) -> Self {
-        self.timeout = timeout;
-        self
-    }
-
-    /// Sets the time opening a connection may take.
-    pub fn with_connect_timeout(mut self, connect_timeout: Duration) -> Self {
-        self.connect_timeout = connect_timeout;
-        self
-    }
-
-    /// Sets how many times a failed request is retried (0: never).
-    pub fn with_max_retries(mut self, max_retries: u32) -> Self {
-        self.max_retries = max_retries;
-        self
-    }
-
-    /// Sets the first retry's delay.
-    pub fn with_initial_backoff(mut self, initial_backoff: Duration) -> Self {
-        self.initial_backoff = initial_backoff;
-        self
-    }
-
-    /// Sets the longest a retry waits.
-    pub fn with_max_backoff(mut self, max_backoff: Duration) -> Self {
-        self.max_backoff = max_backoff;
-        self
-    }
-
-    /// Sets the largest answer body read, in bytes (at least 1).
-    pub fn with_max_body_bytes(mut self, max_body_bytes: usize) -> Self {
-        self.max_body_bytes = max_body_bytes.max(1);
-        self
-    }
-
     /// Checks the settings; the models call it when they are built.
     ///
     /// # Errors
@@ -229,11 +164,7 @@ impl OpenAiConfig {
         if self.model.trim().is_empty() {
             return Err(Error::invalid_input("the OpenAI model name is empty"));
         }
-        if self.timeout.is_zero() || self.connect_timeout.is_zero() {
-            return Err(Error::invalid_input(
-                "the OpenAI timeout and connect timeout must be longer than zero",
-            ));
-        }
+        self.http.validate("OpenAI")?;
         if let Some(key) = &self.api_key
             && (key.is_empty() || !is_header_text(key.expose()))
         {
@@ -270,13 +201,14 @@ impl fmt::Debug for OpenAiConfig {
             .field("organization", &self.organization)
             .field("project", &self.project)
             .field("model", &self.model)
-            .field("timeout", &self.timeout)
-            .field("connect_timeout", &self.connect_timeout)
-            .field("max_retries", &self.max_retries)
-            .field("initial_backoff", &self.initial_backoff)
-            .field("max_backoff", &self.max_backoff)
-            .field("max_body_bytes", &self.max_body_bytes)
+            .field("http", &self.http)
             .finish()
+    }
+}
+
+impl HttpClientConfig for OpenAiConfig {
+    fn http_settings_mut(&mut self) -> &mut HttpSettings {
+        &mut self.http
     }
 }
 
@@ -286,28 +218,19 @@ fn env_var(name: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use memory_core::ErrorKind;
+    use memory_http::testing::env_lookup as lookup;
 
     use super::*;
-
-    fn lookup(vars: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |name| map.get(name).cloned()
-    }
 
     #[test]
     fn defaults() {
         let config = OpenAiConfig::default();
         assert_eq!(config.base_url, "https://api.openai.com/v1");
         assert_eq!(config.model, "gpt-4o-mini");
-        assert_eq!(config.timeout, Duration::from_secs(60));
-        assert_eq!(config.max_retries, 3);
-        assert_eq!(config.initial_backoff, Duration::from_millis(500));
+        assert_eq!(config.http.timeout, Duration::from_secs(60));
+        assert_eq!(config.http.max_retries, 3);
+        assert_eq!(config.http.initial_backoff, Duration::from_millis(500));
         assert!(config.api_key.is_none());
         assert!(config.validate().is_ok());
     }

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use memory_core::{Error, ErrorKind, Result};
 use memory_http::{
-    ApiClient, ApiKey, ErrorResponse, Failure, Retry, RetryPolicy, quote_body, retry_after,
-    retry_after_ms, status_text,
+    ApiClient, ApiKey, ErrorResponse, Failure, Retry, quote_body, retry_after, retry_after_ms,
+    status_text,
 };
 use reqwest::header::{self, HeaderMap, HeaderName, HeaderValue};
 use reqwest::{Client, Method};
@@ -91,12 +91,10 @@ impl HttpClient {
         let base_url = config.parsed_base_url()?;
         let mut headers = HeaderMap::new();
         if let Some(key) = &config.api_key {
-            let mut value =
-                HeaderValue::from_str(&format!("Bearer {}", key.expose())).map_err(|_| {
-                    Error::invalid_input("the OpenAI API key cannot be sent in a header")
-                })?;
-            value.set_sensitive(true);
-            headers.insert(header::AUTHORIZATION, value);
+            headers.insert(
+                header::AUTHORIZATION,
+                key.header_value(Some("Bearer"), "OpenAI")?,
+            );
         }
         for (name, value) in [
             ("openai-organization", &config.organization),
@@ -109,26 +107,15 @@ impl HttpClient {
                 headers.insert(HeaderName::from_static(name), value);
             }
         }
-        let client = match client {
-            Some(client) => client,
-            None => memory_http::build_client(
-                http_client_builder()?.connect_timeout(config.connect_timeout),
-            )?,
-        };
         Ok(Self {
-            api: ApiClient {
-                service: "OpenAI",
-                client,
+            api: ApiClient::new(
+                "OpenAI",
                 base_url,
                 headers,
-                timeout: config.timeout,
-                retry: RetryPolicy::new(
-                    config.max_retries,
-                    config.initial_backoff,
-                    config.max_backoff,
-                ),
-                max_body_bytes: config.max_body_bytes,
-            },
+                &config.http,
+                client,
+                http_client_builder,
+            )?,
             api_key: config.api_key.clone(),
         })
     }

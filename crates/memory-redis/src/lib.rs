@@ -7,7 +7,6 @@
 mod agent_framework;
 mod config;
 mod conn;
-mod cursor_read;
 mod doctor;
 mod error;
 mod history;

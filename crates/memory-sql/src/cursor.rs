@@ -3,8 +3,8 @@
 //!
 //! The thread row keeps an `epoch` (schema v5): a new row draws a random one from the column's
 //! default; an archive that moves a message and an append that restarts an expired thread set
-//! one from [`fresh_epoch`]; a clear or a purge deletes the row, so a thread written again
-//! gets a new row and a new epoch. Appends never change it.
+//! one from [`fresh_epoch`](crate::rows::fresh_epoch); a clear or a purge deletes the row, so a
+//! thread written again gets a new row and a new epoch. Appends never change it.
 //!
 //! One `SELECT` answers a read: the live thread row, `LEFT JOIN`ed to the window's messages
 //! (so the row comes back even when the window is empty; no row at all means no live thread).
@@ -21,20 +21,17 @@
 //! budget read of [`read`](memory_core::HistoryStore::read) in one read-only snapshot (with the
 //! thread row read again in it): a [`Delta::Whole`] answer over a long window costs a few
 //! statements, never an [`Delta::Appended`] one.
-
-use std::sync::Arc;
+//!
+//! The statements are rendered at open ([`CursorSql`](crate::sql::CursorSql), in `sql.rs`).
 
 use memory_core::{
     CursorRead, Delta, Error, NO_EPOCH, Result, Scope, StoredMessage, ThreadCount, ThreadCursor,
     Window,
 };
 
-use crate::dialect::Dialect;
+use crate::decode::decode_messages;
 use crate::driver::{Col, Query, Row};
-use crate::history::decode_messages;
-use crate::prefix::TablePrefix;
 use crate::rows::to_i64;
-use crate::sql::ACTIVE_FROM;
 use crate::store::SqlStore;
 
 /// The sequence numbers a token-budget read without a current cursor scans in its one
@@ -59,93 +56,6 @@ const HEAD_AT: usize = 4;
 /// The columns of the thread row alone: epoch, last seq, active count, active tokens, first
 /// active seq.
 const HEAD_COLS: &[Col] = &[Col::Int, Col::Int, Col::Int, Col::Int, Col::Int];
-
-/// A fresh epoch for a thread row: 62 random bits, never 0 ([`NO_EPOCH`]), so it fits the
-/// `BIGINT` column and is never one the thread had before (but by a 2⁻⁶² chance).
-pub(crate) fn fresh_epoch() -> i64 {
-    let (high, _) = uuid::Uuid::new_v4().as_u64_pair();
-    // `>> 2` keeps 62 bits: positive, and `+ 1` cannot overflow.
-    to_i64(high >> 2).saturating_add(1)
-}
-
-/// The statements of cursor reads, rendered for one dialect and prefix at open.
-pub(crate) struct CursorSql {
-    all: Arc<str>,
-    after: Arc<str>,
-    last: Arc<str>,
-    everything: Arc<str>,
-    budget: Arc<str>,
-    /// The live thread row alone (for the paged fallback's snapshot).
-    head: Arc<str>,
-}
-
-/// Scalar subquery: the lower bound (exclusive) of a cursor read, from the live thread row
-/// (`?` = the cursor's epoch, the cursor's seq, the key): the cursor's seq when the thread is
-/// still at the cursor's epoch, else 0. `NULL` when the thread is not live.
-const SINCE: &str = "(SELECT CASE WHEN b.epoch = ? THEN ? ELSE 0 END FROM {prefix}threads b \
-                     WHERE b.thread_key = ? AND (b.expires_at IS NULL OR b.expires_at > {now}))";
-
-/// Scalar subquery: the lower bound (exclusive) of a token-budget cursor read (`?` = the
-/// cursor's epoch, the cursor's seq, [`WHOLE_BUDGET_SPAN`], the key): the cursor's seq when the
-/// thread is still at the cursor's epoch, else the span below the thread's last seq.
-const BUDGET_SINCE: &str = "(SELECT CASE WHEN b.epoch = ? THEN ? ELSE b.last_seq - ? END \
-                            FROM {prefix}threads b WHERE b.thread_key = ?)";
-
-/// The thread row's columns as [`HEAD_COLS`] reads them (alias `th`).
-const HEAD: &str = "th.epoch, th.last_seq, th.active_count, th.active_tokens, th.first_active";
-
-impl CursorSql {
-    pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
-        let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
-        // The live thread row, joined to the window `w` (`?` after the window's: the key).
-        let around = |window: &str| {
-            r(&format!(
-                "SELECT w.seq, w.tokens, w.archived, w.body, {HEAD} \
-                 FROM {{prefix}}threads th LEFT JOIN ({window}) w ON 1 = 1 \
-                 WHERE th.thread_key = ? \
-                 AND (th.expires_at IS NULL OR th.expires_at > {{now}}) \
-                 ORDER BY w.seq"
-            ))
-        };
-        let select = "SELECT seq, tokens, archived, body FROM {prefix}messages";
-        // `?` = key, key (ACTIVE_FROM), then SINCE's.
-        let active = format!(
-            "{select} WHERE thread_key = ? AND archived = 0 \
-             AND seq >= {ACTIVE_FROM} AND seq > {SINCE}"
-        );
-        Self {
-            all: around(&active),
-            // `?` = key, the window's seq, key (ACTIVE_FROM), then SINCE's.
-            after: around(&format!(
-                "{select} WHERE thread_key = ? AND archived = 0 AND seq > ? \
-                 AND seq >= {ACTIVE_FROM} AND seq > {SINCE}"
-            )),
-            // The newest `LIMIT` active messages above the bound: the same as the newest
-            // `LIMIT` of the window, then those above the bound.
-            last: around(&format!("{active} ORDER BY seq DESC LIMIT ?")),
-            // `?` = key, then SINCE's (which checks that the thread is live).
-            everything: around(&format!("{select} WHERE thread_key = ? AND seq > {SINCE}")),
-            // Newest first, the running token total of the active messages above the bound;
-            // those within the budget come back with their bodies, and the first one past it
-            // (if any) without: it says the walk ended on the budget. `?` = budget, key, key
-            // (ACTIVE_FROM), BUDGET_SINCE's, key, budget.
-            budget: around(&format!(
-                "SELECT m.seq, m.tokens, m.archived, \
-                   CASE WHEN n.running <= ? THEN m.body END AS body FROM (\
-                   SELECT seq, tokens, SUM(tokens) OVER (ORDER BY seq DESC \
-                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
-                   FROM {{prefix}}messages WHERE thread_key = ? AND archived = 0 \
-                   AND seq >= {ACTIVE_FROM} AND seq > {BUDGET_SINCE}\
-                 ) n JOIN {{prefix}}messages m ON m.thread_key = ? AND m.seq = n.seq \
-                 WHERE n.running - n.tokens <= ?"
-            )),
-            head: r(&format!(
-                "SELECT {HEAD} FROM {{prefix}}threads th WHERE th.thread_key = ? \
-                 AND (th.expires_at IS NULL OR th.expires_at > {{now}})"
-            )),
-        }
-    }
-}
 
 /// The thread row as a cursor read sees it.
 #[derive(Debug, Clone, Copy, Default)]

@@ -14,11 +14,11 @@ use memory_core::doctor::Check;
 use memory_core::{Error, Result};
 
 use crate::config::{DbUrl, SqlConfig};
+use crate::connect::{connect_pool, redact_error, within};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Col, Db, Query};
 use crate::prefix::TablePrefix;
 use crate::schema::{SCHEMA_VERSION, pending_after};
-use crate::store::{connect_pool, redact_error, within};
 
 /// What [`inspect`] found in a database.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,18 +103,7 @@ async fn inspect_url(
     prefix: &TablePrefix,
     config: &SqlConfig,
 ) -> Result<SqlInspection> {
-    let mut found = SqlInspection {
-        backend: url.backend,
-        server_version: None,
-        table_prefix: prefix.as_str().to_owned(),
-        schema_version: 0,
-        latest_version: SCHEMA_VERSION,
-        pending: Vec::new(),
-        in_memory: false,
-        missing_file: None,
-        journal_mode: None,
-        busy_timeout: None,
-    };
+    let mut found = SqlInspection::nothing_yet(url.backend, prefix);
     let db = match url.backend {
         Backend::Sqlite => match open_sqlite(url, config).await? {
             SqliteOpened::Missing(path) => {
@@ -146,18 +135,7 @@ async fn inspect_url(
 /// version the way [`inspect`] does (only `SELECT`s and `PRAGMA` reads) and returns it when it
 /// is this build's; else an error sentence saying what is wrong and what to do.
 pub(crate) async fn require_current(db: &Db, prefix: &TablePrefix) -> Result<u32> {
-    let mut found = SqlInspection {
-        backend: db.dialect.backend,
-        server_version: None,
-        table_prefix: prefix.as_str().to_owned(),
-        schema_version: 0,
-        latest_version: SCHEMA_VERSION,
-        pending: Vec::new(),
-        in_memory: false,
-        missing_file: None,
-        journal_mode: None,
-        busy_timeout: None,
-    };
+    let mut found = SqlInspection::nothing_yet(db.dialect.backend, prefix);
     read_all(db, prefix, &mut found).await?;
     let (current, latest) = (found.schema_version, SCHEMA_VERSION);
     let prefix = prefix.as_str();
@@ -374,6 +352,22 @@ impl fmt::Display for Detail {
 impl std::error::Error for Detail {}
 
 impl SqlInspection {
+    /// An inspection of `backend` with `prefix` before anything was read.
+    fn nothing_yet(backend: Backend, prefix: &TablePrefix) -> Self {
+        Self {
+            backend,
+            server_version: None,
+            table_prefix: prefix.as_str().to_owned(),
+            schema_version: 0,
+            latest_version: SCHEMA_VERSION,
+            pending: Vec::new(),
+            in_memory: false,
+            missing_file: None,
+            journal_mode: None,
+            busy_timeout: None,
+        }
+    }
+
     /// The findings, in order: `connection`, `schema version`, `pending migrations`, and for
     /// a SQLite file `journal mode` and `busy timeout`.
     ///

@@ -613,51 +613,43 @@ impl Tx<'_> {
 
     /// Commits (a plain MySQL session has nothing to commit).
     pub(crate) async fn commit(self, ctx: Context<'_>) -> Result<()> {
+        self.end(ctx, true).await
+    }
+
+    /// Rolls back explicitly (dropping does it too, on the connection's next use).
+    pub(crate) async fn rollback(self, ctx: Context<'_>) -> Result<()> {
+        self.end(ctx, false).await
+    }
+
+    /// Commits or rolls back: one statement, counted, on a transaction.
+    async fn end(self, ctx: Context<'_>, commit: bool) -> Result<()> {
+        let trips = self.trips;
         let res: std::result::Result<(), sqlx::Error> = match self.inner {
             #[cfg(feature = "sqlite")]
-            TxInner::Sqlite(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.commit().await
-            }
+            TxInner::Sqlite(t) => end_transaction(t, commit, trips).await,
             #[cfg(feature = "postgres")]
-            TxInner::Postgres(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.commit().await
-            }
+            TxInner::Postgres(t) => end_transaction(t, commit, trips).await,
             #[cfg(feature = "mysql")]
-            TxInner::MySql(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.commit().await
-            }
+            TxInner::MySql(t) => end_transaction(t, commit, trips).await,
             #[cfg(feature = "mysql")]
             TxInner::MySqlConn(_) => Ok(()),
             TxInner::Disabled(never, _) => match never {},
         };
         res.map_err(|e| sql_error(ctx, e))
     }
+}
 
-    /// Rolls back explicitly (dropping does it too, on the connection's next use).
-    pub(crate) async fn rollback(self, ctx: Context<'_>) -> Result<()> {
-        let res: std::result::Result<(), sqlx::Error> = match self.inner {
-            #[cfg(feature = "sqlite")]
-            TxInner::Sqlite(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.rollback().await
-            }
-            #[cfg(feature = "postgres")]
-            TxInner::Postgres(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.rollback().await
-            }
-            #[cfg(feature = "mysql")]
-            TxInner::MySql(t) => {
-                self.trips.fetch_add(1, Ordering::Relaxed);
-                t.rollback().await
-            }
-            #[cfg(feature = "mysql")]
-            TxInner::MySqlConn(_) => Ok(()),
-            TxInner::Disabled(never, _) => match never {},
-        };
-        res.map_err(|e| sql_error(ctx, e))
+/// Commits `tx` (or rolls it back), counting the statement in `trips`.
+#[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
+async fn end_transaction<DB: sqlx::Database>(
+    tx: sqlx::Transaction<'_, DB>,
+    commit: bool,
+    trips: &AtomicU64,
+) -> std::result::Result<(), sqlx::Error> {
+    trips.fetch_add(1, Ordering::Relaxed);
+    if commit {
+        tx.commit().await
+    } else {
+        tx.rollback().await
     }
 }

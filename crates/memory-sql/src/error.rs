@@ -15,15 +15,11 @@
 //! The sqlx error is kept as the [`source`](std::error::Error::source).
 
 use std::error::Error as StdError;
-use std::time::Duration;
 
 use memory_core::{Error, ErrorKind};
 
 /// What was being done, for error messages (e.g. `"append to thread"`).
 pub(crate) type Context<'a> = &'a str;
-
-/// How many times an operation that lost a race is retried before it reports `Conflict`.
-pub(crate) const MAX_RETRIES: u32 = 8;
 
 /// Converts a sqlx error, saying what was being done; temporary as [`is_temporary`] says.
 pub(crate) fn sql_error(ctx: Context<'_>, err: sqlx::Error) -> Error {
@@ -158,27 +154,6 @@ pub(crate) fn is_retryable(err: &Error) -> bool {
             .is_some_and(|e| matches!(e, sqlx::Error::Database(_)))
 }
 
-/// The pause before retry number `attempt` (1-based): 2, 4, 8 … ms, capped at 100 ms, plus
-/// jitter so that racing writers do not collide again in step.
-pub(crate) fn backoff(attempt: u32) -> Duration {
-    let base = 2u64.saturating_pow(attempt).min(100);
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| u64::from(d.subsec_nanos()))
-        .unwrap_or_default();
-    Duration::from_millis(
-        base.saturating_add(nanos.checked_rem(base.saturating_add(1)).unwrap_or(0)),
-    )
-}
-
-/// The error for a store that lost every retry.
-pub(crate) fn retries_exhausted(ctx: Context<'_>, last: Error) -> Error {
-    Error::conflict(format!(
-        "{ctx}: still conflicting after {MAX_RETRIES} retries; try again"
-    ))
-    .with_source(last)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -221,11 +196,5 @@ mod tests {
         assert_eq!(closed.kind(), ErrorKind::Unavailable);
         assert!(!closed.is_temporary());
         assert!(!sql_error("x", sqlx::Error::RowNotFound).is_temporary());
-    }
-
-    #[test]
-    fn backoff_grows_and_stays_bounded() {
-        assert!(backoff(1) >= Duration::from_millis(2));
-        assert!(backoff(30) <= Duration::from_millis(201));
     }
 }

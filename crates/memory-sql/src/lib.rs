@@ -16,7 +16,9 @@
 )]
 
 mod config;
+mod connect;
 mod cursor;
+mod decode;
 mod dialect;
 mod doctor;
 mod driver;
@@ -25,6 +27,7 @@ mod history;
 #[cfg(feature = "llamaindex")]
 mod llamaindex;
 mod prefix;
+mod retry;
 mod rows;
 mod schema;
 mod session;

@@ -78,6 +78,15 @@ pub(crate) const MAX_TTL_MS: i64 = {
     }
 };
 
+/// A fresh epoch for a thread row (see `cursor.rs`): 62 random bits, never 0
+/// ([`NO_EPOCH`](memory_core::NO_EPOCH)), so it fits the `BIGINT` column and is never one the
+/// thread had before (but by a 2⁻⁶² chance).
+pub(crate) fn fresh_epoch() -> i64 {
+    let (high, _) = uuid::Uuid::new_v4().as_u64_pair();
+    // `>> 2` keeps 62 bits: positive, and `+ 1` cannot overflow.
+    to_i64(high >> 2).saturating_add(1)
+}
+
 #[cfg(test)]
 #[allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 mod tests {

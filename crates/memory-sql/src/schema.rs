@@ -28,49 +28,26 @@ struct Migration {
     mysql: &'static str,
 }
 
+/// A migration whose scripts are `migrations/{sqlite,postgres,mysql}/<file>.sql`.
+macro_rules! migration {
+    ($version:literal, $name:literal, $file:literal) => {
+        Migration {
+            version: $version,
+            name: $name,
+            sqlite: include_str!(concat!("../migrations/sqlite/", $file, ".sql")),
+            postgres: include_str!(concat!("../migrations/postgres/", $file, ".sql")),
+            mysql: include_str!(concat!("../migrations/mysql/", $file, ".sql")),
+        }
+    };
+}
+
 const MIGRATIONS: &[Migration] = &[
-    Migration {
-        version: 1,
-        name: "init",
-        sqlite: include_str!("../migrations/sqlite/0001_init.sql"),
-        postgres: include_str!("../migrations/postgres/0001_init.sql"),
-        mysql: include_str!("../migrations/mysql/0001_init.sql"),
-    },
-    Migration {
-        version: 2,
-        name: "active_window_index",
-        sqlite: include_str!("../migrations/sqlite/0002_active_window_index.sql"),
-        postgres: include_str!("../migrations/postgres/0002_active_window_index.sql"),
-        mysql: include_str!("../migrations/mysql/0002_active_window_index.sql"),
-    },
-    Migration {
-        version: 3,
-        name: "first_active",
-        sqlite: include_str!("../migrations/sqlite/0003_first_active.sql"),
-        postgres: include_str!("../migrations/postgres/0003_first_active.sql"),
-        mysql: include_str!("../migrations/mysql/0003_first_active.sql"),
-    },
-    Migration {
-        version: 4,
-        name: "session_nonce",
-        sqlite: include_str!("../migrations/sqlite/0004_session_nonce.sql"),
-        postgres: include_str!("../migrations/postgres/0004_session_nonce.sql"),
-        mysql: include_str!("../migrations/mysql/0004_session_nonce.sql"),
-    },
-    Migration {
-        version: 5,
-        name: "thread_epoch",
-        sqlite: include_str!("../migrations/sqlite/0005_thread_epoch.sql"),
-        postgres: include_str!("../migrations/postgres/0005_thread_epoch.sql"),
-        mysql: include_str!("../migrations/mysql/0005_thread_epoch.sql"),
-    },
-    Migration {
-        version: 6,
-        name: "text_index",
-        sqlite: include_str!("../migrations/sqlite/0006_text_index.sql"),
-        postgres: include_str!("../migrations/postgres/0006_text_index.sql"),
-        mysql: include_str!("../migrations/mysql/0006_text_index.sql"),
-    },
+    migration!(1, "init", "0001_init"),
+    migration!(2, "active_window_index", "0002_active_window_index"),
+    migration!(3, "first_active", "0003_first_active"),
+    migration!(4, "session_nonce", "0004_session_nonce"),
+    migration!(5, "thread_epoch", "0005_thread_epoch"),
+    migration!(6, "text_index", "0006_text_index"),
 ];
 
 impl Migration {

@@ -12,6 +12,7 @@
 use std::time::Duration;
 
 use async_trait::async_trait;
+use backon::Retryable;
 use memory_core::{
     Error, ErrorKind, MessageId, Page, PageRequest, Result, Scope, ScopeFilter,
     SessionCapabilities, SessionStore, StoredSession, TenantId, encode_state,
@@ -19,7 +20,8 @@ use memory_core::{
 use serde_json::Value;
 
 use crate::driver::{Arg, Col, Query};
-use crate::error::{MAX_RETRIES, backoff, is_retryable};
+use crate::error::is_retryable;
+use crate::retry::{MAX_RETRIES, backoff};
 use crate::rows::{scope_args, ttl_ms};
 use crate::store::{SqlStore, list_page, tenant_page};
 
@@ -33,7 +35,7 @@ struct Probe {
 /// How many times a create retries when the tombstone it revives changes under it, or a save
 /// retries after a lost race or a lost connection (with the same nonce, so a save that was
 /// applied is recognised).
-const SAVE_ATTEMPTS: u32 = MAX_RETRIES;
+const SAVE_ATTEMPTS: usize = MAX_RETRIES;
 
 impl SqlStore {
     /// The row at `key`, live or a tombstone, or `None`.
@@ -201,24 +203,15 @@ impl SqlStore {
         expected_version: Option<u64>,
     ) -> Result<u64> {
         let nonce = MessageId::generate();
-        let mut attempt = 0u32;
-        loop {
-            match self
-                .save_session_as(scope, json, expected_version, nonce.as_str())
-                .await
-            {
-                Err(err)
-                    if attempt.saturating_add(1) < SAVE_ATTEMPTS
-                        && (is_retryable(&err)
-                            || (err.kind() == ErrorKind::Unavailable && err.is_temporary())) =>
-                {
-                    attempt = attempt.saturating_add(1);
-                    tracing::debug!(%err, attempt, "memory-sql: retrying a session save");
-                    tokio::time::sleep(backoff(attempt)).await;
-                }
-                result => return result,
-            }
-        }
+        let save = || self.save_session_as(scope, json, expected_version, nonce.as_str());
+        save.retry(backoff().with_max_times(SAVE_ATTEMPTS.saturating_sub(1)))
+            .when(|err| {
+                is_retryable(err) || (err.kind() == ErrorKind::Unavailable && err.is_temporary())
+            })
+            .notify(|err, pause| {
+                tracing::debug!(%err, ?pause, "memory-sql: retrying a session save");
+            })
+            .await
     }
 
     async fn delete_session(&self, key: &str) -> Result<bool> {

@@ -1,4 +1,4 @@
-//! The fixed SQL text of the history and session stores, rendered once per dialect and
+//! The fixed SQL text of the history and session stores and of cursor reads, rendered once per dialect and
 //! prefix when a store opens.
 
 use std::sync::Arc;
@@ -324,6 +324,85 @@ impl SessionSql {
                  WHERE expires_at > 0 AND expires_at <= {now}"),
             // Tombstones (`expires_at` 0) are in the past: never listed.
             list_tenants: r(&list_tenants("sessions", "")),
+        }
+    }
+}
+
+/// The statements of cursor reads (`cursor.rs`), rendered for one dialect and prefix at open.
+pub(crate) struct CursorSql {
+    pub(crate) all: Arc<str>,
+    pub(crate) after: Arc<str>,
+    pub(crate) last: Arc<str>,
+    pub(crate) everything: Arc<str>,
+    pub(crate) budget: Arc<str>,
+    /// The live thread row alone (for the paged fallback's snapshot).
+    pub(crate) head: Arc<str>,
+}
+
+/// Scalar subquery: the lower bound (exclusive) of a cursor read, from the live thread row
+/// (`?` = the cursor's epoch, the cursor's seq, the key): the cursor's seq when the thread is
+/// still at the cursor's epoch, else 0. `NULL` when the thread is not live.
+const SINCE: &str = "(SELECT CASE WHEN b.epoch = ? THEN ? ELSE 0 END FROM {prefix}threads b \
+                     WHERE b.thread_key = ? AND (b.expires_at IS NULL OR b.expires_at > {now}))";
+
+/// Scalar subquery: the lower bound (exclusive) of a token-budget cursor read (`?` = the
+/// cursor's epoch, the cursor's seq, `WHOLE_BUDGET_SPAN` (in `cursor.rs`), the key): the cursor's seq when the
+/// thread is still at the cursor's epoch, else the span below the thread's last seq.
+const BUDGET_SINCE: &str = "(SELECT CASE WHEN b.epoch = ? THEN ? ELSE b.last_seq - ? END \
+                            FROM {prefix}threads b WHERE b.thread_key = ?)";
+
+/// The thread row's columns as `HEAD_COLS` (in `cursor.rs`) reads them (alias `th`).
+const HEAD: &str = "th.epoch, th.last_seq, th.active_count, th.active_tokens, th.first_active";
+
+impl CursorSql {
+    pub(crate) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
+        let r = |t: &str| -> Arc<str> { dialect.render(prefix, t).into() };
+        // The live thread row, joined to the window `w` (`?` after the window's: the key).
+        let around = |window: &str| {
+            r(&format!(
+                "SELECT w.seq, w.tokens, w.archived, w.body, {HEAD} \
+                 FROM {{prefix}}threads th LEFT JOIN ({window}) w ON 1 = 1 \
+                 WHERE th.thread_key = ? \
+                 AND (th.expires_at IS NULL OR th.expires_at > {{now}}) \
+                 ORDER BY w.seq"
+            ))
+        };
+        let select = "SELECT seq, tokens, archived, body FROM {prefix}messages";
+        // `?` = key, key (ACTIVE_FROM), then SINCE's.
+        let active = format!(
+            "{select} WHERE thread_key = ? AND archived = 0 \
+             AND seq >= {ACTIVE_FROM} AND seq > {SINCE}"
+        );
+        Self {
+            all: around(&active),
+            // `?` = key, the window's seq, key (ACTIVE_FROM), then SINCE's.
+            after: around(&format!(
+                "{select} WHERE thread_key = ? AND archived = 0 AND seq > ? \
+                 AND seq >= {ACTIVE_FROM} AND seq > {SINCE}"
+            )),
+            // The newest `LIMIT` active messages above the bound: the same as the newest
+            // `LIMIT` of the window, then those above the bound.
+            last: around(&format!("{active} ORDER BY seq DESC LIMIT ?")),
+            // `?` = key, then SINCE's (which checks that the thread is live).
+            everything: around(&format!("{select} WHERE thread_key = ? AND seq > {SINCE}")),
+            // Newest first, the running token total of the active messages above the bound;
+            // those within the budget come back with their bodies, and the first one past it
+            // (if any) without: it says the walk ended on the budget. `?` = budget, key, key
+            // (ACTIVE_FROM), BUDGET_SINCE's, key, budget.
+            budget: around(&format!(
+                "SELECT m.seq, m.tokens, m.archived, \
+                   CASE WHEN n.running <= ? THEN m.body END AS body FROM (\
+                   SELECT seq, tokens, SUM(tokens) OVER (ORDER BY seq DESC \
+                     ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS running \
+                   FROM {{prefix}}messages WHERE thread_key = ? AND archived = 0 \
+                   AND seq >= {ACTIVE_FROM} AND seq > {BUDGET_SINCE}\
+                 ) n JOIN {{prefix}}messages m ON m.thread_key = ? AND m.seq = n.seq \
+                 WHERE n.running - n.tokens <= ?"
+            )),
+            head: r(&format!(
+                "SELECT {HEAD} FROM {{prefix}}threads th WHERE th.thread_key = ? \
+                 AND (th.expires_at IS NULL OR th.expires_at > {{now}})"
+            )),
         }
     }
 }

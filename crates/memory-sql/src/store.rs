@@ -6,18 +6,16 @@ use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
 
-use memory_core::{
-    Error, ErrorKind, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter,
-};
+use memory_core::{Error, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter};
 
 use crate::config::{DbUrl, SchemaMode, SqlConfig};
-use crate::cursor::CursorSql;
+use crate::connect::{connect_pool, redact_error, within};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
 use crate::prefix::TablePrefix;
 use crate::rows::{scope_from_row, to_i64, ttl_ms};
 use crate::schema::{self, SCHEMA_VERSION};
-use crate::sql::{HistorySql, SessionSql};
+use crate::sql::{CursorSql, HistorySql, SessionSql};
 
 /// A [`HistoryStore`](memory_core::HistoryStore) and [`SessionStore`](memory_core::SessionStore)
 /// on SQLite, PostgreSQL or MySQL/MariaDB.
@@ -337,229 +335,6 @@ impl fmt::Debug for SqlStoreBuilder {
     }
 }
 
-/// Guarantees that nothing of the URL's password survives in `err`'s message or sources:
-/// when any of them shows a secret, the error is rebuilt from scrubbed texts.
-pub(crate) fn redact_error(url: &DbUrl, err: Error) -> Error {
-    let chain: Vec<&(dyn std::error::Error + 'static)> =
-        std::iter::successors(std::error::Error::source(&err), |s| s.source()).collect();
-    let leaks = url.leaks(&format!("{err} {err:?}"))
-        || chain.iter().any(|s| url.leaks(&format!("{s} {s:?}")));
-    if !leaks {
-        return err;
-    }
-    let details: Vec<String> = chain.iter().map(|s| s.to_string()).collect();
-    Error::new_like(&err, url.scrub(err.message()))
-        .with_source(Redacted(url.scrub(&details.join(": "))))
-}
-
-/// An error text from which secrets were removed.
-#[derive(Debug)]
-struct Redacted(String);
-
-impl fmt::Display for Redacted {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Redacted {}
-
-#[cfg(not(all(feature = "sqlite", feature = "postgres", feature = "mysql")))]
-fn not_compiled(url: &DbUrl, feature: &str) -> Error {
-    Error::unsupported(format!(
-        "{} needs memory-sql's `{feature}` feature, which is not enabled",
-        url.redacted
-    ))
-}
-
-/// Opens one connection directly, bounded by the acquire timeout, so a dead server fails now
-/// with `Unavailable` instead of after the pool's retry loop.
-#[cfg(any(feature = "postgres", feature = "mysql"))]
-async fn probe<O>(url: &DbUrl, options: &O, timeout: Duration) -> Result<()>
-where
-    O: sqlx::ConnectOptions,
-    O::Connection: Sized,
-{
-    use sqlx::Connection as _;
-    let ctx = format!("connect to {}", url.redacted);
-    match tokio::time::timeout(timeout, options.connect()).await {
-        Err(_) => Err(Error::new(
-            memory_core::ErrorKind::Unavailable,
-            format!("{ctx}: no answer within {timeout:?}"),
-        )),
-        Ok(Err(e)) => Err(crate::error::sql_error(&ctx, e)),
-        Ok(Ok(conn)) => {
-            let _ = conn.close().await;
-            Ok(())
-        }
-    }
-}
-
-/// A pool opened from a URL with a [`SqlConfig`]'s settings.
-pub(crate) struct UrlPool {
-    pub(crate) pool: Pool,
-    /// Whether it is a private in-memory SQLite database (one connection, one process).
-    pub(crate) memory: bool,
-}
-
-/// Opens the pool `url` names with `config`'s pool size and timeouts: the one place where
-/// every store opened from a URL gets its connections. Errors may hold the URL's secrets: pass
-/// them through [`redact_error`].
-pub(crate) async fn connect_pool(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
-    match url.backend {
-        Backend::Sqlite => open_sqlite(url, config).await,
-        Backend::Postgres => open_postgres(url, config).await,
-        Backend::MySql => open_mysql(url, config).await,
-    }
-}
-
-#[cfg(feature = "sqlite")]
-async fn open_sqlite(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
-    use sqlx::sqlite::{
-        SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous,
-    };
-    let ctx = format!("open {}", url.redacted);
-    let options: SqliteConnectOptions = url
-        .raw
-        .parse()
-        .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    let memory = url.is_sqlite_memory();
-    let options = options.busy_timeout(config.busy_timeout);
-    let existing_only = config.schema_mode == SchemaMode::RequireCurrent;
-    if existing_only && !memory && !options.get_filename().exists() {
-        return Err(Error::not_found(format!(
-            "there is no SQLite file at {}: check the URL (nothing was created)",
-            options.get_filename().display()
-        )));
-    }
-    let (options, pool) = if memory {
-        // One connection that never expires: every connection to `:memory:` is a new, empty
-        // database, so the pool must never replace it.
-        let pool = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .test_before_acquire(false)
-            // Waiting for the one connection is normal here, not a sign of a dead server.
-            .acquire_timeout(config.acquire_timeout.max(Duration::from_secs(60)));
-        (options, pool)
-    } else if existing_only {
-        // The file as it is: not created, its journal mode left alone.
-        let options = options
-            .create_if_missing(false)
-            .synchronous(SqliteSynchronous::Normal);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(config.max_connections.unwrap_or(4))
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout));
-        (options, pool)
-    } else {
-        let options = options
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal);
-        let pool = SqlitePoolOptions::new()
-            .max_connections(config.max_connections.unwrap_or(4))
-            .test_before_acquire(false)
-            .acquire_timeout(config.acquire_timeout.max(config.busy_timeout));
-        (options, pool)
-    };
-    // Switching a new file to WAL needs a moment alone with it: processes opening it at once
-    // may get SQLITE_BUSY at once (no busy wait there), so try again within the busy timeout.
-    let started = std::time::Instant::now();
-    let mut attempt = 0u32;
-    let pool = loop {
-        match pool.clone().connect_with(options.clone()).await {
-            Err(e)
-                if crate::error::is_sqlite_busy(&e) && started.elapsed() < config.busy_timeout =>
-            {
-                attempt = attempt.saturating_add(1);
-                tokio::time::sleep(crate::error::backoff(attempt)).await;
-            }
-            other => break other.map_err(|e| crate::error::sql_error(&ctx, e))?,
-        }
-    };
-    Ok(UrlPool {
-        pool: Pool::Sqlite(pool),
-        memory,
-    })
-}
-
-#[cfg(not(feature = "sqlite"))]
-async fn open_sqlite(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
-    Err(not_compiled(url, "sqlite"))
-}
-
-#[cfg(feature = "postgres")]
-async fn open_postgres(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
-    use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
-    let ctx = format!("open {}", url.redacted);
-    let options: PgConnectOptions = url
-        .raw
-        .parse()
-        .map_err(|e| crate::error::sql_error(&ctx, e))?;
-    // A writer waits at most the busy timeout for a lock, and a session that hangs inside a
-    // transaction (a frozen or cut-off client) is ended by the server, releasing its locks.
-    let options = options.options([
-        ("lock_timeout", format!("{}ms", millis(config.busy_timeout))),
-        (
-            "idle_in_transaction_session_timeout",
-            format!("{}ms", millis(config.operation_timeout)),
-        ),
-    ]);
-    probe(url, &options, config.acquire_timeout).await?;
-    let pool = PgPoolOptions::new()
-        .max_connections(config.max_connections.unwrap_or(10))
-        .acquire_timeout(config.acquire_timeout)
-        // Connections are checked when they return to the pool; checking again on every
-        // checkout would double the round trips.
-        .test_before_acquire(false)
-        .connect_lazy_with(options);
-    Ok(UrlPool {
-        pool: Pool::Postgres(pool),
-        memory: false,
-    })
-}
-
-#[cfg(not(feature = "postgres"))]
-async fn open_postgres(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
-    Err(not_compiled(url, "postgres"))
-}
-
-#[cfg(feature = "mysql")]
-async fn open_mysql(url: &DbUrl, config: &SqlConfig) -> Result<UrlPool> {
-    use sqlx::mysql::{MySqlConnectOptions, MySqlPoolOptions};
-    let ctx = format!("open {}", url.redacted);
-    let raw = url.raw.replacen("mariadb://", "mysql://", 1);
-    let options: MySqlConnectOptions = raw.parse().map_err(|e| crate::error::sql_error(&ctx, e))?;
-    probe(url, &options, config.acquire_timeout).await?;
-    // A writer waits at most the busy timeout (in whole seconds, at least one) for a row lock.
-    let lock_wait = config.busy_timeout.as_secs_f64().ceil().max(1.0) as u64;
-    let pool = MySqlPoolOptions::new()
-        .max_connections(config.max_connections.unwrap_or(10))
-        .acquire_timeout(config.acquire_timeout)
-        .test_before_acquire(false)
-        .after_connect(move |conn, _meta| {
-            Box::pin(async move {
-                let set = format!("SET SESSION innodb_lock_wait_timeout = {lock_wait}");
-                sqlx::Executor::execute(conn, sqlx::AssertSqlSafe(set))
-                    .await
-                    .map(drop)
-            })
-        })
-        .connect_lazy_with(options);
-    Ok(UrlPool {
-        pool: Pool::MySql(pool),
-        memory: false,
-    })
-}
-
-#[cfg(not(feature = "mysql"))]
-async fn open_mysql(url: &DbUrl, _config: &SqlConfig) -> Result<UrlPool> {
-    Err(not_compiled(url, "mysql"))
-}
-
 impl SqlStore {
     /// Runs `operation` of the store (`"append"`, `"load"`: the API's word) within the
     /// operation timeout; its errors name the operation and the backend. `ctx` says what was
@@ -587,21 +362,6 @@ impl SqlStore {
     pub(crate) fn is_private_memory(&self) -> bool {
         self.inner.memory
     }
-}
-
-/// Runs `op` within `limit` ([`SqlConfig::with_operation_timeout`]); past it, `op` is dropped (its
-/// transaction rolls back) and the call fails with [`Timeout`](ErrorKind::Timeout).
-pub(crate) async fn within<T>(
-    limit: Duration,
-    ctx: &str,
-    op: impl Future<Output = Result<T>>,
-) -> Result<T> {
-    tokio::time::timeout(limit, op).await.unwrap_or_else(|_| {
-        Err(Error::new(
-            ErrorKind::Timeout,
-            format!("{ctx}: the database did not finish within {limit:?}"),
-        ))
-    })
 }
 
 /// One page of scopes from `table`, keyed by `key_col`, matching `filter`, live, and meeting
@@ -670,7 +430,7 @@ pub(crate) async fn list_page(
 /// One page of `list_tenants` (history or sessions) with `statement` (see `list_tenants` in
 /// `sql.rs`): one statement, keyset paging on the tenant. The cursor is the last tenant of the
 /// previous page. A stored tenant that is not a valid id (written by hand) is a
-/// [`Serialization`](ErrorKind::Serialization) error, as in `list_threads`: an export must not
+/// [`Serialization`](memory_core::ErrorKind::Serialization) error, as in `list_threads`: an export must not
 /// skip a tenant unseen.
 pub(crate) async fn tenant_page(
     store: &SqlStore,
@@ -725,10 +485,4 @@ fn ascii_cursor(cursor: &str) -> Cow<'_, str> {
             }
         }
     }
-}
-
-/// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").
-#[cfg(feature = "postgres")]
-fn millis(d: Duration) -> u128 {
-    d.as_millis().max(1)
 }

@@ -23,8 +23,8 @@ use uuid::Uuid;
 
 use crate::error::{backend, join};
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, check_norms, decode_payload, finish_results,
-    next_limit, qdrant_point_id, scoped, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, Round, check_norms, points_in_scope, qdrant_point_id,
+    scoped, scored_hit, settle, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -274,16 +274,11 @@ fn retrieve(shard: &EdgeShard, scope_key: &str, ids: &[Uuid]) -> Result<Vec<Vect
             Some(WithVector::Bool(false)),
         )
         .map_err(|e| backend(BACKEND, ErrorKind::Backend, "retrieve", e))?;
-    let mut found: Vec<VectorPoint> = records
-        .into_iter()
-        .filter_map(|r| decode_payload(json_map(r.payload)))
-        .filter(|s| s.scope_key == scope_key)
-        .map(|s| s.point)
-        .collect();
-    // In the order asked, each id once.
-    found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
-    found.dedup_by_key(|p| p.id);
-    Ok(found)
+    Ok(points_in_scope(
+        scope_key,
+        ids,
+        records.into_iter().map(|r| json_map(r.payload)),
+    ))
 }
 
 fn count(shard: &EdgeShard, scope_key: &str) -> Result<u64> {
@@ -333,26 +328,14 @@ fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec
                 score_threshold: query.min_score,
             })
             .map_err(|e| backend(BACKEND, ErrorKind::Backend, "search", e))?;
-        let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
-        if let Some(next) = next_limit(&scores, limit, query.top_k) {
-            limit = next;
-            continue;
-        }
-        let results = found
+        let hits = found
             .into_iter()
-            .filter_map(|p| {
-                let StoredPoint {
-                    scope_key: key,
-                    point,
-                } = decode_payload(json_map(p.payload))?;
-                (key == scope_key).then_some(ScoredPoint {
-                    id: point.id,
-                    score: p.score,
-                    payload: point.payload,
-                })
-            })
+            .map(|p| (p.score, scored_hit(scope_key, p.score, json_map(p.payload))))
             .collect();
-        return Ok(finish_results(results, query));
+        match settle(hits, limit, query) {
+            Round::Done(results) => return Ok(results),
+            Round::Again(next) => limit = next,
+        }
     }
 }
 

@@ -140,6 +140,43 @@ pub(crate) fn decode_payload(mut map: Map<String, Value>) -> Option<StoredPoint>
     })
 }
 
+/// The points of `payloads` stored in `scope_key`, in the order of `ids` (the ids a caller
+/// asked for), each once. A payload this crate did not write, or one of another scope, is left
+/// out.
+pub(crate) fn points_in_scope(
+    scope_key: &str,
+    ids: &[Uuid],
+    payloads: impl IntoIterator<Item = Map<String, Value>>,
+) -> Vec<VectorPoint> {
+    let mut found: Vec<VectorPoint> = payloads
+        .into_iter()
+        .filter_map(decode_payload)
+        .filter(|s| s.scope_key == scope_key)
+        .map(|s| s.point)
+        .collect();
+    found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
+    found.dedup_by_key(|p| p.id);
+    found
+}
+
+/// A search hit with `score` as a [`ScoredPoint`] when its payload decodes and is stored in
+/// `scope_key` (the search's filter selects the scope; this checks it again).
+pub(crate) fn scored_hit(
+    scope_key: &str,
+    score: f32,
+    payload: Map<String, Value>,
+) -> Option<ScoredPoint> {
+    let StoredPoint {
+        scope_key: key,
+        point,
+    } = decode_payload(payload)?;
+    (key == scope_key).then_some(ScoredPoint {
+        id: point.id,
+        score,
+        payload: point.payload,
+    })
+}
+
 /// A scalar a Qdrant `match` condition compares with.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MatchScalar {
@@ -296,10 +333,7 @@ pub(crate) fn scoped(scope_key: &str, filter: Option<&PayloadFilter>) -> Result<
 /// Orders results as the contract says (decreasing score, ties by id), drops scores below
 /// `min_score` and keeps `top_k`. A NaN score (which no checked vector should produce) ranks
 /// last, never first.
-pub(crate) fn finish_results(
-    mut results: Vec<ScoredPoint>,
-    query: &VectorQuery,
-) -> Vec<ScoredPoint> {
+fn finish_results(mut results: Vec<ScoredPoint>, query: &VectorQuery) -> Vec<ScoredPoint> {
     results.retain(|r| query.min_score.is_none_or(|min| r.score >= min));
     let rank = |score: f32| {
         if score.is_nan() {
@@ -336,7 +370,7 @@ pub(crate) fn tie_fetch_cap(top_k: usize) -> usize {
 /// The limit to search again with when a search that asked for `limit` points and got the
 /// scores `got` may have cut a tie at the `top_k` boundary; `None` when it did not, or when the
 /// limit reached [`tie_fetch_cap`].
-pub(crate) fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usize> {
+fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usize> {
     if got.len() < limit || top_k == 0 || got.len() < top_k {
         return None;
     }
@@ -344,6 +378,32 @@ pub(crate) fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usiz
     let tied = got.last().is_some_and(|last| *last >= boundary);
     let cap = tie_fetch_cap(top_k);
     (tied && limit < cap).then(|| limit.saturating_mul(2).min(cap))
+}
+
+/// What one search round decided: the results, or a larger limit to search again with.
+pub(crate) enum Round {
+    /// The results, ordered and cut as [`finish_results`] does.
+    Done(Vec<ScoredPoint>),
+    /// Search again with this limit (a tie at the `top_k` boundary may have been cut).
+    Again(usize),
+}
+
+/// Settles a search that asked for `limit` points and found `found`: per point in the engine's
+/// order, its score and its hit (`None` for a point this crate cannot read, which ranks but is
+/// not returned; see [`scored_hit`]).
+pub(crate) fn settle(
+    found: Vec<(f32, Option<ScoredPoint>)>,
+    limit: usize,
+    query: &VectorQuery,
+) -> Round {
+    let scores: Vec<f32> = found.iter().map(|(score, _)| *score).collect();
+    match next_limit(&scores, limit, query.top_k) {
+        Some(next) => Round::Again(next),
+        None => Round::Done(finish_results(
+            found.into_iter().filter_map(|(_, hit)| hit).collect(),
+            query,
+        )),
+    }
 }
 
 /// Checks that the squared norm of every vector is finite in `f32`, as Qdrant computes it for a

@@ -25,8 +25,8 @@ use uuid::Uuid;
 use crate::config::QdrantStoreConfig;
 use crate::error::backend;
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, StoredPoint, check_norms, decode_payload, finish_results,
-    next_limit, qdrant_point_id, scoped, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, Round, check_norms, points_in_scope, qdrant_point_id,
+    scoped, scored_hit, settle, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -254,16 +254,11 @@ impl QdrantStore {
             .get_points(GetPointsBuilder::new(self.collection(), qids).with_payload(true))
             .await
             .map_err(|e| map_error("get points", e))?;
-        let mut found: Vec<VectorPoint> = response
-            .result
-            .into_iter()
-            .filter_map(|r| decode_payload(json_payload(r.payload)))
-            .filter(|s| s.scope_key == scope_key)
-            .map(|s| s.point)
-            .collect();
-        found.sort_by_key(|p| ids.iter().position(|id| *id == p.id));
-        found.dedup_by_key(|p| p.id);
-        Ok(found)
+        Ok(points_in_scope(
+            scope_key,
+            ids,
+            response.result.into_iter().map(|r| json_payload(r.payload)),
+        ))
     }
 
     async fn count_key(&self, scope_key: &str) -> Result<u64> {
@@ -482,27 +477,18 @@ impl QdrantStore {
                 .await
                 .map_err(|e| map_error("search", e))?
                 .result;
-            let scores: Vec<f32> = found.iter().map(|p| p.score).collect();
-            if let Some(next) = next_limit(&scores, limit, query.top_k) {
-                limit = next;
-                continue;
-            }
-            let results = found
+            let hits = found
                 .into_iter()
-                .filter_map(|p| {
-                    uuid_of(p.id)?;
-                    let StoredPoint {
-                        scope_key: point_key,
-                        point,
-                    } = decode_payload(json_payload(p.payload))?;
-                    (point_key == key).then_some(ScoredPoint {
-                        id: point.id,
-                        score: p.score,
-                        payload: point.payload,
-                    })
+                .map(|p| {
+                    let hit = uuid_of(p.id)
+                        .and_then(|_| scored_hit(&key, p.score, json_payload(p.payload)));
+                    (p.score, hit)
                 })
                 .collect();
-            return Ok(finish_results(results, query));
+            match settle(hits, limit, query) {
+                Round::Done(results) => return Ok(results),
+                Round::Again(next) => limit = next,
+            }
         }
     }
 

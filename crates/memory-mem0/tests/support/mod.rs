@@ -1,11 +1,18 @@
-//! Shared helpers of the test binaries: configs pointing at a wiremock fake, the test key,
-//! short backoffs, captured tracing output.
+//! Shared helpers of the test modules: configs pointing at a wiremock fake, the test key,
+//! short backoffs, captured tracing output, an agent and a memory over a Mem0 provider or
+//! block.
 
-#![allow(dead_code)] // Each test binary uses a different part.
-
+use std::sync::Arc;
 use std::time::Duration;
 
-use memory_mem0::{Mem0Client, Mem0Config};
+use memory_core::memory::Memory;
+use memory_core::{
+    Agent, ChatMessage, FnTokenCounter, InMemoryHistoryStore, InMemorySessionStore, Role, Scope,
+    TokenCounter,
+};
+use memory_testkit::ScriptedChatModel;
+
+use memory_mem0::{HttpClientConfig, Mem0Client, Mem0Config, Mem0MemoryBlock, Mem0Provider};
 use wiremock::MockServer;
 
 /// A key that must never show up in any output.
@@ -56,5 +63,62 @@ pub(crate) fn assert_no_key(err: &memory_core::Error) {
 }
 
 /// Formatted tracing output, collected.
-#[allow(unused_imports)] // Each test binary uses a different part.
 pub(crate) use memory_http::testing::CapturedLogs as Captured;
+
+/// An agent with the instructions "Be brief." whose context provider is `provider`.
+pub(crate) fn agent(provider: Mem0Provider, model: Arc<ScriptedChatModel>) -> Agent {
+    Agent::builder("assistant", model, Arc::new(InMemoryHistoryStore::new()))
+        .instructions("Be brief.")
+        .context_provider(Arc::new(provider))
+        .build()
+        .unwrap()
+}
+
+/// The system message the model was last sent (it must lead the request).
+pub(crate) fn system_text(model: &ScriptedChatModel) -> String {
+    let request = model.last_request().unwrap();
+    assert_eq!(request.messages[0].role, Role::System);
+    request.messages[0].text()
+}
+
+/// One token per word, as memory-core's own tests count: a message costs 4 + its words.
+pub(crate) fn words() -> Arc<dyn TokenCounter> {
+    Arc::new(FnTokenCounter::new(|t| {
+        u32::try_from(t.split_whitespace().count()).unwrap()
+    }))
+}
+
+/// A memory of the session `chat-1` whose short-term window flushes past 50 tokens, at
+/// least 20 at a time.
+pub(crate) fn memory(block: Mem0MemoryBlock) -> Memory {
+    memory_for(Scope::session("chat-1").unwrap(), block)
+}
+
+/// A memory of `scope` whose short-term window flushes past 50 tokens, at least 20 at a time.
+pub(crate) fn memory_for(scope: Scope, block: Mem0MemoryBlock) -> Memory {
+    Memory::builder(
+        scope,
+        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .token_limit(100)
+    .chat_history_token_ratio(0.5)
+    .token_flush_size(20)
+    .token_counter(words())
+    .block(Arc::new(block))
+    .build()
+    .unwrap()
+}
+
+/// Six messages of 10 tokens each (six words): the sixth passes the threshold of
+/// [`memory`], and the first two (one user turn) are flushed.
+pub(crate) fn conversation() -> Vec<ChatMessage> {
+    vec![
+        ChatMessage::user("I love green tea very much"),
+        ChatMessage::assistant("Green tea it is then friend"),
+        ChatMessage::user("I also avoid coffee after noon"),
+        ChatMessage::assistant("Noted no coffee after noon"),
+        ChatMessage::user("Please plan my Lisbon trip soon"),
+        ChatMessage::assistant("Sure I will plan Lisbon soon"),
+    ]
+}

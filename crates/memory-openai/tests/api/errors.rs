@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 use memory_core::{ChatMessage, ChatModel, ChatRequest, Embedder, Error, ErrorKind};
 use memory_http::testing::CapturedLogs;
-use memory_openai::{OpenAiChatModel, OpenAiEmbedder};
+use memory_openai::{HttpClientConfig, OpenAiChatModel, OpenAiEmbedder};
 use serde_json::json;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use memory_openai::OpenAiConfig;
+use memory_openai::{HttpClientConfig, OpenAiConfig};
 use wiremock::MockServer;
 
 /// A key that must never show up in any output.

@@ -58,6 +58,20 @@ pub fn scope() -> Scope {
         .unwrap()
 }
 
+/// A fresh tenant and `n` sessions of it (`s-0`, `s-1`, …).
+pub fn tenant_scopes(n: usize) -> (String, Vec<Scope>) {
+    let tenant = format!("t-{}", uuid::Uuid::new_v4().simple());
+    let scopes = (0..n)
+        .map(|i| {
+            Scope::session(format!("s-{i}"))
+                .unwrap()
+                .with_tenant(tenant.as_str())
+                .unwrap()
+        })
+        .collect();
+    (tenant, scopes)
+}
+
 /// A user message with the id `id` and the text `text of <id>`.
 pub fn message(id: &str) -> ChatMessage {
     ChatMessage::user(format!("text of {id}")).with_id(MessageId::new(id).unwrap())

@@ -1,10 +1,12 @@
-//! Helpers shared by the test files (each includes it with `mod support;`).
+//! Helpers shared by the test modules (`tests/sql/main.rs` and the binaries that stand
+//! apart include it with `mod support;`).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use memory_sql::SqlStore;
+use memory_sql::sqlx::{self, AssertSqlSafe};
 
 /// The PostgreSQL server of the tests: `AGENT_MEMORY_POSTGRES_URL`, or the local one.
 pub(crate) fn postgres_url() -> String {
@@ -23,6 +25,20 @@ pub(crate) fn mysql_url() -> String {
 /// session) never meets these tables: it would rightly refuse tables newer than it knows.
 pub(crate) fn shared_prefix() -> String {
     format!("amtest_v{}_", memory_sql::SCHEMA_VERSION)
+}
+
+/// The store at `url` with tables of `prefix` (created or migrated as any open does).
+pub(crate) async fn open(url: &str, prefix: &str) -> SqlStore {
+    SqlStore::builder(url)
+        .table_prefix(prefix)
+        .connect()
+        .await
+        .unwrap_or_else(|e| panic!("open {url}: {e}"))
+}
+
+/// A tenant no other test uses.
+pub(crate) fn random_tenant() -> String {
+    format!("t-{}", uuid::Uuid::new_v4().simple())
 }
 
 /// The folder of the tests' SQLite files. Files older than an hour (left by earlier runs) are
@@ -79,22 +95,114 @@ pub(crate) async fn mysql_store() -> SqlStore {
         })
 }
 
+/// A plain sqlx connection to a test database, to look under a store or change its tables
+/// behind its back.
+#[derive(Debug, Clone)]
+pub(crate) enum Raw {
+    #[cfg(feature = "sqlite")]
+    Sqlite(sqlx::SqlitePool),
+    #[cfg(feature = "postgres")]
+    Postgres(sqlx::PgPool),
+    #[cfg(feature = "mysql")]
+    MySql(sqlx::MySqlPool),
+}
+
+impl Raw {
+    /// A connection to the database of `url` (a SQLite file is created if it is missing).
+    pub(crate) async fn connect(url: &str) -> Raw {
+        #[cfg(feature = "sqlite")]
+        if url.starts_with("sqlite") {
+            let options: sqlx::sqlite::SqliteConnectOptions = url.parse().unwrap();
+            let pool = sqlx::SqlitePool::connect_with(options.create_if_missing(true));
+            return Raw::Sqlite(pool.await.unwrap());
+        }
+        #[cfg(feature = "postgres")]
+        if url.starts_with("postgres") {
+            return Raw::Postgres(sqlx::PgPool::connect(url).await.unwrap());
+        }
+        #[cfg(feature = "mysql")]
+        if url.starts_with("mysql") {
+            return Raw::MySql(sqlx::MySqlPool::connect(url).await.unwrap());
+        }
+        panic!("no engine of this build opens {url}")
+    }
+
+    /// Runs `sql`.
+    pub(crate) async fn exec(&self, sql: &str) {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            #[cfg(feature = "sqlite")]
+            Raw::Sqlite(p) => sqlx::query(q).execute(p).await.map(drop),
+            #[cfg(feature = "postgres")]
+            Raw::Postgres(p) => sqlx::query(q).execute(p).await.map(drop),
+            #[cfg(feature = "mysql")]
+            Raw::MySql(p) => sqlx::query(q).execute(p).await.map(drop),
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The one integer `sql` selects.
+    pub(crate) async fn int(&self, sql: &str) -> i64 {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            #[cfg(feature = "sqlite")]
+            Raw::Sqlite(p) => sqlx::query_scalar(q).fetch_one(p).await,
+            #[cfg(feature = "postgres")]
+            Raw::Postgres(p) => sqlx::query_scalar(q).fetch_one(p).await,
+            #[cfg(feature = "mysql")]
+            Raw::MySql(p) => sqlx::query_scalar(q).fetch_one(p).await,
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// The texts of the first column of the rows `sql` selects.
+    pub(crate) async fn texts(&self, sql: &str) -> Vec<String> {
+        let q = AssertSqlSafe(sql.to_owned());
+        match self {
+            #[cfg(feature = "sqlite")]
+            Raw::Sqlite(p) => sqlx::query_scalar(q).fetch_all(p).await,
+            #[cfg(feature = "postgres")]
+            Raw::Postgres(p) => sqlx::query_scalar(q).fetch_all(p).await,
+            #[cfg(feature = "mysql")]
+            Raw::MySql(p) => sqlx::query_scalar(q).fetch_all(p).await,
+        }
+        .unwrap_or_else(|e| panic!("{sql}: {e}"))
+    }
+
+    /// Closes the connections.
+    pub(crate) async fn close(&self) {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Raw::Sqlite(p) => p.close().await,
+            #[cfg(feature = "postgres")]
+            Raw::Postgres(p) => p.close().await,
+            #[cfg(feature = "mysql")]
+            Raw::MySql(p) => p.close().await,
+        }
+    }
+
+    /// Drops every table of the store's schema with `prefix`.
+    pub(crate) async fn drop_tables(&self, prefix: &str) {
+        for table in [
+            "texts_fts",
+            "texts",
+            "messages",
+            "threads",
+            "sessions",
+            "schema_migrations",
+        ] {
+            self.exec(&format!("DROP TABLE IF EXISTS {prefix}{table}"))
+                .await;
+        }
+    }
+}
+
 /// Writes the `body` column of a store's messages table directly, for the hostile suite's
 /// checks of undecodable rows.
 #[derive(Debug, Clone)]
 pub(crate) struct SqlRaw {
-    pool: RawPool,
+    pool: Raw,
     prefix: String,
-}
-
-#[derive(Debug, Clone)]
-enum RawPool {
-    #[cfg(feature = "sqlite")]
-    Sqlite(memory_sql::sqlx::SqlitePool),
-    #[cfg(feature = "postgres")]
-    Postgres(memory_sql::sqlx::PgPool),
-    #[cfg(feature = "mysql")]
-    MySql(memory_sql::sqlx::MySqlPool),
 }
 
 impl SqlRaw {
@@ -109,7 +217,7 @@ impl SqlRaw {
     #[cfg(feature = "sqlite")]
     pub(crate) fn sqlite(pool: memory_sql::sqlx::SqlitePool, store: &SqlStore) -> Self {
         Self {
-            pool: RawPool::Sqlite(pool),
+            pool: Raw::Sqlite(pool),
             prefix: store.table_prefix().to_owned(),
         }
     }
@@ -121,7 +229,7 @@ impl SqlRaw {
             .await
             .unwrap();
         Self {
-            pool: RawPool::Postgres(pool),
+            pool: Raw::Postgres(pool),
             prefix: shared_prefix(),
         }
     }
@@ -133,7 +241,7 @@ impl SqlRaw {
             .await
             .unwrap();
         Self {
-            pool: RawPool::MySql(pool),
+            pool: Raw::MySql(pool),
             prefix: shared_prefix(),
         }
     }
@@ -147,7 +255,6 @@ impl memory_testkit::hostile::RawWriter for SqlRaw {
         seq: u64,
         body: &[u8],
     ) -> memory_core::Result<bool> {
-        use memory_sql::sqlx::{self, AssertSqlSafe};
         let table = format!("{}messages", self.prefix);
         let key = scope.key();
         let seq = i64::try_from(seq).unwrap();
@@ -155,7 +262,7 @@ impl memory_testkit::hostile::RawWriter for SqlRaw {
         let affected = match &self.pool {
             // SQLite keeps the bytes of a blob cast to text as they are.
             #[cfg(feature = "sqlite")]
-            RawPool::Sqlite(pool) => sqlx::query(AssertSqlSafe(format!(
+            Raw::Sqlite(pool) => sqlx::query(AssertSqlSafe(format!(
                 "UPDATE {table} SET body = CAST(? AS TEXT) WHERE thread_key = ? AND seq = ?"
             )))
             .bind(body)
@@ -166,7 +273,7 @@ impl memory_testkit::hostile::RawWriter for SqlRaw {
             .map(|r| r.rows_affected()),
             // Their text columns hold UTF-8 only.
             #[cfg(feature = "postgres")]
-            RawPool::Postgres(pool) => {
+            Raw::Postgres(pool) => {
                 let Ok(text) = text else { return Ok(false) };
                 sqlx::query(AssertSqlSafe(format!(
                     "UPDATE {table} SET body = $1 WHERE thread_key = $2 AND seq = $3"
@@ -179,7 +286,7 @@ impl memory_testkit::hostile::RawWriter for SqlRaw {
                 .map(|r| r.rows_affected())
             }
             #[cfg(feature = "mysql")]
-            RawPool::MySql(pool) => {
+            Raw::MySql(pool) => {
                 let Ok(text) = text else { return Ok(false) };
                 sqlx::query(AssertSqlSafe(format!(
                     "UPDATE {table} SET body = ? WHERE thread_key = ? AND seq = ?"
@@ -197,4 +304,13 @@ impl memory_testkit::hostile::RawWriter for SqlRaw {
         assert_eq!(affected, 1, "message {seq} of {scope} exists");
         Ok(true)
     }
+}
+
+/// Checks that the thread's seqs are exactly 1..=n and every id is stored once.
+pub(crate) fn assert_gap_free(all: &[memory_core::StoredMessage]) {
+    let seqs: Vec<u64> = all.iter().map(|m| m.seq).collect();
+    let n = all.len() as u64;
+    assert_eq!(seqs, (1..=n).collect::<Vec<_>>(), "seqs are gap-free");
+    let ids: std::collections::HashSet<&str> = all.iter().map(|m| m.message.id.as_str()).collect();
+    assert_eq!(ids.len(), all.len(), "every message is stored once");
 }

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{ChatModel, ChatRequest, HistoryStore, Scope, ToolDefinition};
-use memory_openai::{OpenAiChatModel, OpenAiConfig};
+use memory_openai::{HttpClientConfig, OpenAiChatModel, OpenAiConfig};
 use memory_swiftide::swiftide_core::chat_completion::errors::{LanguageModelError, ToolError};
 use memory_swiftide::swiftide_core::chat_completion::{
     ChatCompletionRequest, ChatCompletionResponse, ChatMessage as SwiftMessage, ToolCall,

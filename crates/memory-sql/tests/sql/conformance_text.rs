@@ -1,0 +1,29 @@
+//! The memory-testkit `TextIndex` suite on `SqlTextIndex`: SQLite in memory and in a file,
+//! the PostgreSQL server (`AGENT_MEMORY_POSTGRES_URL`) and the MariaDB/MySQL server
+//! (`AGENT_MEMORY_MYSQL_URL`). Every check writes under its own random scopes, so the server
+//! suites share the tables of [`support::shared_prefix`] and run in parallel.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test code: arithmetic and indexing on the test's own data; a panic fails the test.
+#![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
+
+use crate::support;
+
+#[cfg(feature = "sqlite")]
+memory_testkit::text_index_tests!(mod sql_text_index_on_sqlite_memory, async {
+    memory_sql::SqlStore::in_memory().await.unwrap().text_index().unwrap()
+});
+
+#[cfg(feature = "sqlite")]
+memory_testkit::text_index_tests!(mod sql_text_index_on_sqlite_file, async {
+    support::sqlite_file_store().await.text_index().unwrap()
+});
+
+#[cfg(feature = "postgres")]
+memory_testkit::text_index_tests!(mod sql_text_index_on_postgres, async {
+    support::postgres_store().await.text_index().unwrap()
+});
+
+#[cfg(feature = "mysql")]
+memory_testkit::text_index_tests!(mod sql_text_index_on_mysql, async {
+    support::mysql_store().await.text_index().unwrap()
+});
