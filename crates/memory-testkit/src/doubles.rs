@@ -68,11 +68,16 @@ impl DeclaredHistory {
     }
 }
 
-// Every method is written out, so a method added to the trait cannot fall to its default
-// body unrecorded.
+// A layer over the in-memory store that writes every method out
+// (`clippy::missing_trait_methods` is denied): a method added to the trait must be gated by
+// its capability here, never forwarded to the in-memory store unrecorded.
 #[deny(clippy::missing_trait_methods)]
 #[memory_core::async_trait]
-impl HistoryStore for DeclaredHistory {
+impl memory_core::LayeredHistory for DeclaredHistory {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         self.capabilities
     }

@@ -35,10 +35,9 @@ use memory_core::memory::{
 use memory_core::message::tagged_transcript;
 use memory_core::{
     Agent, AgentBuilder, AgentId, AgentSession, AppendOutcome, ChatMessage, ChatReducer,
-    ChatRequest, ChatResponse, Embedder, Error, ErrorKind, FnTool, HistoryCapabilities,
-    HistoryStore, InMemoryVectorStore, Memory, MessageCountReducer, Page, PageRequest, Part,
-    ReducerTrigger, Result, Role, Scope, ScopeFilter, SessionCapabilities, SessionStore,
-    StopReason, StoredMessage, StoredSession, SummarizingReducer, ThreadCount, TokenBudgetReducer,
+    ChatRequest, ChatResponse, Embedder, Error, ErrorKind, FnTool, HistoryStore,
+    InMemoryVectorStore, Memory, MessageCountReducer, Part, ReducerTrigger, Result, Role, Scope,
+    SessionStore, StopReason, StoredMessage, StoredSession, SummarizingReducer, TokenBudgetReducer,
     Tool, ToolCallStatus, VectorStore, Window, default_token_counter, is_summary,
 };
 use serde_json::{Value, json};
@@ -220,11 +219,11 @@ impl FaultySessionStore {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl SessionStore for FaultySessionStore {
-    fn capabilities(&self) -> SessionCapabilities {
-        self.inner.capabilities()
+impl memory_core::LayeredSessions for FaultySessionStore {
+    type Inner = dyn SessionStore;
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.inner
     }
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
         let loaded = self.inner.load(scope).await;
@@ -252,21 +251,6 @@ impl SessionStore for FaultySessionStore {
         }
         saved
     }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.inner.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
-    }
 }
 
 /// A [`HistoryStore`] that forwards to another and fails its next `archive` calls (as many as
@@ -287,26 +271,11 @@ impl FaultyHistoryStore {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl HistoryStore for FaultyHistoryStore {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.inner.capabilities()
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.inner.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
+impl memory_core::LayeredHistory for FaultyHistoryStore {
+    type Inner = dyn HistoryStore;
+    fn inner(&self) -> &dyn HistoryStore {
+        &*self.inner
     }
     async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
         if self
@@ -320,31 +289,6 @@ impl HistoryStore for FaultyHistoryStore {
             ));
         }
         self.inner.archive(scope, seqs).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.inner.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 
@@ -1544,55 +1488,15 @@ impl CountingHistoryStore {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl HistoryStore for CountingHistoryStore {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.inner.capabilities()
+impl memory_core::LayeredHistory for CountingHistoryStore {
+    type Inner = dyn HistoryStore;
+    fn inner(&self) -> &dyn HistoryStore {
+        &*self.inner
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.inner.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 
