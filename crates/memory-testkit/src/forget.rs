@@ -31,7 +31,7 @@ use memory_core::{
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::fixtures::{ExpectOk, numbered_messages, point, random_tenant};
+use crate::fixtures::{ExpectOk, every_page, numbered_messages, point, random_tenant};
 
 /// The stores of one engine that a forget runs over.
 #[derive(Debug, Clone)]
@@ -308,28 +308,20 @@ async fn snapshot(stores: &ForgetStores, world: &World) -> Vec<(Scope, Held)> {
     out
 }
 
-/// Every scope `list` returns for `filter`, all pages.
+/// Every scope `list` returns for `filter`, all pages, each once.
 async fn list_every_page(
     what: &str,
-    mut list: impl AsyncFnMut(PageRequest) -> Page<Scope>,
+    list: impl AsyncFnMut(PageRequest) -> Page<Scope>,
 ) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let mut request = PageRequest::first(3);
-    for _ in 0..10_000 {
-        let page = list(request).await;
-        for scope in &page.items {
-            assert!(
-                out.insert(scope.key()),
-                "{what} listed {} twice",
-                scope.key()
-            );
-        }
-        match page.next_cursor {
-            Some(cursor) => request = PageRequest::after(3, cursor),
-            None => return out,
-        }
+    for scope in every_page(what, 3, list).await {
+        assert!(
+            out.insert(scope.key()),
+            "{what} listed {} twice",
+            scope.key()
+        );
     }
-    panic!("{what} never reached its last page");
+    out
 }
 
 /// Checks that nothing of `scope` can be read any more, through any read API.
@@ -519,20 +511,11 @@ async fn assert_tenant_listed(stores: &ForgetStores, tenant: &TenantId, listed: 
     }
 }
 
-async fn every_tenant(
-    mut list: impl AsyncFnMut(PageRequest) -> Page<TenantId>,
-) -> BTreeSet<TenantId> {
-    let mut out = BTreeSet::new();
-    let mut request = PageRequest::first(500);
-    for _ in 0..100_000 {
-        let page = list(request).await;
-        out.extend(page.items);
-        match page.next_cursor {
-            Some(cursor) => request = PageRequest::after(500, cursor),
-            None => return out,
-        }
-    }
-    panic!("list_tenants never reached its last page");
+async fn every_tenant(list: impl AsyncFnMut(PageRequest) -> Page<TenantId>) -> BTreeSet<TenantId> {
+    every_page("list_tenants", 500, list)
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// The receipt a forget of `kind` must give over `before`: per store, the scopes and items

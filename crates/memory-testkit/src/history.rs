@@ -56,9 +56,9 @@ use memory_core::{
 };
 
 use crate::fixtures::{
-    ExpectOk, ID_PUNCTUATION, chat_messages, expect_error_kind, message_with_id, numbered_messages,
-    random_scope, random_tenant, scope_in, seqs, tenant_filter, text_of_bytes, texts,
-    tricky_messages,
+    ExpectOk, ID_PUNCTUATION, chat_messages, every_page, expect_error_kind, message_with_id,
+    numbered_messages, random_scope, random_tenant, scope_in, scope_keys, seqs, tenant_filter,
+    text_of_bytes, texts, tricky_messages,
 };
 
 mod cursor;
@@ -110,33 +110,13 @@ async fn count(store: &dyn HistoryStore, scope: &Scope) -> ThreadCount {
 
 /// Every scope `list_threads` returns for `filter`, paging with `limit`, in listing order.
 async fn list_all(store: &dyn HistoryStore, filter: &ScopeFilter, limit: usize) -> Vec<Scope> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _page in 0..1000 {
-        let request = match cursor.take() {
-            None => memory_core::PageRequest::first(limit),
-            Some(c) => memory_core::PageRequest::after(limit, c),
-        };
-        let page = store
+    every_page("list_threads", limit, async |request| {
+        store
             .list_threads(filter, request)
             .await
-            .expect_ok("list_threads");
-        assert!(
-            page.items.len() <= limit,
-            "a page of list_threads(limit {limit}) returned {} items",
-            page.items.len()
-        );
-        out.extend(page.items);
-        match page.next_cursor {
-            None => return out,
-            Some(c) => cursor = Some(c),
-        }
-    }
-    panic!("list_threads did not reach its last page after 1000 pages of {limit}");
-}
-
-fn keys(scopes: &[Scope]) -> BTreeSet<String> {
-    scopes.iter().map(Scope::key).collect()
+            .expect_ok("list_threads")
+    })
+    .await
 }
 
 async fn is_listed(store: &dyn HistoryStore, scope: &Scope) -> bool {
@@ -952,7 +932,7 @@ pub async fn list_threads_pages_each_thread_once(store: &dyn HistoryStore) {
         "paging by 2 lists 7 threads, each once: {reference:?}"
     );
     assert_eq!(
-        keys(&reference),
+        scope_keys(&reference),
         expected,
         "the listing is exactly the tenant's threads"
     );
@@ -1052,7 +1032,7 @@ pub async fn list_threads_filters_by_user_agent_source(store: &dyn HistoryStore)
             "filter {why}: each thread once, got {got:?}"
         );
         assert_eq!(
-            keys(&got),
+            scope_keys(&got),
             want.iter().map(|s| s.key()).collect(),
             "filter {why}"
         );
@@ -1078,8 +1058,8 @@ pub async fn list_threads_never_crosses_tenants(store: &dyn HistoryStore) {
     for (tenant, scopes) in [&t1, &t2].into_iter().zip(&by_tenant) {
         let got = list_all(store, &tenant_filter(tenant), 2).await;
         assert_eq!(
-            keys(&got),
-            keys(scopes),
+            scope_keys(&got),
+            scope_keys(scopes),
             "tenant {tenant} lists exactly its own 3 threads"
         );
         assert!(
@@ -1892,8 +1872,8 @@ pub async fn purge_expired_removes_expired_threads(store: &dyn HistoryStore) {
     }
     let listed = list_all(store, &tenant_filter(&tenant), 10).await;
     assert_eq!(
-        keys(&listed),
-        keys(&[kept.clone(), long_lived.clone()]),
+        scope_keys(&listed),
+        scope_keys(&[kept.clone(), long_lived.clone()]),
         "after the purge only the threads that did not expire are listed"
     );
     for scope in [&kept, &long_lived] {
