@@ -184,7 +184,11 @@ macro_rules! forward_history_store {
             async fn clear(&$s, scope: &Scope) -> Result<u64> {
                 $via::clear($to, scope).await
             }
-            async fn list_threads(&$s, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+            async fn list_threads(
+                &$s,
+                filter: &ScopeFilter,
+                page: PageRequest,
+            ) -> Result<Page<Scope>> {
                 $via::list_threads($to, filter, page).await
             }
             async fn archive(&$s, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
@@ -196,10 +200,20 @@ macro_rules! forward_history_store {
             async fn purge_expired(&$s) -> Result<u64> {
                 $via::purge_expired($to).await
             }
-            async fn read_since(&$s, scope: &Scope, window: Window, since: Option<ThreadCursor>) -> Result<CursorRead> {
+            async fn read_since(
+                &$s,
+                scope: &Scope,
+                window: Window,
+                since: Option<ThreadCursor>,
+            ) -> Result<CursorRead> {
                 $via::read_since($to, scope, window, since).await
             }
-            async fn read_page(&$s, scope: &Scope, after: u64, limit: usize) -> Result<Vec<StoredMessage>> {
+            async fn read_page(
+                &$s,
+                scope: &Scope,
+                after: u64,
+                limit: usize,
+            ) -> Result<Vec<StoredMessage>> {
                 $via::read_page($to, scope, after, limit).await
             }
             async fn list_tenants(&$s, page: PageRequest) -> Result<Page<TenantId>> {
@@ -211,12 +225,16 @@ macro_rules! forward_history_store {
 
 // Every layer is a store: each method calls the layer's method of the same name (its override,
 // or the forwarding default).
-forward_history_store!([impl<L: LayeredHistory> HistoryStore for L] via LayeredHistory, self => self);
+forward_history_store!(
+    [impl<L: LayeredHistory> HistoryStore for L] via LayeredHistory, self => self
+);
 
 // `Arc<dyn HistoryStore>` is a store: each method calls the pointee's. (An own impl, not the
 // empty layer `Box` is: a call through an `Arc` stays one boxed future, and a module that
 // imports `LayeredHistory` can still call an `Arc`'s methods without naming the trait.)
-forward_history_store!([impl<T: HistoryStore + ?Sized> HistoryStore for Arc<T>] via HistoryStore, self => &**self);
+forward_history_store!(
+    [impl<T: HistoryStore + ?Sized> HistoryStore for Arc<T>] via HistoryStore, self => &**self
+);
 
 /// `Box<T>` is the empty layer over `T`: every call goes to the boxed store. (It cannot have
 /// its own forwarding impl of [`HistoryStore`] beside the blanket one: `Box` is a fundamental

@@ -99,7 +99,12 @@ macro_rules! forward_session_store {
             async fn load(&$s, scope: &Scope) -> Result<Option<StoredSession>> {
                 $via::load($to, scope).await
             }
-            async fn save(&$s, scope: &Scope, state: &Value, expected_version: Option<u64>) -> Result<u64> {
+            async fn save(
+                &$s,
+                scope: &Scope,
+                state: &Value,
+                expected_version: Option<u64>,
+            ) -> Result<u64> {
                 $via::save($to, scope, state, expected_version).await
             }
             async fn delete(&$s, scope: &Scope) -> Result<bool> {
@@ -122,11 +127,15 @@ macro_rules! forward_session_store {
 }
 
 // Every layer is a store: each method calls the layer's method of the same name.
-forward_session_store!([impl<L: LayeredSessions> SessionStore for L] via LayeredSessions, self => self);
+forward_session_store!(
+    [impl<L: LayeredSessions> SessionStore for L] via LayeredSessions, self => self
+);
 
 // `Arc<dyn SessionStore>` is a store: each method calls the pointee's (an own impl, for the
 // reasons `LayeredHistory`'s module gives).
-forward_session_store!([impl<T: SessionStore + ?Sized> SessionStore for Arc<T>] via SessionStore, self => &**self);
+forward_session_store!(
+    [impl<T: SessionStore + ?Sized> SessionStore for Arc<T>] via SessionStore, self => &**self
+);
 
 /// `Box<T>` is the empty layer over `T` (see [`LayeredHistory`](crate::LayeredHistory)'s impl
 /// for `Box` on why it is not a forwarding impl of [`SessionStore`]).
