@@ -1,18 +1,21 @@
-//! The `memory` suite, its checks grouped by topic (one file each below `memory/`): the features built on the stores — [`Memory`](memory_core::Memory) and its blocks, the
-//! exactly-once flush watermark, the reducers, [`TeamSession`](memory_core::chat::TeamSession), [`AgentChat`](memory_core::chat::AgentChat) and the
-//! [`Agent`](memory_core::Agent)'s tool loop — run against a real [`HistoryStore`] and [`SessionStore`].
+//! The `memory` suite, its checks grouped by topic (one file each below `memory/`): the features
+//! built on the stores — [`Memory`](memory_core::Memory) and its blocks, the exactly-once flush
+//! watermark, the reducers, [`TeamSession`](memory_core::chat::TeamSession),
+//! [`AgentChat`](memory_core::chat::AgentChat) and the [`Agent`](memory_core::Agent)'s tool loop —
+//! run against a real [`HistoryStore`] and [`SessionStore`].
 //!
-//! Each check is an async function taking the two stores (often one store implementing both);
-//! it works under its own random tenant (see [`random_scope`](crate::fixtures::random_scope)), so checks can run in parallel
-//! against one shared server, and one pair of stores can run them all
-//! ([`run_all_memory_checks`]). A check panics, with a message saying what was expected, when
-//! the feature breaks its contract on these stores.
+//! Each check is an async function taking the two stores (often one store implementing both); it
+//! works under its own random tenant (see [`random_scope`](crate::fixtures::random_scope)), so
+//! checks can run in parallel against one shared server, and one pair of stores can run them all
+//! ([`run_all_memory_checks`]). A check panics, with a message saying what was expected, when the
+//! feature breaks its contract on these stores.
 //!
 //! # What "exactly once" is measured by
-//! A [`MemoryBlock`](memory_core::memory::MemoryBlock) keeps what it was given in its durable state; a `put` whose state write is
-//! lost is redone (see its contract). So the checks record what each block got in
-//! its state (a [`RecordingBlock`]) and read it back through [`Memory::get`](memory_core::Memory::get): each archived
-//! message must be there once, whatever crashed in between.
+//! A [`MemoryBlock`](memory_core::memory::MemoryBlock) keeps what it was given in its durable
+//! state; a `put` whose state write is lost is redone (see its contract). So the checks record what
+//! each block got in its state (a [`RecordingBlock`]) and read it back through
+//! [`Memory::get`](memory_core::Memory::get): each archived message must be there once, whatever
+//! crashed in between.
 //!
 //! # Assumptions
 //! The history store supports `archive` (a `Memory` flush and an `AfterMessageAdded` reducer

@@ -12,7 +12,7 @@ use memory_core::{
     TenantId, Window,
 };
 
-use super::{append_new, archive_if_capable, count, join, read};
+use super::support::{append_new, archive_if_capable, count, join, read};
 use crate::fixtures::{
     ExpectOk, every_page, expect_error_kind, numbered_messages, random_scope, random_tenant,
     scope_in, seqs,

@@ -303,10 +303,10 @@ pub async fn memory_reset_forgets_every_block(
 }
 
 /// With a session store whose sessions expire by default
-/// ([`SessionCapabilities::expires_by_default`]), the block states live as long as the thread:
-/// each `put` restarts their clock as the append restarts the thread's, so the states of a
-/// thread in use never expire between flushes. Without it, a `put` that flushes nothing leaves
-/// the block states alone (no save).
+/// ([`SessionCapabilities::expires_by_default`](memory_core::SessionCapabilities::expires_by_default)),
+/// the block states live as long as the thread: each `put` restarts their clock as the append
+/// restarts the thread's, so the states of a thread in use never expire between flushes. Without
+/// it, a `put` that flushes nothing leaves the block states alone (no save).
 pub async fn memory_block_state_lives_as_long_as_its_thread(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,

@@ -285,9 +285,9 @@ pub async fn agent_tool_loop_stores_whole_groups(
     );
 }
 
-/// The tool agent with a [`Memory`] (a recording block, a small token limit) as context
-/// provider, over several tool turns: every flush hands the block whole tool groups (never a
-/// call without its results), and every archived message reaches the block exactly once.
+/// The tool agent with a [`Memory`](memory_core::Memory) (a recording block, a small token limit)
+/// as context provider, over several tool turns: every flush hands the block whole tool groups
+/// (never a call without its results), and every archived message reaches the block exactly once.
 pub async fn agent_tool_loop_with_memory_flushes_groups_whole(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
