@@ -3,6 +3,7 @@
 mod batch;
 mod cursor;
 mod in_memory;
+mod layered;
 
 use std::fmt;
 use std::ops::RangeInclusive;
@@ -17,6 +18,7 @@ pub use batch::{
 };
 pub use cursor::{CursorRead, Delta, NO_EPOCH, ThreadCursor};
 pub use in_memory::InMemoryHistoryStore;
+pub use layered::LayeredHistory;
 
 use crate::error::{Error, Result};
 use crate::id::TenantId;
@@ -319,6 +321,10 @@ pub(crate) fn unsupported_operation<S: ?Sized>(
 /// and clearing are required: every layout can do them, and retention and administration need
 /// them.
 ///
+/// A store that wraps another and changes only some of its calls (a cache, tracing, a test
+/// double) implements [`LayeredHistory`] instead: it names its inner store and overrides only
+/// what it changes; the rest is forwarded.
+///
 /// # Behavior
 /// Each method states its contract in its own `# Behavior` section (the conformance suite in
 /// memory-testkit has a check per line of them). The rules that span the methods:
@@ -548,60 +554,6 @@ pub trait HistoryStore: Send + Sync + fmt::Debug + 'static {
         ))
     }
 }
-
-/// Forwards the trait through smart pointers, so `Arc<dyn HistoryStore>` and `Box<dyn HistoryStore>`
-/// are stores too.
-///
-/// `clippy::missing_trait_methods` is denied on these impls (and clippy runs with `-D warnings`
-/// in CI): a method added to the trait must be forwarded here too. Without the lint, a method
-/// with a default body that is not forwarded would silently run the default (say,
-/// `Unsupported`) instead of the pointee's own implementation.
-macro_rules! forward_history_store {
-    ($($pointer:ident),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: HistoryStore + ?Sized> HistoryStore for $pointer<T> {
-            fn capabilities(&self) -> HistoryCapabilities {
-                (**self).capabilities()
-            }
-            async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-                (**self).append(scope, messages).await
-            }
-            async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-                (**self).read(scope, window).await
-            }
-            async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-                (**self).count(scope).await
-            }
-            async fn clear(&self, scope: &Scope) -> Result<u64> {
-                (**self).clear(scope).await
-            }
-            async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-                (**self).list_threads(filter, page).await
-            }
-            async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-                (**self).archive(scope, seqs).await
-            }
-            async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-                (**self).set_ttl(scope, ttl).await
-            }
-            async fn purge_expired(&self) -> Result<u64> {
-                (**self).purge_expired().await
-            }
-            async fn read_since(&self, scope: &Scope, window: Window, since: Option<ThreadCursor>) -> Result<CursorRead> {
-                (**self).read_since(scope, window, since).await
-            }
-            async fn read_page(&self, scope: &Scope, after: u64, limit: usize) -> Result<Vec<StoredMessage>> {
-                (**self).read_page(scope, after, limit).await
-            }
-            async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-                (**self).list_tenants(page).await
-            }
-        }
-    )*};
-}
-
-forward_history_store!(Arc, Box);
 
 #[cfg(test)]
 mod tests {

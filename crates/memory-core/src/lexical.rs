@@ -6,8 +6,9 @@
 //! ranking). Backends: tantivy (in process, in memory or in a directory), SQLite FTS5,
 //! PostgreSQL full-text search and MariaDB/MySQL `FULLTEXT` indexes.
 
+mod layered;
+
 use std::fmt;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -17,6 +18,8 @@ use crate::error::Result;
 use crate::history::unsupported_operation;
 use crate::scope::{Scope, ScopeFilter};
 use crate::vector::PayloadFilter;
+
+pub use layered::LayeredTextIndex;
 
 /// The longest document text, in bytes, a [`TextIndex`] must accept (1 MiB). A longer text is
 /// [`InvalidInput`](crate::ErrorKind::InvalidInput).
@@ -107,6 +110,9 @@ impl TextCapabilities {
 }
 
 /// Scoped text documents searched by words.
+///
+/// An index that wraps another and changes only some of its calls implements [`LayeredTextIndex`]
+/// instead: the rest is forwarded.
 ///
 /// # Behavior
 /// Each method states its contract in its own `# Behavior` section (the conformance suite in
@@ -213,47 +219,6 @@ pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
         ))
     }
 }
-
-/// Forwards [`TextIndex`] through smart pointers, so `Arc<dyn TextIndex>` and
-/// `Box<dyn TextIndex>` are indexes too. `clippy::missing_trait_methods` is denied: a method
-/// added to the trait must be forwarded here.
-macro_rules! forward_text_index {
-    ($($pointer:ident),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: TextIndex + ?Sized> TextIndex for $pointer<T> {
-            fn capabilities(&self) -> TextCapabilities {
-                (**self).capabilities()
-            }
-            async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
-                (**self).upsert(scope, documents).await
-            }
-            async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
-                (**self).search(scope, query).await
-            }
-            async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {
-                (**self).get(scope, ids).await
-            }
-            async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-                (**self).delete(scope, ids).await
-            }
-            async fn count(&self, scope: &Scope) -> Result<u64> {
-                (**self).count(scope).await
-            }
-            async fn clear(&self, scope: &Scope) -> Result<u64> {
-                (**self).clear(scope).await
-            }
-            async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-                (**self).delete_matching(filter).await
-            }
-            async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-                (**self).count_matching(filter).await
-            }
-        }
-    )*};
-}
-
-forward_text_index!(Arc, Box);
 
 /// Checks a batch of documents against the [`TextIndex`] limits: every text at most
 /// [`MAX_TEXT_BYTES`] and free of NUL characters.

@@ -41,14 +41,16 @@ pub use error::{Error, ErrorKind, Result};
 pub use forget::{ForgetMode, ForgetReceipt, Forgetter};
 pub use history::{
     AppendOutcome, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
-    MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, MAX_READ_PAGE,
-    NO_EPOCH, PreparedBatch, PreparedMessage, Repeats, StoredMessage, ThreadCount, ThreadCursor,
-    Window,
+    LayeredHistory, MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES,
+    MAX_READ_PAGE, NO_EPOCH, PreparedBatch, PreparedMessage, Repeats, StoredMessage, ThreadCount,
+    ThreadCursor, Window,
 };
 pub use id::{
     AgentId, ID_CHARACTERS, ID_RULE, MAX_ID_LEN, MessageId, SessionId, SourceId, TenantId, UserId,
 };
-pub use lexical::{ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery};
+pub use lexical::{
+    LayeredTextIndex, ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery,
+};
 pub use memory::{InsertMethod, Memory, MemoryBlock, MemoryConfig};
 pub use message::{ChatMessage, Media, MediaKind, OpenAiMessage, Part, Role};
 pub use model::{ChatModel, ChatRequest, ChatResponse, Embedder, ToolDefinition, Usage};
@@ -63,8 +65,8 @@ pub use retrieval::{
 };
 pub use scope::{Page, PageRequest, Scope, ScopeFilter};
 pub use session::{
-    AgentSession, Conversation, InMemorySessionStore, MAX_SESSION_STATE_BYTES, SessionCapabilities,
-    SessionStore, StoredSession, encode_state,
+    AgentSession, Conversation, InMemorySessionStore, LayeredSessions, MAX_SESSION_STATE_BYTES,
+    SessionCapabilities, SessionStore, StoredSession, encode_state,
 };
 pub use tokens::{
     Encoding, FnTokenCounter, MediaTokenCosts, TiktokenCounter, TokenCounter, default_token_counter,
@@ -72,8 +74,8 @@ pub use tokens::{
 pub use tool::{FnTool, MAX_TOOL_NAME_LEN, Tool, ToolCallRecord, ToolCallStatus, Tools};
 pub use ttl::{MAX_TTL, ttl_millis};
 pub use vector::{
-    InMemoryVectorStore, PayloadFilter, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery,
-    VectorStore,
+    InMemoryVectorStore, LayeredVectors, PayloadFilter, ScoredPoint, VectorCapabilities,
+    VectorPoint, VectorQuery, VectorStore,
 };
 
 pub use async_trait::async_trait;

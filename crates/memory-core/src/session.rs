@@ -2,6 +2,7 @@
 //! [`SessionStore`] that keeps it.
 
 mod in_memory;
+mod layered;
 mod state;
 mod store;
 
@@ -10,6 +11,7 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use in_memory::InMemorySessionStore;
+pub use layered::LayeredSessions;
 pub use state::SESSION_STATE_VERSION;
 pub use store::{
     MAX_SESSION_STATE_BYTES, MAX_STATE_DEPTH, SessionCapabilities, SessionStore, StoredSession,

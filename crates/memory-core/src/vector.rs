@@ -2,9 +2,9 @@
 
 mod filter;
 mod in_memory;
+mod layered;
 
 use std::fmt;
-use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
@@ -12,6 +12,8 @@ use uuid::Uuid;
 
 pub use filter::PayloadFilter;
 pub use in_memory::InMemoryVectorStore;
+pub use layered::LayeredVectors;
+pub(crate) use layered::forward_scoped_index;
 
 use crate::error::{Error, Result};
 use crate::history::unsupported_operation;
@@ -107,6 +109,9 @@ impl VectorCapabilities {
 }
 
 /// Scoped vector storage with cosine similarity search.
+///
+/// A store that wraps another and changes only some of its calls implements [`LayeredVectors`]
+/// instead: the rest is forwarded.
 ///
 /// # Behavior
 /// Each method states its contract in its own `# Behavior` section (the conformance suite in
@@ -212,50 +217,6 @@ pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
         ))
     }
 }
-
-/// Forwards [`VectorStore`] through smart pointers, so `Arc<dyn VectorStore>` and
-/// `Box<dyn VectorStore>` are stores too.
-///
-/// `clippy::missing_trait_methods` is denied on these impls (clippy runs with `-D warnings` in
-/// CI): a method added to the trait must be forwarded here, or a default body would silently
-/// replace the pointee's own implementation.
-macro_rules! forward_vector_store {
-    ($($pointer:ident),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: VectorStore + ?Sized> VectorStore for $pointer<T> {
-            async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
-                (**self).upsert(scope, points).await
-            }
-            async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
-                (**self).search(scope, query).await
-            }
-            async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
-                (**self).get(scope, ids).await
-            }
-            async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-                (**self).delete(scope, ids).await
-            }
-            async fn count(&self, scope: &Scope) -> Result<u64> {
-                (**self).count(scope).await
-            }
-            async fn clear(&self, scope: &Scope) -> Result<u64> {
-                (**self).clear(scope).await
-            }
-            fn capabilities(&self) -> VectorCapabilities {
-                (**self).capabilities()
-            }
-            async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-                (**self).delete_matching(filter).await
-            }
-            async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-                (**self).count_matching(filter).await
-            }
-        }
-    )*};
-}
-
-forward_vector_store!(Arc, Box);
 
 /// Checks that every vector is non-empty, finite and of `dimensions` (when known); returns the
 /// dimension of the batch.

@@ -389,9 +389,10 @@ struct LostFirstReply {
 }
 
 #[async_trait]
-impl HistoryStore for LostFirstReply {
-    fn capabilities(&self) -> memory_core::HistoryCapabilities {
-        self.inner.capabilities()
+impl memory_core::LayeredHistory for LostFirstReply {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
     }
     async fn append(
         &self,
@@ -410,30 +411,6 @@ impl HistoryStore for LostFirstReply {
             ));
         }
         Ok(outcome)
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<memory_core::StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<memory_core::ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(
-        &self,
-        filter: &memory_core::ScopeFilter,
-        page: memory_core::PageRequest,
-    ) -> Result<memory_core::Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.inner.read_since(scope, window, since).await
     }
 }
 

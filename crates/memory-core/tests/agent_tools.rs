@@ -8,17 +8,15 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use std::ops::RangeInclusive;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use memory_core::{
     Agent, AgentSession, AiContext, AppendOutcome, ChatMessage, ChatReducer, ChatResponse,
-    ContextProvider, Error, ErrorKind, FnTool, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, InvokedContext, InvokingContext, MessageCountReducer, Page, PageRequest,
-    Part, ReducerTrigger, Result, Role, Scope, ScopeFilter, Segmentation, SourceId, StopReason,
-    StoredMessage, ThreadCount, Tool, ToolCallStatus, ToolDefinition, Usage, Window, async_trait,
+    ContextProvider, Error, ErrorKind, FnTool, HistoryStore, InMemoryHistoryStore, InvokedContext,
+    InvokingContext, MessageCountReducer, Part, ReducerTrigger, Result, Role, Scope, Segmentation,
+    SourceId, StopReason, Tool, ToolCallStatus, ToolDefinition, Usage, Window, async_trait,
 };
 use memory_testkit::ScriptedChatModel;
 use memory_testkit::fixtures::random_scope;
@@ -39,36 +37,14 @@ impl CountingStore {
 }
 
 #[async_trait]
-impl HistoryStore for CountingStore {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.inner.capabilities()
+impl memory_core::LayeredHistory for CountingStore {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         self.appends.fetch_add(1, Ordering::SeqCst);
         self.inner.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.inner.read_since(scope, window, since).await
     }
 }
 

@@ -1,6 +1,7 @@
 //! Every public trait works through `Arc<dyn _>` and `Box<dyn _>`: the forwarding impls reach
 //! the pointee's own methods, including its overrides of provided methods, and the defaults of
-//! optional store operations answer `Unsupported` with a sentence naming the store's type.
+//! optional store operations answer `Unsupported` with a sentence naming the store's type. A
+//! layer that overrides nothing ([`Bare`]) reaches every method of its inner store the same way.
 //!
 //! Each check is a generic function over the trait, called with the pointer types, so the
 //! forwarding impl (not auto-deref to the pointee) is what runs.
@@ -22,14 +23,48 @@ use memory_core::{
     InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, InvokedContext,
     InvokingContext, MediaTokenCosts, MemoryBlock, MessageCountReducer, Page, PageRequest, Result,
     Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, SourceId, StoredMessage,
-    StoredSession, ThreadCount, TokenCounter, VectorCapabilities, VectorPoint, VectorQuery,
-    VectorStore, Window, async_trait,
+    StoredSession, TextCapabilities, TextDocument, TextIndex, TextQuery, ThreadCount, TokenCounter,
+    VectorCapabilities, VectorPoint, VectorQuery, VectorStore, Window, async_trait,
 };
+use memory_testkit::text_reference::ReferenceTextIndex;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
 fn scope(session: &str) -> Scope {
     Scope::session(session).unwrap()
+}
+
+/// A layer over each store trait that overrides nothing: every call must reach the inner
+/// store's own method (its override of an optional operation, or its default).
+#[derive(Debug, Default)]
+struct Bare<S>(S);
+
+impl<S: HistoryStore> memory_core::LayeredHistory for Bare<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.0
+    }
+}
+
+impl<S: SessionStore> memory_core::LayeredSessions for Bare<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.0
+    }
+}
+
+impl<S: VectorStore> memory_core::LayeredVectors for Bare<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.0
+    }
+}
+
+impl<S: TextIndex> memory_core::LayeredTextIndex for Bare<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.0
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -114,6 +149,8 @@ async fn history_store_through_arc_and_box() {
     history_through(Arc::new(InMemoryHistoryStore::new())).await;
     history_through(Box::new(InMemoryHistoryStore::new())).await;
     history_through(Traced::new(InMemoryHistoryStore::new(), "memory")).await;
+    history_through(Bare(InMemoryHistoryStore::new())).await;
+    history_through(Bare(Bare(Arc::new(InMemoryHistoryStore::new())))).await;
 }
 
 /// A history store with the required methods only: the optional ones are the trait's defaults.
@@ -186,6 +223,7 @@ async fn optional_history_operations_default_to_unsupported() {
     let boxed: Box<dyn HistoryStore> = Box::new(RequiredOnlyHistory::default());
     history_defaults_through(boxed).await;
     history_defaults_through(Traced::new(RequiredOnlyHistory::default(), "memory")).await;
+    history_defaults_through(Bare(RequiredOnlyHistory::default())).await;
     let err = RequiredOnlyHistory::default()
         .archive(&scope("s"), 1..=2)
         .await
@@ -251,6 +289,7 @@ async fn session_store_through_arc_and_box() {
     sessions_through(Arc::new(InMemorySessionStore::new()) as Arc<dyn SessionStore>).await;
     sessions_through(Box::new(InMemorySessionStore::new()) as Box<dyn SessionStore>).await;
     sessions_through(Traced::new(InMemorySessionStore::new(), "memory")).await;
+    sessions_through(Bare(InMemorySessionStore::new())).await;
 }
 
 /// A session store with the required methods only.
@@ -278,10 +317,11 @@ impl SessionStore for RequiredOnlySessions {
 
 #[tokio::test]
 async fn optional_session_operations_default_to_unsupported() {
-    let stores: [Box<dyn SessionStore>; 3] = [
+    let stores: [Box<dyn SessionStore>; 4] = [
         Box::new(RequiredOnlySessions::default()),
         Box::new(Arc::new(RequiredOnlySessions::default()) as Arc<dyn SessionStore>),
         Box::new(Traced::new(RequiredOnlySessions::default(), "memory")),
+        Box::new(Bare(RequiredOnlySessions::default())),
     ];
     for store in stores {
         let s = scope("session-defaults");
@@ -494,6 +534,58 @@ async fn vector_store_through_arc_and_box() {
     vectors_through(Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>).await;
     vectors_through(Box::new(InMemoryVectorStore::new()) as Box<dyn VectorStore>).await;
     vectors_through(Traced::new(InMemoryVectorStore::new(), "memory")).await;
+    vectors_through(Bare(InMemoryVectorStore::new())).await;
+}
+
+async fn texts_through<T: TextIndex>(index: T) {
+    let s = scope("texts");
+    assert_eq!(
+        index.capabilities(),
+        TextCapabilities::none().with_deletes_matching(true)
+    );
+    let document = |text: &str| TextDocument {
+        id: Uuid::new_v4(),
+        text: text.into(),
+        payload: serde_json::Map::new(),
+    };
+    let documents = [document("the walrus sings"), document("a quiet harbour")];
+    index.upsert(&s, &documents).await.unwrap();
+    let hits = index
+        .search(&s, &TextQuery::new("walrus", 5))
+        .await
+        .unwrap();
+    assert_eq!(
+        hits.iter().map(|h| h.id).collect::<Vec<_>>(),
+        [documents[0].id]
+    );
+    assert_eq!(
+        index.get(&s, &[documents[1].id]).await.unwrap(),
+        vec![documents[1].clone()]
+    );
+    assert_eq!(index.count(&s).await.unwrap(), 2);
+    assert_eq!(index.delete(&s, &[documents[0].id]).await.unwrap(), 1);
+    assert_eq!(index.clear(&s).await.unwrap(), 1);
+    index.upsert(&s, &documents).await.unwrap();
+    let filter = ScopeFilter::tenant(s.tenant().clone());
+    assert_eq!(
+        index.count_matching(&filter).await.unwrap(),
+        2,
+        "count_matching reaches the pointee's own implementation"
+    );
+    assert_eq!(
+        index.delete_matching(&filter).await.unwrap(),
+        2,
+        "delete_matching reaches the pointee's own implementation"
+    );
+    assert_eq!(index.count(&s).await.unwrap(), 0);
+}
+
+#[tokio::test]
+async fn text_index_through_arc_box_and_layers() {
+    texts_through(Arc::new(ReferenceTextIndex::new()) as Arc<dyn TextIndex>).await;
+    texts_through(Box::new(ReferenceTextIndex::new()) as Box<dyn TextIndex>).await;
+    texts_through(Traced::new(ReferenceTextIndex::new(), "memory")).await;
+    texts_through(Bare(ReferenceTextIndex::new())).await;
 }
 
 /// A vector store with the required methods only.
@@ -524,10 +616,11 @@ impl VectorStore for RequiredOnlyVectors {
 
 #[tokio::test]
 async fn optional_vector_operations_default_to_unsupported() {
-    let stores: [Box<dyn VectorStore>; 3] = [
+    let stores: [Box<dyn VectorStore>; 4] = [
         Box::new(RequiredOnlyVectors::default()),
         Box::new(Arc::new(RequiredOnlyVectors::default()) as Arc<dyn VectorStore>),
         Box::new(Traced::new(RequiredOnlyVectors::default(), "memory")),
+        Box::new(Bare(RequiredOnlyVectors::default())),
     ];
     for store in stores {
         assert_eq!(store.capabilities(), VectorCapabilities::none());

@@ -17,8 +17,7 @@ use memory_core::{
     Agent, AgentSession, AppendOutcome, ChatMessage, ChatModel, ChatRequest, ChatResponse,
     HistoryCapabilities, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
     MessageCountReducer, Page, PageRequest, ReducerTrigger, Result, Scope, ScopeFilter,
-    SessionCapabilities, SessionStore, StoredMessage, StoredSession, ThreadCount, Window,
-    async_trait,
+    SessionStore, StoredMessage, StoredSession, ThreadCount, Window, async_trait,
 };
 use memory_testkit::ScriptedChatModel;
 use memory_testkit::fixtures::random_scope;
@@ -47,7 +46,11 @@ struct CountingHistory {
 }
 
 #[async_trait]
-impl HistoryStore for CountingHistory {
+impl memory_core::LayeredHistory for CountingHistory {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         self.inner
             .capabilities()
@@ -104,9 +107,10 @@ struct CountingSessions {
 }
 
 #[async_trait]
-impl SessionStore for CountingSessions {
-    fn capabilities(&self) -> SessionCapabilities {
-        self.inner.capabilities()
+impl memory_core::LayeredSessions for CountingSessions {
+    type Inner = InMemorySessionStore;
+    fn inner(&self) -> &InMemorySessionStore {
+        &self.inner
     }
     async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
         self.calls.note("sessions.load");

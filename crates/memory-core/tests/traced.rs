@@ -17,6 +17,7 @@ use memory_core::{
     ChatMessage, ErrorKind, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
     InMemoryVectorStore, Scope, SessionStore,
 };
+use memory_testkit::text_reference::ReferenceTextIndex;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
@@ -280,87 +281,15 @@ async fn a_recall_and_a_forget_are_spans_with_their_counts() {
     assert!(receipt.total_items() > 0);
 }
 
-/// A naive text index for the span test: a document matches when it holds a word of the query.
-#[derive(Debug, Default)]
-struct WordsIndex {
-    documents: Mutex<Vec<(String, memory_core::TextDocument)>>,
-}
-
-#[memory_core::async_trait]
-impl memory_core::TextIndex for WordsIndex {
-    async fn upsert(
-        &self,
-        scope: &Scope,
-        documents: &[memory_core::TextDocument],
-    ) -> memory_core::Result<()> {
-        memory_core::lexical::check_documents(documents)?;
-        let mut all = self.documents.lock().unwrap();
-        for d in documents {
-            all.retain(|(k, old)| !(*k == scope.key() && old.id == d.id));
-            all.push((scope.key(), d.clone()));
-        }
-        Ok(())
-    }
-    async fn search(
-        &self,
-        scope: &Scope,
-        query: &memory_core::TextQuery,
-    ) -> memory_core::Result<Vec<memory_core::ScoredDocument>> {
-        memory_core::lexical::check_query(query)?;
-        let words = memory_core::lexical::query_words(&query.text);
-        let all = self.documents.lock().unwrap();
-        Ok(all
-            .iter()
-            .filter(|(k, d)| {
-                *k == scope.key()
-                    && memory_core::lexical::query_words(&d.text)
-                        .iter()
-                        .any(|w| words.contains(w))
-            })
-            .take(query.top_k)
-            .map(|(_, d)| memory_core::ScoredDocument {
-                id: d.id,
-                score: 1.0,
-                payload: d.payload.clone(),
-            })
-            .collect())
-    }
-    async fn get(
-        &self,
-        scope: &Scope,
-        ids: &[uuid::Uuid],
-    ) -> memory_core::Result<Vec<memory_core::TextDocument>> {
-        let all = self.documents.lock().unwrap();
-        Ok(all
-            .iter()
-            .filter(|(k, d)| *k == scope.key() && ids.contains(&d.id))
-            .map(|(_, d)| d.clone())
-            .collect())
-    }
-    async fn delete(&self, scope: &Scope, ids: &[uuid::Uuid]) -> memory_core::Result<u64> {
-        let mut all = self.documents.lock().unwrap();
-        let before = all.len();
-        all.retain(|(k, d)| !(*k == scope.key() && ids.contains(&d.id)));
-        Ok((before - all.len()) as u64)
-    }
-    async fn count(&self, scope: &Scope) -> memory_core::Result<u64> {
-        let all = self.documents.lock().unwrap();
-        Ok(all.iter().filter(|(k, _)| *k == scope.key()).count() as u64)
-    }
-    async fn clear(&self, scope: &Scope) -> memory_core::Result<u64> {
-        let mut all = self.documents.lock().unwrap();
-        let before = all.len();
-        all.retain(|(k, _)| *k != scope.key());
-        Ok((before - all.len()) as u64)
-    }
-}
-
 #[tokio::test]
 async fn a_text_index_call_is_a_span_with_its_count_and_never_its_text() {
     use memory_core::{TextDocument, TextIndex, TextQuery};
 
     let recorder = listening();
-    let index = Traced::new(WordsIndex::default(), "words");
+    let index = Traced::new(
+        ReferenceTextIndex::new().without_deletes_matching(),
+        "words",
+    );
     assert_eq!(index.capabilities(), memory_core::TextCapabilities::none());
     let scope = Scope::session("traced-text")
         .unwrap()

@@ -3,8 +3,10 @@
 //! A layer is a `HistoryStore` that wraps a `HistoryStore`: same trait in, same trait out, as
 //! tower middleware or opendal layers are stacked. An [`Agent`](memory_core::Agent), a
 //! [`Memory`](memory_core::Memory) or an application takes the layered store where it took the
-//! store, and nothing else changes. Every layer forwards every trait method it does not change
-//! (checked by `clippy::missing_trait_methods`), keeps the wrapped store's capabilities, and
+//! store, and nothing else changes. Every layer implements
+//! [`LayeredHistory`](memory_core::LayeredHistory): it names the store it wraps and overrides
+//! only what it changes; memory-core's blanket impl forwards every other method (checked by
+//! `clippy::missing_trait_methods` there). A layer keeps the wrapped store's capabilities and
 //! runs the whole memory-testkit suite.
 //!
 //! - [`WindowCache`]: keeps each thread's decoded window and refreshes it with one cursor read

@@ -2,16 +2,13 @@
 //! with one cursor read.
 
 use std::fmt;
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, CursorRead, Delta, ErrorKind, HistoryCapabilities, HistoryStore,
-    Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage, TenantId, ThreadCount,
-    ThreadCursor, Window,
+    CursorRead, Delta, ErrorKind, HistoryStore, LayeredHistory, Result, Scope, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
 };
 use quick_cache::Weighter;
 use quick_cache::sync::Cache;
@@ -128,7 +125,7 @@ impl Served {
 /// ```
 ///
 /// # Behavior
-/// - It is a [`HistoryStore`] with the wrapped store's
+/// - It is a [`LayeredHistory`] (so a [`HistoryStore`]) with the wrapped store's
 ///   [`capabilities`](HistoryStore::capabilities): every method but
 ///   [`read`](HistoryStore::read) and [`read_since`](HistoryStore::read_since) without a cursor
 ///   is forwarded as it is. `read_since(scope, window, None)` (how the `Agent` reads its window)
@@ -156,7 +153,8 @@ impl Served {
 ///   not stay in memory; archives need nothing (the epoch moves, the next read replaces the
 ///   window).
 /// - With caching off ([`WindowCacheConfig::disabled`]), or over a store without
-///   [`HistoryCapabilities::cursor_reads`], it is a pure pass-through.
+///   [`HistoryCapabilities::cursor_reads`](memory_core::HistoryCapabilities::cursor_reads), it is
+///   a pure pass-through.
 /// - Concurrent reads are safe: a window is immutable once cached, each read refreshes from the
 ///   window it found and puts back its own result. Two reads of one thread may both call the
 ///   store; each returns a correct window. No lock is held across an `.await`.
@@ -364,15 +362,14 @@ impl<S: fmt::Debug> fmt::Debug for WindowCache<S> {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
+// A layer: the cache overrides the reads it serves and the calls that must drop cached windows;
+// every other call is the inner store's.
 #[async_trait]
-impl<S: HistoryStore> HistoryStore for WindowCache<S> {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.inner.capabilities()
-    }
+impl<S: HistoryStore> LayeredHistory for WindowCache<S> {
+    type Inner = S;
 
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.inner.append(scope, messages).await
+    fn inner(&self) -> &S {
+        &self.inner
     }
 
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
@@ -382,28 +379,12 @@ impl<S: HistoryStore> HistoryStore for WindowCache<S> {
         }
     }
 
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         let deleted = self.inner.clear(scope).await;
         if let Some(windows) = &self.windows {
             windows.retain(|key, _| key.scope != *scope);
         }
         deleted
-    }
-
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
     }
 
     async fn purge_expired(&self) -> Result<u64> {
@@ -436,18 +417,7 @@ impl<S: HistoryStore> HistoryStore for WindowCache<S> {
             None => self.inner.read_since(scope, window, None).await,
         }
     }
-
     // Paged reads (exports, migrations) read each page once: they are forwarded, never kept.
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.read_page(scope, after, limit).await
-    }
-
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-        self.inner.list_tenants(page).await
-    }
+    // Appends, counts, archives and TTLs are forwarded: the cursor read that refreshes a window
+    // sees what they changed (an archive gives the thread a new epoch).
 }

@@ -4,16 +4,13 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
 
 use async_trait::async_trait;
 use memory_core::{
-    AppendOutcome, ChatMessage, CursorRead, Delta, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, StoredMessage, TenantId,
-    ThreadCount, ThreadCursor, Window,
+    ChatMessage, CursorRead, Delta, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
+    PageRequest, Result, Scope, StoredMessage, TenantId, ThreadCursor, Window,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
 use memory_testkit::doubles::DeclaredHistory;
@@ -60,9 +57,12 @@ impl Spy {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl HistoryStore for Spy {
+impl memory_core::LayeredHistory for Spy {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         let caps = self.inner.capabilities();
         if self.tamper == Tamper::NoCursorReads {
@@ -72,30 +72,9 @@ impl HistoryStore for Spy {
         }
         caps
     }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.inner.append(scope, messages).await
-    }
     async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
     }
     async fn read_since(
         &self,
@@ -121,9 +100,6 @@ impl HistoryStore for Spy {
     ) -> Result<Vec<StoredMessage>> {
         self.page_reads.fetch_add(1, Ordering::SeqCst);
         self.inner.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 

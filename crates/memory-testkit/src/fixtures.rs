@@ -1,11 +1,12 @@
 //! Fixtures shared by the suites and useful to any backend's own tests: random scopes (so runs
 //! against a shared server never collide), message and point builders, and assertion helpers.
 
+use std::collections::BTreeSet;
 use std::fmt;
 
 use memory_core::{
-    ChatMessage, Error, ErrorKind, MessageId, Result, Role, Scope, ScopeFilter, SessionId,
-    StoredMessage, TenantId, VectorPoint,
+    ChatMessage, Error, ErrorKind, MessageId, Page, PageRequest, Result, Role, Scope, ScopeFilter,
+    SessionId, StoredMessage, TenantId, VectorPoint,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -50,6 +51,38 @@ pub fn scope_in(tenant: &TenantId, session: &str) -> Scope {
 /// A filter listing every scope of `tenant`.
 pub fn tenant_filter(tenant: &TenantId) -> ScopeFilter {
     ScopeFilter::tenant(tenant.clone())
+}
+
+/// Every item of a paged listing (`list_threads`, `list`, `list_tenants`), in listing order:
+/// `list` is called with pages of `limit` from the first to the one without a cursor. Panics
+/// when a page holds more than `limit` items (at least 1: a limit of 0 is read as 1), or when
+/// the listing does not end within a million pages.
+pub async fn every_page<T>(
+    what: &str,
+    limit: usize,
+    mut list: impl AsyncFnMut(PageRequest) -> Page<T>,
+) -> Vec<T> {
+    let mut out = Vec::new();
+    let mut request = PageRequest::first(limit);
+    for _ in 0..1_000_000 {
+        let page = list(request).await;
+        assert!(
+            page.items.len() <= limit.max(1),
+            "a page of {what}(limit {limit}) returned {} items",
+            page.items.len()
+        );
+        out.extend(page.items);
+        match page.next_cursor {
+            Some(cursor) => request = PageRequest::after(limit, cursor),
+            None => return out,
+        }
+    }
+    panic!("{what}(limit {limit}) never reached its last page");
+}
+
+/// The keys of `scopes`, as a set.
+pub fn scope_keys(scopes: &[Scope]) -> BTreeSet<String> {
+    scopes.iter().map(Scope::key).collect()
 }
 
 /// A text message of `role` with a fresh id.

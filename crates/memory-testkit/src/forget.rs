@@ -24,15 +24,14 @@ use async_trait::async_trait;
 use memory_core::forget::{ForgetMode, ForgetReceipt, Forgetter, StoreReceipt};
 use memory_core::memory::BLOCK_STATE_SOURCE;
 use memory_core::{
-    AgentId, AppendOutcome, ChatMessage, CursorRead, Error, ErrorKind, HistoryCapabilities,
-    HistoryStore, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities, SessionId,
-    SessionStore, SourceId, StoredMessage, StoredSession, TenantId, ThreadCount, ThreadCursor,
-    UserId, VectorPoint, VectorQuery, VectorStore, Window,
+    AgentId, CursorRead, Error, ErrorKind, HistoryStore, Page, PageRequest, Result, Scope,
+    ScopeFilter, SessionId, SessionStore, SourceId, StoredMessage, StoredSession, TenantId,
+    ThreadCount, UserId, VectorPoint, VectorQuery, VectorStore, Window,
 };
 use serde_json::json;
 use uuid::Uuid;
 
-use crate::fixtures::{ExpectOk, numbered_messages, point, random_tenant};
+use crate::fixtures::{ExpectOk, every_page, numbered_messages, point, random_tenant};
 
 /// The stores of one engine that a forget runs over.
 #[derive(Debug, Clone)]
@@ -314,28 +313,20 @@ async fn snapshot(stores: &ForgetStores, world: &World) -> Vec<(Scope, Held)> {
     out
 }
 
-/// Every scope `list` returns for `filter`, all pages.
+/// Every scope `list` returns for `filter`, all pages, each once.
 async fn list_every_page(
     what: &str,
-    mut list: impl AsyncFnMut(PageRequest) -> Page<Scope>,
+    list: impl AsyncFnMut(PageRequest) -> Page<Scope>,
 ) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    let mut request = PageRequest::first(3);
-    for _ in 0..10_000 {
-        let page = list(request).await;
-        for scope in &page.items {
-            assert!(
-                out.insert(scope.key()),
-                "{what} listed {} twice",
-                scope.key()
-            );
-        }
-        match page.next_cursor {
-            Some(cursor) => request = PageRequest::after(3, cursor),
-            None => return out,
-        }
+    for scope in every_page(what, 3, list).await {
+        assert!(
+            out.insert(scope.key()),
+            "{what} listed {} twice",
+            scope.key()
+        );
     }
-    panic!("{what} never reached its last page");
+    out
 }
 
 /// Checks that nothing of `scope` can be read any more, through any read API.
@@ -570,20 +561,11 @@ async fn assert_tenant_listed(stores: &ForgetStores, tenant: &TenantId, listed: 
     }
 }
 
-async fn every_tenant(
-    mut list: impl AsyncFnMut(PageRequest) -> Page<TenantId>,
-) -> BTreeSet<TenantId> {
-    let mut out = BTreeSet::new();
-    let mut request = PageRequest::first(500);
-    for _ in 0..100_000 {
-        let page = list(request).await;
-        out.extend(page.items);
-        match page.next_cursor {
-            Some(cursor) => request = PageRequest::after(500, cursor),
-            None => return out,
-        }
-    }
-    panic!("list_tenants never reached its last page");
+async fn every_tenant(list: impl AsyncFnMut(PageRequest) -> Page<TenantId>) -> BTreeSet<TenantId> {
+    every_page("list_tenants", 500, list)
+        .await
+        .into_iter()
+        .collect()
 }
 
 /// The receipt a forget of `kind` must give over `before`: per store, the scopes and items
@@ -857,90 +839,27 @@ impl FailsAfter {
     }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl HistoryStore for FailsAfter {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.history.capabilities()
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.history.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.history.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.history.count(scope).await
+impl memory_core::LayeredHistory for FailsAfter {
+    type Inner = dyn HistoryStore;
+    fn inner(&self) -> &dyn HistoryStore {
+        &*self.history
     }
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.take_one()?;
         self.history.clear(scope).await
     }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.history.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
-        self.history.archive(scope, seqs).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<std::time::Duration>) -> Result<()> {
-        self.history.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.history.purge_expired().await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<ThreadCursor>,
-    ) -> Result<CursorRead> {
-        self.history.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.history.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-        self.history.list_tenants(page).await
-    }
 }
 
-#[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl SessionStore for FailsAfter {
-    fn capabilities(&self) -> SessionCapabilities {
-        self.sessions.capabilities()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.sessions.load(scope).await
-    }
-    async fn save(
-        &self,
-        scope: &Scope,
-        state: &serde_json::Value,
-        expected: Option<u64>,
-    ) -> Result<u64> {
-        self.sessions.save(scope, state, expected).await
+impl memory_core::LayeredSessions for FailsAfter {
+    type Inner = dyn SessionStore;
+    fn inner(&self) -> &dyn SessionStore {
+        &*self.sessions
     }
     async fn delete(&self, scope: &Scope) -> Result<bool> {
         self.take_one()?;
         self.sessions.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.sessions.list(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<std::time::Duration>) -> Result<()> {
-        self.sessions.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.sessions.purge_expired().await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-        self.sessions.list_tenants(page).await
     }
 }
 

@@ -19,11 +19,13 @@ use std::sync::Arc;
 
 use memory_core::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES};
 use memory_core::{
-    ErrorKind, PayloadFilter, Scope, ScoredDocument, TextDocument, TextIndex, TextQuery,
+    ErrorKind, PayloadFilter, Result, Scope, ScopeFilter, ScoredDocument, TextDocument, TextIndex,
+    TextQuery,
 };
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+use crate::delete_matching::ScopedItems;
 use crate::fixtures::{ExpectOk, expect_error_kind, payload, random_scope, sorted_ids};
 
 /// A document with the given id, text and payload (a JSON object).
@@ -1237,190 +1239,49 @@ pub async fn unicode_words_match(index: &dyn TextIndex) {
 }
 
 /// Contract: `delete_matching` (optional: `deletes_matching`) removes every document of every
-/// scope a filter selects (its tenant, and its user, agent, session and source when it names
-/// them) and no other, and returns how many; `count_matching` returns that number beforehand
-/// and changes nothing; repeating the delete removes nothing. Without the capability both
-/// answer `Unsupported` and change nothing; so may an index for a filter naming a source it
-/// cannot narrow by.
+/// scope a forget filter selects (its tenant, and its user, agent and session when it names
+/// them; any source) and no other, and returns how many; `count_matching` returns that number
+/// beforehand and changes nothing; repeating the delete removes nothing. Without the
+/// capability both answer `Unsupported` and change nothing. (The check is the one every
+/// trait with `delete_matching` runs, written once for both.)
 pub async fn delete_matching_removes_the_selected_scopes(index: &dyn TextIndex) {
-    use memory_core::ScopeFilter;
-    use memory_core::{AgentId, SessionId, SourceId, TenantId, UserId};
+    crate::delete_matching::delete_matching_removes_the_selected_scopes(index).await;
+}
 
-    let (tenant, other) = (
-        crate::fixtures::random_tenant(),
-        crate::fixtures::random_tenant(),
-    );
-    let in_tenant = |tenant: &TenantId, user: Option<&str>, agent: Option<&str>, session: &str| {
-        let mut scope = crate::fixtures::scope_in(tenant, session);
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
-    };
-    // Scope i holds i + 1 documents.
-    let scopes = [
-        in_tenant(&tenant, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&tenant, Some("u1"), None, "s2"),
-        in_tenant(&tenant, Some("u2"), Some("g1"), "s1"),
-        in_tenant(&tenant, None, None, "s3")
-            .with_source("memory.blocks")
-            .unwrap(),
-        in_tenant(&other, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&other, None, None, "s3"),
-    ];
-    let seed = async || {
-        for (i, scope) in scopes.iter().enumerate() {
-            index.clear(scope).await.expect_ok("clear before seeding");
-            let documents: Vec<TextDocument> = (0..=i)
-                .map(|k| {
-                    document(
-                        Uuid::new_v4(),
-                        format!("walrus lantern item{k}x"),
-                        json!({"k": k}),
-                    )
-                })
-                .collect();
-            upsert(index, scope, &documents).await;
-        }
-    };
-    let counts = async || {
-        let mut out = Vec::new();
-        for scope in &scopes {
-            out.push(count(index, scope).await);
-        }
-        out
-    };
-    let filter = || ScopeFilter::tenant(tenant.clone());
-    seed().await;
-    if !index.capabilities().deletes_matching {
-        for (operation, result) in [
-            ("delete_matching", index.delete_matching(&filter()).await),
-            ("count_matching", index.count_matching(&filter()).await),
-        ] {
-            expect_error_kind(
-                result,
-                ErrorKind::Unsupported,
-                &format!("{operation} on an index without the deletes_matching capability"),
-            );
-        }
-        assert_eq!(
-            counts().await,
-            [1, 2, 3, 4, 5, 6],
-            "a refused delete_matching changes nothing"
-        );
-        return;
+/// A text index as the `delete_matching` check sees it: every document of a scope holds the
+/// word "walrus", so a search for it finds them all.
+#[async_trait::async_trait]
+impl ScopedItems for dyn TextIndex {
+    const ITEM: &'static str = "document";
+    const HOLDER: &'static str = "index";
+
+    fn deletes_matching(&self) -> bool {
+        self.capabilities().deletes_matching
     }
-    let user = |u: &str| UserId::new(u).unwrap();
-    let cases = [
-        (filter(), [0, 0, 0, 0, 5, 6]),
-        (filter().with_user(user("u1")), [0, 0, 3, 4, 5, 6]),
-        (
-            filter().with_agent(AgentId::new("g1").unwrap()),
-            [0, 2, 0, 4, 5, 6],
-        ),
-        (
-            filter().with_session(SessionId::new("s1").unwrap()),
-            [0, 2, 0, 4, 5, 6],
-        ),
-        (
-            filter()
-                .with_user(user("u2"))
-                .with_session(SessionId::new("s1").unwrap()),
-            [1, 2, 0, 4, 5, 6],
-        ),
-        (filter().with_user(user("nobody")), [1, 2, 3, 4, 5, 6]),
-        (
-            filter().with_source(SourceId::new("memory.blocks").unwrap()),
-            [1, 2, 3, 0, 5, 6],
-        ),
-        (
-            filter()
-                .with_user(user("u1"))
-                .with_source(SourceId::new(memory_core::scope::DEFAULT_SOURCE).unwrap()),
-            [0, 0, 3, 4, 5, 6],
-        ),
-    ];
-    for (filter, expected) in cases {
-        seed().await;
-        if filter.source.is_some()
-            && let Err(error) = index.count_matching(&filter).await
-        {
-            // An index that cannot narrow by source refuses, and deletes nothing.
-            assert_eq!(
-                error.kind(),
-                ErrorKind::Unsupported,
-                "count_matching({filter}): {error}"
-            );
-            expect_error_kind(
-                index.delete_matching(&filter).await,
-                ErrorKind::Unsupported,
-                &format!("delete_matching({filter}) where count_matching was refused"),
-            );
-            assert_eq!(
-                counts().await,
-                [1, 2, 3, 4, 5, 6],
-                "a refused delete_matching changes nothing"
-            );
-            continue;
-        }
-        let removed: u64 = 21 - expected.iter().sum::<u64>();
-        assert_eq!(
-            index
-                .count_matching(&filter)
-                .await
-                .expect_ok("count_matching"),
-            removed,
-            "count_matching({filter}) counts the documents of the scopes it selects"
-        );
-        assert_eq!(
-            counts().await,
-            [1, 2, 3, 4, 5, 6],
-            "count_matching({filter}) changes nothing"
-        );
-        assert_eq!(
-            index
-                .delete_matching(&filter)
-                .await
-                .expect_ok("delete_matching"),
-            removed,
-            "delete_matching({filter}) returns how many documents it removed"
-        );
-        assert_eq!(
-            counts().await,
-            expected,
-            "delete_matching({filter}) removes exactly the documents of the scopes it selects"
-        );
-        for (scope, &left) in scopes.iter().zip(&expected) {
-            assert_eq!(
-                found(index, scope, "walrus").await.len() as u64,
-                left,
-                "search of {} after delete_matching({filter})",
-                scope.key()
-            );
-        }
-        assert_eq!(
-            index
-                .delete_matching(&filter)
-                .await
-                .expect_ok("delete_matching again"),
-            0,
-            "delete_matching({filter}) again removes nothing"
-        );
-        assert_eq!(
-            index
-                .count_matching(&filter)
-                .await
-                .expect_ok("count_matching"),
-            0
-        );
-        assert_eq!(
-            counts().await,
-            expected,
-            "a repeated delete_matching changes nothing"
-        );
+    async fn reseed(&self, scope: &Scope, n: usize) {
+        self.clear(scope).await.expect_ok("clear before seeding");
+        let documents: Vec<TextDocument> = (0..n)
+            .map(|k| {
+                document(
+                    Uuid::new_v4(),
+                    format!("walrus lantern item{k}x"),
+                    json!({"k": k}),
+                )
+            })
+            .collect();
+        upsert(self, scope, &documents).await;
+    }
+    async fn count(&self, scope: &Scope) -> u64 {
+        count(self, scope).await
+    }
+    async fn found(&self, scope: &Scope) -> u64 {
+        found(self, scope, "walrus").await.len() as u64
+    }
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        TextIndex::delete_matching(self, filter).await
+    }
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        TextIndex::count_matching(self, filter).await
     }
 }
 

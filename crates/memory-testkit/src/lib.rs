@@ -10,6 +10,7 @@
 // of range is a failed check, reported by the panic.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+mod delete_matching;
 pub mod doubles;
 #[cfg(feature = "engines")]
 pub mod engines;

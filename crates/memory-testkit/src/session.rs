@@ -30,8 +30,8 @@ use memory_core::{
 use serde_json::{Value, json};
 
 use crate::fixtures::{
-    ExpectOk, expect_error_kind, random_scope, random_tenant, scope_in, tenant_filter,
-    text_of_bytes, tricky_messages, tricky_texts,
+    ExpectOk, every_page, expect_error_kind, random_scope, random_tenant, scope_in, scope_keys,
+    tenant_filter, text_of_bytes, tricky_messages, tricky_texts,
 };
 
 /// A short TTL the expiry checks wait out.
@@ -223,30 +223,10 @@ pub async fn oversized_state_is_refused(store: &dyn SessionStore) {
 
 /// Every scope `list` returns for `filter`, paging with `limit`, in listing order.
 async fn list_all(store: &dyn SessionStore, filter: &ScopeFilter, limit: usize) -> Vec<Scope> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _page in 0..1000 {
-        let request = match cursor.take() {
-            None => PageRequest::first(limit),
-            Some(c) => PageRequest::after(limit, c),
-        };
-        let page = store.list(filter, request).await.expect_ok("list");
-        assert!(
-            page.items.len() <= limit,
-            "a page of list(limit {limit}) returned {} items",
-            page.items.len()
-        );
-        out.extend(page.items);
-        match page.next_cursor {
-            None => return out,
-            Some(c) => cursor = Some(c),
-        }
-    }
-    panic!("list did not reach its last page after 1000 pages of {limit}");
-}
-
-fn keys(scopes: &[Scope]) -> BTreeSet<String> {
-    scopes.iter().map(Scope::key).collect()
+    every_page("list", limit, async |request| {
+        store.list(filter, request).await.expect_ok("list")
+    })
+    .await
 }
 
 async fn is_listed(store: &dyn SessionStore, scope: &Scope) -> bool {
@@ -488,7 +468,7 @@ pub async fn list_pages_each_session_once(store: &dyn SessionStore) {
         "paging by 2 lists 7 sessions, each once: {reference:?}"
     );
     assert_eq!(
-        keys(&reference),
+        scope_keys(&reference),
         expected,
         "the listing is exactly the tenant's sessions"
     );
@@ -585,7 +565,7 @@ pub async fn list_filters_by_user_agent_source_and_tenant(store: &dyn SessionSto
             "filter {why}: each session once, got {got:?}"
         );
         assert_eq!(
-            keys(&got),
+            scope_keys(&got),
             want.iter().map(|s| s.key()).collect(),
             "filter {why}"
         );
@@ -849,8 +829,8 @@ pub async fn purge_expired_removes_expired_sessions(store: &dyn SessionStore) {
         "purge_expired must count the 2 expired sessions it removed, returned {purged}"
     );
     assert_eq!(
-        keys(&list_all(store, &tenant_filter(&tenant), 10).await),
-        keys(&[kept.clone(), long_lived.clone()]),
+        scope_keys(&list_all(store, &tenant_filter(&tenant), 10).await),
+        scope_keys(&[kept.clone(), long_lived.clone()]),
         "after the purge only the sessions that did not expire are listed"
     );
     for scope in [&kept, &long_lived] {

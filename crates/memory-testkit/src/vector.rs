@@ -13,11 +13,13 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use memory_core::{
-    ErrorKind, PayloadFilter, Scope, ScoredPoint, VectorPoint, VectorQuery, VectorStore,
+    ErrorKind, PayloadFilter, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
+    VectorStore,
 };
 use serde_json::json;
 use uuid::Uuid;
 
+use crate::delete_matching::ScopedItems;
 use crate::fixtures::{
     ExpectOk, VECTOR_DIM, expect_error_kind, payload, point, random_scope, sorted_ids,
 };
@@ -801,185 +803,45 @@ pub async fn clear_removes_the_scope_points(store: &dyn VectorStore) {
 }
 
 /// Contract: `delete_matching` (optional: `deletes_matching`) removes every point of every
-/// scope a filter selects (its tenant, and its user, agent, session and source when it names
-/// them) and no other, and returns how many; `count_matching` returns that number beforehand
-/// and changes nothing; repeating the delete removes nothing. Without the capability both
-/// answer `Unsupported` and change nothing; so may a store for a filter naming a source it
-/// cannot narrow by.
+/// scope a forget filter selects (its tenant, and its user, agent and session when it names
+/// them; any source) and no other, and returns how many; `count_matching` returns that number
+/// beforehand and changes nothing; repeating the delete removes nothing. Without the
+/// capability both answer `Unsupported` and change nothing. (The check is the one every
+/// trait with `delete_matching` runs, written once for both.)
 pub async fn delete_matching_removes_the_selected_scopes(store: &dyn VectorStore) {
-    use memory_core::ScopeFilter;
-    use memory_core::{AgentId, SessionId, SourceId, TenantId, UserId};
+    crate::delete_matching::delete_matching_removes_the_selected_scopes(store).await;
+}
 
-    let (tenant, other) = (
-        crate::fixtures::random_tenant(),
-        crate::fixtures::random_tenant(),
-    );
-    let in_tenant = |tenant: &TenantId, user: Option<&str>, agent: Option<&str>, session: &str| {
-        let mut scope = crate::fixtures::scope_in(tenant, session);
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
-    };
-    // Scope i holds i + 1 points.
-    let scopes = [
-        in_tenant(&tenant, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&tenant, Some("u1"), None, "s2"),
-        in_tenant(&tenant, Some("u2"), Some("g1"), "s1"),
-        in_tenant(&tenant, None, None, "s3")
-            .with_source("memory.blocks")
-            .unwrap(),
-        in_tenant(&other, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&other, None, None, "s3"),
-    ];
-    let seed = async || {
-        for (i, scope) in scopes.iter().enumerate() {
-            store.clear(scope).await.expect_ok("clear before seeding");
-            let points: Vec<VectorPoint> = (0..=i)
-                .map(|k| point(Uuid::new_v4(), [1.0, k as f32, 0.5, 0.0], json!({ "k": k })))
-                .collect();
-            upsert(store, scope, &points).await;
-        }
-    };
-    let counts = async || {
-        let mut out = Vec::new();
-        for scope in &scopes {
-            out.push(count(store, scope).await);
-        }
-        out
-    };
-    let filter = || ScopeFilter::tenant(tenant.clone());
-    seed().await;
-    if !store.capabilities().deletes_matching {
-        for (operation, result) in [
-            ("delete_matching", store.delete_matching(&filter()).await),
-            ("count_matching", store.count_matching(&filter()).await),
-        ] {
-            expect_error_kind(
-                result,
-                ErrorKind::Unsupported,
-                &format!("{operation} on a store without the deletes_matching capability"),
-            );
-        }
-        assert_eq!(
-            counts().await,
-            [1, 2, 3, 4, 5, 6],
-            "a refused delete_matching changes nothing"
-        );
-        return;
+/// A vector store as the `delete_matching` check sees it: each scope's points lie close to
+/// [`QUERY`], so a search finds them all.
+#[async_trait::async_trait]
+impl ScopedItems for dyn VectorStore {
+    const ITEM: &'static str = "point";
+    const HOLDER: &'static str = "store";
+
+    fn deletes_matching(&self) -> bool {
+        self.capabilities().deletes_matching
     }
-    let user = |u: &str| UserId::new(u).unwrap();
-    let cases = [
-        (filter(), [0, 0, 0, 0, 5, 6]),
-        (filter().with_user(user("u1")), [0, 0, 3, 4, 5, 6]),
-        (
-            filter().with_agent(AgentId::new("g1").unwrap()),
-            [0, 2, 0, 4, 5, 6],
-        ),
-        (
-            filter().with_session(SessionId::new("s1").unwrap()),
-            [0, 2, 0, 4, 5, 6],
-        ),
-        (
-            filter()
-                .with_user(user("u2"))
-                .with_session(SessionId::new("s1").unwrap()),
-            [1, 2, 0, 4, 5, 6],
-        ),
-        (filter().with_user(user("nobody")), [1, 2, 3, 4, 5, 6]),
-        (
-            filter().with_source(SourceId::new("memory.blocks").unwrap()),
-            [1, 2, 3, 0, 5, 6],
-        ),
-        (
-            filter()
-                .with_user(user("u1"))
-                .with_source(SourceId::new(memory_core::scope::DEFAULT_SOURCE).unwrap()),
-            [0, 0, 3, 4, 5, 6],
-        ),
-    ];
-    for (filter, expected) in cases {
-        seed().await;
-        if filter.source.is_some()
-            && let Err(error) = store.count_matching(&filter).await
-        {
-            // A store that cannot narrow by source refuses, and deletes nothing.
-            assert_eq!(
-                error.kind(),
-                ErrorKind::Unsupported,
-                "count_matching({filter}): {error}"
-            );
-            expect_error_kind(
-                store.delete_matching(&filter).await,
-                ErrorKind::Unsupported,
-                &format!("delete_matching({filter}) where count_matching was refused"),
-            );
-            assert_eq!(
-                counts().await,
-                [1, 2, 3, 4, 5, 6],
-                "a refused delete_matching changes nothing"
-            );
-            continue;
-        }
-        let removed: u64 = 21 - expected.iter().sum::<u64>();
-        assert_eq!(
-            store
-                .count_matching(&filter)
-                .await
-                .expect_ok("count_matching"),
-            removed,
-            "count_matching({filter}) counts the points of the scopes it selects"
-        );
-        assert_eq!(
-            counts().await,
-            [1, 2, 3, 4, 5, 6],
-            "count_matching({filter}) changes nothing"
-        );
-        assert_eq!(
-            store
-                .delete_matching(&filter)
-                .await
-                .expect_ok("delete_matching"),
-            removed,
-            "delete_matching({filter}) returns how many points it removed"
-        );
-        assert_eq!(
-            counts().await,
-            expected,
-            "delete_matching({filter}) removes exactly the points of the scopes it selects"
-        );
-        for (scope, &left) in scopes.iter().zip(&expected) {
-            let found = search(store, scope, VectorQuery::new(QUERY.to_vec(), 10)).await;
-            assert_eq!(
-                found.len() as u64,
-                left,
-                "search of {} after delete_matching({filter})",
-                scope.key()
-            );
-        }
-        assert_eq!(
-            store
-                .delete_matching(&filter)
-                .await
-                .expect_ok("delete_matching again"),
-            0,
-            "delete_matching({filter}) again removes nothing"
-        );
-        assert_eq!(
-            store
-                .count_matching(&filter)
-                .await
-                .expect_ok("count_matching"),
-            0
-        );
-        assert_eq!(
-            counts().await,
-            expected,
-            "a repeated delete_matching changes nothing"
-        );
+    async fn reseed(&self, scope: &Scope, n: usize) {
+        self.clear(scope).await.expect_ok("clear before seeding");
+        let points: Vec<VectorPoint> = (0..n)
+            .map(|k| point(Uuid::new_v4(), [1.0, k as f32, 0.5, 0.0], json!({ "k": k })))
+            .collect();
+        upsert(self, scope, &points).await;
+    }
+    async fn count(&self, scope: &Scope) -> u64 {
+        count(self, scope).await
+    }
+    async fn found(&self, scope: &Scope) -> u64 {
+        search(self, scope, VectorQuery::new(QUERY.to_vec(), 10))
+            .await
+            .len() as u64
+    }
+    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        VectorStore::delete_matching(self, filter).await
+    }
+    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
+        VectorStore::count_matching(self, filter).await
     }
 }
 

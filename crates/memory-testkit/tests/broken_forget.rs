@@ -12,17 +12,13 @@ use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
 use memory_core::{
-    AppendOutcome, ChatMessage, CursorRead, HistoryCapabilities, HistoryStore,
-    InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Page, PageRequest, Result,
-    Scope, ScopeFilter, ScoredPoint, SessionCapabilities, SessionStore, StoredMessage,
-    StoredSession, TenantId, ThreadCount, ThreadCursor, VectorCapabilities, VectorPoint,
-    VectorQuery, VectorStore, Window,
+    AppendOutcome, ChatMessage, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
+    InMemorySessionStore, InMemoryVectorStore, Page, PageRequest, Result, Scope, ScopeFilter,
+    SessionStore, StoredMessage, TenantId, VectorStore, Window,
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::forget::ForgetStores;
 use memory_testkit::{forget, history, session, vector};
-use serde_json::Value;
-use uuid::Uuid;
 
 /// Whether `run` fails (panics).
 fn fails(run: impl FnOnce()) -> bool {
@@ -65,7 +61,11 @@ fn broken(flaw: Flaw) -> BrokenPaging {
 }
 
 #[memory_core::async_trait]
-impl HistoryStore for BrokenPaging {
+impl memory_core::LayeredHistory for BrokenPaging {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         let honest = self.inner.capabilities();
         match self.flaw {
@@ -80,29 +80,6 @@ impl HistoryStore for BrokenPaging {
             self.ever.lock().unwrap().insert(scope.tenant().clone());
         }
         self.inner.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: std::ops::RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<ThreadCursor>,
-    ) -> Result<CursorRead> {
-        self.inner.read_since(scope, window, since).await
     }
     async fn read_page(
         &self,
@@ -216,24 +193,13 @@ fn list_tenants_checks_catch_broken_listings() {
 struct KeepsDeleted(InMemorySessionStore);
 
 #[memory_core::async_trait]
-impl SessionStore for KeepsDeleted {
-    fn capabilities(&self) -> SessionCapabilities {
-        self.0.capabilities()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.0.load(scope).await
-    }
-    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
-        self.0.save(scope, state, expected).await
+impl memory_core::LayeredSessions for KeepsDeleted {
+    type Inner = InMemorySessionStore;
+    fn inner(&self) -> &InMemorySessionStore {
+        &self.0
     }
     async fn delete(&self, scope: &Scope) -> Result<bool> {
         Ok(self.0.load(scope).await?.is_some())
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list(filter, page).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-        self.0.list_tenants(page).await
     }
 }
 
@@ -242,27 +208,10 @@ impl SessionStore for KeepsDeleted {
 struct DeletesTheWholeTenant(InMemoryVectorStore);
 
 #[memory_core::async_trait]
-impl VectorStore for DeletesTheWholeTenant {
-    fn capabilities(&self) -> VectorCapabilities {
-        self.0.capabilities()
-    }
-    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
-        self.0.upsert(scope, points).await
-    }
-    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
-        self.0.search(scope, query).await
-    }
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
-        self.0.get(scope, ids).await
-    }
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        self.0.delete(scope, ids).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
+impl memory_core::LayeredVectors for DeletesTheWholeTenant {
+    type Inner = InMemoryVectorStore;
+    fn inner(&self) -> &InMemoryVectorStore {
+        &self.0
     }
     async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let whole = ScopeFilter::tenant(filter.tenant.clone());

@@ -8,12 +8,10 @@
 use std::ops::RangeInclusive;
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::time::Duration;
 
 use memory_core::{
-    AppendOutcome, ChatMessage, HistoryCapabilities, HistoryStore, InMemoryHistoryStore,
-    InMemorySessionStore, Page, PageRequest, Result, Scope, ScopeFilter, SessionCapabilities,
-    SessionStore, StoredMessage, StoredSession, ThreadCount, Window,
+    AppendOutcome, ChatMessage, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result,
+    Scope, SessionStore, Window,
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::memory;
@@ -36,12 +34,10 @@ struct BrokenSessions {
 }
 
 #[memory_core::async_trait]
-impl SessionStore for BrokenSessions {
-    fn capabilities(&self) -> SessionCapabilities {
-        self.inner.capabilities()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.inner.load(scope).await
+impl memory_core::LayeredSessions for BrokenSessions {
+    type Inner = InMemorySessionStore;
+    fn inner(&self) -> &InMemorySessionStore {
+        &self.inner
     }
     async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
         match (self.flaw, expected) {
@@ -52,21 +48,6 @@ impl SessionStore for BrokenSessions {
             }
             _ => self.inner.save(scope, state, expected).await,
         }
-    }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.inner.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 
@@ -83,47 +64,14 @@ fn broken_sessions(flaw: SessionFlaw) -> Arc<dyn SessionStore> {
 struct ArchiveDoesNothing(InMemoryHistoryStore);
 
 #[memory_core::async_trait]
-impl HistoryStore for ArchiveDoesNothing {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.0.capabilities()
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.0.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
+impl memory_core::LayeredHistory for ArchiveDoesNothing {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.0
     }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         let active = self.0.read(scope, Window::All).await?;
         Ok(active.iter().filter(|m| seqs.contains(&m.seq)).count() as u64)
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.0.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.0.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.0.list_tenants(page).await
     }
 }
 
@@ -133,47 +81,14 @@ impl HistoryStore for ArchiveDoesNothing {
 struct DropsLastOfBatch(InMemoryHistoryStore);
 
 #[memory_core::async_trait]
-impl HistoryStore for DropsLastOfBatch {
-    fn capabilities(&self) -> HistoryCapabilities {
-        self.0.capabilities()
+impl memory_core::LayeredHistory for DropsLastOfBatch {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.0
     }
     async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
         let kept = &messages[..messages.len().saturating_sub(1)];
         self.0.append(scope, kept).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.0.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list_threads(filter, page).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.0.archive(scope, seqs).await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.0.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.0.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.0.list_tenants(page).await
     }
 }
 

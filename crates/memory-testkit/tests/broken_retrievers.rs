@@ -174,12 +174,10 @@ fn the_hybrid_memory_check_fails_an_index_that_finds_nothing() {
 struct FindsNothing(ReferenceTextIndex);
 
 #[async_trait]
-impl TextIndex for FindsNothing {
-    fn capabilities(&self) -> memory_core::TextCapabilities {
-        self.0.capabilities()
-    }
-    async fn upsert(&self, scope: &Scope, documents: &[memory_core::TextDocument]) -> Result<()> {
-        self.0.upsert(scope, documents).await
+impl memory_core::LayeredTextIndex for FindsNothing {
+    type Inner = ReferenceTextIndex;
+    fn inner(&self) -> &ReferenceTextIndex {
+        &self.0
     }
     async fn search(
         &self,
@@ -187,23 +185,5 @@ impl TextIndex for FindsNothing {
         _query: &TextQuery,
     ) -> Result<Vec<memory_core::ScoredDocument>> {
         Ok(Vec::new())
-    }
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<memory_core::TextDocument>> {
-        self.0.get(scope, ids).await
-    }
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        self.0.delete(scope, ids).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        self.0.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.0.clear(scope).await
-    }
-    async fn delete_matching(&self, filter: &memory_core::ScopeFilter) -> Result<u64> {
-        self.0.delete_matching(filter).await
-    }
-    async fn count_matching(&self, filter: &memory_core::ScopeFilter) -> Result<u64> {
-        self.0.count_matching(filter).await
     }
 }

@@ -23,14 +23,13 @@ use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, Delta, Error, ErrorKind, HistoryCapabilities,
     HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId,
     NO_EPOCH, Page, PageRequest, Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities,
-    SessionId, SessionStore, StoredMessage, StoredSession, TenantId, ThreadCount, ThreadCursor,
-    VectorPoint, VectorQuery, VectorStore, Window,
+    SessionId, SessionStore, StoredMessage, StoredSession, TenantId, ThreadCursor, VectorPoint,
+    VectorQuery, VectorStore, Window,
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::doubles::DeclaredHistory;
 use memory_testkit::{history, session, vector};
 use serde_json::Value;
-use uuid::Uuid;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
 enum Flaw {
@@ -90,7 +89,11 @@ fn broken_history(flaw: Flaw) -> BrokenHistory {
 }
 
 #[memory_core::async_trait]
-impl HistoryStore for BrokenHistory {
+impl memory_core::LayeredHistory for BrokenHistory {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         let honest = self.inner.capabilities();
         match self.flaw {
@@ -154,17 +157,11 @@ impl HistoryStore for BrokenHistory {
             _ => self.inner.read(scope, window).await,
         }
     }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         match self.flaw {
             Flaw::ArchiveButRefuses => Err(Error::unsupported("no archive")),
             _ => self.inner.archive(scope, seqs).await,
         }
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
     }
     async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
         let long = |scope: &Scope| scope.session_id().as_str().len() >= LONG_SESSION;
@@ -225,25 +222,6 @@ impl HistoryStore for BrokenHistory {
             }
             _ => self.inner.purge_expired().await,
         }
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<memory_core::ThreadCursor>,
-    ) -> Result<memory_core::CursorRead> {
-        self.inner.read_since(scope, window, since).await
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 
@@ -553,16 +531,17 @@ fn lying_sessions(lie: TtlLie) -> BrokenSessions {
 }
 
 #[memory_core::async_trait]
-impl SessionStore for BrokenSessions {
+impl memory_core::LayeredSessions for BrokenSessions {
+    type Inner = InMemorySessionStore;
+    fn inner(&self) -> &InMemorySessionStore {
+        &self.inner
+    }
     fn capabilities(&self) -> SessionCapabilities {
         let honest = self.inner.capabilities();
         match self.ttl_lie {
             Some(TtlLie::UndeclaredButPerformed) => honest.with_ttl(false),
             _ => honest,
         }
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.inner.load(scope).await
     }
     async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
         let current = self.inner.load(scope).await?.map(|s| s.version);
@@ -577,12 +556,6 @@ impl SessionStore for BrokenSessions {
             _ => self.inner.save(scope, state, expected).await,
         }
     }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.inner.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list(filter, page).await
-    }
     async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
         match self.ttl_lie {
             Some(TtlLie::DeclaredButRefused) => Err(Error::unsupported("no ttl")),
@@ -594,9 +567,6 @@ impl SessionStore for BrokenSessions {
             Some(TtlLie::DeclaredButRefused) => Err(Error::unsupported("no ttl")),
             _ => self.inner.purge_expired().await,
         }
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 
@@ -715,7 +685,11 @@ fn broken_vectors(search_every_scope: bool) -> BrokenVectors {
 }
 
 #[memory_core::async_trait]
-impl VectorStore for BrokenVectors {
+impl memory_core::LayeredVectors for BrokenVectors {
+    type Inner = InMemoryVectorStore;
+    fn inner(&self) -> &InMemoryVectorStore {
+        &self.inner
+    }
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
         self.scopes.lock().unwrap().push(scope.clone());
         if self.search_every_scope {
@@ -742,18 +716,6 @@ impl VectorStore for BrokenVectors {
         all.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
         all.truncate(query.top_k);
         Ok(all)
-    }
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
-        self.inner.get(scope, ids).await
-    }
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        self.inner.delete(scope, ids).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
     }
 }
 
@@ -811,35 +773,15 @@ fn broken_cursor(flaw: CursorFlaw) -> BrokenCursor {
 }
 
 #[memory_core::async_trait]
-impl HistoryStore for BrokenCursor {
+impl memory_core::LayeredHistory for BrokenCursor {
+    type Inner = InMemoryHistoryStore;
+    fn inner(&self) -> &InMemoryHistoryStore {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         self.inner
             .capabilities()
             .with_cursor_reads(self.flaw != CursorFlaw::PerformsUndeclared)
-    }
-    async fn append(&self, scope: &Scope, messages: &[ChatMessage]) -> Result<AppendOutcome> {
-        self.inner.append(scope, messages).await
-    }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
-        self.inner.archive(scope, seqs).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
     }
     async fn read_since(
         &self,
@@ -893,17 +835,6 @@ impl HistoryStore for BrokenCursor {
                 ))
             }
         }
-    }
-    async fn read_page(
-        &self,
-        scope: &Scope,
-        after: u64,
-        limit: usize,
-    ) -> Result<Vec<StoredMessage>> {
-        self.inner.read_page(scope, after, limit).await
-    }
-    async fn list_tenants(&self, page: PageRequest) -> Result<Page<memory_core::TenantId>> {
-        self.inner.list_tenants(page).await
     }
 }
 

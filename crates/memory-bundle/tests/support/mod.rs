@@ -10,16 +10,14 @@
 use std::ops::RangeInclusive;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
 
 use chrono::{TimeZone, Utc};
 use memory_bundle::Endpoint;
 use memory_core::memory::BLOCK_STATE_SOURCE;
 use memory_core::{
-    AppendOutcome, ChatMessage, CursorRead, Error, ErrorKind, HistoryCapabilities, HistoryStore,
+    AppendOutcome, ChatMessage, Error, ErrorKind, HistoryCapabilities, HistoryStore,
     InMemoryHistoryStore, InMemorySessionStore, MessageId, Page, PageRequest, Result, Scope,
-    ScopeFilter, SessionStore, StoredMessage, TenantId, ThreadCount, ThreadCursor, Window,
-    async_trait,
+    ScopeFilter, SessionStore, StoredMessage, TenantId, Window, async_trait,
 };
 use serde_json::json;
 
@@ -186,7 +184,11 @@ fn injected() -> Error {
 }
 
 #[async_trait]
-impl HistoryStore for Wrapped {
+impl memory_core::LayeredHistory for Wrapped {
+    type Inner = dyn HistoryStore;
+    fn inner(&self) -> &dyn HistoryStore {
+        &*self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         let mut c = self.inner.capabilities();
         c.paged_reads = c.paged_reads && self.paged;
@@ -203,18 +205,6 @@ impl HistoryStore for Wrapped {
         }
         self.inner.append(scope, messages).await
     }
-    async fn read(&self, scope: &Scope, window: Window) -> Result<Vec<StoredMessage>> {
-        self.inner.read(scope, window).await
-    }
-    async fn count(&self, scope: &Scope) -> Result<ThreadCount> {
-        self.inner.count(scope).await
-    }
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        self.inner.clear(scope).await
-    }
-    async fn list_threads(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.inner.list_threads(filter, page).await
-    }
     async fn archive(&self, scope: &Scope, seqs: RangeInclusive<u64>) -> Result<u64> {
         if !self.archive {
             return Err(Error::unsupported("no archive here"));
@@ -223,20 +213,6 @@ impl HistoryStore for Wrapped {
             return Err(injected());
         }
         self.inner.archive(scope, seqs).await
-    }
-    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-        self.inner.set_ttl(scope, ttl).await
-    }
-    async fn purge_expired(&self) -> Result<u64> {
-        self.inner.purge_expired().await
-    }
-    async fn read_since(
-        &self,
-        scope: &Scope,
-        window: Window,
-        since: Option<ThreadCursor>,
-    ) -> Result<CursorRead> {
-        self.inner.read_since(scope, window, since).await
     }
     async fn read_page(
         &self,

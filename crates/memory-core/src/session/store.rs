@@ -1,7 +1,6 @@
 //! The [`SessionStore`] trait.
 
 use std::fmt;
-use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -122,6 +121,9 @@ impl SessionCapabilities {
 /// [`Unsupported`](crate::ErrorKind::Unsupported), and a store that implements them says so in
 /// [`capabilities`](SessionStore::capabilities) (not every database can expire data).
 ///
+/// A store that wraps another and changes only some of its calls implements
+/// [`LayeredSessions`](crate::LayeredSessions) instead: the rest is forwarded.
+///
 /// # Behavior
 /// Each method states its contract in its own `# Behavior` section (the conformance suite in
 /// memory-testkit has a check per line of them). The rules that span the methods:
@@ -240,52 +242,6 @@ pub trait SessionStore: Send + Sync + fmt::Debug + 'static {
         ))
     }
 }
-
-/// Forwards the trait through smart pointers, so `Arc<dyn SessionStore>` and `Box<dyn SessionStore>`
-/// are stores too.
-///
-/// `clippy::missing_trait_methods` is denied on these impls (and clippy runs with `-D warnings`
-/// in CI): a method added to the trait must be forwarded here too, or a method with a default
-/// body would silently run the default instead of the pointee's own implementation.
-macro_rules! forward_session_store {
-    ($($pointer:ident),*) => {$(
-        #[deny(clippy::missing_trait_methods)]
-        #[async_trait]
-        impl<T: SessionStore + ?Sized> SessionStore for $pointer<T> {
-            fn capabilities(&self) -> SessionCapabilities {
-                (**self).capabilities()
-            }
-            async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-                (**self).load(scope).await
-            }
-            async fn save(
-                &self,
-                scope: &Scope,
-                state: &Value,
-                expected_version: Option<u64>,
-            ) -> Result<u64> {
-                (**self).save(scope, state, expected_version).await
-            }
-            async fn delete(&self, scope: &Scope) -> Result<bool> {
-                (**self).delete(scope).await
-            }
-            async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-                (**self).list(filter, page).await
-            }
-            async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> Result<()> {
-                (**self).set_ttl(scope, ttl).await
-            }
-            async fn purge_expired(&self) -> Result<u64> {
-                (**self).purge_expired().await
-            }
-            async fn list_tenants(&self, page: PageRequest) -> Result<Page<TenantId>> {
-                (**self).list_tenants(page).await
-            }
-        }
-    )*};
-}
-
-forward_session_store!(Arc, Box);
 
 /// The deepest nesting of arrays and objects a saved session state may have: below the 128
 /// levels serde_json reads back, with room for the messages (at most

@@ -11,13 +11,17 @@ use tracing::{Instrument, Span};
 use uuid::Uuid;
 
 use crate::history::{
-    AppendOutcome, CursorRead, HistoryCapabilities, HistoryStore, StoredMessage, ThreadCount,
-    ThreadCursor, Window,
+    AppendOutcome, CursorRead, HistoryCapabilities, HistoryStore, LayeredHistory, StoredMessage,
+    ThreadCount, ThreadCursor, Window,
 };
-use crate::lexical::{ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery};
+use crate::lexical::{
+    LayeredTextIndex, ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery,
+};
 use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
-use crate::session::{SessionCapabilities, SessionStore, StoredSession};
-use crate::vector::{ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore};
+use crate::session::{LayeredSessions, SessionCapabilities, SessionStore, StoredSession};
+use crate::vector::{
+    LayeredVectors, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore,
+};
 use crate::{ChatMessage, Result, TenantId};
 
 /// A [`HistoryStore`], [`SessionStore`], [`VectorStore`] or [`TextIndex`] whose every call is a `DEBUG` span
@@ -28,9 +32,11 @@ use crate::{ChatMessage, Result, TenantId};
 /// (seconds) per call, so its count is the number of round trips. Neither a search's query
 /// (its vector or its text) nor a document's text is ever recorded.
 ///
-/// It changes nothing else: every method is forwarded (`clippy::missing_trait_methods` is
-/// denied on the impls), the capabilities are the inner store's, and its `Debug` is the inner
-/// store's. When no subscriber wants the span, a call goes straight to the inner store: no
+/// It changes nothing else: it is a layer ([`LayeredHistory`], [`LayeredSessions`],
+/// [`LayeredVectors`], [`LayeredTextIndex`]) that overrides every method to time it
+/// (`clippy::missing_trait_methods` is denied on the impls, so a method added to a trait is
+/// traced too, never forwarded unseen), the capabilities are the inner store's, and its
+/// `Debug` is the inner store's. When no subscriber wants the span, a call goes straight to the inner store: no
 /// clock read, no allocation beyond the boxed future every `async_trait` method has.
 #[derive(Clone)]
 pub struct Traced<S> {
@@ -136,7 +142,11 @@ fn len<T>(items: &[T]) -> u64 {
 
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: HistoryStore> HistoryStore for Traced<S> {
+impl<S: HistoryStore> LayeredHistory for Traced<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.inner
+    }
     fn capabilities(&self) -> HistoryCapabilities {
         self.inner.capabilities()
     }
@@ -204,7 +214,11 @@ impl<S: HistoryStore> HistoryStore for Traced<S> {
 
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: SessionStore> SessionStore for Traced<S> {
+impl<S: SessionStore> LayeredSessions for Traced<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.inner
+    }
     fn capabilities(&self) -> SessionCapabilities {
         self.inner.capabilities()
     }
@@ -248,7 +262,11 @@ impl<S: SessionStore> SessionStore for Traced<S> {
 
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: VectorStore> VectorStore for Traced<S> {
+impl<S: VectorStore> LayeredVectors for Traced<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.inner
+    }
     fn capabilities(&self) -> VectorCapabilities {
         self.inner.capabilities()
     }
@@ -289,7 +307,11 @@ impl<S: VectorStore> VectorStore for Traced<S> {
 
 #[deny(clippy::missing_trait_methods)]
 #[async_trait]
-impl<S: TextIndex> TextIndex for Traced<S> {
+impl<S: TextIndex> LayeredTextIndex for Traced<S> {
+    type Inner = S;
+    fn inner(&self) -> &S {
+        &self.inner
+    }
     fn capabilities(&self) -> TextCapabilities {
         self.inner.capabilities()
     }

@@ -17,9 +17,9 @@ use super::config::{
 use super::ddl;
 use super::statements::Statements;
 use crate::config::DbUrl;
+use crate::connect::{connect_pool, redact_error, within};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query, Tx};
-use crate::connect::{connect_pool, redact_error, within};
 
 /// A [`HistoryStore`](memory_core::HistoryStore) on LlamaIndex's `SQLAlchemyChatStore` table (SQLite or PostgreSQL), shared
 /// with Python LlamaIndex `Memory` objects.

@@ -25,7 +25,7 @@ use memory_core::{
     ThreadCount, ThreadCursor, Window,
 };
 
-use super::{
+use super::support::{
     PAST_SHORT_TTL, SHORT_TTL, append_new, archive_if_capable, count, is_listed, join, read,
     ttl_supported,
 };

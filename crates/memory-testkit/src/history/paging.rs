@@ -12,9 +12,10 @@ use memory_core::{
     TenantId, Window,
 };
 
-use super::{append_new, archive_if_capable, count, join, read};
+use super::support::{append_new, archive_if_capable, count, join, read};
 use crate::fixtures::{
-    ExpectOk, expect_error_kind, numbered_messages, random_scope, random_tenant, scope_in, seqs,
+    ExpectOk, every_page, expect_error_kind, numbered_messages, random_scope, random_tenant,
+    scope_in, seqs,
 };
 
 /// Every message of `scope` read with `read_page`, `limit` at a time, and the pages' lengths.
@@ -221,36 +222,22 @@ pub async fn read_page_racing_appends_reads_a_gap_free_prefix(store: Arc<dyn His
     );
 }
 
-/// Every tenant `list_tenants` returns, paging with `limit`, in listing order.
+/// Every tenant `list_tenants` returns, paging with `limit`, in listing order; only the last
+/// page may be empty.
 async fn list_all_tenants(
     what: &str,
     limit: usize,
     mut list: impl AsyncFnMut(PageRequest) -> Page<TenantId>,
 ) -> Vec<TenantId> {
-    let mut out = Vec::new();
-    let mut cursor: Option<String> = None;
-    for _ in 0..1_000_000 {
-        let request = match cursor.take() {
-            None => PageRequest::first(limit),
-            Some(c) => PageRequest::after(limit, c),
-        };
+    every_page(what, limit, async |request| {
         let page = list(request).await;
-        assert!(
-            page.items.len() <= limit.max(1),
-            "a page of {what}(limit {limit}) returned {} tenants",
-            page.items.len()
-        );
         assert!(
             page.next_cursor.is_none() || !page.items.is_empty(),
             "{what}(limit {limit}) gave an empty page with a cursor: the last page has none"
         );
-        out.extend(page.items);
-        match page.next_cursor {
-            Some(c) => cursor = Some(c),
-            None => return out,
-        }
-    }
-    panic!("{what}(limit {limit}) never reached its last page");
+        page
+    })
+    .await
 }
 
 /// Checks the listings of `list` with every page size from 1 to the number of `listed`, and
