@@ -427,7 +427,7 @@ pub async fn precount<'a>(
     let counts = runtime
         .spawn_blocking(move || {
             // Measured here, off the executor: encoding a large batch takes a while too.
-            if crate::history::over_limits(&owned) {
+            if crate::limits::over_limits(&owned) {
                 return None;
             }
             Some(
