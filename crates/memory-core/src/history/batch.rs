@@ -6,11 +6,11 @@ use crate::error::{Error, ErrorKind, Result};
 use crate::message::ChatMessage;
 use crate::tokens::TokenCounter;
 
+use crate::limits::too_deep;
 pub use crate::limits::{
     MAX_BATCH_BYTES, MAX_BATCH_MESSAGES, MAX_JSON_DEPTH, MAX_MESSAGE_BYTES, check_message_depth,
     json_depth, over_limits,
 };
-use crate::limits::too_deep;
 
 /// What a message id repeated inside one batch does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -147,7 +147,6 @@ impl<'a> PreparedBatch<'a> {
             .collect()
     }
 }
-
 
 #[cfg(test)]
 mod tests {

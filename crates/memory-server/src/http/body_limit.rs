@@ -10,9 +10,10 @@ use axum::response::Response;
 
 use super::problem::problem_response;
 
-/// Refuses a request whose declared body is over `max_body_bytes` (413, problem+json, and the
-/// connection closes: its body is never read); passes the others on (a chunked body is cut at
-/// the limit as it is read).
+/// Refuses a request whose declared body is over `max_body_bytes` (413 and the connection
+/// closes: its body is never read): a problem document, or on the MCP endpoint the JSON-RPC
+/// error that endpoint answers every refusal with. Passes the others on (a chunked body is cut
+/// at the limit as it is read).
 pub(super) async fn refuse_declared_oversize(
     State(max_body_bytes): State<usize>,
     request: Request,
@@ -26,13 +27,20 @@ pub(super) async fn refuse_declared_oversize(
     let limit = u64::try_from(max_body_bytes).unwrap_or(u64::MAX);
     match declared {
         Some(length) if length > limit => {
-            let mut response = problem_response(
-                StatusCode::PAYLOAD_TOO_LARGE,
-                "limit_exceeded",
-                format!(
-                    "the request body is {length} bytes, over the server's limit of {max_body_bytes}"
-                ),
-            );
+            let mut response = if request.uri().path() == crate::mcp::MCP_PATH {
+                crate::mcp::oversized_body(
+                    usize::try_from(length).unwrap_or(usize::MAX),
+                    max_body_bytes,
+                )
+            } else {
+                problem_response(
+                    StatusCode::PAYLOAD_TOO_LARGE,
+                    "limit_exceeded",
+                    format!(
+                        "the request body is {length} bytes, over the server's limit of {max_body_bytes}"
+                    ),
+                )
+            };
             response
                 .headers_mut()
                 .insert(CONNECTION, HeaderValue::from_static("close"));

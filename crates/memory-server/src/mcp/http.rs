@@ -75,6 +75,16 @@ pub fn router_with(
         ))
 }
 
+/// The 413 of an MCP request whose declared body (`length` bytes) is over `limit`, with the
+/// JSON-RPC error as its body, as every refusal of this endpoint: for the HTTP server's check
+/// made before any route runs.
+pub(crate) fn oversized_body(length: usize, limit: usize) -> Response {
+    refused(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        &jsonrpc::too_large(Some(length), limit, &[]),
+    )
+}
+
 /// A refused request's answer: `status`, and the JSON-RPC error as the body.
 fn refused(status: StatusCode, refusal: &Refusal) -> Response {
     (status, axum::Json(refusal.to_response())).into_response()
