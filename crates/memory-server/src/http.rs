@@ -13,6 +13,7 @@ mod connection;
 mod deadline;
 mod extract;
 mod forget;
+mod head_refusal;
 mod health;
 mod hosts;
 mod memory;
