@@ -18,6 +18,7 @@ mod health;
 mod hosts;
 mod memory;
 mod openapi;
+mod openapi_request_id;
 mod problem;
 mod server;
 mod sessions;

@@ -203,6 +203,49 @@ fn the_openapi_role_is_an_enum_of_the_accepted_roles() {
     }
 }
 
+/// Issue 29: every operation of the OpenAPI document declares the `x-request-id` the server
+/// echoes or assigns: an optional request header, and a header of each of its responses.
+#[test]
+fn every_operation_declares_the_request_id() {
+    use utoipa::OpenApi;
+    let doc = serde_json::to_value(memory_server::http::ApiDoc::openapi()).unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "patch", "head", "options"]
+                .contains(&method.as_str())
+            {
+                continue;
+            }
+            operations += 1;
+            let what = format!("{method} {path}");
+            let parameter = operation["parameters"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == "x-request-id"))
+                .unwrap_or_else(|| panic!("{what}: no x-request-id parameter"));
+            assert_eq!(parameter["in"], "header", "{what}: {parameter}");
+            assert_ne!(parameter["required"], true, "{what}: {parameter}");
+            assert_eq!(parameter["schema"]["type"], "string", "{what}: {parameter}");
+            assert_eq!(
+                parameter["schema"]["maxLength"],
+                memory_server::http::access::MAX_REQUEST_ID_LEN,
+                "{what}: {parameter}"
+            );
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(!responses.is_empty(), "{what}");
+            for (status, response) in responses {
+                let header = &response["headers"]["x-request-id"];
+                assert_eq!(
+                    header["schema"]["type"], "string",
+                    "{what} {status}: {response}"
+                );
+            }
+        }
+    }
+    assert!(operations >= 16, "{operations} operations");
+}
+
 /// Issue 29 (16): a declared body over the limit with `Expect: 100-continue` is answered 413
 /// at once, never `100 Continue` (which invites the client to send it all), on every route
 /// that takes a body, `/mcp` included (as a JSON-RPC error there); and nothing is stored.
