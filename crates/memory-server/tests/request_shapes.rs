@@ -1,7 +1,8 @@
 //! Request shapes schemathesis found the server accepting against its OpenAPI document: a
 //! JSON array where an object is required (`[null, null]` read as a `ForgetRequest` forgot the
 //! whole tenant), and integers past the documented `int64` range. Each is refused with a 400
-//! problem document and changes nothing.
+//! problem document and changes nothing. Also the heads hyper refuses before any route runs
+//! (400, 414, 431: answered with a body, never empty) and the OpenAPI document's shape.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
