@@ -33,7 +33,11 @@ async fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => error.exit(),
     };
-    let _telemetry = install_telemetry(matches!(cli.command, Command::Serve(_)));
+    let (serving, log_format) = match &cli.command {
+        Command::Serve(args) => (true, serve::log_format(args)),
+        _ => (false, env_log_format()),
+    };
+    let _telemetry = install_telemetry(serving, log_format);
     match run(cli, url_given).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
@@ -48,21 +52,13 @@ async fn main() -> ExitCode {
 /// Installs the process's `tracing` subscriber. With `OTEL_EXPORTER_OTLP_ENDPOINT` set, every
 /// command's spans and metrics go to that collector (docs/telemetry.md; the guard returned
 /// flushes them when main returns), with log lines on stderr. `serve` always logs on stderr,
-/// at `info` unless `RUST_LOG` says otherwise (the access log), as text or, with
-/// `AGENT_MEMORY_LOG_FORMAT=json`, JSON lines; other commands log (at `warn`) only with the
-/// collector. Colours only on a terminal.
-fn install_telemetry(serving: bool) -> Option<telemetry::TelemetryGuard> {
-    let format = match std::env::var(telemetry::LOG_FORMAT_ENV) {
-        Ok(name) if !name.trim().is_empty() => telemetry::LogFormat::from_name(&name)
-            .unwrap_or_else(|| {
-                eprintln!(
-                    "{} must be `text` or `json`; logging as text",
-                    telemetry::LOG_FORMAT_ENV
-                );
-                telemetry::LogFormat::Text
-            }),
-        _ => telemetry::LogFormat::Text,
-    };
+/// at `info` unless `RUST_LOG` says otherwise (the access log), as text or JSON lines
+/// (`format`: its configuration's `[log] format`, or `AGENT_MEMORY_LOG_FORMAT` over it);
+/// other commands log (at `warn`) only with the collector. Colours only on a terminal.
+fn install_telemetry(
+    serving: bool,
+    format: telemetry::LogFormat,
+) -> Option<telemetry::TelemetryGuard> {
     let level = if serving {
         telemetry::LevelFilter::INFO
     } else {
@@ -81,6 +77,22 @@ fn install_telemetry(serving: bool) -> Option<telemetry::TelemetryGuard> {
         eprintln!("the log is off: {error}");
     }
     None
+}
+
+/// The log format `AGENT_MEMORY_LOG_FORMAT` names (text when unset; a warning and text when
+/// it names another).
+fn env_log_format() -> telemetry::LogFormat {
+    match std::env::var(telemetry::LOG_FORMAT_ENV) {
+        Ok(name) if !name.trim().is_empty() => telemetry::LogFormat::from_name(&name)
+            .unwrap_or_else(|| {
+                eprintln!(
+                    "{} must be `text` or `json`; logging as text",
+                    telemetry::LOG_FORMAT_ENV
+                );
+                telemetry::LogFormat::Text
+            }),
+        _ => telemetry::LogFormat::Text,
+    }
 }
 
 /// Runs one command; `url_given`: whether `--url` was on the command line.

@@ -4,7 +4,8 @@
 //! `http.shutdown_timeout_secs` (10 s by default) to finish, then the connections still open
 //! are cut (slow or stalled clients cannot hold the process).
 
-use memory_server::config::ServerConfig;
+use agent_memory::telemetry;
+use memory_server::config::{LogFormat, ServerConfig};
 use memory_server::http::Server;
 
 use crate::cli::ServeArgs;
@@ -40,6 +41,23 @@ pub(crate) async fn serve(args: &ServeArgs, url: &str, url_given: bool) -> CliRe
     Ok(())
 }
 
+/// The format of the server's log: the configuration's `[log] format`, or
+/// `AGENT_MEMORY_LOG_FORMAT` over it. A configuration that cannot be loaded (which [`serve`]
+/// then reports) leaves the variable alone to decide, text when it names no format.
+pub(crate) fn log_format(args: &ServeArgs) -> telemetry::LogFormat {
+    let format = match ServerConfig::load(args.config.as_deref()) {
+        Ok(config) => config.log.format,
+        Err(_) => std::env::var(telemetry::LOG_FORMAT_ENV)
+            .ok()
+            .and_then(|name| LogFormat::from_name(&name))
+            .unwrap_or_default(),
+    };
+    match format {
+        LogFormat::Text => telemetry::LogFormat::Text,
+        LogFormat::Json => telemetry::LogFormat::Json,
+    }
+}
+
 /// Completes on Ctrl-C (SIGINT) or, on Unix, SIGTERM; `deadline` is what the shutdown then
 /// waits for the requests in flight, at most.
 async fn shutdown_signal(deadline: std::time::Duration) {
@@ -68,4 +86,15 @@ async fn shutdown_signal(deadline: std::time::Duration) {
         "agent-memory server shutting down: finishing the requests in flight (at most {:.1} s)",
         deadline.as_secs_f64()
     );
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn the_server_configuration_reads_the_variable_the_log_is_named_by() {
+        assert_eq!(
+            memory_server::config::LOG_FORMAT_ENV,
+            agent_memory::telemetry::LOG_FORMAT_ENV
+        );
+    }
 }

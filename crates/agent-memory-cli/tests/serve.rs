@@ -195,6 +195,63 @@ fn serve_logs_each_request_without_secrets_or_colour_codes() {
     }
 }
 
+/// Issue 29: `[log] format = "json"` in the configuration file makes `serve` log JSON lines,
+/// and `AGENT_MEMORY_LOG_FORMAT` wins over the file.
+#[test]
+#[cfg(unix)]
+fn serve_takes_the_log_format_from_its_configuration() {
+    for (variable, json) in [(None, true), (Some("text"), false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let config = dir.path().join("server.toml");
+        std::fs::write(
+            &config,
+            "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[log]\nformat = \"json\"\n",
+        )
+        .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
+        command
+            .args(["serve", "--config"])
+            .arg(&config)
+            .env_remove("RUST_LOG")
+            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+            .env_remove(agent_memory::URL_ENV)
+            .env_remove("AGENT_MEMORY_LOG_FORMAT")
+            .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
+            .current_dir(dir.path())
+            .stderr(Stdio::piped())
+            .stdout(Stdio::null());
+        if let Some(format) = variable {
+            command.env("AGENT_MEMORY_LOG_FORMAT", format);
+        }
+        let mut child = command.spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let (addr, _) = listening_address(&mut stderr);
+        let (status, body) = request(&addr, "GET", "/v1/threads", None);
+        assert_eq!(status, 200, "{body}");
+        let killed = Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        assert!(child.wait().unwrap().success());
+        let mut log = String::new();
+        stderr.read_to_string(&mut log).unwrap();
+        let access = log
+            .lines()
+            .find(|line| line.contains("memory_server::access"))
+            .unwrap_or_else(|| panic!("no access line ({variable:?}): {log}"));
+        let parsed = serde_json::from_str::<serde_json::Value>(access);
+        if json {
+            let line = parsed.unwrap_or_else(|e| panic!("not a JSON line ({e}): {access}"));
+            assert_eq!(line["fields"]["route"], "/v1/threads", "{line}");
+            assert_eq!(line["fields"]["status"], 200, "{line}");
+        } else {
+            assert!(parsed.is_err(), "the variable wins over the file: {access}");
+            assert!(access.contains("status=200"), "{access}");
+        }
+    }
+}
+
 /// Issue 29 (2): slow clients (a partial header, a stalled body, an idle connection) no longer
 /// keep SIGTERM from stopping the server: the shutdown deadline cuts them.
 #[test]

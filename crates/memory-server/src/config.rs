@@ -15,6 +15,9 @@
 //!
 //! [http]                                    # connections ([`http`]): timeouts, cap, hosts
 //! header_timeout_secs = 10
+//!
+//! [log]                                     # the log on stderr ([`log`])
+//! format = "json"                           # "text" (default) | "json"
 //! ```
 //!
 //! Environment overrides (each wins over the file):
@@ -31,6 +34,7 @@
 //! | `AGENT_MEMORY_SERVER_FUSION`, `..._FUSION_DENSE_WEIGHT`, `..._FUSION_LEXICAL_WEIGHT`, `..._FUSION_RRF_K`, `..._FUSION_CANDIDATES` | `memory.fusion.method`, `.dense_weight`, `.lexical_weight`, `.rrf_k`, `.candidates` |
 //! | `AGENT_MEMORY_SERVER_ALLOWED_HOSTS` | `http.allowed_hosts` (comma-separated) |
 //! | `AGENT_MEMORY_SERVER_HEADER_TIMEOUT_SECS`, `..._BODY_TIMEOUT_SECS`, `..._IDLE_TIMEOUT_SECS`, `..._SHUTDOWN_TIMEOUT_SECS`, `..._MAX_CONNECTIONS` | `http.header_timeout_secs`, `.body_timeout_secs`, `.idle_timeout_secs`, `.shutdown_timeout_secs`, `.max_connections` ([`http`]) |
+//! | `AGENT_MEMORY_LOG_FORMAT` | `log.format` ([`log`]) |
 //!
 //! With no token at all the server authenticates nobody: every request is the `default`
 //! tenant. That is allowed only on a loopback listen address; [`ServerConfig::authenticator`]
@@ -38,6 +42,7 @@
 //! `http.allowed_hosts` ([`AllowedHosts`]).
 
 pub mod http;
+pub mod log;
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -52,6 +57,7 @@ use crate::ops::OpsLimits;
 use crate::retrieval::MemoryConfig;
 
 pub use http::{AllowedHosts, HttpConfig, Transport};
+pub use log::{LOG_FORMAT_ENV, LogConfig, LogFormat};
 
 /// The listen address when none is configured.
 pub const DEFAULT_LISTEN: &str = "127.0.0.1:8080";
@@ -139,6 +145,8 @@ pub struct ServerConfig {
     pub mcp: McpConfig,
     /// Connections: timeouts, the connection cap, the allowed hosts (`[http]`).
     pub http: HttpConfig,
+    /// The log on stderr (`[log]`).
+    pub log: LogConfig,
     /// Tokens in plain text, from `AGENT_MEMORY_SERVER_TOKENS` (never from the file).
     #[serde(skip)]
     pub plain_tokens: Vec<(String, Principal)>,
@@ -156,6 +164,7 @@ impl std::fmt::Debug for ServerConfig {
             .field("embedder", &self.embedder.kind)
             .field("mcp", &self.mcp.enabled)
             .field("http", &self.http)
+            .field("log", &self.log.format)
             .field(
                 "tokens",
                 &self.tokens.len().saturating_add(self.plain_tokens.len()),
@@ -175,6 +184,7 @@ impl Default for ServerConfig {
             memory: MemoryConfig::default(),
             mcp: McpConfig::default(),
             http: HttpConfig::default(),
+            log: LogConfig::default(),
             plain_tokens: Vec::new(),
         }
     }
@@ -267,6 +277,7 @@ impl ServerConfig {
         self.embedder.apply_env(|suffix| var(suffix))?;
         self.memory.apply_env(|suffix| var(suffix))?;
         self.http.apply_env(|suffix| var(suffix))?;
+        self.log.apply_env(&env)?;
         if let Some(list) = var("TOKENS") {
             for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
                 let (who, token) = item.split_once('=').ok_or_else(|| {
@@ -558,6 +569,43 @@ mod tests {
             .apply_env(|n| (n == "AGENT_MEMORY_SERVER_TOKENS").then(|| "one=t1,one=t1".to_owned()))
             .unwrap();
         assert!(config.authenticator().is_ok());
+    }
+
+    #[test]
+    fn the_log_format_is_a_key_the_environment_overrides() {
+        assert_eq!(ServerConfig::default().log.format, LogFormat::Text);
+        let mut config = ServerConfig::from_toml("[log]\nformat = \"json\"\n").unwrap();
+        assert_eq!(config.log.format, LogFormat::Json);
+        config.apply_env(|_| None).unwrap();
+        assert_eq!(
+            config.log.format,
+            LogFormat::Json,
+            "no variable: the file's"
+        );
+        config
+            .apply_env(|n| (n == "AGENT_MEMORY_LOG_FORMAT").then(|| " ".to_owned()))
+            .unwrap();
+        assert_eq!(
+            config.log.format,
+            LogFormat::Json,
+            "an empty variable is none"
+        );
+        config
+            .apply_env(|n| (n == "AGENT_MEMORY_LOG_FORMAT").then(|| "Text".to_owned()))
+            .unwrap();
+        assert_eq!(config.log.format, LogFormat::Text, "the variable wins");
+        let mut config = ServerConfig::default();
+        config
+            .apply_env(|n| (n == LOG_FORMAT_ENV).then(|| "json".to_owned()))
+            .unwrap();
+        assert_eq!(config.log.format, LogFormat::Json);
+        let err = config
+            .apply_env(|n| (n == LOG_FORMAT_ENV).then(|| "yaml".to_owned()))
+            .unwrap_err();
+        assert!(err.0.contains("`text` or `json`"), "{err}");
+        for bad in ["[log]\nformat = \"yaml\"\n", "[log]\nlevel = \"info\"\n"] {
+            assert!(ServerConfig::from_toml(bad).is_err(), "{bad}");
+        }
     }
 
     #[test]

@@ -46,7 +46,7 @@ use crate::config::McpConfig;
 use crate::error::{ErrorCode, OpError, OpResult};
 use crate::ops::Ops;
 
-pub(crate) use http::oversized_body;
+pub(crate) use http::{oversized_body, unreadable_request_body};
 pub use http::{router, router_with};
 pub use jsonrpc::MAX_REQUEST_DEPTH;
 pub use lines::LineTransport;

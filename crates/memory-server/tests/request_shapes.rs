@@ -1,7 +1,8 @@
 //! Request shapes schemathesis found the server accepting against its OpenAPI document: a
 //! JSON array where an object is required (`[null, null]` read as a `ForgetRequest` forgot the
 //! whole tenant), and integers past the documented `int64` range. Each is refused with a 400
-//! problem document and changes nothing.
+//! problem document and changes nothing. Also the heads hyper refuses before any route runs
+//! (400, 414, 431: answered with a body, never empty) and the OpenAPI document's shape.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
@@ -203,6 +204,49 @@ fn the_openapi_role_is_an_enum_of_the_accepted_roles() {
     }
 }
 
+/// Issue 29: every operation of the OpenAPI document declares the `x-request-id` the server
+/// echoes or assigns: an optional request header, and a header of each of its responses.
+#[test]
+fn every_operation_declares_the_request_id() {
+    use utoipa::OpenApi;
+    let doc = serde_json::to_value(memory_server::http::ApiDoc::openapi()).unwrap();
+    let paths = doc["paths"].as_object().unwrap();
+    let mut operations = 0;
+    for (path, item) in paths {
+        for (method, operation) in item.as_object().unwrap() {
+            if !["get", "put", "post", "delete", "patch", "head", "options"]
+                .contains(&method.as_str())
+            {
+                continue;
+            }
+            operations += 1;
+            let what = format!("{method} {path}");
+            let parameter = operation["parameters"]
+                .as_array()
+                .and_then(|ps| ps.iter().find(|p| p["name"] == "x-request-id"))
+                .unwrap_or_else(|| panic!("{what}: no x-request-id parameter"));
+            assert_eq!(parameter["in"], "header", "{what}: {parameter}");
+            assert_ne!(parameter["required"], true, "{what}: {parameter}");
+            assert_eq!(parameter["schema"]["type"], "string", "{what}: {parameter}");
+            assert_eq!(
+                parameter["schema"]["maxLength"],
+                memory_server::http::access::MAX_REQUEST_ID_LEN,
+                "{what}: {parameter}"
+            );
+            let responses = operation["responses"].as_object().unwrap();
+            assert!(!responses.is_empty(), "{what}");
+            for (status, response) in responses {
+                let header = &response["headers"]["x-request-id"];
+                assert_eq!(
+                    header["schema"]["type"], "string",
+                    "{what} {status}: {response}"
+                );
+            }
+        }
+    }
+    assert!(operations >= 16, "{operations} operations");
+}
+
 /// Issue 29 (16): a declared body over the limit with `Expect: 100-continue` is answered 413
 /// at once, never `100 Continue` (which invites the client to send it all), on every route
 /// that takes a body, `/mcp` included (as a JSON-RPC error there); and nothing is stored.
@@ -254,4 +298,236 @@ async fn an_oversized_body_that_expects_100_continue_is_refused_first() {
     let (status, body) = send(client.get(format!("{url}/v1/threads/s1/count"))).await;
     assert_eq!(status, 200, "{body}");
     assert_eq!(body["active"], 0);
+}
+
+/// Sends `request` on a new connection to `authority` and reads the answer until the server
+/// closes it. The request is written beside the read (the server may answer, and close, before
+/// reading it all); a write or read cut short by the server's close ends the exchange with what
+/// was read.
+async fn raw_exchange(authority: &str, request: Vec<u8>) -> Vec<u8> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    let socket = tokio::net::TcpStream::connect(authority).await.unwrap();
+    let (mut reader, mut writer) = socket.into_split();
+    let writing = tokio::spawn(async move {
+        let _ = writer.write_all(&request).await;
+        writer
+    });
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        reader.read_to_end(&mut answer),
+    )
+    .await;
+    assert!(read.is_ok(), "no answer within 15 s");
+    drop(writing.await);
+    answer
+}
+
+/// A raw HTTP/1.1 answer: its status, its headers (names in lower case) and its body.
+struct RawAnswer {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl RawAnswer {
+    fn parse(bytes: &[u8]) -> Self {
+        let text = String::from_utf8_lossy(bytes);
+        let end = bytes
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no complete head in the answer: {text:?}"));
+        let head = String::from_utf8_lossy(&bytes[..end]).into_owned();
+        let mut lines = head.split("\r\n");
+        let status_line = lines.next().unwrap();
+        let status = status_line
+            .split(' ')
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or_else(|| panic!("no status in {status_line:?}"));
+        let headers = lines
+            .map(|line| {
+                let (name, value) = line.split_once(':').unwrap();
+                (name.trim().to_ascii_lowercase(), value.trim().to_owned())
+            })
+            .collect();
+        Self {
+            status,
+            headers,
+            body: bytes[end + 4..].to_vec(),
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// Checks the answer is `status` with a whole body (its `content-length`) of `media_type`
+    /// that parses as JSON, and returns it.
+    fn json_body(&self, status: u16, media_type: &str, what: &str) -> Value {
+        assert_eq!(
+            self.status,
+            status,
+            "{what}: {:?} {}",
+            self.headers,
+            String::from_utf8_lossy(&self.body)
+        );
+        assert_eq!(self.header("content-type"), Some(media_type), "{what}");
+        assert_eq!(
+            self.header("content-length"),
+            Some(self.body.len().to_string().as_str()),
+            "{what}: the body is whole"
+        );
+        assert_eq!(self.header("connection"), Some("close"), "{what}");
+        serde_json::from_slice(&self.body).unwrap_or_else(|e| {
+            panic!(
+                "{what}: the body is not JSON ({e}): {:?}",
+                String::from_utf8_lossy(&self.body)
+            )
+        })
+    }
+}
+
+/// Checks `answer` is the server's problem document for `status` (HTTP API routes).
+fn assert_problem(answer: &RawAnswer, status: u16, what: &str) {
+    let problem = answer.json_body(status, "application/problem+json", what);
+    let kind = if status == 400 {
+        "invalid_input"
+    } else {
+        "limit_exceeded"
+    };
+    assert_eq!(problem["status"], status, "{what}: {problem}");
+    assert_eq!(problem["kind"], kind, "{what}: {problem}");
+    assert_eq!(
+        problem["type"],
+        format!("urn:agent-memory:problem:{kind}"),
+        "{what}: {problem}"
+    );
+    assert!(problem["title"].is_string(), "{what}: {problem}");
+    let detail = problem["detail"].as_str().unwrap_or_default();
+    assert!(detail.ends_with('.'), "{what}: a sentence: {problem}");
+}
+
+/// Checks `answer` is the MCP endpoint's JSON-RPC error for `status` (id `null`, -32600).
+fn assert_jsonrpc_error(answer: &RawAnswer, status: u16, what: &str) {
+    let error = answer.json_body(status, "application/json", what);
+    assert_eq!(error["jsonrpc"], "2.0", "{what}: {error}");
+    assert_eq!(error["id"], Value::Null, "{what}: {error}");
+    assert_eq!(error["error"]["code"], -32600, "{what}: {error}");
+    assert!(error["error"]["message"].is_string(), "{what}: {error}");
+}
+
+/// Issue 29 (8): a request line over hyper's URI limit is answered 414 with a body, never
+/// hyper's empty answer: the problem document on the HTTP API, the JSON-RPC error on `/mcp`;
+/// and nothing is stored.
+#[tokio::test]
+async fn a_uri_too_long_is_answered_414_with_a_document() {
+    let (url, _stop) = start().await;
+    let authority = url.trim_start_matches("http://").to_owned();
+    let pad = "a".repeat(70_000);
+    let append = r#"{"messages":[{"id":"m1","role":"user","text":"never stored"}]}"#;
+    let request = |path: String, body: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .into_bytes()
+    };
+    let answer = raw_exchange(
+        &authority,
+        request(format!("/v1/threads/s1/messages?pad={pad}"), append),
+    )
+    .await;
+    assert_problem(&RawAnswer::parse(&answer), 414, "a long /v1 URI");
+    let answer = raw_exchange(
+        &authority,
+        format!("GET /v1/threads/{pad}/count HTTP/1.1\r\nHost: {authority}\r\n\r\n").into_bytes(),
+    )
+    .await;
+    assert_problem(&RawAnswer::parse(&answer), 414, "a long /v1 path");
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    let answer = raw_exchange(&authority, request(format!("/mcp?pad={pad}"), call)).await;
+    assert_jsonrpc_error(&RawAnswer::parse(&answer), 414, "a long /mcp URI");
+    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    assert_eq!(active(&client, &url).await, 0, "nothing is stored");
+}
+
+/// Issue 29 (8): a head with too many headers (150, hyper takes 100) or over hyper's buffer
+/// (a 500 KiB header) is answered 431 with a body, never hyper's empty answer.
+#[tokio::test]
+async fn a_head_too_large_is_answered_431_with_a_document() {
+    let (url, _stop) = start().await;
+    let authority = url.trim_start_matches("http://").to_owned();
+    let many: String = (0..150).map(|i| format!("x-pad-{i}: {i}\r\n")).collect();
+    let huge = format!("x-pad: {}\r\n", "a".repeat(500 * 1024));
+    let append = r#"{"messages":[{"id":"m1","role":"user","text":"never stored"}]}"#;
+    let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
+    for (headers, what) in [(&many, "150 headers"), (&huge, "a 500 KiB header")] {
+        for (path, body) in [("/v1/threads/s1/messages", append), ("/mcp", call)] {
+            let request = format!(
+                "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+            let answer = RawAnswer::parse(&raw_exchange(&authority, request.into_bytes()).await);
+            let what = format!("{what} on {path}");
+            if path == "/mcp" {
+                assert_jsonrpc_error(&answer, 431, &what);
+            } else {
+                assert_problem(&answer, 431, &what);
+            }
+        }
+    }
+    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    assert_eq!(active(&client, &url).await, 0, "nothing is stored");
+}
+
+/// Issue 29 (8): a head hyper cannot parse (a header line without a colon) is answered 400
+/// with a body, never hyper's empty answer, and a keep-alive connection's next request that is
+/// malformed too; a well-formed request before it is answered as usual.
+#[tokio::test]
+async fn a_malformed_head_is_answered_400_with_a_document() {
+    let (url, _stop) = start().await;
+    let authority = url.trim_start_matches("http://").to_owned();
+    let bad = |path: &str| {
+        format!(
+            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nno colon here\r\nContent-Length: 2\r\n\r\n{{}}"
+        )
+    };
+    let answer = raw_exchange(&authority, bad("/v1/forget").into_bytes()).await;
+    assert_problem(&RawAnswer::parse(&answer), 400, "a malformed head on /v1");
+    let answer = raw_exchange(&authority, bad("/mcp").into_bytes()).await;
+    assert_jsonrpc_error(&RawAnswer::parse(&answer), 400, "a malformed head on /mcp");
+
+    // After a request answered on the same connection.
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut socket = tokio::net::TcpStream::connect(&authority).await.unwrap();
+    socket
+        .write_all(format!("GET /healthz HTTP/1.1\r\nHost: {authority}\r\n\r\n").as_bytes())
+        .await
+        .unwrap();
+    let mut first = vec![0_u8; 4096];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(15), socket.read(&mut first))
+        .await
+        .expect("an answer within 15 s")
+        .unwrap();
+    let first = String::from_utf8_lossy(&first[..n]).into_owned();
+    assert!(first.starts_with("HTTP/1.1 200 "), "{first}");
+    socket.write_all(bad("/mcp").as_bytes()).await.unwrap();
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        socket.read_to_end(&mut answer),
+    )
+    .await
+    .expect("an answer within 15 s")
+    .unwrap();
+    assert_jsonrpc_error(
+        &RawAnswer::parse(&answer),
+        400,
+        "a malformed second request on /mcp",
+    );
 }

@@ -11,7 +11,11 @@
 //!   [`idle_timeout`](Transport::idle_timeout).
 //!
 //! Whatever the phase, a response the client does not read for `idle_timeout` (every write
-//! waiting) ends it too. Ending a connection drops it: its socket closes and a handler still
+//! waiting) ends it too.
+//!
+//! While the connection waits for a request's headers no handler has run, so what hyper
+//! writes then is its own answer to a head it could not read (400, 414, 431, with an empty
+//! body): the socket sends the server's answer with a body instead ([`head_refusal`]). Ending a connection drops it: its socket closes and a handler still
 //! running is dropped (an append is atomic, so it is stored whole or not at all).
 
 use std::convert::Infallible;
@@ -33,6 +37,7 @@ use tokio::time::Instant;
 use tower_service::Service;
 
 use super::deadline::DeadlineBody;
+use super::head_refusal::{self, REQUEST_START_BYTES};
 use crate::config::Transport;
 
 /// Serves `stream` with `router` until the client or the server closes it, a timeout of
@@ -48,6 +53,7 @@ pub(super) async fn serve(
     let io = TokioIo::new(WatchedIo {
         inner: stream,
         activity: Arc::clone(&activity),
+        replacement: None,
     });
     let service = {
         let activity = Arc::clone(&activity);
@@ -129,6 +135,33 @@ struct State {
     phase: Phase,
     /// Since when every write has waited for the client to read.
     write_waiting: Option<Instant>,
+    /// The first bytes of the request whose headers are awaited, as far as they are known.
+    request_start: RequestStart,
+}
+
+/// The first bytes (up to [`REQUEST_START_BYTES`]) of the request whose headers are awaited:
+/// those read since the connection started or since it was idle. Bytes read while a request
+/// is busy (its body, or a pipelined request's start) are not kept, so a pipelined request's
+/// start is unknown (empty).
+#[derive(Debug, Clone, Copy, Default)]
+struct RequestStart {
+    bytes: [u8; REQUEST_START_BYTES],
+    len: usize,
+}
+
+impl RequestStart {
+    fn as_slice(&self) -> &[u8] {
+        self.bytes.get(..self.len).unwrap_or_default()
+    }
+
+    fn extend(&mut self, read: &[u8]) {
+        let free = self.bytes.get_mut(self.len..).unwrap_or_default();
+        let n = free.len().min(read.len());
+        if let (Some(to), Some(from)) = (free.get_mut(..n), read.get(..n)) {
+            to.copy_from_slice(from);
+            self.len = self.len.saturating_add(n);
+        }
+    }
 }
 
 /// A connection's [`State`], shared by its socket, its requests and its watchdog; `wake`
@@ -145,6 +178,7 @@ impl Activity {
             state: Mutex::new(State {
                 phase: Phase::AwaitingHeaders(now),
                 write_waiting: None,
+                request_start: RequestStart::default(),
             }),
             wake: Notify::new(),
         }
@@ -188,18 +222,34 @@ impl Activity {
             .map(|(_, reason)| reason)
     }
 
-    /// Bytes arrived: an idle connection starts waiting for the headers they begin.
-    fn on_read(&self) {
+    /// Bytes (`read`) arrived: an idle connection starts waiting for the headers they begin;
+    /// the first bytes of the awaited request are kept.
+    fn on_read(&self, read: &[u8]) {
         let woke = self.update(|state| match state.phase {
             Phase::Idle(_) => {
                 state.phase = Phase::AwaitingHeaders(Instant::now());
+                state.request_start = RequestStart::default();
+                state.request_start.extend(read);
                 true
             }
-            _ => false,
+            Phase::AwaitingHeaders(_) => {
+                state.request_start.extend(read);
+                false
+            }
+            Phase::Busy(_) => false,
         });
         if woke {
             self.wake.notify_one();
         }
+    }
+
+    /// The first bytes of the request whose headers are awaited, when no handler runs: what
+    /// hyper writes then is its own answer (see the module's documentation).
+    fn awaited_request_start(&self) -> Option<RequestStart> {
+        self.update(|state| match state.phase {
+            Phase::AwaitingHeaders(_) => Some(state.request_start),
+            _ => None,
+        })
     }
 
     /// A write waits for the client (`waiting`) or went through.
@@ -229,6 +279,7 @@ struct Busy(Arc<Activity>);
 impl Busy {
     fn begin(activity: Arc<Activity>) -> Self {
         activity.update(|state| {
+            state.request_start = RequestStart::default();
             state.phase = match state.phase {
                 Phase::Busy(n) => Phase::Busy(n.saturating_add(1)),
                 _ => Phase::Busy(1),
@@ -284,11 +335,61 @@ impl http_body::Body for BusyBody {
     }
 }
 
-/// The socket, telling [`Activity`] when bytes arrive and when writes wait.
+/// The socket, telling [`Activity`] when bytes arrive and when writes wait, and sending the
+/// server's answer in place of hyper's empty one to a head it could not read.
 #[derive(Debug)]
 struct WatchedIo {
     inner: TcpStream,
     activity: Arc<Activity>,
+    /// The answer sent instead of hyper's, once hyper has begun its own.
+    replacement: Option<Replacement>,
+}
+
+/// An answer sent in place of what hyper writes, and how much of it is sent.
+#[derive(Debug)]
+struct Replacement {
+    answer: Vec<u8>,
+    sent: usize,
+}
+
+impl WatchedIo {
+    /// Takes the server's answer in place of `written` when `written` is hyper's own answer to
+    /// a head it could not read.
+    fn replace_refusal(&mut self, written: &[u8]) {
+        if self.replacement.is_some() {
+            return;
+        }
+        let Some(start) = self.activity.awaited_request_start() else {
+            return;
+        };
+        if let Some(answer) = head_refusal::rewrite(written, start.as_slice()) {
+            self.replacement = Some(Replacement { answer, sent: 0 });
+        }
+    }
+
+    /// Sends the rest of the replacement answer, if there is one (`None`: there is none and
+    /// hyper's bytes go to the socket as they are). Once it is sent, whatever hyper writes
+    /// is dropped: hyper writes nothing after its answer but closes the connection.
+    fn poll_replacement(&mut self, cx: &mut Context<'_>) -> Option<Poll<std::io::Result<()>>> {
+        let replacement = self.replacement.as_mut()?;
+        while let Some(rest) = replacement
+            .answer
+            .get(replacement.sent..)
+            .filter(|rest| !rest.is_empty())
+        {
+            let result = Pin::new(&mut self.inner).poll_write(cx, rest);
+            self.activity.on_write(result.is_pending());
+            match result {
+                Poll::Ready(Ok(0)) => {
+                    return Some(Poll::Ready(Err(std::io::ErrorKind::WriteZero.into())));
+                }
+                Poll::Ready(Ok(n)) => replacement.sent = replacement.sent.saturating_add(n),
+                Poll::Ready(Err(error)) => return Some(Poll::Ready(Err(error))),
+                Poll::Pending => return Some(Poll::Pending),
+            }
+        }
+        Some(Poll::Ready(Ok(())))
+    }
 }
 
 impl AsyncRead for WatchedIo {
@@ -300,8 +401,11 @@ impl AsyncRead for WatchedIo {
         let this = self.get_mut();
         let before = buf.filled().len();
         let result = Pin::new(&mut this.inner).poll_read(cx, buf);
-        if matches!(result, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            this.activity.on_read();
+        if matches!(result, Poll::Ready(Ok(()))) {
+            let read = buf.filled().get(before..).unwrap_or_default();
+            if !read.is_empty() {
+                this.activity.on_read(read);
+            }
         }
         result
     }
@@ -314,6 +418,11 @@ impl AsyncWrite for WatchedIo {
         buf: &[u8],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        this.replace_refusal(buf);
+        if let Some(replaced) = this.poll_replacement(cx) {
+            // hyper's bytes count as written: the answer in their place is.
+            return replaced.map_ok(|()| buf.len());
+        }
         let result = Pin::new(&mut this.inner).poll_write(cx, buf);
         this.activity.on_write(result.is_pending());
         result
@@ -325,6 +434,16 @@ impl AsyncWrite for WatchedIo {
         bufs: &[std::io::IoSlice<'_>],
     ) -> Poll<std::io::Result<usize>> {
         let this = self.get_mut();
+        if let Some(first) = bufs.iter().find(|buf| !buf.is_empty()) {
+            this.replace_refusal(first);
+        }
+        if let Some(replaced) = this.poll_replacement(cx) {
+            let len = bufs
+                .iter()
+                .map(|buf| buf.len())
+                .fold(0, usize::saturating_add);
+            return replaced.map_ok(|()| len);
+        }
         let result = Pin::new(&mut this.inner).poll_write_vectored(cx, bufs);
         this.activity.on_write(result.is_pending());
         result
@@ -373,7 +492,7 @@ mod tests {
         drop(busy);
         let idle_at = activity.deadline(&t).unwrap();
         assert!(idle_at >= start + t.idle_timeout);
-        activity.on_read();
+        activity.on_read(b"GET / HTTP/1.1\r\n");
         let headers_at = activity.deadline(&t).unwrap();
         assert!(
             headers_at < idle_at,

@@ -7,6 +7,7 @@ use utoipa::{Modify, OpenApi};
 
 use super::health::StatusView;
 use super::memory::SearchBody;
+use super::openapi_request_id::RequestIdHeader;
 use super::problem::{ApiError, Problem};
 use super::sessions::{DeletedView, SaveBody, VersionView};
 use super::threads::{AffectedView, AppendBody, ArchiveBody, MessagesView};
@@ -34,7 +35,7 @@ impl Modify for BearerAuth {
 /// The OpenAPI document of the HTTP API.
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "agent-memory server", description = "Conversation history, sessions and forget over HTTP. Errors are application/problem+json (RFC 9457) with a `kind`."),
+    info(title = "agent-memory server", description = "Conversation history, sessions and forget over HTTP. Errors are application/problem+json (RFC 9457) with a `kind`. Every response carries an `x-request-id`."),
     paths(health::healthz, health::readyz, threads::append, threads::read, threads::count,
         threads::archive, threads::clear, threads::list_threads, sessions::load_session,
         sessions::save_session, sessions::delete_session, sessions::list_sessions,
@@ -43,7 +44,7 @@ impl Modify for BearerAuth {
         CountView, ArchiveBody, AffectedView, ScopePage, ScopeView, SessionView, SaveBody,
         VersionView, DeletedView, ForgetRequest, ForgetReceiptView, StoreReceiptView, StatusView,
         MemoryContextView, MemoryPutView, SearchBody, SearchView, SearchHitView, RoleName)),
-    modifiers(&BearerAuth),
+    modifiers(&BearerAuth, &RequestIdHeader),
 )]
 pub struct ApiDoc;
 

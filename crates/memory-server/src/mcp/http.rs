@@ -85,6 +85,13 @@ pub(crate) fn oversized_body(length: usize, limit: usize) -> Response {
     )
 }
 
+/// The JSON-RPC error (invalid request, -32600, id `null`) saying `message`: the body of a
+/// refusal made before the request could be read (the HTTP server's answer to a request head
+/// it cannot read, on this endpoint).
+pub(crate) fn unreadable_request_body(message: String) -> serde_json::Value {
+    jsonrpc::invalid_request(message).to_response()
+}
+
 /// A refused request's answer: `status`, and the JSON-RPC error as the body.
 fn refused(status: StatusCode, refusal: &Refusal) -> Response {
     (status, axum::Json(refusal.to_response())).into_response()

@@ -85,6 +85,12 @@ pub(super) fn too_large(len: Option<usize>, limit: usize, head: &[u8]) -> Refusa
     )
 }
 
+/// The refusal of a request that is not read at all (its head is over a limit), saying
+/// `message`: an invalid request without an id.
+pub(super) fn invalid_request(message: String) -> Refusal {
+    Refusal::invalid(message, None)
+}
+
 /// The refusal of a request whose bytes could not all be read (the connection failed).
 pub(super) fn unreadable() -> Refusal {
     Refusal::parse("the request could not be read whole", None)
