@@ -367,7 +367,7 @@ fn receipt_json(receipt: &ForgetReceipt) -> Value {
         "session": filter.session.as_ref().map(|s| s.as_str()),
         "stores": receipt.stores.iter().map(|s| json!({
             "store": s.store,
-            "scopes": s.scopes,
+            "scopes": s.known_scopes(),
             "items": s.items,
             "unit": s.unit,
         })).collect::<Vec<_>>(),

@@ -10,7 +10,7 @@
 
 mod support;
 
-use agent_memory::{Scope, Window};
+use agent_memory::{Scope, TextDocument, Window};
 use predicates::prelude::*;
 use serde_json::Value;
 use support::{TestStore, cli, json_of, seed, snapshot};
@@ -177,6 +177,16 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
         let name = store.name();
         seeded(&store).await;
         let stores = support::open(&store).await;
+        // A text document of u1 where the backend has a text index, whose deletes do not
+        // tell the documents' scopes apart.
+        if let Some(texts) = stores.text_index() {
+            let document = TextDocument {
+                id: uuid::Uuid::new_v4(),
+                text: "walrus lantern".to_owned(),
+                payload: serde_json::Map::new(),
+            };
+            texts.upsert(&scopes().0[0], &[document]).await.unwrap();
+        }
         let before = snapshot(&stores, &["default", "other"]).await;
 
         // A dry run counts and changes nothing.
@@ -189,6 +199,18 @@ async fn forget_leaves_nothing_readable_and_dry_run_changes_nothing() {
             "{name}: both of u1's threads, archived included"
         );
         assert_eq!(receipt["stores"][1]["items"], 2, "{name}: u1's sessions");
+        assert_eq!(history["scopes"], 2, "{name}: u1's two threads");
+        for store_receipt in receipt["stores"].as_array().unwrap() {
+            let scopes = &store_receipt["scopes"];
+            let items = store_receipt["items"].as_u64().unwrap();
+            assert!(
+                scopes.as_u64().is_some_and(|n| n > 0)
+                    || (scopes.is_null() && items > 0)
+                    || (scopes == 0 && items == 0),
+                "{name}: {store_receipt}: scopes counts the scopes that held items, or is null \
+                 where the store cannot tell them apart (never 0 scopes of some items)"
+            );
+        }
         assert_eq!(
             snapshot(&stores, &["default", "other"]).await,
             before,

@@ -124,6 +124,49 @@ fn serve_refuses_a_public_address_without_tokens() {
     assert!(stderr.contains("loopback"), "{stderr}");
 }
 
+/// Issue 29 (5): one token given to two tenants (here a plain token of `acme` whose digest is
+/// also the file's token of `beta`) stops `serve` before it listens, with a sentence naming
+/// both tenants and never the token; before, it started and wrote in the first tenant.
+#[test]
+fn serve_refuses_one_token_for_two_tenants() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("server.toml");
+    let digest: String = <sha2::Sha256 as sha2::Digest>::digest(TOKEN.as_bytes())
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n\
+             [[tokens]]\nsha256 = \"{digest}\"\ntenant = \"beta\"\n"
+        ),
+    )
+    .unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
+        .args(["serve", "--config"])
+        .arg(&config)
+        .env_remove(agent_memory::URL_ENV)
+        .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme={TOKEN}"))
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        !output.status.success(),
+        "serve started with a shared token"
+    );
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(
+        stderr.contains("`acme`") && stderr.contains("`beta`"),
+        "the refusal names both tenants: {stderr}"
+    );
+    assert!(!stderr.contains("http://"), "it never listened: {stderr}");
+    assert!(
+        !stderr.contains(TOKEN) && !stderr.to_lowercase().contains(&digest),
+        "the refusal never names the token: {stderr}"
+    );
+}
+
 /// Issue 29 (15, 10): `serve` logs every request at `info` by default, as JSON lines with
 /// `AGENT_MEMORY_LOG_FORMAT=json` (method, route template, status, request id, tenant; never
 /// the token or the body), and log text written to a pipe or a file has no colour codes.

@@ -96,6 +96,15 @@ impl StoreReceipt {
             unit: unit.into(),
         }
     }
+
+    /// The scopes that held matching data as a reader should see them: `None` when the store
+    /// cannot tell its items' scopes apart and deleted some ([`scopes`](Self::scopes) is 0
+    /// then, which would read as "items in no scope"); the count otherwise (0 when nothing
+    /// matched, which is exact for every store). The server's and the command's receipts
+    /// both show this.
+    pub fn known_scopes(&self) -> Option<u64> {
+        (self.scopes > 0 || self.items == 0).then_some(self.scopes)
+    }
 }
 
 /// What a [`Forgetter::forget`] did, store by store.
@@ -494,6 +503,24 @@ mod tests {
     use crate::{
         ChatMessage, InMemoryHistoryStore, InMemorySessionStore, Scope, SessionId, TenantId, UserId,
     };
+
+    #[test]
+    fn scopes_are_unknown_only_where_items_were_deleted_without_them() {
+        let known = StoreReceipt::new("history", 2, 5, "messages");
+        assert_eq!(known.known_scopes(), Some(2));
+        let uncounted = StoreReceipt::new("vectors", 0, 4, "points");
+        assert_eq!(
+            uncounted.known_scopes(),
+            None,
+            "4 points in no scope is not a count"
+        );
+        let nothing = StoreReceipt::new("vectors", 0, 0, "points");
+        assert_eq!(
+            nothing.known_scopes(),
+            Some(0),
+            "nothing deleted is in 0 scopes"
+        );
+    }
 
     #[tokio::test]
     async fn a_forget_purges_expired_threads_and_sessions_it_cannot_list() {

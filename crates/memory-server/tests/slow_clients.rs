@@ -183,6 +183,8 @@ async fn connections_over_the_cap_wait_until_one_closes() {
     srv.stop().await;
 }
 
+/// A partial head, a stalled body, an idle keep-alive and 50 more silent or half-sent
+/// connections: the shutdown still ends within its deadline and closes every one of them.
 #[tokio::test(flavor = "multi_thread")]
 async fn a_shutdown_completes_within_its_deadline_under_slow_clients() {
     let mut srv = start_in_memory(|config| {
@@ -214,6 +216,18 @@ async fn a_shutdown_completes_within_its_deadline_under_slow_clients() {
         .await
         .unwrap();
     assert!(read_response(&mut idle, HANG).await.is_some());
+    // Many connections that sent nothing, or half a head, hold on too.
+    let mut many = Vec::new();
+    for i in 0..50 {
+        let mut socket = srv.connect().await;
+        if i % 2 == 1 {
+            socket
+                .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n")
+                .await
+                .unwrap();
+        }
+        many.push(socket);
+    }
     let body = json!({"messages": [{"id": "m1", "role": "user", "text": "served"}]});
     let answer = request(
         &srv,
@@ -228,7 +242,10 @@ async fn a_shutdown_completes_within_its_deadline_under_slow_clients() {
         srv.stopped_within(HANG).await,
         "the server still ran {HANG:?} after the shutdown began"
     );
-    for socket in [&mut partial, &mut stalled, &mut idle] {
+    for socket in [&mut partial, &mut stalled, &mut idle]
+        .into_iter()
+        .chain(many.iter_mut())
+    {
         assert!(read_until_closed(socket, HANG).await.is_some());
     }
 }

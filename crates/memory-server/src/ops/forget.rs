@@ -98,9 +98,7 @@ impl Ops {
                 .stores
                 .into_iter()
                 .map(|s| StoreReceiptView {
-                    // A store that cannot tell scopes apart reports 0 whatever it deleted
-                    // (`StoreReceipt::scopes`); items in no scope is that, not a count.
-                    scopes: (s.scopes > 0 || s.items == 0).then_some(s.scopes),
+                    scopes: s.known_scopes(),
                     store: s.store,
                     items: s.items,
                     unit: s.unit,
