@@ -7,6 +7,9 @@
 //! 5. `cargo doc --workspace --all-features --no-deps` with `RUSTDOCFLAGS="-D warnings"`
 //! 6. `cargo deny check bans licenses sources` (installing cargo-deny first if it is missing;
 //!    advisories need the network and are left out)
+//!
+//! CI (`.ci/run`) runs the checks other than the tests beside `cargo xtask test`, at the lowest
+//! CPU priority and in a target directory of their own, so they use the CPU the tests leave idle.
 
 use std::{
     env,
@@ -133,7 +136,15 @@ fn doc() -> Result {
     util::run_checked(&mut cmd)
 }
 
+/// The cargo-deny release CI installs when the machine has none (its `deny.toml` format is the
+/// one this release reads).
+const CARGO_DENY_VERSION: &str = "0.20.2";
+
 /// `cargo deny check bans licenses sources`, installing cargo-deny first if it is missing.
+///
+/// The install builds cargo-deny's debug profile without debug info: its release profile (fat
+/// LTO, one codegen unit) took 3.5 minutes of both cores here, the debug build under one, and
+/// the check itself takes seconds either way.
 fn deny() -> Result {
     let installed = util::cargo(["deny", "--version"])?
         .stdin(Stdio::null())
@@ -142,9 +153,20 @@ fn deny() -> Result {
         .status()
         .is_ok_and(|status| status.success());
     if !installed {
-        println!("cargo-deny is not installed; installing it: cargo install cargo-deny --locked");
-        util::run_checked(&mut util::cargo(["install", "cargo-deny", "--locked"])?)
-            .map_err(|err| format!("installing cargo-deny: {err}"))?;
+        let mut install = util::cargo([
+            "install",
+            "cargo-deny",
+            "--version",
+            CARGO_DENY_VERSION,
+            "--locked",
+            "--debug",
+        ])?;
+        install.env("CARGO_PROFILE_DEV_DEBUG", "false");
+        println!(
+            "cargo-deny is not installed; installing it: {}",
+            util::Shown(&install)
+        );
+        util::run_checked(&mut install).map_err(|err| format!("installing cargo-deny: {err}"))?;
     }
     util::run_checked(&mut util::cargo([
         "deny", "check", "bans", "licenses", "sources",

@@ -6,6 +6,7 @@
 use std::{
     env,
     io::{self, BufRead, BufReader, IsTerminal, Read, Write},
+    path::PathBuf,
     process::Stdio,
     thread,
 };
@@ -27,34 +28,38 @@ pub(crate) struct Totals {
     pub(crate) failed: u64,
 }
 
+/// The tools the tests read from the environment: `(variable, value)` pairs.
+type ToolEnv = Vec<(&'static str, PathBuf)>;
+
+/// A tool's `ensure`: fetches it into the cache (or the given directory) once, returns its path.
+type Ensure = fn(Option<PathBuf>) -> Result<PathBuf>;
+
 /// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments: the services,
 /// the local embedding model (see `fetch-model`), the `mem0ai` virtualenv (see `fetch-mem0`),
 /// the server's Python test tools (see `fetch-pytools`), then the tests.
+///
+/// The tools are fetched (on a first run: downloads and two `pip install`s) while the tests
+/// compile, by `cargo test --no-run` with the same arguments; the tests run once both are done.
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
+    let tools = thread::spawn(fetch_tools);
+    // The arguments after a `--` are the test binaries'; the build takes the rest.
+    let build_args = extra.iter().take_while(|arg| *arg != "--");
+    let mut build = util::cargo(["test", "--workspace", "--all-features", "--no-run"])?;
+    build.args(build_args);
+    let built = util::run_checked(&mut build);
+    let tools = tools
+        .join()
+        .map_err(|_| "the thread fetching the test tools panicked")?
+        .map_err(|err| format!("fetching the tools the tests need: {err}"))?;
+    built.map_err(|err| format!("compiling the tests: {err}"))?;
+
     let mut cmd = util::cargo(["test", "--workspace", "--all-features", "--no-fail-fast"])?;
     cmd.args(extra);
-    // The local embedding model the vector tests use: fetched once into a cache outside the
-    // repository (never committed), unless the caller points at one.
-    if env::var_os(MODEL_DIR_ENV).is_none() {
-        let model_dir = fetch_model::ensure(None)?;
-        println!("{MODEL_DIR_ENV}={}", model_dir.display());
-        cmd.env(MODEL_DIR_ENV, model_dir);
-    }
-    // The real Mem0 library memory-mem0's `real_mem0` test serves: installed once into a
-    // virtualenv in the same cache, unless the caller points at an interpreter.
-    if env::var_os(fetch_mem0::PYTHON_ENV).is_none() {
-        let python = fetch_mem0::ensure(None)?;
-        println!("{}={}", fetch_mem0::PYTHON_ENV, python.display());
-        cmd.env(fetch_mem0::PYTHON_ENV, python);
-    }
-    // schemathesis and the MCP SDK, which the server's client tests run: installed once into
-    // another virtualenv in the same cache, unless the caller points at an interpreter.
-    if env::var_os(fetch_pytools::PYTHON_ENV).is_none() {
-        let python = fetch_pytools::ensure(None)?;
-        println!("{}={}", fetch_pytools::PYTHON_ENV, python.display());
-        cmd.env(fetch_pytools::PYTHON_ENV, python);
+    for (name, value) in tools {
+        println!("{name}={}", value.display());
+        cmd.env(name, value);
     }
     // cargo sees pipes, not our terminal: keep its colours when we are on one.
     if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
@@ -101,6 +106,25 @@ pub(crate) fn run(extra: &[String]) -> Result {
         return Err("no test passed: a run with zero tests is not a success".into());
     }
     Ok(())
+}
+
+/// Fetches what the tests need from outside the repository, each once into a cache (never
+/// committed), unless the caller's environment already points at it: the local embedding model
+/// the vector tests use, the real Mem0 library memory-mem0's `real_mem0` test serves, and
+/// schemathesis and the MCP SDK, which the server's client tests run.
+fn fetch_tools() -> std::result::Result<ToolEnv, String> {
+    let mut tools = ToolEnv::new();
+    let fetchers: [(&'static str, Ensure); 3] = [
+        (MODEL_DIR_ENV, fetch_model::ensure),
+        (fetch_mem0::PYTHON_ENV, fetch_mem0::ensure),
+        (fetch_pytools::PYTHON_ENV, fetch_pytools::ensure),
+    ];
+    for (name, ensure) in fetchers {
+        if env::var_os(name).is_none() {
+            tools.push((name, ensure(None).map_err(|err| err.to_string())?));
+        }
+    }
+    Ok(tools)
 }
 
 /// Copies `input` to `output` line by line, flushing each line, and shows each line (without

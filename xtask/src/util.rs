@@ -44,7 +44,29 @@ where
     let program = env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let mut cmd = Command::new(program);
     cmd.args(args).current_dir(workspace_root()?);
+    for (name, _) in env::vars_os() {
+        if name.to_str().is_some_and(is_set_by_cargo_run) {
+            cmd.env_remove(name);
+        }
+    }
     Ok(cmd)
+}
+
+/// Whether `name` is one of the variables `cargo run` sets for the program it starts (the
+/// package's manifest directory, name, version, ...).
+///
+/// They describe xtask, not the command we start, and a nested cargo must not see them: build
+/// scripts such as ring's watch `CARGO_PKG_NAME` and `CARGO_MANIFEST_DIR` with
+/// `rerun-if-env-changed`, so a `cargo test` started from xtask with them set rebuilt ring and
+/// everything above it (rustls, redis, tantivy, qdrant-edge, ...) that a plain `cargo test` had
+/// built, and the other way round.
+fn is_set_by_cargo_run(name: &str) -> bool {
+    name.starts_with("CARGO_PKG_")
+        || name.starts_with("CARGO_MANIFEST_")
+        || matches!(
+            name,
+            "CARGO_CRATE_NAME" | "CARGO_BIN_NAME" | "CARGO_PRIMARY_PACKAGE"
+        )
 }
 
 /// Runs `cmd` with inherited stdio and fails unless it exits successfully.
@@ -92,5 +114,35 @@ impl fmt::Display for Shown<'_> {
             }
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_variables_cargo_run_sets_are_recognised_and_cargo_settings_are_not() {
+        for name in [
+            "CARGO_PKG_NAME",
+            "CARGO_PKG_VERSION_MAJOR",
+            "CARGO_MANIFEST_DIR",
+            "CARGO_MANIFEST_PATH",
+            "CARGO_CRATE_NAME",
+            "CARGO_BIN_NAME",
+            "CARGO_PRIMARY_PACKAGE",
+        ] {
+            assert!(is_set_by_cargo_run(name), "{name}");
+        }
+        for name in [
+            "CARGO",
+            "CARGO_HOME",
+            "CARGO_TARGET_DIR",
+            "CARGO_TERM_COLOR",
+            "CARGO_PROFILE_DEV_DEBUG",
+            "CARGO_BUILD_JOBS",
+        ] {
+            assert!(!is_set_by_cargo_run(name), "{name}");
+        }
     }
 }
