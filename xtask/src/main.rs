@@ -37,6 +37,8 @@ mod fuzz;
 mod load;
 mod services;
 mod test;
+mod test_binaries;
+mod test_pool;
 mod util;
 mod venv;
 

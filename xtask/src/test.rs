@@ -1,32 +1,49 @@
 //! `cargo xtask test`: the services, then every test of the workspace, with a summary.
 //!
-//! cargo's output is streamed to the terminal line by line as it comes, while the
-//! `test result: ...` lines are summed over all test binaries and doctests.
+//! 1. The services are checked (and started where down).
+//! 2. `cargo test --workspace --all-features --no-run` compiles every test binary while the
+//!    tools the tests read from the environment are fetched beside it (see [`fetch_tools`]).
+//! 3. The test binaries and the doctests (`cargo test --doc`) run as jobs of
+//!    [`test_pool`], [`DEFAULT_JOBS`] at a time (`AGENT_MEMORY_TEST_JOBS` to change it), the
+//!    longest first: by the durations the previous run recorded in the target directory, else
+//!    by how many tests each binary lists.
+//! 4. `N passed, M failed` summed over every `test result:` line, the slowest jobs, and the
+//!    failed ones by name.
+//!
+//! cargo-nextest would run the binaries side by side too, but installing it on a fresh machine
+//! costs CI more minutes than this module's few lines.
 
 use std::{
-    env,
-    io::{self, BufRead, BufReader, IsTerminal, Read, Write},
+    collections::HashMap,
+    env, fs,
+    io::{self, IsTerminal},
     path::PathBuf,
-    process::Stdio,
+    process::Command,
     thread,
 };
 
 use crate::{
     fetch_mem0, fetch_model, fetch_pytools, services,
-    util::{self, Result, Shown},
+    test_binaries::{self, TestBinary},
+    test_pool::{self, Finished, Job, Totals},
+    util::{self, Result},
 };
 
 /// The environment variable the local-model tests read the model directory from.
 const MODEL_DIR_ENV: &str = "AGENT_MEMORY_MODEL_DIR";
 
-/// Passed and failed test counts.
-#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Totals {
-    /// Tests that passed.
-    pub(crate) passed: u64,
-    /// Tests that failed.
-    pub(crate) failed: u64,
-}
+/// The environment variable that sets how many test jobs run at a time.
+const JOBS_ENV: &str = "AGENT_MEMORY_TEST_JOBS";
+
+/// Test jobs at a time by default: each binary runs two tests at a time (libtest's default on
+/// two cores), and most of them wait on a database server.
+const DEFAULT_JOBS: usize = 3;
+
+/// The file, in the target directory, where a run records how long each job took.
+const DURATIONS_FILE: &str = "xtask-test-durations.tsv";
+
+/// The name of the doctest job.
+const DOCTESTS: &str = "doctests";
 
 /// The tools the tests read from the environment: `(variable, value)` pairs.
 type ToolEnv = Vec<(&'static str, PathBuf)>;
@@ -34,70 +51,84 @@ type ToolEnv = Vec<(&'static str, PathBuf)>;
 /// A tool's `ensure`: fetches it into the cache (or the given directory) once, returns its path.
 type Ensure = fn(Option<PathBuf>) -> Result<PathBuf>;
 
-/// Runs `cargo xtask test`, with `extra` appended to the `cargo test` arguments: the services,
-/// the local embedding model (see `fetch-model`), the `mem0ai` virtualenv (see `fetch-mem0`),
-/// the server's Python test tools (see `fetch-pytools`), then the tests.
-///
-/// The tools are fetched (on a first run: downloads and two `pip install`s) while the tests
-/// compile, by `cargo test --no-run` with the same arguments; the tests run once both are done.
+/// Runs `cargo xtask test`. `extra` are more `cargo test` arguments: those before a `--` go to
+/// the build and the doctests (e.g. `-p memory-sql`), those after it to every test binary (e.g.
+/// a test name filter).
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
+    let mut parts = extra.splitn(2, |arg| arg == "--");
+    let cargo_args = parts.next().unwrap_or_default();
+    let binary_args = parts.next().unwrap_or_default();
+
     let tools = thread::spawn(fetch_tools);
-    // The arguments after a `--` are the test binaries'; the build takes the rest.
-    let build_args = extra.iter().take_while(|arg| *arg != "--");
     let mut build = util::cargo(["test", "--workspace", "--all-features", "--no-run"])?;
-    build.args(build_args);
-    let built = util::run_checked(&mut build);
+    build.args(cargo_args);
+    let built = test_binaries::build(build);
     let tools = tools
         .join()
         .map_err(|_| "the thread fetching the test tools panicked")?
         .map_err(|err| format!("fetching the tools the tests need: {err}"))?;
-    built.map_err(|err| format!("compiling the tests: {err}"))?;
-
-    let mut cmd = util::cargo(["test", "--workspace", "--all-features", "--no-fail-fast"])?;
-    cmd.args(extra);
-    for (name, value) in tools {
+    let binaries = built.map_err(|err| format!("compiling the tests: {err}"))?;
+    for (name, value) in &tools {
         println!("{name}={}", value.display());
-        cmd.env(name, value);
     }
-    // cargo sees pipes, not our terminal: keep its colours when we are on one.
-    if io::stderr().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
-        cmd.env("CARGO_TERM_COLOR", "always");
-    }
-    let shown = Shown(&cmd).to_string();
-    println!("$ {shown}");
-    let mut child = cmd
-        .stdin(Stdio::inherit())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|err| format!("could not start `{shown}`: {err}"))?;
 
-    let stdout = child.stdout.take().ok_or("cargo test: no stdout pipe")?;
-    let stderr = child.stderr.take().ok_or("cargo test: no stderr pipe")?;
-    // stderr (compiler progress, panics) goes through on its own thread, so neither pipe can
-    // fill up and stall cargo while we read the other.
-    let stderr_thread = thread::spawn(move || forward(stderr, &mut io::stderr(), |_| {}));
+    let durations_path = target_dir()?.join(DURATIONS_FILE);
+    let recorded = read_durations(&durations_path);
+    let mut jobs = Vec::with_capacity(binaries.len().saturating_add(1));
+    let mut doctests = util::cargo(["test", "--workspace", "--all-features", "--doc"])?;
+    doctests.args(cargo_args).arg("--").args(binary_args);
+    if io::stdout().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
+        doctests.env("CARGO_TERM_COLOR", "always");
+    }
+    jobs.push(job(DOCTESTS.to_owned(), doctests, &tools));
+    let mut ordered: Vec<(f64, Job)> = binaries
+        .iter()
+        .map(|binary| {
+            let mut command = Command::new(&binary.executable);
+            command.current_dir(&binary.package_dir).args(binary_args);
+            let name = job_name(binary);
+            let expected = expected_seconds(binary, &name, &recorded);
+            (expected, job(name, command, &tools))
+        })
+        .collect();
+    // The longest first, so the last job to end is a short one. The doctests go first of all:
+    // they compile before they run.
+    ordered.sort_by(|a, b| b.0.total_cmp(&a.0));
+    jobs.extend(ordered.into_iter().map(|(_, job)| job));
+
+    let parallel = parallel_jobs()?;
+    println!(
+        "running {} test jobs, {parallel} at a time ({JOBS_ENV} to change it)",
+        jobs.len()
+    );
+    let finished = test_pool::run(jobs, parallel);
+    // Recording is best effort: it only orders the next run.
+    let _ = write_durations(&durations_path, &recorded, &finished);
+    summarize(&finished)
+}
+
+/// Prints the totals, the slowest jobs and the failed ones, and says whether the run passed.
+fn summarize(finished: &[Finished]) -> Result {
     let mut totals = Totals::default();
-    let stdout_result = forward(stdout, &mut io::stdout(), |line| {
-        if let Some(found) = parse_result_line(line) {
-            totals.passed = totals.passed.saturating_add(found.passed);
-            totals.failed = totals.failed.saturating_add(found.failed);
-        }
-    });
-    let stderr_result = stderr_thread
-        .join()
-        .map_err(|_| "the thread forwarding cargo's stderr panicked")?;
-    let status = child
-        .wait()
-        .map_err(|err| format!("waiting for `{shown}`: {err}"))?;
-    stdout_result.map_err(|err| format!("forwarding cargo's stdout: {err}"))?;
-    stderr_result.map_err(|err| format!("forwarding cargo's stderr: {err}"))?;
-
+    for job in finished {
+        totals.add(job.totals);
+    }
+    let mut slowest: Vec<&Finished> = finished.iter().collect();
+    slowest.sort_by_key(|job| std::cmp::Reverse(job.elapsed));
+    println!("\nslowest test jobs:");
+    for job in slowest.iter().take(8) {
+        println!("  {:>8}  {}", util::secs(job.elapsed), job.name);
+    }
+    let failed: Vec<&str> = finished
+        .iter()
+        .filter(|job| !job.success)
+        .map(|job| job.name.as_str())
+        .collect();
     println!("{} passed, {} failed", totals.passed, totals.failed);
-    if !status.success() {
-        return Err(format!("`{shown}` failed ({status})").into());
+    if !failed.is_empty() {
+        return Err(format!("these test jobs failed: {}", failed.join(", ")).into());
     }
     if totals.failed > 0 {
         return Err(format!("{} test(s) failed", totals.failed).into());
@@ -106,6 +137,98 @@ pub(crate) fn run(extra: &[String]) -> Result {
         return Err("no test passed: a run with zero tests is not a success".into());
     }
     Ok(())
+}
+
+/// A job running `command` with the tools' variables set.
+fn job(name: String, mut command: Command, tools: &ToolEnv) -> Job {
+    for (variable, value) in tools {
+        command.env(variable, value);
+    }
+    Job { name, command }
+}
+
+/// How the output and the durations file name a test binary: `memory-sql tests/sql/main.rs`.
+fn job_name(binary: &TestBinary) -> String {
+    format!("{} {}", binary.package, binary.label)
+}
+
+/// How long `binary` is expected to take, to order the jobs: the recorded duration, else (for a
+/// first run) a tenth of a second per test it lists.
+fn expected_seconds(binary: &TestBinary, name: &str, recorded: &HashMap<String, f64>) -> f64 {
+    if let Some(seconds) = recorded.get(name) {
+        return *seconds;
+    }
+    let listed = Command::new(&binary.executable)
+        .current_dir(&binary.package_dir)
+        .args(["--list", "--format", "terse"])
+        .output();
+    let tests = listed.map_or(0, |output| {
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| line.ends_with(": test"))
+            .count()
+    });
+    // Counts are far below 2^52: the conversion is exact.
+    #[allow(clippy::cast_precision_loss)]
+    let seconds = tests as f64 / 10.0;
+    seconds
+}
+
+/// How many jobs run at a time: `AGENT_MEMORY_TEST_JOBS`, else [`DEFAULT_JOBS`].
+fn parallel_jobs() -> Result<usize> {
+    match env::var(JOBS_ENV) {
+        Err(_) => Ok(DEFAULT_JOBS),
+        Ok(value) => value
+            .trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|jobs| *jobs > 0)
+            .ok_or_else(|| {
+                format!("{JOBS_ENV} must be a whole number above 0, not {value:?}").into()
+            }),
+    }
+}
+
+/// The target directory: `CARGO_TARGET_DIR`, else `target` in the workspace.
+fn target_dir() -> Result<PathBuf> {
+    match env::var_os("CARGO_TARGET_DIR") {
+        Some(dir) => Ok(PathBuf::from(dir)),
+        None => Ok(util::workspace_root()?.join("target")),
+    }
+}
+
+/// The durations a previous run recorded (`name<TAB>seconds` lines); empty when there are none.
+fn read_durations(path: &std::path::Path) -> HashMap<String, f64> {
+    parse_durations(&fs::read_to_string(path).unwrap_or_default())
+}
+
+/// Parses `name<TAB>seconds` lines, skipping any that do not parse.
+fn parse_durations(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter_map(|line| {
+            let (name, seconds) = line.rsplit_once('\t')?;
+            let seconds = seconds.trim().parse::<f64>().ok()?;
+            seconds.is_finite().then(|| (name.to_owned(), seconds))
+        })
+        .collect()
+}
+
+/// Records this run's durations over the recorded ones (jobs this run did not have are kept).
+fn write_durations(
+    path: &std::path::Path,
+    recorded: &HashMap<String, f64>,
+    finished: &[Finished],
+) -> io::Result<()> {
+    let mut durations = recorded.clone();
+    for job in finished {
+        durations.insert(job.name.clone(), job.elapsed.as_secs_f64());
+    }
+    let mut lines: Vec<String> = durations
+        .iter()
+        .map(|(name, seconds)| format!("{name}\t{seconds:.1}"))
+        .collect();
+    lines.sort();
+    fs::write(path, lines.join("\n") + "\n")
 }
 
 /// Fetches what the tests need from outside the repository, each once into a cache (never
@@ -127,158 +250,31 @@ fn fetch_tools() -> std::result::Result<ToolEnv, String> {
     Ok(tools)
 }
 
-/// Copies `input` to `output` line by line, flushing each line, and shows each line (without
-/// ANSI colour codes) to `on_line`.
-///
-/// Reads `input` to its end even when writing to `output` fails, so the child never blocks on
-/// a full pipe; the first write error is returned at the end.
-fn forward(
-    input: impl Read,
-    output: &mut impl Write,
-    mut on_line: impl FnMut(&str),
-) -> io::Result<()> {
-    let mut reader = BufReader::new(input);
-    let mut buf = Vec::new();
-    let mut write_error = None;
-    loop {
-        buf.clear();
-        if reader.read_until(b'\n', &mut buf)? == 0 {
-            return write_error.map_or(Ok(()), Err);
-        }
-        if write_error.is_none()
-            && let Err(err) = output.write_all(&buf).and_then(|()| output.flush())
-        {
-            write_error = Some(err);
-        }
-        on_line(&strip_ansi(&String::from_utf8_lossy(&buf)));
-    }
-}
-
-/// Removes ANSI escape sequences (`ESC [ ... letter`), as in coloured libtest output.
-fn strip_ansi(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c != '\u{1b}' {
-            out.push(c);
-            continue;
-        }
-        if chars.next() == Some('[') {
-            for c in chars.by_ref() {
-                if c.is_ascii_alphabetic() {
-                    break;
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Parses a libtest summary line such as
-/// `test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; finished in 0.01s`
-/// or `test result: FAILED. 3 passed; 2 failed; ...`.
-pub(crate) fn parse_result_line(line: &str) -> Option<Totals> {
-    let rest = line.trim().strip_prefix("test result:")?;
-    let (_, counts) = rest.split_once('.')?;
-    let mut totals = Totals::default();
-    let mut seen = (false, false);
-    for part in counts.split(';') {
-        let mut words = part.split_whitespace();
-        let (Some(number), Some(label)) = (words.next(), words.next()) else {
-            continue;
-        };
-        let Ok(number) = number.parse::<u64>() else {
-            continue;
-        };
-        match label {
-            "passed" => {
-                totals.passed = number;
-                seen.0 = true;
-            }
-            "failed" => {
-                totals.failed = number;
-                seen.1 = true;
-            }
-            _ => {}
-        }
-    }
-    (seen.0 && seen.1).then_some(totals)
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
-    fn parses_ok_line() {
-        let line = "test result: ok. 12 passed; 0 failed; 1 ignored; 0 measured; 0 filtered out; \
-                    finished in 0.01s\n";
-        assert_eq!(
-            parse_result_line(line),
-            Some(Totals {
-                passed: 12,
-                failed: 0
-            })
-        );
-    }
+    fn recorded_durations_round_trip_and_bad_lines_are_skipped() {
+        let parsed = parse_durations("memory-sql tests/sql/main.rs\t190.5\nbroken line\nx\tNaN\n");
+        assert_eq!(parsed.len(), 1);
+        assert_eq!(parsed.get("memory-sql tests/sql/main.rs"), Some(&190.5));
 
-    #[test]
-    fn parses_failed_line() {
-        let line = "test result: FAILED. 3 passed; 2 failed; 0 ignored; 0 measured; \
-                    0 filtered out; finished in 1.50s";
-        assert_eq!(
-            parse_result_line(line),
-            Some(Totals {
-                passed: 3,
-                failed: 2
-            })
-        );
-    }
-
-    #[test]
-    fn parses_coloured_line() {
-        let line = strip_ansi(
-            "test result: \u{1b}[32mok\u{1b}[0m. 7 passed; 0 failed; 0 ignored; 0 measured; \
-             0 filtered out; finished in 0.00s",
-        );
-        assert_eq!(
-            parse_result_line(&line),
-            Some(Totals {
-                passed: 7,
-                failed: 0
-            })
-        );
-    }
-
-    #[test]
-    fn ignores_other_lines() {
-        assert_eq!(parse_result_line("running 3 tests"), None);
-        assert_eq!(parse_result_line("test foo::bar ... ok"), None);
-        assert_eq!(parse_result_line("test result: garbage"), None);
-    }
-
-    #[test]
-    fn forwards_every_line_and_sums() {
-        let input = "running 1 test\ntest a ... ok\n\ntest result: ok. 1 passed; 0 failed; \
-                     0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
-                     test result: FAILED. 2 passed; 1 failed; 0 ignored; 0 measured; \
-                     0 filtered out; finished in 0.00s";
-        let mut output = Vec::new();
-        let mut totals = Totals::default();
-        forward(input.as_bytes(), &mut output, |line| {
-            if let Some(found) = parse_result_line(line) {
-                totals.passed += found.passed;
-                totals.failed += found.failed;
-            }
-        })
-        .unwrap();
-        assert_eq!(output, input.as_bytes());
-        assert_eq!(
-            totals,
-            Totals {
-                passed: 3,
-                failed: 1
-            }
-        );
+        let dir = std::env::temp_dir().join(format!("xtask-durations-{}", std::process::id()));
+        fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(DURATIONS_FILE);
+        let finished = [Finished {
+            name: "memory-core unittests src/lib.rs".to_owned(),
+            totals: Totals::default(),
+            success: true,
+            elapsed: Duration::from_millis(2_500),
+        }];
+        write_durations(&path, &parsed, &finished).unwrap();
+        let read = read_durations(&path);
+        fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(read.get("memory-core unittests src/lib.rs"), Some(&2.5));
+        assert_eq!(read.get("memory-sql tests/sql/main.rs"), Some(&190.5));
     }
 }
