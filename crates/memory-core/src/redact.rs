@@ -128,7 +128,40 @@ pub fn scrub_error(err: crate::Error, secrets: &[String]) -> crate::Error {
     }
 }
 
-/// An error text from which secrets were removed: the source [`scrub_error`] leaves.
+/// The error with its message and the text of each of its sources passed through `rewrite`,
+/// the sources then joined into one: what a caller does to take a URL, or a name for it, out
+/// of an error. An error that `rewrite` leaves as it is comes back unchanged, its sources kept.
+///
+/// ```
+/// use memory_core::redact::rewrite_error;
+/// use memory_core::{Error, ErrorKind};
+///
+/// let driver = std::io::Error::other("cannot reach db:1");
+/// let err = Error::new(ErrorKind::Unavailable, "db:1 failed").with_source(driver);
+/// let clean = rewrite_error(err, |text| text.replace("db:1", "the database"));
+/// assert_eq!(clean.message(), "the database failed");
+/// let source = std::error::Error::source(&clean).unwrap().to_string();
+/// assert_eq!(source, "cannot reach the database");
+/// ```
+pub fn rewrite_error(err: crate::Error, rewrite: impl Fn(&str) -> String) -> crate::Error {
+    let raw: Vec<String> = std::iter::successors(std::error::Error::source(&err), |s| s.source())
+        .map(|s| s.to_string())
+        .collect();
+    let chain: Vec<String> = raw.iter().map(|s| rewrite(s)).collect();
+    let message = rewrite(err.message());
+    if message == err.message() && chain == raw {
+        return err;
+    }
+    let rebuilt = crate::Error::new_like(&err, message);
+    if chain.is_empty() {
+        rebuilt
+    } else {
+        rebuilt.with_source(Scrubbed(chain.join(": ")))
+    }
+}
+
+/// An error text from which secrets were removed, or that was rewritten: the source
+/// [`scrub_error`] and [`rewrite_error`] leave.
 #[derive(Debug)]
 struct Scrubbed(String);
 

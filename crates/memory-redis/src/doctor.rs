@@ -3,10 +3,8 @@
 //! policy but `noeviction` lets Redis delete stored memory when it is full) and whether it
 //! persists anything. It writes no key and changes no setting.
 
-use std::fmt;
-
 use memory_core::doctor::Check;
-use memory_core::redact::scrub_error;
+use memory_core::redact::{rewrite_error, scrub_error};
 use memory_core::{Error, Result, url_secrets};
 use redis::Value;
 
@@ -92,34 +90,8 @@ fn clean(err: Error, url: &str, redacted: Option<&str>) -> Error {
     let Some(redacted) = redacted else {
         return err.with_operation("inspect");
     };
-    let fix = |text: &str| text.replace(redacted, "the server");
-    let raw: Vec<String> = std::iter::successors(std::error::Error::source(&err), |s| s.source())
-        .map(|s| s.to_string())
-        .collect();
-    let chain: Vec<String> = raw.iter().map(|s| fix(s)).collect();
-    let message = fix(err.message());
-    if message == err.message() && chain == raw {
-        return err.with_operation("inspect");
-    }
-    let rebuilt = Error::new_like(&err, message).with_operation("inspect");
-    if chain.is_empty() {
-        rebuilt
-    } else {
-        rebuilt.with_source(Detail(chain.join(": ")))
-    }
+    rewrite_error(err, |text| text.replace(redacted, "the server")).with_operation("inspect")
 }
-
-/// An error text cleaned of the URL.
-#[derive(Debug)]
-struct Detail(String);
-
-impl fmt::Display for Detail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Detail {}
 
 async fn send(conn: &Connection, node: Option<(&str, u16)>, cmd: &redis::Cmd) -> Result<Value> {
     const WHAT: &str = "inspect the server";

@@ -244,30 +244,9 @@ pub(crate) fn scope_of(prefix: &str, key: &str, what: Listed) -> Option<Scope> {
 
 /// Rebuilds a scope from its [`Scope::key`], validating every part.
 pub(crate) fn scope_from_key(scope_key: &str) -> Option<Scope> {
-    let mut parts = scope_key.split('|');
-    let (tenant, user, agent, source, session) = (
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-    );
-    if parts.next().is_some() {
-        return None;
-    }
-    let mut scope = Scope::session(session)
-        .ok()?
-        .with_tenant(tenant)
-        .ok()?
-        .with_source(source)
-        .ok()?;
-    if user != "~" {
-        scope = scope.with_user(user).ok()?;
-    }
-    if agent != "~" {
-        scope = scope.with_agent(agent).ok()?;
-    }
-    (scope.key() == scope_key).then_some(scope)
+    Scope::from_key(scope_key)
+        .ok()
+        .filter(|scope| scope.key() == scope_key)
 }
 
 #[cfg(test)]

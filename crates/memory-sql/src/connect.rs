@@ -222,6 +222,26 @@ pub(crate) async fn within<T>(
     })
 }
 
+/// [`within`] for one operation of a store: its errors name `operation` (the API's word) and
+/// `backend`.
+pub(crate) async fn within_operation<T>(
+    limit: Duration,
+    backend: Backend,
+    operation: &'static str,
+    ctx: &str,
+    op: impl Future<Output = Result<T>>,
+) -> Result<T> {
+    within(limit, ctx, op)
+        .await
+        .map_err(|err| err.with_backend(backend.as_str()).with_operation(operation))
+}
+
+/// What a store's `Debug` shows for its URL: the URL with its password masked, or that it
+/// wraps an application's pool.
+pub(crate) fn debug_url(url: Option<&str>) -> &str {
+    url.unwrap_or("(application's pool)")
+}
+
 /// A duration in whole milliseconds, at least 1 (for server settings where 0 means "never").
 #[cfg(feature = "postgres")]
 fn millis(d: Duration) -> u128 {

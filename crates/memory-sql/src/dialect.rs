@@ -80,20 +80,7 @@ impl Dialect {
             .replace("{prefix}", prefix.as_str())
             .replace("{now}", self.now_ms());
         match self.backend {
-            Backend::Postgres => {
-                let mut out = String::with_capacity(sql.len().saturating_add(16));
-                let mut n = 0u32;
-                for c in sql.chars() {
-                    if c == '?' {
-                        n = n.saturating_add(1);
-                        out.push('$');
-                        out.push_str(&n.to_string());
-                    } else {
-                        out.push(c);
-                    }
-                }
-                out
-            }
+            Backend::Postgres => numbered_placeholders(&sql),
             Backend::Sqlite | Backend::MySql => sql,
         }
     }
@@ -113,6 +100,23 @@ impl Dialect {
     pub(crate) fn has_upsert_returning(self) -> bool {
         matches!(self.backend, Backend::Sqlite | Backend::Postgres)
     }
+}
+
+/// `sql` with each `?` placeholder numbered in order (`$1`, `$2`, …), as PostgreSQL takes
+/// them. The statements are ours: no `?` stands in a literal.
+pub(crate) fn numbered_placeholders(sql: &str) -> String {
+    let mut out = String::with_capacity(sql.len().saturating_add(16));
+    let mut n = 0u32;
+    for c in sql.chars() {
+        if c == '?' {
+            n = n.saturating_add(1);
+            out.push('$');
+            out.push_str(&n.to_string());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

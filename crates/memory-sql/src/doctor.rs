@@ -6,11 +6,11 @@
 //! nothing: a SQLite file is opened read-only (and not at all when it does not exist), and only
 //! `SELECT`s and `PRAGMA` reads are sent.
 
-use std::fmt;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use memory_core::doctor::Check;
+use memory_core::redact::rewrite_error;
 use memory_core::{Error, Result};
 
 use crate::config::{DbUrl, SqlConfig};
@@ -323,33 +323,8 @@ fn doctor_error(url: &DbUrl, err: Error) -> Error {
         url.scrub(text)
             .replace(url.redacted.as_str(), "the database")
     };
-    let raw: Vec<String> = std::iter::successors(std::error::Error::source(&err), |s| s.source())
-        .map(|s| s.to_string())
-        .collect();
-    let chain: Vec<String> = raw.iter().map(|s| clean(s)).collect();
-    let message = clean(err.message());
-    if message == err.message() && chain == raw {
-        return err;
-    }
-    let rebuilt = Error::new_like(&err, message);
-    if chain.is_empty() {
-        rebuilt
-    } else {
-        rebuilt.with_source(Detail(chain.join(": ")))
-    }
+    rewrite_error(err, clean)
 }
-
-/// An error text cleaned of the URL.
-#[derive(Debug)]
-struct Detail(String);
-
-impl fmt::Display for Detail {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for Detail {}
 
 impl SqlInspection {
     /// An inspection of `backend` with `prefix` before anything was read.

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use memory_core::{Error, Result};
 use sqlx::{AssertSqlSafe, SqlSafeStr, SqlStr};
 
-use crate::dialect::Dialect;
+use crate::dialect::{Backend, Dialect};
 use crate::error::{Context, sql_error};
 
 /// One bound argument.
@@ -385,6 +385,21 @@ pub(crate) enum Pool {
     /// Keeps the enum inhabited-by-nothing when no database feature is enabled.
     #[allow(dead_code)]
     Disabled(Infallible),
+}
+
+impl Pool {
+    /// The engine the pool connects to.
+    pub(crate) fn backend(&self) -> Backend {
+        match self {
+            #[cfg(feature = "sqlite")]
+            Pool::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "postgres")]
+            Pool::Postgres(_) => Backend::Postgres,
+            #[cfg(feature = "mysql")]
+            Pool::MySql(_) => Backend::MySql,
+            Pool::Disabled(never) => match *never {},
+        }
+    }
 }
 
 /// A transaction (or, for MySQL migrations, a plain connection: MySQL commits DDL implicitly).

@@ -9,7 +9,7 @@ use std::time::Duration;
 use memory_core::{Error, Page, PageRequest, Result, Scope, ScopeFilter, TenantId, TokenCounter};
 
 use crate::config::{DbUrl, SchemaMode, SqlConfig};
-use crate::connect::{connect_pool, redact_error, within};
+use crate::connect::{connect_pool, debug_url, redact_error, within_operation};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query};
 use crate::prefix::TablePrefix;
@@ -120,7 +120,7 @@ impl SqlStore {
     /// As [`SqlStore::connect`].
     #[cfg(feature = "sqlite")]
     pub async fn from_sqlite_pool(pool: sqlx::SqlitePool, config: SqlConfig) -> Result<Self> {
-        Self::open(Pool::Sqlite(pool), Backend::Sqlite, config, None, false).await
+        Self::open(Pool::Sqlite(pool), config, None, false).await
     }
 
     /// Wraps the application's PostgreSQL pool, creating or upgrading the schema.
@@ -129,7 +129,7 @@ impl SqlStore {
     /// As [`SqlStore::connect`].
     #[cfg(feature = "postgres")]
     pub async fn from_postgres_pool(pool: sqlx::PgPool, config: SqlConfig) -> Result<Self> {
-        Self::open(Pool::Postgres(pool), Backend::Postgres, config, None, false).await
+        Self::open(Pool::Postgres(pool), config, None, false).await
     }
 
     /// Wraps the application's MySQL or MariaDB pool, creating or upgrading the schema.
@@ -138,16 +138,16 @@ impl SqlStore {
     /// As [`SqlStore::connect`].
     #[cfg(feature = "mysql")]
     pub async fn from_mysql_pool(pool: sqlx::MySqlPool, config: SqlConfig) -> Result<Self> {
-        Self::open(Pool::MySql(pool), Backend::MySql, config, None, false).await
+        Self::open(Pool::MySql(pool), config, None, false).await
     }
 
     async fn open(
         pool: Pool,
-        backend: Backend,
         config: SqlConfig,
         url: Option<String>,
         memory: bool,
     ) -> Result<Self> {
+        let backend = pool.backend();
         let prefix = TablePrefix::new(&config.table_prefix)?;
         let default_ttl_ms = config.default_ttl.map(ttl_ms).transpose()?;
         let dialect = Dialect::new(backend);
@@ -219,10 +219,7 @@ impl fmt::Debug for SqlStore {
         let inner = &self.inner;
         f.debug_struct("SqlStore")
             .field("backend", &inner.db.dialect.backend)
-            .field(
-                "url",
-                &inner.url.as_deref().unwrap_or("(application's pool)"),
-            )
+            .field("url", &debug_url(inner.url.as_deref()))
             .field("in_memory", &inner.memory)
             .field("table_prefix", &inner.prefix)
             .field("schema_version", &inner.schema_version)
@@ -307,14 +304,7 @@ impl SqlStoreBuilder {
         let opened = async {
             let opened = connect_pool(&url, &self.config).await?;
             let redacted = Some(url.redacted.clone());
-            SqlStore::open(
-                opened.pool,
-                url.backend,
-                self.config,
-                redacted,
-                opened.memory,
-            )
-            .await
+            SqlStore::open(opened.pool, self.config, redacted, opened.memory).await
         };
         opened.await.map_err(|err| {
             redact_error(&url, err)
@@ -339,18 +329,12 @@ impl SqlStore {
     /// Runs `operation` of the store (`"append"`, `"load"`: the API's word) within the
     /// operation timeout; its errors name the operation and the backend. `ctx` says what was
     /// being done in the timeout's message.
-    pub(crate) async fn bounded<T>(
-        &self,
-        operation: &'static str,
-        ctx: &str,
-        op: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        within(self.inner.operation_timeout, ctx, op)
-            .await
-            .map_err(|err| {
-                err.with_backend(self.backend().as_str())
-                    .with_operation(operation)
-            })
+    pub(crate) async fn bounded<T, F>(&self, operation: &'static str, ctx: &str, op: F) -> Result<T>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        let limit = self.inner.operation_timeout;
+        within_operation(limit, self.backend(), operation, ctx, op).await
     }
 
     /// The schema version the tables were at (or were brought to) when the store opened.

@@ -7,15 +7,19 @@
 //! thread with none or all of its messages); a retried append with the same ids returns the
 //! sequence numbers the batch first got.
 
+mod kill;
 pub mod proxy;
 pub mod servers;
+mod urls;
 
 use std::time::{Duration, Instant};
 
 use memory_core::{ChatMessage, ErrorKind, HistoryStore, MessageId, Scope, Window};
 
+pub use kill::{ServerStep, failures_around_the_kill, kill_and_restart_after};
 pub use proxy::{Cut, CutProxy, Traffic, Turn};
 pub use servers::{PrivateMariadb, PrivatePostgres};
+pub use urls::{server_addr, via_proxy};
 
 /// The longest one call may take while connections are cut before the test calls it a hang.
 pub const CALL_LIMIT: Duration = Duration::from_secs(20);

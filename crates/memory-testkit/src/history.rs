@@ -47,6 +47,7 @@
 
 mod append;
 mod archive;
+mod backend_cursor;
 mod count_clear;
 mod cursor;
 mod listing;
@@ -66,6 +67,7 @@ pub use append::{
 pub use archive::{
     archive_edge_ranges, archive_moves_a_range_out_of_the_window, archived_ids_still_dedupe,
 };
+pub use backend_cursor::{CURSOR_WINDOWS, expect_emptied_thread, expect_nothing_new};
 pub use count_clear::{
     clear_deletes_the_thread, count_reports_active_archived_tokens_and_last_seq,
 };

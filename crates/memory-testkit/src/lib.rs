@@ -14,6 +14,7 @@ mod delete_matching;
 pub mod doubles;
 #[cfg(feature = "engines")]
 pub mod engines;
+mod error_text;
 pub mod fault_net;
 pub mod faults;
 pub mod fixtures;
@@ -32,6 +33,7 @@ pub mod session;
 pub mod text_reference;
 pub mod vector;
 
+pub use error_text::error_text;
 pub use forget::run_all_forget_checks;
 pub use history::run_all_history_checks;
 pub use lexical::run_all_text_index_checks;

@@ -22,6 +22,27 @@ local function chunked(cmd, key, items, collect)
   return out
 end
 
+-- Appends to `out`, for each of `seqs` whose body the hash `msg` holds: the seq as a number,
+-- its token count (`counts[i]`, or from the hash `tok` when `counts` is nil), 1 when it is
+-- active (every message is when `active_set` is nil) or 0, and the body. Returns `out`.
+local function append_messages(out, msg, tok, seqs, counts, active_set)
+  if #seqs == 0 then return out end
+  local bodies = chunked('HMGET', msg, seqs, true)
+  if not counts then counts = chunked('HMGET', tok, seqs, true) end
+  for i = 1, #seqs do
+    local body = bodies[i]
+    if body then
+      local is_active = 1
+      if active_set and not active_set[seqs[i]] then is_active = 0 end
+      out[#out + 1] = tonumber(seqs[i])
+      out[#out + 1] = counts[i]
+      out[#out + 1] = is_active
+      out[#out + 1] = body
+    end
+  end
+  return out
+end
+
 -- An integer as a decimal string (exact up to 2^53; Lua's tostring switches to exponents).
 local function itos(x)
   return string.format('%d', x)

@@ -111,18 +111,4 @@ else
   return redis.error_reply('ERR memory-redis: unknown read mode ' .. mode)
 end
 
-local bodies = chunked('HMGET', msg, seqs, true)
-if not counts then counts = chunked('HMGET', tok, seqs, true) end
-local out = {born, next_cursor}
-for i = 1, #seqs do
-  local body = bodies[i]
-  if body then
-    local is_active = 1
-    if active_set and not active_set[seqs[i]] then is_active = 0 end
-    out[#out + 1] = tonumber(seqs[i])
-    out[#out + 1] = counts[i]
-    out[#out + 1] = is_active
-    out[#out + 1] = body
-  end
-end
-return out
+return append_messages({born, next_cursor}, msg, tok, seqs, counts, active_set)

@@ -101,19 +101,4 @@ else
   return redis.error_reply('ERR memory-redis: unknown read mode ' .. mode)
 end
 
-local out = header
-if #seqs == 0 then return out end
-local bodies = chunked('HMGET', msg, seqs, true)
-if not counts then counts = chunked('HMGET', tok, seqs, true) end
-for i = 1, #seqs do
-  local body = bodies[i]
-  if body then
-    local is_active = 1
-    if active_set and not active_set[seqs[i]] then is_active = 0 end
-    out[#out + 1] = tonumber(seqs[i])
-    out[#out + 1] = counts[i]
-    out[#out + 1] = is_active
-    out[#out + 1] = body
-  end
-end
-return out
+return append_messages(header, msg, tok, seqs, counts, active_set)

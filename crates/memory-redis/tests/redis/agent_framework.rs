@@ -104,6 +104,50 @@ async fn connect(format: AfKeyFormat) -> AfRedisHistory {
         .unwrap()
 }
 
+/// The format most tests use: application `app` under the test's own key prefix.
+fn app(prefix: &str) -> AfKeyFormat {
+    AfKeyFormat::scoped("app").with_key_prefix(prefix)
+}
+
+/// A key prefix of the test's own and a store in `app(prefix)` (data expire after
+/// `LEFTOVER_TTL`).
+async fn app_store() -> (String, AfRedisHistory) {
+    let prefix = unique_prefix();
+    let store = connect(app(&prefix)).await;
+    (prefix, store)
+}
+
+/// A store in `app(prefix)` over a `RedisStore` of its own, whose round trips a test counts.
+async fn counted_store(prefix: &str) -> (memory_redis::RedisStore, AfRedisHistory) {
+    let shared = memory_redis::RedisStore::connect(&url()).await.unwrap();
+    let store = shared
+        .agent_framework(app(prefix))
+        .default_ttl(LEFTOVER_TTL)
+        .connect()
+        .await
+        .unwrap();
+    (shared, store)
+}
+
+/// A store in `app(prefix)` that keeps the last three messages.
+async fn bounded_store(prefix: &str) -> AfRedisHistory {
+    builder(app(prefix))
+        .max_messages(3)
+        .default_ttl(LEFTOVER_TTL)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// Redis's `TYPE` of `key`.
+async fn key_type(conn: &mut MultiplexedConnection, key: &str) -> String {
+    memory_redis::redis::cmd("TYPE")
+        .arg(key)
+        .query_async(conn)
+        .await
+        .unwrap()
+}
+
 fn vector() -> Vec<Value> {
     let text = std::fs::read_to_string(VECTOR).unwrap();
     serde_json::from_str::<Value>(&text)
@@ -218,6 +262,16 @@ fn id_less(role: &str, text: &str) -> ChatMessage {
 
 fn seqs(messages: &[memory_core::StoredMessage]) -> Vec<u64> {
     messages.iter().map(|m| m.seq).collect()
+}
+
+/// The seqs that a read of `window` returns.
+async fn read_seqs(store: &AfRedisHistory, scope: &Scope, window: Window) -> Vec<u64> {
+    seqs(&store.read(scope, window).await.unwrap())
+}
+
+/// `n` messages with the ids `m0`, `m1`, … and the text `w`.
+fn numbered(n: usize) -> Vec<ChatMessage> {
+    (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect()
 }
 
 #[test]
@@ -443,12 +497,7 @@ async fn writes_the_samples_byte_for_byte() {
             (1..=messages.len() as u64).collect::<Vec<_>>()
         );
         assert_eq!(lrange(&mut conn, &key).await, elements, "{key}");
-        let kind: String = memory_redis::redis::cmd("TYPE")
-            .arg(&key)
-            .query_async(&mut conn)
-            .await
-            .unwrap();
-        assert_eq!(kind, "list");
+        assert_eq!(key_type(&mut conn, &key).await, "list");
 
         let again = store.append(&scope, &messages).await.unwrap();
         if messages.len() > 1 {
@@ -494,32 +543,19 @@ async fn reads_what_python_wrote() {
     assert_eq!(read[3].id.as_str(), "msg_0002");
     assert_eq!(store.read(&scope, Window::Everything).await.unwrap(), all);
 
-    assert_eq!(
-        seqs(&store.read(&scope, Window::Last(2)).await.unwrap()),
-        [3, 4]
-    );
-    assert_eq!(
-        seqs(&store.read(&scope, Window::Last(10)).await.unwrap()),
-        [1, 2, 3, 4]
-    );
-    assert!(
-        store
-            .read(&scope, Window::Last(0))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert_eq!(
-        seqs(&store.read(&scope, Window::After(3)).await.unwrap()),
-        [4]
-    );
-    assert!(
-        store
-            .read(&scope, Window::After(4))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    for (window, expected) in [
+        (Window::Last(2), &[3, 4][..]),
+        (Window::Last(10), &[1, 2, 3, 4]),
+        (Window::Last(0), &[]),
+        (Window::After(3), &[4]),
+        (Window::After(4), &[]),
+    ] {
+        assert_eq!(
+            read_seqs(&store, &scope, window).await,
+            expected,
+            "{window:?}"
+        );
+    }
 
     let counter = default_token_counter();
     let tokens: Vec<u64> = expected
@@ -531,40 +567,19 @@ async fn reads_what_python_wrote() {
         tokens
     );
     let budget = tokens[2] + tokens[3];
-    assert_eq!(
-        seqs(
-            &store
-                .read(&scope, Window::TokenBudget(budget))
-                .await
-                .unwrap()
-        ),
-        [3, 4]
-    );
-    assert_eq!(
-        seqs(
-            &store
-                .read(&scope, Window::TokenBudget(budget - 1))
-                .await
-                .unwrap()
-        ),
-        [4]
-    );
-    assert_eq!(
-        seqs(
-            &store
-                .read(&scope, Window::TokenBudget(u64::MAX))
-                .await
-                .unwrap()
-        ),
-        [1, 2, 3, 4]
-    );
-    assert!(
-        store
-            .read(&scope, Window::TokenBudget(0))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    for (budget, expected) in [
+        (budget, &[3, 4][..]),
+        (budget - 1, &[4]),
+        (u64::MAX, &[1, 2, 3, 4]),
+        (0, &[]),
+    ] {
+        let window = Window::TokenBudget(budget);
+        assert_eq!(
+            read_seqs(&store, &scope, window).await,
+            expected,
+            "{window:?}"
+        );
+    }
 
     let count = store.count(&scope).await.unwrap();
     assert_eq!((count.active, count.archived, count.last_seq), (4, 0, 4));
@@ -589,8 +604,7 @@ async fn reads_what_python_wrote() {
 
 #[tokio::test]
 async fn a_budget_read_spans_several_chunks() {
-    let prefix = unique_prefix();
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let (prefix, store) = app_store().await;
     let scope = session("long");
     let messages: Vec<ChatMessage> = (0..300)
         .map(|i| with_id(&format!("m{i}"), "word"))
@@ -613,6 +627,21 @@ async fn a_budget_read_spans_several_chunks() {
 struct InterferingCounter {
     key: String,
     fired: std::sync::atomic::AtomicBool,
+}
+
+impl InterferingCounter {
+    /// A store in `format` whose token counter interferes with the list at `key`.
+    async fn reader(format: AfKeyFormat, key: String) -> AfRedisHistory {
+        let counter = Self {
+            key,
+            fired: false.into(),
+        };
+        builder(format)
+            .token_counter(std::sync::Arc::new(counter))
+            .connect()
+            .await
+            .unwrap()
+    }
 }
 
 impl memory_core::TokenCounter for InterferingCounter {
@@ -643,20 +672,13 @@ impl memory_core::TokenCounter for InterferingCounter {
 #[tokio::test]
 async fn a_budget_read_stops_when_the_list_shifts_under_it() {
     let prefix = unique_prefix();
-    let format = AfKeyFormat::scoped("app").with_key_prefix(&prefix);
+    let format = app(&prefix);
     let writer = connect(format.clone()).await;
     let scope = session("shifting");
     let key = writer.key_for(&scope).unwrap();
-    let messages: Vec<ChatMessage> = (0..100).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    let messages = numbered(100);
     writer.append(&scope, &messages).await.unwrap();
-    let reader = builder(format)
-        .token_counter(std::sync::Arc::new(InterferingCounter {
-            key,
-            fired: false.into(),
-        }))
-        .connect()
-        .await
-        .unwrap();
+    let reader = InterferingCounter::reader(format, key).await;
     // The length stays 100, but every position moved by one after the first chunk: the read
     // returns that first chunk only, never a duplicated or skipped message.
     let window = reader
@@ -676,16 +698,10 @@ async fn a_budget_read_stops_when_the_list_shifts_under_it() {
 #[tokio::test]
 async fn a_long_list_is_read_in_pages() {
     let prefix = unique_prefix();
-    let shared = memory_redis::RedisStore::connect(&url()).await.unwrap();
-    let store = shared
-        .agent_framework(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
-        .default_ttl(LEFTOVER_TTL)
-        .connect()
-        .await
-        .unwrap();
+    let (shared, store) = counted_store(&prefix).await;
     let scope = session("long");
     let n = 2 * MAX_READ_PAGE + 10;
-    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    let messages = numbered(n);
     store.append(&scope, &messages).await.unwrap();
     store.read(&scope, Window::Last(1)).await.unwrap();
     for (window, expected) in [
@@ -723,21 +739,14 @@ async fn a_long_list_is_read_in_pages() {
 #[tokio::test]
 async fn a_paged_read_starts_over_when_the_list_shifts() {
     let prefix = unique_prefix();
-    let format = AfKeyFormat::scoped("app").with_key_prefix(&prefix);
+    let format = app(&prefix);
     let writer = connect(format.clone()).await;
     let scope = session("shifting-pages");
     let key = writer.key_for(&scope).unwrap();
     let n = MAX_READ_PAGE + 50;
-    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    let messages = numbered(n);
     writer.append(&scope, &messages).await.unwrap();
-    let reader = builder(format)
-        .token_counter(std::sync::Arc::new(InterferingCounter {
-            key,
-            fired: false.into(),
-        }))
-        .connect()
-        .await
-        .unwrap();
+    let reader = InterferingCounter::reader(format, key).await;
     // After the first page, another writer pushes one element and trims the first.
     let all = reader.read(&scope, Window::All).await.unwrap();
     assert_eq!(seqs(&all), (1..=n as u64).collect::<Vec<_>>());
@@ -755,9 +764,8 @@ async fn a_paged_read_starts_over_when_the_list_shifts() {
 
 #[tokio::test]
 async fn a_retried_append_is_a_no_op() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
     let scope = session("retry");
     let key = store.key_for(&scope).unwrap();
     let batch = [with_id("a", "A"), with_id("b", "B"), with_id("c", "C")];
@@ -765,27 +773,21 @@ async fn a_retried_append_is_a_no_op() {
     assert_eq!((first.inserted, first.seqs.clone()), (3, vec![1, 2, 3]));
     let retry = store.append(&scope, &batch).await.unwrap();
     assert_eq!((retry.inserted, retry.seqs), (0, vec![1, 2, 3]));
-    // An overlapping batch: only what follows the overlap is new.
-    let next = store
-        .append(&scope, &[with_id("c", "C"), with_id("d", "D")])
-        .await
-        .unwrap();
-    assert_eq!((next.inserted, next.seqs), (1, vec![3, 4]));
-    assert_eq!(lrange(&mut conn, &key).await.len(), 4);
-    // The retry of that batch too.
-    let next = store
-        .append(&scope, &[with_id("c", "C"), with_id("d", "D")])
-        .await
-        .unwrap();
-    assert_eq!((next.inserted, next.seqs), (0, vec![3, 4]));
-    assert_eq!(lrange(&mut conn, &key).await.len(), 4);
+    // An overlapping batch: only what follows the overlap (`d`) is new; its retry adds nothing.
+    for inserted in [1, 0] {
+        let next = store
+            .append(&scope, &[with_id("c", "C"), with_id("d", "D")])
+            .await
+            .unwrap();
+        assert_eq!((next.inserted, next.seqs), (inserted, vec![3, 4]));
+        assert_eq!(lrange(&mut conn, &key).await.len(), 4);
+    }
     cleanup(&prefix).await;
 }
 
 #[tokio::test]
 async fn windows_past_the_end_are_empty() {
-    let prefix = unique_prefix();
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let (prefix, store) = app_store().await;
     let scope = session("past-the-end");
     store
         .append(&scope, &[with_id("a", "A"), with_id("b", "B")])
@@ -804,9 +806,8 @@ async fn windows_past_the_end_are_empty() {
 
 #[tokio::test]
 async fn a_replayed_transcript_appends_only_the_new_tail() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
     // With ids.
     let scope = session("replay");
     let key = store.key_for(&scope).unwrap();
@@ -849,9 +850,8 @@ async fn a_replayed_transcript_appends_only_the_new_tail() {
 
 #[tokio::test]
 async fn repeated_id_less_user_turns_are_kept() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
 
     // The same question twice in a row, each its own turn: an overlap of a single id-less user
     // message is not a duplicate.
@@ -935,9 +935,8 @@ async fn repeated_id_less_user_turns_are_kept() {
 /// `message_id`.
 #[tokio::test]
 async fn repeated_id_less_messages_read_with_their_own_ids_in_every_window() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
     let scope = session("ok-thrice");
     let key = store.key_for(&scope).unwrap();
     let (ok, sure) = (id_less("user", "ok"), id_less("assistant", "Sure."));
@@ -1007,9 +1006,8 @@ async fn repeated_id_less_messages_read_with_their_own_ids_in_every_window() {
 /// `message_id` is an id, as in Python).
 #[tokio::test]
 async fn the_dedupe_matches_agent_framework_rules() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
     let alphabet = [
         with_id("x1", "one"),
         with_id("x2", "two"),
@@ -1076,12 +1074,7 @@ async fn the_dedupe_matches_agent_framework_rules() {
 async fn max_messages_trims_in_the_same_step() {
     let prefix = unique_prefix();
     let mut conn = raw().await;
-    let store = builder(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
-        .max_messages(3)
-        .default_ttl(LEFTOVER_TTL)
-        .connect()
-        .await
-        .unwrap();
+    let store = bounded_store(&prefix).await;
     let scope = session("bounded");
     let key = store.key_for(&scope).unwrap();
     let all: Vec<ChatMessage> = (1..=7).map(|i| with_id(&format!("m{i}"), "x")).collect();
@@ -1112,7 +1105,7 @@ async fn max_messages_trims_in_the_same_step() {
 async fn ttl_is_applied_and_can_be_changed() {
     let prefix = unique_prefix();
     let mut conn = raw().await;
-    let format = AfKeyFormat::scoped("app").with_key_prefix(&prefix);
+    let format = app(&prefix);
     let store = builder(format.clone())
         .default_ttl(Duration::from_secs(60))
         .connect()
@@ -1220,12 +1213,7 @@ async fn the_compatible_layout_gains_no_keys() {
         keys_under(&mut conn, &prefix).await,
         BTreeSet::from([key.clone()])
     );
-    let kind: String = memory_redis::redis::cmd("TYPE")
-        .arg(&key)
-        .query_async(&mut conn)
-        .await
-        .unwrap();
-    assert_eq!(kind, "list");
+    assert_eq!(key_type(&mut conn, &key).await, "list");
     assert_eq!(lrange(&mut conn, &key).await.len(), 3);
     assert_eq!(store.clear(&scope).await.unwrap(), 3);
     assert!(keys_under(&mut conn, &prefix).await.is_empty());
@@ -1349,8 +1337,7 @@ async fn list_threads_maps_keys_back() {
 
 #[tokio::test]
 async fn other_scopes_and_operations_are_refused() {
-    let prefix = unique_prefix();
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let (prefix, store) = app_store().await;
     let scope = session("s");
     for other in [
         scope.clone().with_user("u").unwrap(),
@@ -1397,9 +1384,8 @@ async fn other_scopes_and_operations_are_refused() {
 
 #[tokio::test]
 async fn corrupt_elements_are_skipped_by_reads() {
-    let prefix = unique_prefix();
+    let (prefix, store) = app_store().await;
     let mut conn = raw().await;
-    let store = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
     let scope = session("corrupt");
     let key = store.key_for(&scope).unwrap();
     let _: i64 = conn.rpush(&key, "not json").await.unwrap();
@@ -1415,20 +1401,12 @@ async fn corrupt_elements_are_skipped_by_reads() {
     assert_eq!(lrange(&mut conn, &key).await, ["not json"]);
     // JSON that is not a message.
     let _: i64 = conn.rpush(&key, r#"{"role": 1}"#).await.unwrap();
-    assert!(
-        store
-            .read(&scope, Window::Last(1))
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .read(&scope, Window::TokenBudget(u64::MAX))
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    for window in [Window::Last(1), Window::TokenBudget(u64::MAX)] {
+        assert!(
+            read_seqs(&store, &scope, window).await.is_empty(),
+            "{window:?}"
+        );
+    }
     assert_eq!(store.count(&scope).await.unwrap().active, 2);
     cleanup(&prefix).await;
 }
@@ -1470,14 +1448,9 @@ async fn timeouts_too_long_to_add_up_are_refused() {
 async fn a_memory_refuses_the_agent_framework_list() {
     use std::sync::Arc;
     let prefix = unique_prefix();
-    let bounded = builder(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
-        .max_messages(3)
-        .default_ttl(LEFTOVER_TTL)
-        .connect()
-        .await
-        .unwrap();
+    let bounded = bounded_store(&prefix).await;
     assert!(bounded.capabilities().reduces_on_append);
-    let unbounded = connect(AfKeyFormat::scoped("app").with_key_prefix(&prefix)).await;
+    let unbounded = connect(app(&prefix)).await;
     assert!(!unbounded.capabilities().reduces_on_append);
     assert!(!unbounded.capabilities().archive);
     for store in [bounded, unbounded] {
@@ -1499,13 +1472,7 @@ async fn a_memory_refuses_the_agent_framework_list() {
 #[tokio::test]
 async fn read_page_pages_by_position() {
     let prefix = unique_prefix();
-    let shared = memory_redis::RedisStore::connect(&url()).await.unwrap();
-    let store = shared
-        .agent_framework(AfKeyFormat::scoped("app").with_key_prefix(&prefix))
-        .default_ttl(LEFTOVER_TTL)
-        .connect()
-        .await
-        .unwrap();
+    let (shared, store) = counted_store(&prefix).await;
     let caps = store.capabilities();
     assert!(caps.paged_reads && !caps.lists_tenants);
     let listed = store
@@ -1516,7 +1483,7 @@ async fn read_page_pages_by_position() {
 
     let scope = session("paged");
     let n = MAX_READ_PAGE + 50;
-    let messages: Vec<ChatMessage> = (0..n).map(|i| with_id(&format!("m{i}"), "w")).collect();
+    let messages = numbered(n);
     store.append(&scope, &messages).await.unwrap();
     store.read_page(&scope, 0, 1).await.unwrap();
     let mut paged = Vec::new();
@@ -1550,21 +1517,10 @@ async fn read_page_pages_by_position() {
         seqs(&store.read_page(&scope, last - 1, 5).await.unwrap()),
         [last]
     );
-    assert!(store.read_page(&scope, last, 5).await.unwrap().is_empty());
-    assert!(
-        store
-            .read_page(&scope, u64::MAX, 5)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        store
-            .read_page(&session("unknown"), 0, 5)
-            .await
-            .unwrap()
-            .is_empty()
-    );
+    for (scope, after) in [(&scope, last), (&scope, u64::MAX), (&session("unknown"), 0)] {
+        let page = store.read_page(scope, after, 5).await.unwrap();
+        assert!(page.is_empty(), "{scope} after {after}");
+    }
 
     // Positions 2 and 3 do not decode: a page of them alone goes on to position 4.
     let key = store.key_for(&scope).unwrap();

@@ -16,6 +16,7 @@ use memory_core::{
 };
 use memory_redis::redis::AsyncCommands;
 use memory_redis::{Overflow, RedisStore};
+use memory_testkit::history::{CURSOR_WINDOWS, expect_emptied_thread, expect_nothing_new};
 use support::{message, prefix, raw, scope, standalone_store, store_with};
 
 use crate::support;
@@ -32,26 +33,17 @@ fn meta(scope: &Scope) -> String {
     format!("{}:{{{}}}:meta", prefix(), scope.key())
 }
 
-const WINDOWS: [Window; 7] = [
-    Window::All,
-    Window::After(2),
-    Window::Last(3),
-    Window::Last(0),
-    Window::TokenBudget(40),
-    Window::TokenBudget(u64::MAX),
-    Window::Everything,
-];
-
 /// Reads every window of `scope` with its cursor on both stores and checks that the Redis
 /// store answers as the reference (the in-memory store): same delta, messages and counts.
 async fn same_answers(
     redis: &RedisStore,
     reference: &InMemoryHistoryStore,
     scope: &Scope,
-    cursors: &mut [(Option<ThreadCursor>, Option<ThreadCursor>); 7],
+    cursors: &mut [(Option<ThreadCursor>, Option<ThreadCursor>); CURSOR_WINDOWS.len()],
     step: &str,
 ) {
-    for (window, (redis_cursor, reference_cursor)) in WINDOWS.iter().zip(cursors.iter_mut()) {
+    for (window, (redis_cursor, reference_cursor)) in CURSOR_WINDOWS.iter().zip(cursors.iter_mut())
+    {
         let got = redis
             .read_since(scope, *window, *redis_cursor)
             .await
@@ -81,7 +73,7 @@ async fn answers_as_the_reference(redis: RedisStore) {
     assert!(redis.capabilities().cursor_reads);
     let reference = InMemoryHistoryStore::new();
     let scope = scope();
-    let mut cursors = [(None, None); 7];
+    let mut cursors = [(None, None); CURSOR_WINDOWS.len()];
     // Each operation on both stores with the same arguments (the same messages: same
     // timestamps).
     macro_rules! both {
@@ -178,20 +170,8 @@ async fn expiry_reads_whole_and_empty_then_a_fresh_epoch() {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let gone = store
-        .read_since(&scope, Window::All, Some(before.cursor))
-        .await
-        .unwrap();
-    assert_eq!(gone.delta, Delta::Whole);
-    assert!(gone.messages.is_empty());
-    assert_eq!(gone.cursor.epoch(), NO_EPOCH);
-    assert_eq!(gone.count, Default::default());
-    // An empty thread's cursor stays current while it is empty.
-    let still = store
-        .read_since(&scope, Window::All, Some(gone.cursor))
-        .await
-        .unwrap();
-    assert_eq!((still.delta, still.messages.len()), (Delta::Appended, 0));
+    // Whole and empty at NO_EPOCH; the empty thread's cursor stays current while it is empty.
+    let gone = expect_emptied_thread(&store, &scope, before.cursor, "expired").await;
     store.append(&scope, &batch(0, 2)).await.unwrap();
     let again = store
         .read_since(&scope, Window::All, Some(before.cursor))
@@ -202,7 +182,7 @@ async fn expiry_reads_whole_and_empty_then_a_fresh_epoch() {
     assert_ne!(again.cursor.epoch(), before.cursor.epoch());
     assert_ne!(again.cursor.epoch(), NO_EPOCH);
     let from_empty = store
-        .read_since(&scope, Window::All, Some(gone.cursor))
+        .read_since(&scope, Window::All, Some(gone))
         .await
         .unwrap();
     assert_eq!(from_empty.delta, Delta::Whole, "the empty thread's cursor");
@@ -233,12 +213,14 @@ async fn an_overflow_that_moves_messages_changes_the_epoch() {
         assert_eq!(after.delta, Delta::Whole, "{overflow:?}");
         assert_eq!(seqs(&after), [2, 3, 4, 5]);
         assert_ne!(after.cursor.epoch(), next.cursor.epoch());
-        let everything = store
-            .read_since(&scope, Window::Everything, Some(after.cursor))
-            .await
-            .unwrap();
-        assert_eq!(everything.delta, Delta::Appended);
-        assert!(everything.messages.is_empty());
+        expect_nothing_new(
+            &store,
+            &scope,
+            Window::Everything,
+            after.cursor,
+            "overflowed",
+        )
+        .await;
         // A thread created by an append that overflows at once.
         let other = self::scope();
         store.append(&other, &batch(0, 6)).await.unwrap();

@@ -11,6 +11,7 @@ use std::time::Duration;
 use memory_core::ErrorKind;
 use memory_core::doctor::{Check, CheckStatus};
 use memory_redis::{RedisConfig, RedisInspection, inspect};
+use memory_testkit::error_text;
 use support::RedisServer;
 
 use crate::support;
@@ -31,17 +32,6 @@ fn quick() -> RedisConfig {
 
 fn dbsize(port: u16) -> String {
     support::command_reply(port, &["DBSIZE"]).unwrap()
-}
-
-/// Every text of an error: its Display, Debug and each source's Display.
-fn all_text(err: &memory_core::Error) -> String {
-    let mut text = format!("{err} {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        text.push_str(&format!(" {s} {s:?}"));
-        source = s.source();
-    }
-    text
 }
 
 #[tokio::test]
@@ -155,7 +145,7 @@ async fn a_dead_port_and_a_refused_password_are_sentences_without_the_url() {
         .await
         .unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
-    let text = all_text(&err);
+    let text = error_text(&err);
     assert!(!text.contains("hunter2"), "the password leaked: {text}");
     assert!(!text.contains("://"), "the URL was repeated: {text}");
     assert!(err.to_string().contains("the server"), "{err}");
@@ -164,7 +154,7 @@ async fn a_dead_port_and_a_refused_password_are_sentences_without_the_url() {
     let server = RedisServer::start(&["--requirepass", "right-one"]);
     let url = format!("redis://:hunter2@127.0.0.1:{}", server.port());
     let err = inspect(&url, &quick()).await.unwrap_err();
-    let text = all_text(&err);
+    let text = error_text(&err);
     assert!(!text.contains("hunter2"), "the password leaked: {text}");
     assert!(!text.contains("://"), "the URL was repeated: {text}");
     // The right one: inspected, and the password appears nowhere.
@@ -175,7 +165,7 @@ async fn a_dead_port_and_a_refused_password_are_sentences_without_the_url() {
 
     let err = inspect("http://:hunter2@h", &quick()).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
-    assert!(!all_text(&err).contains("hunter2"));
+    assert!(!error_text(&err).contains("hunter2"));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use memory_core::{ErrorKind, HistoryStore, Scope, SessionStore, Window};
 use memory_redis::RedisStore;
+use memory_testkit::fault_net::{failures_around_the_kill, kill_and_restart_after};
 use support::{RedisServer, message};
 
 use crate::support;
@@ -93,27 +94,15 @@ async fn acknowledged_appends_survive_a_kill_and_restart() {
         })
     };
 
-    while acked.load(Ordering::SeqCst) < BATCHES / 3 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let server = tokio::task::spawn_blocking(move || {
-        let mut server = server;
-        server.kill();
-        killed.store(true, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(700));
-        server.restart();
-        server
-    })
-    .await
-    .unwrap();
-    let failures = tokio::time::timeout(Duration::from_secs(120), writer)
-        .await
-        .expect("the writer finishes")
-        .unwrap();
-    assert!(
-        !failures.is_empty(),
-        "the kill should have failed at least one append"
-    );
+    let server = kill_and_restart_after(
+        server,
+        (&acked, BATCHES / 3),
+        killed,
+        Duration::from_millis(700),
+        (RedisServer::kill, RedisServer::restart),
+    )
+    .await;
+    failures_around_the_kill(writer).await;
 
     let everything = store.read(&scope, Window::Everything).await.unwrap();
     let expected: Vec<String> = (0..BATCHES)

@@ -9,40 +9,15 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
-use std::net::{SocketAddr, ToSocketAddrs};
 use std::time::{Duration, Instant};
 
 use memory_redis::RedisStore;
-use memory_testkit::fault_net::{Cut, CutProxy, cut_sweep, cut_sweep_where};
+use memory_testkit::fault_net::{
+    Cut, CutProxy, cut_sweep, cut_sweep_where, server_addr, via_proxy,
+};
 use memory_testkit::fixtures::random_scope;
 
 use crate::support;
-
-/// The host:port of a `redis://[user[:password]@]host:port[/db]` URL.
-fn server_addr(url: &str) -> SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, r)| r);
-    let rest = rest.rsplit_once('@').map_or(rest, |(_, r)| r);
-    let host_port = rest.split(['/', '?']).next().unwrap();
-    let host_port = if host_port.contains(':') {
-        host_port.to_owned()
-    } else {
-        format!("{host_port}:6379")
-    };
-    host_port
-        .to_socket_addrs()
-        .unwrap_or_else(|e| panic!("resolve {host_port}: {e}"))
-        .next()
-        .unwrap()
-}
-
-/// `url` with its host and port replaced by the proxy's.
-fn via_proxy(url: &str, proxy: &CutProxy) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap();
-    let (user, rest) = rest.rsplit_once('@').map_or(("", rest), |(u, r)| (u, r));
-    let tail = rest.find(['/', '?']).map_or("", |i| &rest[i..]);
-    let at = if user.is_empty() { "" } else { "@" };
-    format!("{scheme}://{user}{at}{}{tail}", proxy.addr())
-}
 
 /// A store with short timeouts, this process's key prefix and a TTL on its data.
 async fn store_on(url: &str) -> RedisStore {

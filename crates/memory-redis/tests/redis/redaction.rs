@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use memory_core::{ErrorKind, HistoryStore, Scope};
 use memory_redis::RedisStore;
+use memory_testkit::error_text;
 
 use crate::support;
 
@@ -67,19 +68,8 @@ impl Drop for AclUser {
     }
 }
 
-/// Every text of `err` and its sources.
-fn all_text(err: &memory_core::Error) -> String {
-    let mut out = format!("{err} | {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        out.push_str(&format!(" | {s} | {s:?}"));
-        source = s.source();
-    }
-    out
-}
-
 fn assert_no_password(err: &memory_core::Error) {
-    let text = all_text(err);
+    let text = error_text(err);
     for secret in [PASSWORD, &encoded(), "odd#chars", "with%3Fodd"] {
         assert!(!text.contains(secret), "{secret:?} leaked: {text}");
     }
@@ -121,7 +111,7 @@ async fn a_wrong_password_never_shows_in_the_error() {
     let wrong = format!("{}x", encoded());
     let url = format!("redis://{}:{wrong}@{}", user.name, host_port());
     let err = RedisStore::builder(&url).connect().await.unwrap_err();
-    let text = all_text(&err);
+    let text = error_text(&err);
     assert!(!text.contains(&wrong), "{text}");
     assert_no_password(&err);
 }

@@ -500,12 +500,7 @@ pub struct RedisRaw(pub RawConn);
 
 #[async_trait::async_trait]
 impl memory_testkit::hostile::RawWriter for RedisRaw {
-    async fn overwrite(
-        &self,
-        scope: &memory_core::Scope,
-        seq: u64,
-        body: &[u8],
-    ) -> memory_core::Result<bool> {
+    async fn overwrite(&self, scope: &Scope, seq: u64, body: &[u8]) -> memory_core::Result<bool> {
         let key = format!("{}:{{{}}}:msg", prefix(), scope.key());
         let mut cmd = redis::cmd("HSET");
         cmd.arg(&key).arg(seq).arg(body);

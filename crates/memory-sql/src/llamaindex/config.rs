@@ -121,27 +121,7 @@ pub(super) fn mysql_unsupported() -> Error {
 
 /// The scope whose canonical key ([`Scope::key`]) is `key`, if there is one.
 pub(super) fn parse_scope_key(key: &str) -> Option<Scope> {
-    let mut parts = key.split('|');
-    let (tenant, user, agent, source, session) = (
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-        parts.next()?,
-    );
-    if parts.next().is_some() {
-        return None;
-    }
-    let tenant = memory_core::TenantId::new(tenant).ok()?;
-    let session = memory_core::SessionId::new(session).ok()?;
-    let mut scope = Scope::new(tenant, session).with_source(source).ok()?;
-    if user != "~" {
-        scope = scope.with_user(user).ok()?;
-    }
-    if agent != "~" {
-        scope = scope.with_agent(agent).ok()?;
-    }
-    (scope.key() == key).then_some(scope)
+    Scope::from_key(key).ok().filter(|scope| scope.key() == key)
 }
 
 pub(super) fn validate_config(config: &LlamaIndexConfig) -> Result<()> {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use memory_interop::AGENT_MEMORY_KEY;
 
-use crate::dialect::Backend;
+use crate::dialect::{Backend, numbered_placeholders};
 use crate::driver::Col;
 
 /// The columns of [`NUMBERED_ROWS`].
@@ -118,18 +118,7 @@ fn render(postgres: bool, table: &str, template: &str) -> String {
     if !postgres {
         return sql;
     }
-    let mut out = String::with_capacity(sql.len().saturating_add(16));
-    let mut n = 0u32;
-    for c in sql.chars() {
-        if c == '?' {
-            n = n.saturating_add(1);
-            out.push('$');
-            out.push_str(&n.to_string());
-        } else {
-            out.push(c);
-        }
-    }
-    out
+    numbered_placeholders(&sql)
 }
 
 pub(super) fn placeholders(n: usize) -> String {

@@ -17,7 +17,7 @@ use super::config::{
 use super::ddl;
 use super::statements::Statements;
 use crate::config::DbUrl;
-use crate::connect::{connect_pool, redact_error, within};
+use crate::connect::{connect_pool, debug_url, redact_error, within_operation};
 use crate::dialect::{Backend, Dialect};
 use crate::driver::{Arg, Col, Db, Pool, Query, Tx};
 
@@ -183,10 +183,7 @@ impl fmt::Debug for LlamaIndexHistoryStore {
         let inner = &self.inner;
         f.debug_struct("LlamaIndexHistoryStore")
             .field("backend", &inner.db.dialect.backend)
-            .field(
-                "url",
-                &inner.url.as_deref().unwrap_or("(application's pool)"),
-            )
+            .field("url", &debug_url(inner.url.as_deref()))
             .field("table", &inner.table)
             .field("schema", &inner.schema)
             .field("key_mapping", &inner.key_mapping)
@@ -234,7 +231,7 @@ impl LlamaIndexHistoryStore {
         let opened = async {
             let opened = connect_pool(&url, &config.sql).await?;
             let redacted = Some(url.redacted.clone());
-            Self::open(opened.pool, url.backend, config, redacted, opened.memory).await
+            Self::open(opened.pool, config, redacted, opened.memory).await
         };
         opened.await.map_err(|err| redact_error(&url, err))
     }
@@ -251,7 +248,7 @@ impl LlamaIndexHistoryStore {
         config: LlamaIndexConfig,
     ) -> Result<Self> {
         validate_config(&config)?;
-        Self::open(Pool::Sqlite(pool), Backend::Sqlite, config, None, false).await
+        Self::open(Pool::Sqlite(pool), config, None, false).await
     }
 
     /// Wraps the application's PostgreSQL pool, creating the schema, table and indexes if they
@@ -262,16 +259,16 @@ impl LlamaIndexHistoryStore {
     #[cfg(feature = "postgres")]
     pub async fn from_postgres_pool(pool: sqlx::PgPool, config: LlamaIndexConfig) -> Result<Self> {
         validate_config(&config)?;
-        Self::open(Pool::Postgres(pool), Backend::Postgres, config, None, false).await
+        Self::open(Pool::Postgres(pool), config, None, false).await
     }
 
     async fn open(
         pool: Pool,
-        backend: Backend,
         config: LlamaIndexConfig,
         url: Option<String>,
         private_memory: bool,
     ) -> Result<Self> {
+        let backend = pool.backend();
         let schema = match backend {
             Backend::Postgres => config.schema.clone(),
             _ => None,
@@ -374,18 +371,12 @@ impl LlamaIndexHistoryStore {
     /// Runs `operation` (the `HistoryStore` method's name, or `open`) within the operation
     /// timeout; its errors name the operation and the backend, as `SqlStore`'s do. `ctx` says
     /// what was being done in the timeout's message.
-    pub(super) async fn bounded<T>(
-        &self,
-        operation: &'static str,
-        ctx: &str,
-        op: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        within(self.inner.operation_timeout, ctx, op)
-            .await
-            .map_err(|err| {
-                err.with_backend(self.backend().as_str())
-                    .with_operation(operation)
-            })
+    pub(super) async fn bounded<T, F>(&self, operation: &'static str, ctx: &str, op: F) -> Result<T>
+    where
+        F: Future<Output = Result<T>>,
+    {
+        let limit = self.inner.operation_timeout;
+        within_operation(limit, self.backend(), operation, ctx, op).await
     }
 
     pub(super) fn query(&self, sql: &Arc<str>) -> Query<'static> {

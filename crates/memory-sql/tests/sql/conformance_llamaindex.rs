@@ -13,6 +13,7 @@
 // Test code: arithmetic and indexing on the test's own data; a panic fails the test.
 #![allow(clippy::arithmetic_side_effects, clippy::indexing_slicing)]
 
+use memory_core::{Result, Scope};
 use memory_interop::llamaindex::LiOptions;
 use memory_sql::{KeyMapping, LlamaIndexConfig, LlamaIndexHistoryStore};
 
@@ -61,12 +62,7 @@ struct LiRaw {
 
 #[async_trait::async_trait]
 impl memory_testkit::hostile::RawWriter for LiRaw {
-    async fn overwrite(
-        &self,
-        scope: &memory_core::Scope,
-        seq: u64,
-        body: &[u8],
-    ) -> memory_core::Result<bool> {
+    async fn overwrite(&self, scope: &Scope, seq: u64, body: &[u8]) -> Result<bool> {
         use memory_sql::sqlx::{self, AssertSqlSafe};
         let t = &self.table;
         let seq = i64::try_from(seq).unwrap();

@@ -15,6 +15,7 @@ use memory_core::{
     NO_EPOCH, Scope, StoredMessage, ThreadCursor, TokenCounter, Window,
 };
 use memory_sql::SqlStore;
+use memory_testkit::history::{CURSOR_WINDOWS, expect_emptied_thread, expect_nothing_new};
 
 use crate::support;
 
@@ -74,17 +75,6 @@ fn batch(tag: &str, n: usize) -> Vec<ChatMessage> {
 fn seqs(messages: &[StoredMessage]) -> Vec<u64> {
     messages.iter().map(|m| m.seq).collect()
 }
-
-/// The windows every check reads.
-const WINDOWS: [Window; 7] = [
-    Window::All,
-    Window::After(2),
-    Window::Last(3),
-    Window::Last(0),
-    Window::TokenBudget(40),
-    Window::TokenBudget(0),
-    Window::Everything,
-];
 
 /// What a reader holds after applying `read` to `held`: the whole window, or the earlier one
 /// plus the appended messages trimmed to the window.
@@ -163,9 +153,9 @@ async fn matches_the_reference(store: SqlStore) {
         Step::Append("g", 3),
         Step::Append("h", 9),
     ];
-    let mut sql_cursors: Vec<Option<ThreadCursor>> = vec![None; WINDOWS.len()];
-    let mut ref_cursors: Vec<Option<ThreadCursor>> = vec![None; WINDOWS.len()];
-    let mut held: Vec<Vec<StoredMessage>> = vec![Vec::new(); WINDOWS.len()];
+    let mut sql_cursors: Vec<Option<ThreadCursor>> = vec![None; CURSOR_WINDOWS.len()];
+    let mut ref_cursors: Vec<Option<ThreadCursor>> = vec![None; CURSOR_WINDOWS.len()];
+    let mut held: Vec<Vec<StoredMessage>> = vec![Vec::new(); CURSOR_WINDOWS.len()];
     // An empty thread first.
     let empty = store.read_since(&scope, Window::All, None).await.unwrap();
     assert_eq!(empty.delta, Delta::Whole);
@@ -179,7 +169,7 @@ async fn matches_the_reference(store: SqlStore) {
         };
         run(&store, &scope, step, &messages).await;
         run(&reference, &scope, step, &messages).await;
-        for (i, window) in WINDOWS.iter().enumerate() {
+        for (i, window) in CURSOR_WINDOWS.iter().enumerate() {
             let got = store
                 .read_since(&scope, *window, sql_cursors[i])
                 .await
@@ -221,7 +211,7 @@ async fn matches_the_reference(store: SqlStore) {
 async fn one_statement_per_read(store: SqlStore) {
     let scope = scope();
     store.append(&scope, &batch("a", 5)).await.unwrap();
-    for window in WINDOWS {
+    for window in CURSOR_WINDOWS {
         let before = store.round_trips();
         let whole = store.read_since(&scope, window, None).await.unwrap();
         assert_eq!(store.round_trips() - before, 1, "{window:?}: whole");
@@ -273,16 +263,11 @@ async fn epochs_move_when_the_thread_changes_otherwise(store: SqlStore) {
 
     // An archive of archived or missing messages moves nothing and keeps the epoch.
     assert_eq!(store.archive(&scope, 50..=60).await.unwrap(), 0);
-    let kept = store
-        .read_since(&scope, Window::All, Some(appended.cursor))
-        .await
-        .unwrap();
-    assert_eq!(kept.delta, Delta::Appended);
-    assert!(kept.messages.is_empty());
+    let kept = expect_nothing_new(&store, &scope, Window::All, appended.cursor, "kept").await;
 
     assert_eq!(store.archive(&scope, 1..=1).await.unwrap(), 1);
     let archived = store
-        .read_since(&scope, Window::All, Some(kept.cursor))
+        .read_since(&scope, Window::All, Some(kept))
         .await
         .unwrap();
     assert_eq!(archived.delta, Delta::Whole);
@@ -291,20 +276,8 @@ async fn epochs_move_when_the_thread_changes_otherwise(store: SqlStore) {
     seen.push(archived.cursor.epoch());
 
     store.clear(&scope).await.unwrap();
-    let cleared = store
-        .read_since(&scope, Window::All, Some(archived.cursor))
-        .await
-        .unwrap();
-    assert_eq!(cleared.delta, Delta::Whole);
-    assert!(cleared.messages.is_empty());
-    assert_eq!(cleared.cursor.epoch(), NO_EPOCH);
-    assert_eq!(cleared.count, Default::default());
-    // The empty thread's cursor is current while it stays empty.
-    let still = store
-        .read_since(&scope, Window::All, Some(cleared.cursor))
-        .await
-        .unwrap();
-    assert_eq!(still.delta, Delta::Appended);
+    // Whole and empty at NO_EPOCH; the empty thread's cursor is current while it stays empty.
+    let cleared = expect_emptied_thread(&store, &scope, archived.cursor, "cleared").await;
 
     store.append(&scope, &batch("c", 2)).await.unwrap();
     let recreated = store
@@ -317,7 +290,7 @@ async fn epochs_move_when_the_thread_changes_otherwise(store: SqlStore) {
     seen.push(recreated.cursor.epoch());
     // A cursor of the empty thread is not current once it holds messages.
     let from_empty = store
-        .read_since(&scope, Window::All, Some(cleared.cursor))
+        .read_since(&scope, Window::All, Some(cleared))
         .await
         .unwrap();
     assert_eq!(from_empty.delta, Delta::Whole);
@@ -328,14 +301,7 @@ async fn epochs_move_when_the_thread_changes_otherwise(store: SqlStore) {
         .await
         .unwrap();
     tokio::time::sleep(Duration::from_millis(50)).await;
-    let expired = store
-        .read_since(&scope, Window::All, Some(recreated.cursor))
-        .await
-        .unwrap();
-    assert_eq!(expired.delta, Delta::Whole);
-    assert!(expired.messages.is_empty());
-    assert_eq!(expired.cursor.epoch(), NO_EPOCH);
-    assert_eq!(expired.count, Default::default());
+    expect_emptied_thread(&store, &scope, recreated.cursor, "expired").await;
     store.append(&scope, &batch("d", 1)).await.unwrap();
     let restarted = store
         .read_since(&scope, Window::All, Some(recreated.cursor))
@@ -355,7 +321,7 @@ async fn foreign_and_future_cursors_are_refused(store: SqlStore) {
     store.append(&other, &batch("b", 5)).await.unwrap();
     let mine = store.read_since(&scope, Window::All, None).await.unwrap();
     let theirs = store.read_since(&other, Window::All, None).await.unwrap();
-    for window in WINDOWS {
+    for window in CURSOR_WINDOWS {
         let err = store
             .read_since(&scope, window, Some(theirs.cursor))
             .await

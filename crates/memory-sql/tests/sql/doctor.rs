@@ -11,6 +11,7 @@ use std::time::Duration;
 use memory_core::ErrorKind;
 use memory_core::doctor::{Check, CheckStatus};
 use memory_sql::{Backend, SCHEMA_VERSION, SqlConfig, SqlInspection, SqlStore, inspect};
+use memory_testkit::error_text;
 
 use crate::support;
 
@@ -200,23 +201,12 @@ async fn bad_urls_and_prefixes_are_invalid_input_without_the_url() {
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
 }
 
-/// Every text of an error: its Display, Debug and each source's Display.
-fn all_text(err: &memory_core::Error) -> String {
-    let mut text = format!("{err} {err:?}");
-    let mut source = std::error::Error::source(err);
-    while let Some(s) = source {
-        text.push_str(&format!(" {s} {s:?}"));
-        source = s.source();
-    }
-    text
-}
-
 #[cfg(any(feature = "postgres", feature = "mysql"))]
 async fn dead_port_is_unavailable_with_a_sentence(url: &str) {
     let config = SqlConfig::new().with_acquire_timeout(Duration::from_secs(2));
     let err = inspect(url, &config).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Unavailable, "{err}");
-    let text = all_text(&err);
+    let text = error_text(&err);
     assert!(!text.contains("hunter2"), "the password leaked: {text}");
     assert!(!text.contains("://"), "the URL was repeated: {text}");
     assert!(err.to_string().contains("the database"), "{err}");
@@ -376,7 +366,7 @@ mod servers {
         // A database that does not exist: a sentence, not the URL.
         let missing = url.replacen("/test", "/no_such_database_amdoc", 1);
         let err = inspect(&missing, &SqlConfig::new()).await.unwrap_err();
-        let text = all_text(&err);
+        let text = error_text(&err);
         assert!(!text.contains("hunter2") && !text.contains("://"), "{text}");
         assert!(err.to_string().contains("no_such_database_amdoc"), "{err}");
     }

@@ -16,7 +16,10 @@ use std::time::{Duration, Instant};
 
 use memory_core::HistoryStore;
 use memory_sql::SqlStore;
-use memory_testkit::fault_net::{append_until_acked, assert_thread, batch_messages};
+use memory_testkit::fault_net::{
+    append_until_acked, assert_thread, batch_messages, failures_around_the_kill,
+    kill_and_restart_after,
+};
 use memory_testkit::fixtures::random_scope;
 
 /// A private server the test can kill and restart.
@@ -69,7 +72,7 @@ async fn store_on(url: &str) -> SqlStore {
 /// acknowledged; after a third of them the server is killed with SIGKILL and restarted on the
 /// same port and data directory. Afterwards every acknowledged message is there once, in
 /// order, with gap-free seqs, and no failed append left part of its batch.
-async fn acknowledged_appends_survive_a_kill(server: impl KillableServer) {
+async fn acknowledged_appends_survive_a_kill<S: KillableServer>(server: S) {
     const BATCHES: usize = 45;
     const PER_BATCH: usize = 3;
     let started = Instant::now();
@@ -115,27 +118,15 @@ async fn acknowledged_appends_survive_a_kill(server: impl KillableServer) {
         })
     };
 
-    while acked.load(Ordering::SeqCst) < BATCHES / 3 {
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    let mut server = server;
-    let server = tokio::task::spawn_blocking(move || {
-        server.kill();
-        killed.store(true, Ordering::SeqCst);
-        std::thread::sleep(Duration::from_millis(500));
-        server.restart();
-        server
-    })
-    .await
-    .unwrap();
-    let failures = tokio::time::timeout(Duration::from_secs(120), writer)
-        .await
-        .expect("the writer finishes")
-        .unwrap();
-    assert!(
-        !failures.is_empty(),
-        "the kill should have failed at least one append"
-    );
+    let server = kill_and_restart_after(
+        server,
+        (&acked, BATCHES / 3),
+        killed,
+        Duration::from_millis(500),
+        (S::kill, S::restart),
+    )
+    .await;
+    let failures = failures_around_the_kill(writer).await;
     assert_thread(store.as_ref(), &scope, BATCHES, PER_BATCH).await;
     eprintln!(
         "{} failed attempts around the kill, {:?} in all; first: {}",

@@ -165,24 +165,24 @@ impl Raw {
             Some(_) => ("id, ", "?, "),
             None => ("", ""),
         };
+        // `sql` with the id (when given) and then the row bound, run on `pool`.
+        macro_rules! insert {
+            ($pool:expr, $sql:expr, $id:expr) => {{
+                let mut q = sqlx::query(AssertSqlSafe($sql));
+                if let Some(id) = $id {
+                    q = q.bind(id);
+                }
+                let row = q.bind(key).bind(ts).bind(role).bind(status).bind(data);
+                row.execute($pool).await.unwrap();
+            }};
+        }
         match self {
             Raw::Sqlite(p) => {
                 let sql = format!(
                     "INSERT INTO \"{table}\" ({cols}key, timestamp, role, status, data) \
                      VALUES ({id_param}?, ?, ?, ?, ?)"
                 );
-                let mut q = sqlx::query(AssertSqlSafe(sql));
-                if let Some(id) = id {
-                    q = q.bind(id);
-                }
-                q.bind(key)
-                    .bind(ts)
-                    .bind(role)
-                    .bind(status)
-                    .bind(data)
-                    .execute(p)
-                    .await
-                    .unwrap();
+                insert!(p, sql, id)
             }
             Raw::Postgres(p) => {
                 let sql = match id {
@@ -195,18 +195,7 @@ impl Raw {
                          VALUES ($1, $2, $3, $4, CAST($5 AS json))"
                     ),
                 };
-                let mut q = sqlx::query(AssertSqlSafe(sql));
-                if let Some(id) = id {
-                    q = q.bind(i32::try_from(id).unwrap());
-                }
-                q.bind(key)
-                    .bind(ts)
-                    .bind(role)
-                    .bind(status)
-                    .bind(data)
-                    .execute(p)
-                    .await
-                    .unwrap();
+                insert!(p, sql, id.map(|id| i32::try_from(id).unwrap()))
             }
         }
     }
@@ -297,6 +286,13 @@ impl Env {
         }
     }
 
+    /// `Env::new(kind)` holding the README §2 rows under `SESSION`.
+    async fn with_readme_rows(kind: Kind) -> Env {
+        let env = Env::new(kind).await;
+        env.insert_readme_rows(SESSION).await;
+        env
+    }
+
     /// The README §2 rows, inserted verbatim under `key`.
     async fn insert_readme_rows(&self, key: &str) {
         for (id, ts, role, status, data) in README_ROWS {
@@ -345,6 +341,12 @@ fn session() -> Scope {
     Scope::session(SESSION).unwrap()
 }
 
+/// Every message of `scope` in `store` (`Window::All`), without the stored fields.
+async fn all_messages(store: &dyn HistoryStore, scope: &Scope) -> Vec<ChatMessage> {
+    let stored = store.read(scope, Window::All).await.unwrap();
+    stored.into_iter().map(|m| m.into_message()).collect()
+}
+
 const ROWS_VECTOR: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../../docs/interop/vectors/llamaindex_rows.json"
@@ -376,24 +378,21 @@ fn set_time(message: &mut ChatMessage, timestamp: i64) {
     message.created_at = (std::time::UNIX_EPOCH + Duration::from_nanos(ns)).into();
 }
 
+/// One test per check and engine: `sqlite::<check>` and `postgres::<check>`.
 macro_rules! on_both {
+    (@engine $module:ident, $kind:ident, $($name:ident),*) => {
+        mod $module {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name(super::Kind::$kind).await;
+                }
+            )*
+        }
+    };
     ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Kind::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Kind::Postgres).await;
-                }
-            )*
-        }
+        on_both!(@engine sqlite, Sqlite, $($name),*);
+        on_both!(@engine postgres, Postgres, $($name),*);
     };
 }
 
@@ -624,10 +623,14 @@ async fn postgres_schema_tables_keep_sqlalchemys_indexes() {
             })
             .collect();
         let drop = format!("DROP SCHEMA IF EXISTS \"{schema}\" CASCADE");
-        let config = || {
-            LlamaIndexConfig::new()
+        let in_schema = [ChatMessage::user("in a schema")];
+        let open = || async {
+            let config = LlamaIndexConfig::new()
                 .with_table_name(table)
-                .with_schema(schema)
+                .with_schema(schema);
+            LlamaIndexHistoryStore::from_postgres_pool(pool.clone(), config)
+                .await
+                .unwrap()
         };
 
         // The table as LlamaIndex created it: its DDL and the vectors' index definitions.
@@ -647,13 +650,8 @@ async fn postgres_schema_tables_keep_sqlalchemys_indexes() {
         }
         let before = pg_indexes(&env.raw, schema).await;
         assert_eq!(before, written, "{schema}.{table}");
-        let store = LlamaIndexHistoryStore::from_postgres_pool(pool.clone(), config())
-            .await
-            .unwrap();
-        store
-            .append(&session(), &[ChatMessage::user("in a schema")])
-            .await
-            .unwrap();
+        let store = open().await;
+        store.append(&session(), &in_schema).await.unwrap();
         assert_eq!(
             pg_indexes(&env.raw, schema).await,
             before,
@@ -662,18 +660,13 @@ async fn postgres_schema_tables_keep_sqlalchemys_indexes() {
 
         // A table the store creates in a schema: LlamaIndex's indexes, name and definition.
         env.raw.exec(&drop).await;
-        let store = LlamaIndexHistoryStore::from_postgres_pool(pool.clone(), config())
-            .await
-            .unwrap();
+        let store = open().await;
         assert_eq!(
             pg_indexes(&env.raw, schema).await,
             written,
             "{schema}.{table}"
         );
-        store
-            .append(&session(), &[ChatMessage::user("in a schema")])
-            .await
-            .unwrap();
+        store.append(&session(), &in_schema).await.unwrap();
         assert_eq!(store.count(&session()).await.unwrap().active, 1);
         env.raw.exec(&drop).await;
     }
@@ -753,8 +746,7 @@ async fn existing_llamaindex_table_is_used_as_it_is(kind: Kind) {
 // ---------------------------------------------------------------------------------------------
 
 async fn rows_llamaindex_wrote_read_back(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let store = &env.store;
     let scope = session();
 
@@ -883,15 +875,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
     }
     let store = &env.store;
     let scope = |key: &str| Scope::session(key).unwrap();
-    let read = |key: &'static str| async move {
-        store
-            .read(&scope(key), Window::All)
-            .await
-            .unwrap()
-            .into_iter()
-            .map(|m| m.into_message())
-            .collect::<Vec<_>>()
-    };
+    let read = |key: &'static str| async move { all_messages(store, &scope(key)).await };
     let from_python = read("python").await;
     assert_eq!(from_python.len(), rows.len());
     assert!(from_python[0].id.as_str().starts_with("llamaindex:"));
@@ -920,13 +904,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
     let native = memory_sql::SqlStore::in_memory().await.unwrap();
     let thread = Scope::session("native").unwrap();
     native.append(&thread, &from_python).await.unwrap();
-    let through: Vec<ChatMessage> = native
-        .read(&thread, Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let through = all_messages(&native, &thread).await;
     assert_eq!(through, from_python);
     store.append(&scope("from-native"), &through).await.unwrap();
     assert_eq!(datas(&env, "from-native").await, datas(&env, "copy").await);
@@ -948,13 +926,7 @@ async fn rows_python_wrote_are_copied_byte_for_byte(kind: Kind) {
         .map(|r| r.5)
         .collect();
     assert_eq!(in_other, datas(&env, "copy").await);
-    let read_other: Vec<ChatMessage> = other
-        .read(&scope("python"), Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let read_other = all_messages(&other, &scope("python")).await;
     assert_eq!(read_other, from_python);
     if kind == Kind::Postgres {
         env.raw.exec(&format!("DROP TABLE \"{other_table}\"")).await;
@@ -983,26 +955,14 @@ async fn repeated_rows_are_copied_apart(kind: Kind) {
     let store = &env.store;
     let python = Scope::session("python").unwrap();
     let copy = Scope::session("copy").unwrap();
-    let from_python: Vec<ChatMessage> = store
-        .read(&python, Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let from_python = all_messages(store, &python).await;
     let (head, tail) = from_python.split_at(2);
     for _ in 0..2 {
         assert_eq!(store.append(&copy, head).await.unwrap().seqs, [1, 2]);
         let out = store.append(&copy, tail).await.unwrap();
         assert_eq!(out.seqs, [3, 4, 5]);
     }
-    let copied: Vec<ChatMessage> = store
-        .read(&copy, Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let copied = all_messages(store, &copy).await;
     assert_eq!(copied, from_python);
     assert_eq!(env.rows("copy").await.len(), 5);
     env.drop_table().await;
@@ -1096,8 +1056,7 @@ async fn messages_write_the_bytes_llamaindex_writes(kind: Kind) {
 }
 
 async fn appends_write_pythons_bytes(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let scope = session();
     let user = ChatMessage::user("Grüße 🎉 \"q\"").with_id(MessageId::new("m-bytes-1").unwrap());
     let assistant =
@@ -1159,8 +1118,7 @@ async fn appends_write_pythons_bytes(kind: Kind) {
 
 /// Our `Memory` on the rows LlamaIndex wrote returns what LlamaIndex's `Memory.get()` returned.
 async fn memory_get_matches_llamaindex(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let sample = vector();
     let memory = Memory::builder(
         session(),
@@ -1191,8 +1149,7 @@ async fn memory_get_matches_llamaindex(kind: Kind) {
 /// Our `Memory`'s flush archives the oldest active rows as LlamaIndex's does: `status` becomes
 /// `archived`, nothing is deleted, the data is untouched.
 async fn memory_flush_archives_rows(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let memory = Memory::builder(
         session(),
         Arc::new(env.store.clone()),
@@ -1248,8 +1205,7 @@ async fn memory_flush_archives_rows(kind: Kind) {
 // ---------------------------------------------------------------------------------------------
 
 async fn retried_appends_are_idempotent(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let scope = session();
     let store = &env.store;
     let a = ChatMessage::user("a");
@@ -1334,8 +1290,7 @@ async fn concurrent_appends_stay_consecutive(kind: Kind) {
 }
 
 async fn archive_and_clear_touch_one_key(kind: Kind) {
-    let env = Env::new(kind).await;
-    env.insert_readme_rows(SESSION).await;
+    let env = Env::with_readme_rows(kind).await;
     let other = Scope::session("other-session").unwrap();
     let store = &env.store;
     store

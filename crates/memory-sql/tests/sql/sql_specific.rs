@@ -63,6 +63,42 @@ fn unique_prefix(tag: &str) -> String {
     format!("{tag}_{}_", &id[..12])
 }
 
+/// Opening `builder` fails with `InvalidInput`; `case` names the case in the failure.
+async fn refused_at_open(builder: SqlStoreBuilder, case: &str) {
+    let err = builder.connect().await.unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{case}: {err}");
+}
+
+/// Tables of a test's own on one database, with a thread already written.
+struct Written {
+    /// The tables' prefix.
+    prefix: String,
+    /// A store on the tables.
+    store: SqlStore,
+    /// A connection of its own to the same database.
+    raw: Raw,
+    /// The thread written.
+    scope: Scope,
+}
+
+/// Tables of their own (`tag`) on `target`, where the thread `session` holds one user message
+/// per text of `texts`.
+async fn written(target: Target, tag: &str, session: &str, texts: &[&str]) -> Written {
+    let url = target.url();
+    let prefix = unique_prefix(tag);
+    let store = open(&url, &prefix).await;
+    let raw = Raw::connect(&url).await;
+    let scope = Scope::session(session).unwrap();
+    let messages: Vec<ChatMessage> = texts.iter().copied().map(ChatMessage::user).collect();
+    store.append(&scope, &messages).await.unwrap();
+    Written {
+        prefix,
+        store,
+        raw,
+        scope,
+    }
+}
+
 /// Whether the index `name` of `table` exists.
 async fn has_index(raw: &Raw, table: &str, name: &str) -> bool {
     let sql = match raw {
@@ -184,22 +220,13 @@ async fn upgrade_from_v1(target: Target) {
     // the table).
     let epoch = raw.int(&format!("SELECT epoch FROM {prefix}threads")).await;
     assert!(epoch > 0, "{epoch}");
-    assert!(
-        has_index(
-            &raw,
-            &format!("{prefix}threads"),
-            &format!("{prefix}threads_tenant")
-        )
-        .await
-    );
-    assert!(
-        has_index(
-            &raw,
-            &format!("{prefix}threads"),
-            &format!("{prefix}threads_expiry")
-        )
-        .await
-    );
+    for index in ["tenant", "expiry"] {
+        let (table, index) = (
+            format!("{prefix}threads"),
+            format!("{prefix}threads_{index}"),
+        );
+        assert!(has_index(&raw, &table, &index).await, "{index}");
+    }
     let read = store.read_since(&scope, Window::All, None).await.unwrap();
     assert_eq!(read.cursor.epoch(), epoch.unsigned_abs());
     assert_eq!(read.messages.len(), 3);
@@ -328,19 +355,14 @@ async fn bad_table_prefixes_are_refused() {
         "1abc",
         "a-b",
     ] {
-        let err = SqlStore::builder("sqlite::memory:")
-            .table_prefix(bad)
-            .connect()
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
         // Checked before anything reaches a server: an unreachable one is not even tried.
-        let err = SqlStore::builder("postgres://postgres@127.0.0.1:1/test")
-            .table_prefix(bad)
-            .connect()
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{bad:?}: {err}");
+        for url in ["sqlite::memory:", "postgres://postgres@127.0.0.1:1/test"] {
+            refused_at_open(
+                SqlStore::builder(url).table_prefix(bad),
+                &format!("{url} {bad:?}"),
+            )
+            .await;
+        }
         let pool = sqlx::SqlitePool::connect("sqlite::memory:").await.unwrap();
         let err = SqlStore::from_sqlite_pool(pool, SqlConfig::new().with_table_prefix(bad))
             .await
@@ -500,6 +522,22 @@ fn char_counter() -> Arc<dyn memory_core::TokenCounter> {
     Arc::new(FnTokenCounter::new(|text: &str| text.len() as u32))
 }
 
+/// A store on `target`'s shared tables that counts characters (fast in a debug build), and
+/// the scope `session` in a tenant of its own.
+async fn char_counted(target: Target, session: &str) -> (SqlStore, Scope) {
+    let store = SqlStore::builder(target.url())
+        .table_prefix(support::shared_prefix())
+        .token_counter(char_counter())
+        .connect()
+        .await
+        .unwrap();
+    let scope = Scope::session(session)
+        .unwrap()
+        .with_tenant(random_tenant())
+        .unwrap();
+    (store, scope)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn token_budget_on_a_100k_message_thread_reads_the_window() {
     const TOTAL: usize = 100_000;
@@ -553,19 +591,14 @@ async fn token_budget_on_a_100k_message_thread_reads_the_window() {
 #[tokio::test]
 async fn corrupt_rows_are_skipped_or_serialization_errors() {
     for target in [Target::SqliteFile, Target::Postgres] {
-        let url = target.url();
-        let prefix = unique_prefix("amcor");
-        let store = open(&url, &prefix).await;
-        let raw = Raw::connect(&url).await;
-        let scope = Scope::session("corrupt").unwrap();
-        store
-            .append(&scope, &[ChatMessage::user("a"), ChatMessage::user("b")])
-            .await
-            .unwrap();
-        store
-            .save(&scope, &serde_json::json!({}), None)
-            .await
-            .unwrap();
+        let Written {
+            prefix,
+            store,
+            raw,
+            scope,
+        } = written(target, "amcor", "corrupt", &["a", "b"]).await;
+        let empty = serde_json::json!({});
+        store.save(&scope, &empty, None).await.unwrap();
         raw.exec(&format!(
             "UPDATE {prefix}messages SET body = 'not json' WHERE seq = 2"
         ))
@@ -617,16 +650,7 @@ async fn corrupt_rows_are_skipped_or_serialization_errors() {
 async fn large_batches(target: Target) {
     // The point is how statements are split, not token counting: count characters, which
     // is fast in a debug build.
-    let store = SqlStore::builder(target.url())
-        .table_prefix(support::shared_prefix())
-        .token_counter(char_counter())
-        .connect()
-        .await
-        .unwrap();
-    let scope = Scope::session("big")
-        .unwrap()
-        .with_tenant(random_tenant())
-        .unwrap();
+    let (store, scope) = char_counted(target, "big").await;
     // 10,000 messages: 70,000 bind parameters, more than one statement may carry.
     let many: Vec<ChatMessage> = (0..memory_core::MAX_BATCH_MESSAGES)
         .map(|i| ChatMessage::user(format!("m{i}")))
@@ -666,21 +690,15 @@ async fn round_trips(store: SqlStore, backend: Backend) {
             d
         }
     };
-    store
-        .append(
-            &scope,
-            &[ChatMessage::user("q1"), ChatMessage::assistant("a1")],
-        )
-        .await
-        .unwrap();
+    let turn = |n: u32| {
+        [
+            ChatMessage::user(format!("q{n}")),
+            ChatMessage::assistant(format!("a{n}")),
+        ]
+    };
+    store.append(&scope, &turn(1)).await.unwrap();
     let new_thread = measure(store.round_trips());
-    store
-        .append(
-            &scope,
-            &[ChatMessage::user("q2"), ChatMessage::assistant("a2")],
-        )
-        .await
-        .unwrap();
+    store.append(&scope, &turn(2)).await.unwrap();
     let existing = measure(store.round_trips());
     store
         .read(&scope, Window::TokenBudget(30_000))
@@ -829,33 +847,24 @@ impl Holder {
     /// Takes SQLite's write lock, or locks every thread row of `prefix` on a server.
     async fn lock(raw: &Raw, prefix: &str) -> Holder {
         let lock_rows = format!("SELECT thread_key FROM {prefix}threads FOR UPDATE");
+        let on_server = ["BEGIN", lock_rows.as_str()];
+        // One pool connection of the engine's type, `statements` run on it, kept as `variant`.
+        macro_rules! hold {
+            ($variant:ident, $pool:expr, $statements:expr) => {{
+                let mut conn = $pool.acquire().await.unwrap();
+                for statement in $statements {
+                    sqlx::query(AssertSqlSafe(statement))
+                        .execute(&mut *conn)
+                        .await
+                        .unwrap();
+                }
+                Holder::$variant(conn)
+            }};
+        }
         match raw {
-            Raw::Sqlite(p) => {
-                let mut conn = p.acquire().await.unwrap();
-                sqlx::query("BEGIN IMMEDIATE")
-                    .execute(&mut *conn)
-                    .await
-                    .unwrap();
-                Holder::Sqlite(conn)
-            }
-            Raw::Postgres(p) => {
-                let mut conn = p.acquire().await.unwrap();
-                sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
-                sqlx::query(AssertSqlSafe(lock_rows))
-                    .fetch_all(&mut *conn)
-                    .await
-                    .unwrap();
-                Holder::Postgres(conn)
-            }
-            Raw::MySql(p) => {
-                let mut conn = p.acquire().await.unwrap();
-                sqlx::query("BEGIN").execute(&mut *conn).await.unwrap();
-                sqlx::query(AssertSqlSafe(lock_rows))
-                    .fetch_all(&mut *conn)
-                    .await
-                    .unwrap();
-                Holder::MySql(conn)
-            }
+            Raw::Sqlite(p) => hold!(Sqlite, p, ["BEGIN IMMEDIATE"]),
+            Raw::Postgres(p) => hold!(Postgres, p, on_server),
+            Raw::MySql(p) => hold!(MySql, p, on_server),
         }
     }
 
@@ -979,16 +988,7 @@ on_targets!(
 /// pages, COMMIT, after the first (full) page.
 async fn long_window_reads_in_one_snapshot(target: Target) {
     const TOTAL: usize = 3000;
-    let store = SqlStore::builder(target.url())
-        .table_prefix(support::shared_prefix())
-        .token_counter(char_counter())
-        .connect()
-        .await
-        .unwrap();
-    let scope = Scope::session("long-window")
-        .unwrap()
-        .with_tenant(random_tenant())
-        .unwrap();
+    let (store, scope) = char_counted(target, "long-window").await;
     let batch: Vec<ChatMessage> = (0..TOTAL)
         .map(|i| ChatMessage::user(format!("m{i}")))
         .collect();
@@ -1024,12 +1024,11 @@ async fn long_window_reads_in_one_snapshot_all_databases() {
 #[tokio::test]
 async fn default_ttl_out_of_range_is_refused_at_open() {
     for ttl in [Duration::ZERO, memory_core::MAX_TTL * 2, Duration::MAX] {
-        let err = SqlStore::builder("sqlite::memory:")
-            .default_ttl(ttl)
-            .connect()
-            .await
-            .unwrap_err();
-        assert_eq!(err.kind(), ErrorKind::InvalidInput, "{ttl:?}: {err}");
+        refused_at_open(
+            SqlStore::builder("sqlite::memory:").default_ttl(ttl),
+            &format!("{ttl:?}"),
+        )
+        .await;
     }
     let store = SqlStore::builder("sqlite::memory:")
         .default_ttl(memory_core::MAX_TTL)
@@ -1047,15 +1046,12 @@ async fn default_ttl_out_of_range_is_refused_at_open() {
 #[tokio::test]
 async fn corrupt_counters_are_serialization_errors() {
     for target in [Target::SqliteFile, Target::Postgres, Target::MySql] {
-        let url = target.url();
-        let prefix = unique_prefix("amctr");
-        let store = open(&url, &prefix).await;
-        let raw = Raw::connect(&url).await;
-        let scope = Scope::session("counters").unwrap();
-        store
-            .append(&scope, &[ChatMessage::user("a")])
-            .await
-            .unwrap();
+        let Written {
+            prefix,
+            store,
+            raw,
+            scope,
+        } = written(target, "amctr", "counters", &["a"]).await;
         let corrupt = [
             "last_seq = -1",
             "last_seq = 9223372036854775807",
@@ -1173,6 +1169,16 @@ async fn active_window_starts_at_the_first_active_message() {
 // ---------------------------------------------------------------------------------------------
 
 /// A writer of the thread that holds its row in an open transaction, as another process would.
+/// Tables of their own (`tag`) on PostgreSQL: their prefix, a store on them, and a pool for
+/// another writer.
+async fn postgres_tables(tag: &str) -> (String, Arc<SqlStore>, sqlx::PgPool) {
+    let url = Target::Postgres.url();
+    let prefix = unique_prefix(tag);
+    let store = Arc::new(open(&url, &prefix).await);
+    let pool = sqlx::PgPool::connect(&url).await.unwrap();
+    (prefix, store, pool)
+}
+
 async fn hold_thread(
     pool: &sqlx::PgPool,
     statements: &[String],
@@ -1216,9 +1222,7 @@ async fn append_behind(
 /// meanwhile is found (its sequence number returned, not stored twice), and the new ones follow.
 #[tokio::test]
 async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
-    let url = Target::Postgres.url();
-    let prefix = unique_prefix("amwaitw");
-    let store = Arc::new(open(&url, &prefix).await);
+    let (prefix, store, pool) = postgres_tables("amwaitw").await;
     let scope = Scope::session("waited").unwrap();
     let key = scope.key();
     store
@@ -1227,7 +1231,6 @@ async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
         .unwrap();
     let racing = ChatMessage::user("racing");
     let body = racing.to_json().unwrap().replace('\'', "''");
-    let pool = sqlx::PgPool::connect(&url).await.unwrap();
     let holder = hold_thread(
         &pool,
         &[
@@ -1259,14 +1262,11 @@ async fn an_append_sees_the_messages_of_the_writer_it_waited_for_postgres() {
 /// the one whose id the cleared thread held.
 #[tokio::test]
 async fn an_append_after_a_clear_it_waited_for_starts_again_postgres() {
-    let url = Target::Postgres.url();
-    let prefix = unique_prefix("amwaitc");
-    let store = Arc::new(open(&url, &prefix).await);
+    let (prefix, store, pool) = postgres_tables("amwaitc").await;
     let scope = Scope::session("cleared").unwrap();
     let key = scope.key();
     let old = [ChatMessage::user("a"), ChatMessage::user("b")];
     store.append(&scope, &old).await.unwrap();
-    let pool = sqlx::PgPool::connect(&url).await.unwrap();
     let holder = hold_thread(
         &pool,
         &[

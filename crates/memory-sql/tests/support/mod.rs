@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
+use memory_core::{Result, Scope};
 use memory_sql::SqlStore;
 use memory_sql::sqlx::{self, AssertSqlSafe};
 
@@ -249,54 +250,46 @@ impl SqlRaw {
 
 #[async_trait::async_trait]
 impl memory_testkit::hostile::RawWriter for SqlRaw {
-    async fn overwrite(
-        &self,
-        scope: &memory_core::Scope,
-        seq: u64,
-        body: &[u8],
-    ) -> memory_core::Result<bool> {
+    async fn overwrite(&self, scope: &Scope, seq: u64, body: &[u8]) -> Result<bool> {
         let table = format!("{}messages", self.prefix);
         let key = scope.key();
         let seq = i64::try_from(seq).unwrap();
         let text = std::str::from_utf8(body);
+        // The statement `sql` with the new body, the thread's key and the seq bound in turn.
+        macro_rules! update {
+            ($pool:expr, $sql:expr, $body:expr) => {
+                sqlx::query(AssertSqlSafe($sql))
+                    .bind($body)
+                    .bind(&key)
+                    .bind(seq)
+                    .execute($pool)
+                    .await
+                    .map(|r| r.rows_affected())
+            };
+        }
         let affected = match &self.pool {
             // SQLite keeps the bytes of a blob cast to text as they are.
             #[cfg(feature = "sqlite")]
-            Raw::Sqlite(pool) => sqlx::query(AssertSqlSafe(format!(
-                "UPDATE {table} SET body = CAST(? AS TEXT) WHERE thread_key = ? AND seq = ?"
-            )))
-            .bind(body)
-            .bind(&key)
-            .bind(seq)
-            .execute(pool)
-            .await
-            .map(|r| r.rows_affected()),
+            Raw::Sqlite(pool) => update!(
+                pool,
+                format!(
+                    "UPDATE {table} SET body = CAST(? AS TEXT) WHERE thread_key = ? AND seq = ?"
+                ),
+                body
+            ),
             // Their text columns hold UTF-8 only.
             #[cfg(feature = "postgres")]
             Raw::Postgres(pool) => {
                 let Ok(text) = text else { return Ok(false) };
-                sqlx::query(AssertSqlSafe(format!(
-                    "UPDATE {table} SET body = $1 WHERE thread_key = $2 AND seq = $3"
-                )))
-                .bind(text)
-                .bind(&key)
-                .bind(seq)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected())
+                let sql =
+                    format!("UPDATE {table} SET body = $1 WHERE thread_key = $2 AND seq = $3");
+                update!(pool, sql, text)
             }
             #[cfg(feature = "mysql")]
             Raw::MySql(pool) => {
                 let Ok(text) = text else { return Ok(false) };
-                sqlx::query(AssertSqlSafe(format!(
-                    "UPDATE {table} SET body = ? WHERE thread_key = ? AND seq = ?"
-                )))
-                .bind(text)
-                .bind(&key)
-                .bind(seq)
-                .execute(pool)
-                .await
-                .map(|r| r.rows_affected())
+                let sql = format!("UPDATE {table} SET body = ? WHERE thread_key = ? AND seq = ?");
+                update!(pool, sql, text)
             }
         }
         .unwrap_or_else(|e| panic!("overwrite message {seq} of {scope}: {e}"));
