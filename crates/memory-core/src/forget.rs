@@ -52,7 +52,7 @@ use tracing::Instrument;
 use crate::error::{Error, Result};
 use crate::history::HistoryStore;
 use crate::lexical::TextIndex;
-use crate::scope::{PageRequest, ScopeFilter};
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
 use crate::session::SessionStore;
 use crate::vector::VectorStore;
 
@@ -177,27 +177,92 @@ pub trait Forget: Send + Sync + fmt::Debug {
     async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt>;
 }
 
-/// Forgets the threads of a [`HistoryStore`]: each matching thread, active and archived
-/// messages, is cleared.
-#[derive(Debug, Clone)]
-pub struct HistoryForget<H> {
-    name: String,
-    store: H,
+/// Declares a [`Forget`] adapter: a struct holding a receipt name and the store it forgets in
+/// (in the field named in braces), with `new` (the default name) and `named`.
+macro_rules! forget_adapter {
+    (
+        $(#[$meta:meta])*
+        pub struct $Adapter:ident<$S:ident: $Store:ident> { $field:ident } named $default:literal
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone)]
+        pub struct $Adapter<$S> {
+            name: String,
+            $field: $S,
+        }
+
+        impl<$S: $Store> $Adapter<$S> {
+            #[doc = concat!("Forgets in `", stringify!($field), "`, named \"", $default, "\" in receipts.")]
+            pub fn new($field: $S) -> Self {
+                Self::named($default, $field)
+            }
+
+            #[doc = concat!("Forgets in `", stringify!($field), "`, named `name` in receipts.")]
+            pub fn named(name: impl Into<String>, $field: $S) -> Self {
+                Self {
+                    name: name.into(),
+                    $field,
+                }
+            }
+        }
+    };
 }
 
-impl<H: HistoryStore> HistoryForget<H> {
-    /// Forgets in `store`, named "history" in receipts.
-    pub fn new(store: H) -> Self {
-        Self::named("history", store)
-    }
+/// A store forgotten scope by scope: its scopes are listed, then each one's items deleted or
+/// counted ([`forget_listed`]).
+#[async_trait]
+trait ForgetByScope: Sync {
+    /// One page of the scopes `filter` selects.
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>>;
 
-    /// Forgets in `store`, named `name` in receipts.
-    pub fn named(name: impl Into<String>, store: H) -> Self {
-        Self {
-            name: name.into(),
-            store,
+    /// Deletes (or counts) the scope's items; returns how many.
+    async fn forget_scope(&self, scope: &Scope, mode: ForgetMode) -> Result<u64>;
+}
+
+/// Forgets (or counts) the items of every scope `store` lists, page after page, that `filter`
+/// matches (checked again: a forget never deletes more than asked, whatever the listing);
+/// returns how many scopes held items and how many items in all.
+async fn forget_listed(
+    store: &impl ForgetByScope,
+    filter: &ScopeFilter,
+    mode: ForgetMode,
+) -> Result<(u64, u64)> {
+    let mut page = PageRequest::first(LIST_PAGE);
+    let (mut scopes, mut items) = (0u64, 0u64);
+    loop {
+        let listed = store.list(filter, page).await?;
+        for scope in listed.items.iter().filter(|s| filter.matches(s)) {
+            let found = store.forget_scope(scope, mode).await?;
+            if found > 0 {
+                scopes = scopes.saturating_add(1);
+                items = items.saturating_add(found);
+            }
+        }
+        match listed.next_cursor {
+            Some(cursor) => page = PageRequest::after(LIST_PAGE, cursor),
+            None => break,
         }
     }
+    Ok((scopes, items))
+}
+
+/// Awaits `delete` in a [`ForgetMode::Delete`] and `count` in a [`ForgetMode::DryRun`]; the
+/// other future is dropped without being polled, so it does nothing.
+async fn delete_or_count(
+    mode: ForgetMode,
+    delete: impl Future<Output = Result<u64>>,
+    count: impl Future<Output = Result<u64>>,
+) -> Result<u64> {
+    match mode {
+        ForgetMode::Delete => delete.await,
+        ForgetMode::DryRun => count.await,
+    }
+}
+
+forget_adapter! {
+    /// Forgets the threads of a [`HistoryStore`]: each matching thread, active and archived
+    /// messages, is cleared.
+    pub struct HistoryForget<H: HistoryStore> { store } named "history"
 }
 
 #[async_trait]
@@ -211,54 +276,32 @@ impl<H: HistoryStore> Forget for HistoryForget<H> {
         if mode == ForgetMode::Delete && self.store.capabilities().ttl {
             self.store.purge_expired().await?;
         }
-        let mut page = PageRequest::first(LIST_PAGE);
-        let (mut threads, mut messages) = (0u64, 0u64);
-        loop {
-            let listed = self.store.list_threads(filter, page).await?;
-            // Checked again: a forget never deletes more than asked, whatever the listing.
-            for scope in listed.items.iter().filter(|s| filter.matches(s)) {
-                let removed = match mode {
-                    ForgetMode::Delete => self.store.clear(scope).await?,
-                    ForgetMode::DryRun => {
-                        let count = self.store.count(scope).await?;
-                        count.active.saturating_add(count.archived)
-                    }
-                };
-                if removed > 0 {
-                    threads = threads.saturating_add(1);
-                    messages = messages.saturating_add(removed);
-                }
-            }
-            match listed.next_cursor {
-                Some(cursor) => page = PageRequest::after(LIST_PAGE, cursor),
-                None => break,
-            }
-        }
+        let (threads, messages) = forget_listed(self, filter, mode).await?;
         Ok(StoreReceipt::new(&self.name, threads, messages, "messages"))
     }
 }
 
-/// Forgets the sessions of a [`SessionStore`]: each matching session state is deleted,
-/// whatever its source (a `Memory`'s block states included).
-#[derive(Debug, Clone)]
-pub struct SessionForget<S> {
-    name: String,
-    store: S,
-}
-
-impl<S: SessionStore> SessionForget<S> {
-    /// Forgets in `store`, named "sessions" in receipts.
-    pub fn new(store: S) -> Self {
-        Self::named("sessions", store)
+#[async_trait]
+impl<H: HistoryStore> ForgetByScope for HistoryForget<H> {
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.store.list_threads(filter, page).await
     }
 
-    /// Forgets in `store`, named `name` in receipts.
-    pub fn named(name: impl Into<String>, store: S) -> Self {
-        Self {
-            name: name.into(),
-            store,
+    async fn forget_scope(&self, scope: &Scope, mode: ForgetMode) -> Result<u64> {
+        match mode {
+            ForgetMode::Delete => self.store.clear(scope).await,
+            ForgetMode::DryRun => {
+                let count = self.store.count(scope).await?;
+                Ok(count.active.saturating_add(count.archived))
+            }
         }
     }
+}
+
+forget_adapter! {
+    /// Forgets the sessions of a [`SessionStore`]: each matching session state is deleted,
+    /// whatever its source (a `Memory`'s block states included).
+    pub struct SessionForget<S: SessionStore> { store } named "sessions"
 }
 
 #[async_trait]
@@ -272,53 +315,33 @@ impl<S: SessionStore> Forget for SessionForget<S> {
         if mode == ForgetMode::Delete && self.store.capabilities().ttl {
             self.store.purge_expired().await?;
         }
-        let mut page = PageRequest::first(LIST_PAGE);
-        let mut sessions = 0u64;
-        loop {
-            let listed = self.store.list(filter, page).await?;
-            // Checked again: a forget never deletes more than asked, whatever the listing.
-            for scope in listed.items.iter().filter(|s| filter.matches(s)) {
-                let removed = match mode {
-                    ForgetMode::Delete => self.store.delete(scope).await?,
-                    ForgetMode::DryRun => self.store.load(scope).await?.is_some(),
-                };
-                if removed {
-                    sessions = sessions.saturating_add(1);
-                }
-            }
-            match listed.next_cursor {
-                Some(cursor) => page = PageRequest::after(LIST_PAGE, cursor),
-                None => break,
-            }
-        }
+        let (sessions, _) = forget_listed(self, filter, mode).await?;
         Ok(StoreReceipt::new(
             &self.name, sessions, sessions, "sessions",
         ))
     }
 }
 
-/// Forgets the points of a [`VectorStore`] that supports
-/// [`delete_matching`](VectorStore::delete_matching) (see
-/// [`VectorCapabilities::deletes_matching`](crate::vector::VectorCapabilities::deletes_matching)).
-#[derive(Debug, Clone)]
-pub struct VectorForget<V> {
-    name: String,
-    store: V,
+#[async_trait]
+impl<S: SessionStore> ForgetByScope for SessionForget<S> {
+    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
+        self.store.list(filter, page).await
+    }
+
+    async fn forget_scope(&self, scope: &Scope, mode: ForgetMode) -> Result<u64> {
+        let found = match mode {
+            ForgetMode::Delete => self.store.delete(scope).await?,
+            ForgetMode::DryRun => self.store.load(scope).await?.is_some(),
+        };
+        Ok(u64::from(found))
+    }
 }
 
-impl<V: VectorStore> VectorForget<V> {
-    /// Forgets in `store`, named "vectors" in receipts.
-    pub fn new(store: V) -> Self {
-        Self::named("vectors", store)
-    }
-
-    /// Forgets in `store`, named `name` in receipts.
-    pub fn named(name: impl Into<String>, store: V) -> Self {
-        Self {
-            name: name.into(),
-            store,
-        }
-    }
+forget_adapter! {
+    /// Forgets the points of a [`VectorStore`] that supports
+    /// [`delete_matching`](VectorStore::delete_matching) (see
+    /// [`VectorCapabilities::deletes_matching`](crate::vector::VectorCapabilities::deletes_matching)).
+    pub struct VectorForget<V: VectorStore> { store } named "vectors"
 }
 
 #[async_trait]
@@ -328,38 +351,19 @@ impl<V: VectorStore> Forget for VectorForget<V> {
     }
 
     async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
-        let points = match mode {
-            ForgetMode::Delete => self.store.delete_matching(filter).await?,
-            ForgetMode::DryRun => self.store.count_matching(filter).await?,
-        };
+        let delete = self.store.delete_matching(filter);
+        let points = delete_or_count(mode, delete, self.store.count_matching(filter)).await?;
         Ok(StoreReceipt::new(&self.name, 0, points, "points"))
     }
 }
 
-/// Forgets the documents of a [`TextIndex`] that supports
-/// [`delete_matching`](TextIndex::delete_matching) (see
-/// [`TextCapabilities::deletes_matching`](crate::lexical::TextCapabilities::deletes_matching));
-/// an index without it refuses with [`Unsupported`](crate::ErrorKind::Unsupported) and
-/// deletes nothing.
-#[derive(Debug, Clone)]
-pub struct TextForget<T> {
-    name: String,
-    index: T,
-}
-
-impl<T: TextIndex> TextForget<T> {
-    /// Forgets in `index`, named "texts" in receipts.
-    pub fn new(index: T) -> Self {
-        Self::named("texts", index)
-    }
-
-    /// Forgets in `index`, named `name` in receipts.
-    pub fn named(name: impl Into<String>, index: T) -> Self {
-        Self {
-            name: name.into(),
-            index,
-        }
-    }
+forget_adapter! {
+    /// Forgets the documents of a [`TextIndex`] that supports
+    /// [`delete_matching`](TextIndex::delete_matching) (see
+    /// [`TextCapabilities::deletes_matching`](crate::lexical::TextCapabilities::deletes_matching));
+    /// an index without it refuses with [`Unsupported`](crate::ErrorKind::Unsupported) and
+    /// deletes nothing.
+    pub struct TextForget<T: TextIndex> { index } named "texts"
 }
 
 #[async_trait]
@@ -369,10 +373,8 @@ impl<T: TextIndex> Forget for TextForget<T> {
     }
 
     async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
-        let documents = match mode {
-            ForgetMode::Delete => self.index.delete_matching(filter).await?,
-            ForgetMode::DryRun => self.index.count_matching(filter).await?,
-        };
+        let delete = self.index.delete_matching(filter);
+        let documents = delete_or_count(mode, delete, self.index.count_matching(filter)).await?;
         Ok(StoreReceipt::new(&self.name, 0, documents, "documents"))
     }
 }

@@ -8,15 +8,11 @@
 
 mod layered;
 
-use std::fmt;
-
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::error::Result;
-use crate::history::unsupported_operation;
-use crate::scope::{Scope, ScopeFilter};
+use crate::scoped_index::scoped_index_trait;
 use crate::vector::PayloadFilter;
 
 pub use layered::LayeredTextIndex;
@@ -81,142 +77,48 @@ pub struct ScoredDocument {
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
-/// What a text index can do beyond the required behaviour.
-///
-/// Every field is `false` in [`none`](Self::none) (and [`Default`]); an index turns on what it
-/// has with the `with_*` methods. The struct is `#[non_exhaustive]`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct TextCapabilities {
-    /// [`TextIndex::delete_matching`] and [`TextIndex::count_matching`] are supported.
-    pub deletes_matching: bool,
-}
-
-impl TextCapabilities {
-    /// No optional operation.
-    pub const fn none() -> Self {
-        Self {
-            deletes_matching: false,
-        }
-    }
-
-    /// Sets whether [`TextIndex::delete_matching`] and [`TextIndex::count_matching`] are
-    /// supported.
-    #[must_use]
-    pub const fn with_deletes_matching(mut self, deletes_matching: bool) -> Self {
-        self.deletes_matching = deletes_matching;
-        self
-    }
-}
-
-/// Scoped text documents searched by words.
-///
-/// An index that wraps another and changes only some of its calls implements [`LayeredTextIndex`]
-/// instead: the rest is forwarded.
-///
-/// # Behavior
-/// Each method states its contract in its own `# Behavior` section (the conformance suite in
-/// memory-testkit has a check per line of them). The rules that span the methods:
-/// - Every call names a scope; a document belongs to one scope, and no call on one scope reads
-///   or changes another's documents, whatever query or filter is passed. Ids are unique within
-///   a scope: the same id in two scopes is two documents. A scope never written is empty.
-/// - Writes are visible to every read that starts after the write returned.
-/// - [`capabilities`](TextIndex::capabilities) is constant and tells the truth; an absent
-///   optional operation returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes
-///   nothing.
-#[async_trait]
-pub trait TextIndex: Send + Sync + fmt::Debug + 'static {
-    /// What this index supports. The default is [`TextCapabilities::none`].
-    fn capabilities(&self) -> TextCapabilities {
-        TextCapabilities::none()
-    }
-
-    /// Inserts or replaces documents.
+scoped_index_trait! {
+    /// Scoped text documents searched by words.
+    ///
+    /// An index that wraps another and changes only some of its calls implements
+    /// [`LayeredTextIndex`] instead: the rest is forwarded.
     ///
     /// # Behavior
-    /// Inserts or replaces documents by id within the scope (a replaced document takes the new text
-    /// and payload, and its old words no longer match); a retried upsert of the same documents
-    /// changes nothing; an empty batch is a no-op. A text longer than [`MAX_TEXT_BYTES`] or holding
-    /// a NUL character is [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that
-    /// batch is written. An empty text is allowed (it matches nothing).
-    async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()>;
+    /// Each method states its contract in its own `# Behavior` section (the conformance suite in
+    /// memory-testkit has a check per line of them). The rules that span the methods:
+    /// - Every call names a scope; a document belongs to one scope, and no call on one scope reads
+    ///   or changes another's documents, whatever query or filter is passed. Ids are unique within
+    ///   a scope: the same id in two scopes is two documents. A scope never written is empty.
+    /// - Writes are visible to every read that starts after the write returned.
+    /// - [`capabilities`](TextIndex::capabilities) is constant and tells the truth; an absent
+    ///   optional operation returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes
+    ///   nothing.
+    pub trait TextIndex with TextCapabilities, a "text index" of "document" items holding "text" {
+        /// Inserts or replaces documents.
+        ///
+        /// # Behavior
+        /// Inserts or replaces documents by id within the scope (a replaced document takes the new
+        /// text and payload, and its old words no longer match); a retried upsert of the same
+        /// documents changes nothing; an empty batch is a no-op. A text longer than
+        /// [`MAX_TEXT_BYTES`] or holding a NUL character is
+        /// [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that batch is written.
+        /// An empty text is allowed (it matches nothing).
+        async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()>;
 
-    /// The best matches for the query.
-    ///
-    /// # Behavior
-    /// Returns at most `top_k` documents *of the scope* (none for a `top_k` of 0, and none for a
-    /// query with no word, e.g. only punctuation) by decreasing score, ties by ascending id, each
-    /// with a positive score and its payload. Only documents that share at least one word with the
-    /// query are returned (after the engine's own normalisation: case folding always; stemming and
-    /// stop words as the engine documents), and only those whose payload matches the query's
-    /// [`PayloadFilter`]. A document holding more of the query's rare words ranks above one holding
-    /// fewer. Query text is words, never syntax: quotes, operators (`AND`, `-`, `*`, `:` …) and
-    /// other punctuation in it are not interpreted and never cause an error. A query longer than
-    /// [`MAX_QUERY_BYTES`] is `InvalidInput`; a filter the backend cannot express is
-    /// [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
-    async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>>;
-
-    /// The documents with these ids.
-    ///
-    /// # Behavior
-    /// Returns the documents of the given ids that exist in the scope, with their exact text and
-    /// payload; unknown ids are skipped.
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>>;
-
-    /// Removes documents by id.
-    ///
-    /// # Behavior
-    /// Removes documents by id and returns how many existed; deleted documents are not found by any
-    /// read.
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
-
-    /// Counts the scope's documents.
-    ///
-    /// # Behavior
-    /// Counts a scope's documents; [`clear`](TextIndex::clear) removes them all and returns how
-    /// many.
-    async fn count(&self, scope: &Scope) -> Result<u64>;
-
-    /// Removes every document of the scope; returns how many.
-    ///
-    /// # Behavior
-    /// See [`count`](TextIndex::count): afterwards the scope counts zero.
-    async fn clear(&self, scope: &Scope) -> Result<u64>;
-
-    /// Removes every document of the scopes `filter` selects; returns how many.
-    ///
-    /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
-    /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    ///
-    /// # Behavior
-    /// Removes every document of every scope the filter [matches](ScopeFilter::matches), and no
-    /// other, and returns how many (an index that cannot narrow by a part the filter names refuses
-    /// with [`Unsupported`](crate::ErrorKind::Unsupported) and removes nothing);
-    /// [`count_matching`](TextIndex::count_matching) returns how many it would remove now.
-    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        let _ = filter;
-        Err(unsupported_operation::<Self>(
-            "delete_matching",
-            "TextCapabilities",
-            "deletes_matching",
-        ))
-    }
-
-    /// Counts the documents of the scopes `filter` selects.
-    ///
-    /// Optional ([`TextCapabilities::deletes_matching`]): the default returns
-    /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    ///
-    /// # Behavior
-    /// Returns how many documents [`delete_matching`](TextIndex::delete_matching) would remove now,
-    /// and changes nothing (see there).
-    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        let _ = filter;
-        Err(unsupported_operation::<Self>(
-            "count_matching",
-            "TextCapabilities",
-            "deletes_matching",
-        ))
+        /// The best matches for the query.
+        ///
+        /// # Behavior
+        /// Returns at most `top_k` documents *of the scope* (none for a `top_k` of 0, and none for
+        /// a query with no word, e.g. only punctuation) by decreasing score, ties by ascending id,
+        /// each with a positive score and its payload. Only documents that share at least one word
+        /// with the query are returned (after the engine's own normalisation: case folding always;
+        /// stemming and stop words as the engine documents), and only those whose payload matches
+        /// the query's [`PayloadFilter`]. A document holding more of the query's rare words ranks
+        /// above one holding fewer. Query text is words, never syntax: quotes, operators (`AND`,
+        /// `-`, `*`, `:` …) and other punctuation in it are not interpreted and never cause an
+        /// error. A query longer than [`MAX_QUERY_BYTES`] is `InvalidInput`; a filter the backend
+        /// cannot express is [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
+        async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>>;
     }
 }
 

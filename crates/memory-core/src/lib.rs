@@ -21,6 +21,7 @@ pub mod redact;
 pub mod reducer;
 pub mod retrieval;
 pub mod scope;
+mod scoped_index;
 pub mod session;
 mod span_fields;
 pub mod telemetry;

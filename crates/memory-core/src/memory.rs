@@ -24,8 +24,8 @@ use std::sync::Arc;
 use tracing::Instrument;
 
 pub use block::{
-    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
-    validate_block_name,
+    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, block_name,
+    truncate_lines, validate_block_name,
 };
 pub use render::{
     InsertMethod, escape_memory_text, render_fact, render_memory, render_message, render_recalled,

@@ -4,20 +4,15 @@ mod filter;
 mod in_memory;
 mod layered;
 
-use std::fmt;
-
-use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 pub use filter::PayloadFilter;
 pub use in_memory::InMemoryVectorStore;
 pub use layered::LayeredVectors;
-pub(crate) use layered::forward_scoped_index;
 
 use crate::error::{Error, Result};
-use crate::history::unsupported_operation;
-use crate::scope::{Scope, ScopeFilter};
+use crate::scoped_index::scoped_index_trait;
 
 /// One point: an id, a vector and a JSON payload.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -78,143 +73,45 @@ pub struct ScoredPoint {
     pub payload: serde_json::Map<String, serde_json::Value>,
 }
 
-/// What a vector store can do beyond the required behaviour.
-///
-/// Every field is `false` in [`none`](Self::none) (and [`Default`]); a store turns on what it
-/// has with the `with_*` methods. The struct is `#[non_exhaustive]`: a new capability adds a
-/// field that is `false` unless a store sets it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct VectorCapabilities {
-    /// [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are supported:
-    /// every point of the scopes a [`ScopeFilter`] selects, across scopes, in one call.
-    pub deletes_matching: bool,
-}
-
-impl VectorCapabilities {
-    /// No optional operation.
-    pub const fn none() -> Self {
-        Self {
-            deletes_matching: false,
-        }
-    }
-
-    /// Sets whether [`VectorStore::delete_matching`] and [`VectorStore::count_matching`] are
-    /// supported.
-    #[must_use]
-    pub const fn with_deletes_matching(mut self, deletes_matching: bool) -> Self {
-        self.deletes_matching = deletes_matching;
-        self
-    }
-}
-
-/// Scoped vector storage with cosine similarity search.
-///
-/// A store that wraps another and changes only some of its calls implements [`LayeredVectors`]
-/// instead: the rest is forwarded.
-///
-/// # Behavior
-/// Each method states its contract in its own `# Behavior` section (the conformance suite in
-/// memory-testkit has a check per line of them). The rules that span the methods:
-/// - Every call names a scope; a point belongs to one scope, and no call on one scope reads or
-///   changes another's points, whatever filter is passed. Point ids are unique within a scope:
-///   the same id in two scopes is two points. A scope never written is empty for every read.
-/// - [`capabilities`](VectorStore::capabilities) is constant for a store object and tells the
-///   truth: each optional operation is present if and only if its capability says so; an
-///   absent one returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes nothing.
-#[async_trait]
-pub trait VectorStore: Send + Sync + fmt::Debug + 'static {
-    /// What this store supports. The default is [`VectorCapabilities::none`].
-    fn capabilities(&self) -> VectorCapabilities {
-        VectorCapabilities::none()
-    }
-
-    /// Inserts or replaces points.
+scoped_index_trait! {
+    /// Scoped vector storage with cosine similarity search.
+    ///
+    /// A store that wraps another and changes only some of its calls implements
+    /// [`LayeredVectors`] instead: the rest is forwarded.
     ///
     /// # Behavior
-    /// Inserts or replaces points by id within the scope (a replaced point takes the new vector and
-    /// payload); a retried upsert of the same points changes nothing; an empty batch is a no-op.
-    /// All vectors of a store have one dimension, fixed by the first upsert (or the store's
-    /// configuration); a vector of another dimension, an empty vector, or a non-finite value is
-    /// [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that batch is written.
-    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()>;
+    /// Each method states its contract in its own `# Behavior` section (the conformance suite in
+    /// memory-testkit has a check per line of them). The rules that span the methods:
+    /// - Every call names a scope; a point belongs to one scope, and no call on one scope reads or
+    ///   changes another's points, whatever filter is passed. Point ids are unique within a scope:
+    ///   the same id in two scopes is two points. A scope never written is empty for every read.
+    /// - [`capabilities`](VectorStore::capabilities) is constant for a store object and tells the
+    ///   truth: each optional operation is present if and only if its capability says so; an
+    ///   absent one returns [`Unsupported`](crate::ErrorKind::Unsupported) and changes nothing.
+    pub trait VectorStore with VectorCapabilities, a "store" of "point" items holding "vectors" {
+        /// Inserts or replaces points.
+        ///
+        /// # Behavior
+        /// Inserts or replaces points by id within the scope (a replaced point takes the new vector
+        /// and payload); a retried upsert of the same points changes nothing; an empty batch is a
+        /// no-op. All vectors of a store have one dimension, fixed by the first upsert (or the
+        /// store's configuration); a vector of another dimension, an empty vector, or a non-finite
+        /// value is [`InvalidInput`](crate::ErrorKind::InvalidInput), and nothing of that batch is
+        /// written.
+        async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()>;
 
-    /// The nearest points to the query.
-    ///
-    /// # Behavior
-    /// Returns at most `top_k` points *of the scope* (none for a `top_k` of 0) by decreasing cosine
-    /// similarity, ties by ascending id (a backend may bound how many points tied at the `top_k`
-    /// boundary it compares, so that a zero vector or many equal vectors never read a whole scope:
-    /// it says so in its docs), each with its score and payload; only points whose payload matches
-    /// the query's [`PayloadFilter`] and that score at least its `min_score` are returned. A query
-    /// vector of another dimension is `InvalidInput`; a filter the backend cannot express (an `Eq`
-    /// on a float, say) is [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
-    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>>;
-
-    /// The points with these ids.
-    ///
-    /// # Behavior
-    /// Returns the points of the given ids that exist in the scope, with their exact vectors and
-    /// payloads; unknown ids are skipped, and no ids give nothing.
-    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>>;
-
-    /// Removes points by id.
-    ///
-    /// # Behavior
-    /// Removes points by id; returns how many existed (unknown and already deleted ids count 0).
-    /// Deleted points are not found by any read.
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64>;
-
-    /// Counts the scope's points.
-    ///
-    /// # Behavior
-    /// Counts a scope's points; [`clear`](VectorStore::clear) removes them all and returns how many
-    /// it removed.
-    async fn count(&self, scope: &Scope) -> Result<u64>;
-
-    /// Removes every point of the scope; returns how many.
-    ///
-    /// # Behavior
-    /// See [`count`](VectorStore::count): afterwards the scope counts zero.
-    async fn clear(&self, scope: &Scope) -> Result<u64>;
-
-    /// Removes every point of the scopes `filter` selects; returns how many.
-    ///
-    /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
-    /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    ///
-    /// # Behavior
-    /// Removes every point of every scope the filter [matches](ScopeFilter::matches) (its tenant,
-    /// and its user, agent, session and source when it names them), and no other point, and returns
-    /// how many it removed; afterwards no read of those scopes finds a point. Repeating it removes
-    /// nothing. A store that cannot narrow by a part the filter names refuses with
-    /// [`Unsupported`](crate::ErrorKind::Unsupported) and removes nothing.
-    /// [`count_matching`](VectorStore::count_matching) returns how many points `delete_matching`
-    /// would remove now and changes nothing.
-    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        let _ = filter;
-        Err(unsupported_operation::<Self>(
-            "delete_matching",
-            "VectorCapabilities",
-            "deletes_matching",
-        ))
-    }
-
-    /// Counts the points of the scopes `filter` selects.
-    ///
-    /// Optional ([`VectorCapabilities::deletes_matching`]): the default returns
-    /// [`Unsupported`](crate::ErrorKind::Unsupported).
-    ///
-    /// # Behavior
-    /// Returns how many points [`delete_matching`](VectorStore::delete_matching) would remove now,
-    /// and changes nothing (see there).
-    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        let _ = filter;
-        Err(unsupported_operation::<Self>(
-            "count_matching",
-            "VectorCapabilities",
-            "deletes_matching",
-        ))
+        /// The nearest points to the query.
+        ///
+        /// # Behavior
+        /// Returns at most `top_k` points *of the scope* (none for a `top_k` of 0) by decreasing
+        /// cosine similarity, ties by ascending id (a backend may bound how many points tied at the
+        /// `top_k` boundary it compares, so that a zero vector or many equal vectors never read a
+        /// whole scope: it says so in its docs), each with its score and payload; only points whose
+        /// payload matches the query's [`PayloadFilter`] and that score at least its `min_score`
+        /// are returned. A query vector of another dimension is `InvalidInput`; a filter the
+        /// backend cannot express (an `Eq` on a float, say) is
+        /// [`Unsupported`](crate::ErrorKind::Unsupported), never a wrong answer.
+        async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>>;
     }
 }
 

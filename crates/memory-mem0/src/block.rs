@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use memory_core::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, validate_block_name,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, block_name, truncate_lines,
 };
 use memory_core::{Result, Scope, TokenCounter};
 use serde_json::{Value, json};
@@ -103,9 +103,7 @@ impl Mem0MemoryBlock {
     /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an invalid block
     /// name.
     pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        let name = name.into();
-        validate_block_name(&name)?;
-        self.name = name;
+        self.name = block_name(name)?;
         Ok(self)
     }
 
@@ -273,15 +271,6 @@ impl MemoryBlock for Mem0MemoryBlock {
         excess_tokens: u64,
         counter: &dyn TokenCounter,
     ) -> Result<Option<BlockContent>> {
-        let text = content.text();
-        let mut lines: Vec<&str> = text.lines().collect();
-        let mut removed = 0u64;
-        while removed < excess_tokens {
-            let Some(line) = lines.pop() else { break };
-            removed = removed
-                .saturating_add(u64::from(counter.count_text(line)))
-                .saturating_add(1);
-        }
-        Ok((!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n"))))
+        Ok(truncate_lines(&content, excess_tokens, counter))
     }
 }

@@ -283,3 +283,34 @@ pub fn validate_block_name(name: &str) -> Result<()> {
         )))
     }
 }
+
+/// `name` as a block's name, once [`validate_block_name`] accepts it (what a block's `with_name`
+/// builder stores).
+///
+/// # Errors
+/// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name.
+pub fn block_name(name: impl Into<String>) -> Result<String> {
+    let name = name.into();
+    validate_block_name(&name)?;
+    Ok(name)
+}
+
+/// Truncates a block whose content is one item a line, newest last (recalled memories, say):
+/// drops lines from the end until at least `excess_tokens` tokens are gone (a line's tokens
+/// plus one for its newline); `None` when no line is left, so the block is left out.
+pub fn truncate_lines(
+    content: &BlockContent,
+    excess_tokens: u64,
+    counter: &dyn TokenCounter,
+) -> Option<BlockContent> {
+    let text = content.text();
+    let mut lines: Vec<&str> = text.lines().collect();
+    let mut removed = 0u64;
+    while removed < excess_tokens {
+        let Some(line) = lines.pop() else { break };
+        removed = removed
+            .saturating_add(u64::from(counter.count_text(line)))
+            .saturating_add(1);
+    }
+    (!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n")))
+}

@@ -131,17 +131,28 @@ impl Key {
 
 impl<'de> Deserialize<'de> for Key {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-        struct KeyVisitor;
-        impl Visitor<'_> for KeyVisitor {
-            type Value = Key;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a field name")
-            }
-            fn visit_str<E: de::Error>(self, name: &str) -> Result<Key, E> {
-                Ok(Key::from_name(name))
-            }
-        }
-        deserializer.deserialize_identifier(KeyVisitor)
+        deserializer.deserialize_identifier(NameVisitor {
+            expecting: "a field name",
+            parse: |name| Some(Key::from_name(name)),
+        })
+    }
+}
+
+/// Reads a string as a `T` with `parse`; a string `parse` refuses is an unknown part type.
+struct NameVisitor<T> {
+    /// What the input should have been, for the error message.
+    expecting: &'static str,
+    /// The value a string names, if any.
+    parse: fn(&str) -> Option<T>,
+}
+
+impl<T> Visitor<'_> for NameVisitor<T> {
+    type Value = T;
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.expecting)
+    }
+    fn visit_str<E: de::Error>(self, name: &str) -> Result<T, E> {
+        (self.parse)(name).ok_or_else(|| E::unknown_variant(name, TYPES))
     }
 }
 
@@ -151,17 +162,10 @@ struct KindSeed;
 impl<'de> DeserializeSeed<'de> for KindSeed {
     type Value = Kind;
     fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Kind, D::Error> {
-        struct KindVisitor;
-        impl Visitor<'_> for KindVisitor {
-            type Value = Kind;
-            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str("a part type")
-            }
-            fn visit_str<E: de::Error>(self, name: &str) -> Result<Kind, E> {
-                Kind::from_name(name).ok_or_else(|| E::unknown_variant(name, TYPES))
-            }
-        }
-        deserializer.deserialize_str(KindVisitor)
+        deserializer.deserialize_str(NameVisitor {
+            expecting: "a part type",
+            parse: Kind::from_name,
+        })
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::render::unescape_memory_text;
 use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, render_fact, validate_block_name,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, block_name, render_fact,
 };
 use crate::message::{ChatMessage, tagged_transcript};
 use crate::model::{ChatModel, ChatRequest};
@@ -52,9 +52,7 @@ impl FactExtractionMemoryBlock {
     /// # Errors
     /// [`ErrorKind::InvalidInput`] for an invalid name.
     pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        let name = name.into();
-        validate_block_name(&name)?;
-        self.name = name;
+        self.name = block_name(name)?;
         Ok(self)
     }
 

@@ -4,8 +4,7 @@ use async_trait::async_trait;
 
 use crate::error::Result;
 use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, escape_memory_text,
-    validate_block_name,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, block_name, escape_memory_text,
 };
 use crate::message::Part;
 
@@ -37,10 +36,8 @@ impl StaticMemoryBlock {
     }
 
     fn with_content(name: impl Into<String>, content: BlockContent) -> Result<Self> {
-        let name = name.into();
-        validate_block_name(&name)?;
         Ok(Self {
-            name,
+            name: block_name(name)?,
             content,
             priority: 0,
         })

@@ -11,8 +11,8 @@ use uuid::Uuid;
 use crate::error::Result;
 use crate::history::StoredMessage;
 use crate::memory::{
-    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock,
-    render_recalled, validate_block_name,
+    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, block_name,
+    render_recalled, truncate_lines,
 };
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
@@ -139,9 +139,7 @@ impl VectorMemoryBlock {
     /// # Errors
     /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name.
     pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        let name = name.into();
-        validate_block_name(&name)?;
-        self.name = name;
+        self.name = block_name(name)?;
         Ok(self)
     }
 
@@ -536,16 +534,6 @@ impl MemoryBlock for VectorMemoryBlock {
         excess_tokens: u64,
         counter: &dyn TokenCounter,
     ) -> Result<Option<BlockContent>> {
-        let text = content.text();
-        let mut lines: Vec<&str> = text.lines().collect();
-        let mut removed = 0u64;
-        while removed < excess_tokens {
-            let Some(line) = lines.pop() else { break };
-            // The line's tokens plus one for its newline.
-            removed = removed
-                .saturating_add(u64::from(counter.count_text(line)))
-                .saturating_add(1);
-        }
-        Ok((!lines.is_empty()).then(|| BlockContent::Text(lines.join("\n"))))
+        Ok(truncate_lines(&content, excess_tokens, counter))
     }
 }
