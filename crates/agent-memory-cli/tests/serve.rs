@@ -9,7 +9,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
+use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::Duration;
 
 const TOKEN: &str = "serve-test-token-7f3a9c";
@@ -58,6 +58,65 @@ fn listening_address(stderr: &mut impl BufRead) -> (String, String) {
     }
 }
 
+/// A running `agent-memory serve`: the process, its stderr, where it listens, and what it
+/// said up to that line.
+struct Served {
+    child: Child,
+    stderr: BufReader<ChildStderr>,
+    addr: String,
+    said: String,
+}
+
+/// `agent-memory serve` with `args`.
+fn serve(args: &[&str]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
+    command.arg("serve").args(args);
+    command
+}
+
+/// Starts `command` with stderr piped (stdout dropped) and waits until it says where it
+/// listens.
+fn start(command: &mut Command) -> Served {
+    let mut child = command
+        .stderr(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let (addr, said) = listening_address(&mut stderr);
+    Served {
+        child,
+        stderr,
+        addr,
+        said,
+    }
+}
+
+impl Served {
+    /// Sends the server SIGTERM.
+    fn sigterm(&self) {
+        let killed = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+    }
+
+    /// What the server says on stderr from now until it closes it.
+    fn rest_of_stderr(&mut self) -> String {
+        let mut rest = String::new();
+        self.stderr.read_to_string(&mut rest).unwrap();
+        rest
+    }
+}
+
+/// The access log line of `log` (`what` names the case when there is none).
+fn access_line<'a>(log: &'a str, what: &str) -> &'a str {
+    log.lines()
+        .find(|line| line.contains("memory_server::access"))
+        .unwrap_or_else(|| panic!("no access line ({what}): {log}"))
+}
+
 #[test]
 #[cfg(unix)]
 fn serve_answers_then_stops_on_sigterm() {
@@ -72,17 +131,13 @@ fn serve_answers_then_stops_on_sigterm() {
         ),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove(agent_memory::URL_ENV)
-        .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let (addr, line) = listening_address(&mut stderr);
+    let mut served = start(
+        serve(&["--config"])
+            .arg(&config)
+            .env_remove(agent_memory::URL_ENV)
+            .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}")),
+    );
+    let addr = served.addr.clone();
 
     let (status, body) = request(
         &addr,
@@ -99,17 +154,12 @@ fn serve_answers_then_stops_on_sigterm() {
     let (status, body) = request(&addr, "GET", "/v1/threads/t1/messages?user=bob", None);
     assert_eq!(status, 403, "{body}");
 
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
-    let status = child.wait().unwrap();
+    served.sigterm();
+    let status = served.child.wait().unwrap();
     assert!(status.success(), "{status}");
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
+    let rest = served.rest_of_stderr();
     assert!(rest.contains("stopped"), "{rest}");
-    assert!(!format!("{line}{rest}").contains(TOKEN));
+    assert!(!format!("{}{rest}", served.said).contains(TOKEN));
 }
 
 #[test]
@@ -175,42 +225,29 @@ fn serve_refuses_one_token_for_two_tenants() {
 fn serve_logs_each_request_without_secrets_or_colour_codes() {
     for format in ["json", "text"] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
-            .args(["serve", "--listen", "127.0.0.1:0", "--url", "memory:"])
-            .env_remove("RUST_LOG")
-            .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
-            .env("AGENT_MEMORY_LOG_FORMAT", format)
-            .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
-            .current_dir(dir.path())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let (addr, _) = listening_address(&mut stderr);
+        let mut served = start(
+            serve(&["--listen", "127.0.0.1:0", "--url", "memory:"])
+                .env_remove("RUST_LOG")
+                .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+                .env("AGENT_MEMORY_LOG_FORMAT", format)
+                .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
+                .current_dir(dir.path()),
+        );
         let (status, body) = request(
-            &addr,
+            &served.addr,
             "POST",
             "/v1/threads/secret-session/messages",
             Some(r#"{"messages":[{"id":"m1","role":"user","text":"body text"}]}"#),
         );
         assert_eq!(status, 200, "{body}");
-        let killed = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        assert!(child.wait().unwrap().success());
-        let mut log = String::new();
-        stderr.read_to_string(&mut log).unwrap();
+        served.sigterm();
+        assert!(served.child.wait().unwrap().success());
+        let log = served.rest_of_stderr();
         assert!(!log.contains('\u{1b}'), "colour codes in a pipe: {log}");
         for secret in [TOKEN, "secret-session", "body text"] {
             assert!(!log.contains(secret), "{secret} in the log: {log}");
         }
-        let access = log
-            .lines()
-            .find(|line| line.contains("memory_server::access"))
-            .unwrap_or_else(|| panic!("no access line ({format}): {log}"));
+        let access = access_line(&log, format);
         if format == "json" {
             let line: serde_json::Value = serde_json::from_str(access).unwrap();
             let fields = &line["fields"];
@@ -251,38 +288,25 @@ fn serve_takes_the_log_format_from_its_configuration() {
             "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[log]\nformat = \"json\"\n",
         )
         .unwrap();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_agent-memory"));
+        let mut command = serve(&["--config"]);
         command
-            .args(["serve", "--config"])
             .arg(&config)
             .env_remove("RUST_LOG")
             .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
             .env_remove(agent_memory::URL_ENV)
             .env_remove("AGENT_MEMORY_LOG_FORMAT")
             .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"))
-            .current_dir(dir.path())
-            .stderr(Stdio::piped())
-            .stdout(Stdio::null());
+            .current_dir(dir.path());
         if let Some(format) = variable {
             command.env("AGENT_MEMORY_LOG_FORMAT", format);
         }
-        let mut child = command.spawn().unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let (addr, _) = listening_address(&mut stderr);
-        let (status, body) = request(&addr, "GET", "/v1/threads", None);
+        let mut served = start(&mut command);
+        let (status, body) = request(&served.addr, "GET", "/v1/threads", None);
         assert_eq!(status, 200, "{body}");
-        let killed = Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        assert!(child.wait().unwrap().success());
-        let mut log = String::new();
-        stderr.read_to_string(&mut log).unwrap();
-        let access = log
-            .lines()
-            .find(|line| line.contains("memory_server::access"))
-            .unwrap_or_else(|| panic!("no access line ({variable:?}): {log}"));
+        served.sigterm();
+        assert!(served.child.wait().unwrap().success());
+        let log = served.rest_of_stderr();
+        let access = access_line(&log, &format!("{variable:?}"));
         let parsed = serde_json::from_str::<serde_json::Value>(access);
         if json {
             let line = parsed.unwrap_or_else(|e| panic!("not a JSON line ({e}): {access}"));
@@ -307,17 +331,13 @@ fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
         "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[http]\nheader_timeout_secs = 600\nbody_timeout_secs = 600\nidle_timeout_secs = 600\nshutdown_timeout_secs = 1\n",
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_agent-memory"))
-        .args(["serve", "--config"])
-        .arg(&config)
-        .env_remove(agent_memory::URL_ENV)
-        .env_remove("AGENT_MEMORY_SERVER_TOKENS")
-        .stderr(Stdio::piped())
-        .stdout(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap());
-    let (addr, _) = listening_address(&mut stderr);
+    let mut served = start(
+        serve(&["--config"])
+            .arg(&config)
+            .env_remove(agent_memory::URL_ENV)
+            .env_remove("AGENT_MEMORY_SERVER_TOKENS"),
+    );
+    let addr = served.addr.clone();
     let mut partial = TcpStream::connect(&addr).unwrap();
     partial
         .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\nX-Slow: ")
@@ -330,25 +350,20 @@ fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
     .unwrap();
     let _silent = TcpStream::connect(&addr).unwrap();
     std::thread::sleep(Duration::from_millis(200));
-    let killed = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(killed.success());
+    served.sigterm();
     // A bound against a hang, far above the configured 1 s deadline.
     let give_up = std::time::Instant::now() + Duration::from_secs(30);
     let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
+        if let Some(status) = served.child.try_wait().unwrap() {
             break status;
         }
         if std::time::Instant::now() > give_up {
-            child.kill().unwrap();
+            served.child.kill().unwrap();
             panic!("the server still ran 30 s after SIGTERM under slow clients");
         }
         std::thread::sleep(Duration::from_millis(50));
     };
     assert!(status.success(), "{status}");
-    let mut rest = String::new();
-    stderr.read_to_string(&mut rest).unwrap();
+    let rest = served.rest_of_stderr();
     assert!(rest.contains("stopped"), "{rest}");
 }

@@ -312,27 +312,20 @@ async fn work_out(stores: &Stores, label: &str) -> Scope {
     for status in [401, 500] {
         let openai_bad = openai_fake(status).await;
         let mem0_bad = mem0_fake(status).await;
-        let failing_model = agent(
-            model(&openai_bad),
-            mem0_provider(&mem0_ok, OnError::Fail),
-            stores,
-        );
-        let err = failing_model
-            .run(vec![ChatMessage::user("Still there?")], &mut session)
-            .await
-            .expect_err("the model fake fails");
-        assert_error_clean(&format!("the model's {status} error"), &err);
-
-        let failing_mem0 = agent(
-            model(&openai_ok),
-            mem0_provider(&mem0_bad, OnError::Fail),
-            stores,
-        );
-        let err = failing_mem0
-            .run(vec![ChatMessage::user("Still there?")], &mut session)
-            .await
-            .expect_err("the Mem0 fake fails");
-        assert_error_clean(&format!("Mem0's {status} error"), &err);
+        // The model fails, then Mem0 fails: each run fails with a clean error.
+        for (openai, mem0, failing) in [
+            (&openai_bad, &mem0_ok, "the model"),
+            (&openai_ok, &mem0_bad, "Mem0"),
+        ] {
+            let failing_agent = agent(model(openai), mem0_provider(mem0, OnError::Fail), stores);
+            let Err(err) = failing_agent
+                .run(vec![ChatMessage::user("Still there?")], &mut session)
+                .await
+            else {
+                panic!("the {failing} fake fails");
+            };
+            assert_error_clean(&format!("{failing}'s {status} error"), &err);
+        }
 
         let degrading = agent(
             model(&openai_ok),
@@ -442,28 +435,22 @@ async fn dump_postgres(url: &str) -> String {
 
 async fn dump_mysql(url: &str) -> String {
     let pool = sqlx::MySqlPool::connect(url).await.unwrap();
-    let tables: Vec<String> = sqlx::query(
+    let tables: Vec<String> = sqlx::query_scalar(
         "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE()",
     )
     .fetch_all(&pool)
     .await
-    .unwrap()
-    .iter()
-    .map(|row| row.get::<String, _>(0))
-    .collect();
+    .unwrap();
     let mut out = String::new();
     for table in tables.iter().filter(|t| t.starts_with(PREFIX)) {
-        let columns: Vec<String> = sqlx::query(
+        let columns: Vec<String> = sqlx::query_scalar(
             "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
              WHERE table_schema = DATABASE() AND table_name = ?",
         )
         .bind(table)
         .fetch_all(&pool)
         .await
-        .unwrap()
-        .iter()
-        .map(|row| row.get::<String, _>(0))
-        .collect();
+        .unwrap();
         let cells: Vec<String> = columns
             .iter()
             .map(|c| format!("COALESCE(CAST(`{c}` AS CHAR), '')"))

@@ -70,6 +70,7 @@
 pub mod format;
 mod identity;
 mod import;
+mod listing;
 mod read;
 
 use std::fmt;

@@ -9,12 +9,11 @@ use memory_core::{
 
 use crate::format::{MessageRecord, Record, SessionRecord, ThreadRecord};
 use crate::identity::renamed_row;
+use crate::listing::Listing;
 use memory_core::memory::BLOCK_STATE_SOURCE;
 
 use crate::{BundleSummary, Endpoint, PAGE, Progress, Selection, Sink, Tenants};
 
-/// Scopes listed per page.
-const LIST_PAGE: usize = 200;
 /// Tenants listed per page: large, as some stores (Redis) scan their whole keyspace for
 /// every page of tenants.
 const TENANT_PAGE: usize = 10_000;
@@ -129,24 +128,18 @@ pub(crate) async fn export_records<S: Sink>(
 ) -> Result<()> {
     for tenant in tenants {
         let filter = selection.in_tenant(tenant.clone());
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut thread_pages = Listing::threads(from, &filter);
+        while let Some(scopes) = thread_pages.next_page().await? {
+            for scope in &scopes {
                 export_thread(from.history.as_ref(), scope, sink, progress).await?;
-            }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
             }
         }
     }
     for tenant in tenants {
         let filter = selection.in_tenant(tenant.clone());
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut session_pages = Listing::sessions(from, &filter);
+        while let Some(scopes) = session_pages.next_page().await? {
+            for scope in &scopes {
                 let Some(stored) = from.sessions.load(scope).await? else {
                     continue;
                 };
@@ -162,10 +155,6 @@ pub(crate) async fn export_records<S: Sink>(
                 };
                 sink.record(record).await?;
                 progress.session_copied(scope);
-            }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
             }
         }
     }
@@ -220,10 +209,9 @@ pub(crate) async fn survey(from: &Endpoint, selection: &Selection) -> Result<Bun
     let mut summary = BundleSummary::default();
     for tenant in &tenants(from, &selection.tenant).await? {
         let filter = selection.in_tenant(tenant.clone());
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut thread_pages = Listing::threads(from, &filter);
+        while let Some(scopes) = thread_pages.next_page().await? {
+            for scope in &scopes {
                 let count = from.history.count(scope).await?;
                 if count.last_seq == 0 {
                     continue;
@@ -234,24 +222,15 @@ pub(crate) async fn survey(from: &Endpoint, selection: &Selection) -> Result<Bun
                     .saturating_add(count.active.saturating_add(count.archived));
                 summary.archived = summary.archived.saturating_add(count.archived);
             }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
-            }
         }
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut session_pages = Listing::sessions(from, &filter);
+        while let Some(scopes) = session_pages.next_page().await? {
+            for scope in &scopes {
                 if scope.source().as_str() == BLOCK_STATE_SOURCE {
                     summary.block_states = summary.block_states.saturating_add(1);
                 } else {
                     summary.sessions = summary.sessions.saturating_add(1);
                 }
-            }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
             }
         }
     }
@@ -274,22 +253,16 @@ pub(crate) async fn verify(
     let (mut threads, mut sessions) = (0u64, 0u64);
     for tenant in tenants {
         let filter = selection.in_tenant(tenant.clone());
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.history.list_threads(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut thread_pages = Listing::threads(from, &filter);
+        while let Some(scopes) = thread_pages.next_page().await? {
+            for scope in &scopes {
                 verify_thread(from.history.as_ref(), to.history.as_ref(), scope).await?;
                 threads = threads.saturating_add(1);
             }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
-            }
         }
-        let mut page = PageRequest::first(LIST_PAGE);
-        loop {
-            let got = from.sessions.list(&filter, page).await?;
-            for scope in got.items.iter().filter(|s| filter.matches(s)) {
+        let mut session_pages = Listing::sessions(from, &filter);
+        while let Some(scopes) = session_pages.next_page().await? {
+            for scope in &scopes {
                 let Some(source) = from.sessions.load(scope).await? else {
                     continue;
                 };
@@ -308,10 +281,6 @@ pub(crate) async fn verify(
                     }
                 }
                 sessions = sessions.saturating_add(1);
-            }
-            match got.next_cursor {
-                Some(c) => page = PageRequest::after(LIST_PAGE, c),
-                None => break,
             }
         }
     }

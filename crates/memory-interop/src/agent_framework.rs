@@ -55,15 +55,17 @@ pub mod session;
 
 use std::fmt;
 
-use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::python_json::{DumpOptions, dumps, dumps_with};
+use super::record::{
+    Recorded, keep_original, keep_unknown_fields, read_role, record_setters, recorded_message,
+    take_record, write_record,
+};
 use super::repeated::RepeatedIds;
 use super::{
-    AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, arguments_value, closest_role, derived_id,
-    format_time, id_for_foreign_id, media_part, object_at, parse_time, parts_from_json,
-    parts_to_json, remove_nested, without_key,
+    AGENT_MEMORY_KEY, arguments_text, arguments_value, closest_role, derived_id, id_for_foreign_id,
+    media_part, object_at, parts_from_json, remove_nested, without_key,
 };
 use memory_core::error::{Error, Result};
 use memory_core::id::MessageId;
@@ -122,17 +124,7 @@ impl AfOptions {
         self
     }
 
-    /// Sets whether `created_at` is recorded.
-    pub fn with_created_at(mut self, record: bool) -> Self {
-        self.record_created_at = record;
-        self
-    }
-
-    /// Sets whether our metadata is recorded.
-    pub fn with_metadata(mut self, record: bool) -> Self {
-        self.record_metadata = record;
-        self
-    }
+    record_setters!();
 }
 
 /// Converts our message to Agent Framework's `Message.to_dict()` form.
@@ -304,16 +296,7 @@ pub fn from_agent_framework(value: &Value) -> Result<ChatMessage> {
         )) == dumps(value)
     });
     if !reproduced {
-        let entry = message
-            .metadata
-            .entry(METADATA_KEY)
-            .or_insert_with(|| Value::Object(Map::new()));
-        match entry {
-            Value::Object(map) => {
-                map.insert("original".to_owned(), value.clone());
-            }
-            other => *other = json!({"original": value}),
-        }
+        keep_original(&mut message, METADATA_KEY, value);
     }
     Ok(message)
 }
@@ -391,14 +374,8 @@ fn read(value: &Value) -> Result<ChatMessage> {
     {
         af.insert("type".to_owned(), Value::String(kind.to_owned()));
     }
-    let role_name = map
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or_else(|| serialization("no string \"role\""))?;
-    let role = closest_role(role_name);
-    if role.as_str() != role_name {
-        af.insert("role".to_owned(), Value::String(role_name.to_owned()));
-    }
+    let (role_name, role) =
+        read_role(map, &mut af).ok_or_else(|| serialization("no string \"role\""))?;
     let contents = map
         .get("contents")
         .and_then(Value::as_array)
@@ -409,28 +386,14 @@ fn read(value: &Value) -> Result<ChatMessage> {
         Some(Value::Object(p)) => p.clone(),
         _ => Map::new(),
     };
-    let record = match properties.get(AGENT_MEMORY_KEY) {
-        Some(Value::Object(record)) => {
-            let record = record.clone();
-            properties.shift_remove(AGENT_MEMORY_KEY);
-            record
-        }
-        _ => Map::new(),
-    };
+    let record = take_record(&mut properties);
     if !properties.is_empty() {
         af.insert(
             "additional_properties".to_owned(),
             Value::Object(properties),
         );
     }
-    let fields: Map<String, Value> = map
-        .iter()
-        .filter(|(k, _)| !KNOWN_FIELDS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if !fields.is_empty() {
-        af.insert("fields".to_owned(), Value::Object(fields));
-    }
+    keep_unknown_fields(&mut af, map, &KNOWN_FIELDS);
 
     let parts = match record.get("parts").and_then(parts_from_json) {
         Some(recorded) if project_contents(&recorded).0 == *contents => recorded,
@@ -446,25 +409,13 @@ fn read(value: &Value) -> Result<ChatMessage> {
         },
         None => content_id(role_name, contents),
     };
-    let created_at: DateTime<Utc> = record
-        .get("created_at")
-        .and_then(parse_time)
-        .unwrap_or(UNKNOWN_TIME);
-    let mut metadata = match record.get("metadata") {
-        Some(Value::Object(m)) => m.clone(),
-        _ => Map::new(),
-    };
-    if !af.is_empty() {
-        metadata.insert(METADATA_KEY.to_owned(), Value::Object(af));
-    }
-    Ok(ChatMessage {
-        id,
-        role,
-        author_name,
+    Ok(recorded_message(
+        (id, role, author_name),
         parts,
-        created_at,
-        metadata,
-    })
+        &record,
+        af,
+        METADATA_KEY,
+    ))
 }
 
 /// The id of a message that has no `message_id`: UUIDv5 of `json.dumps([role, contents])`.
@@ -495,25 +446,13 @@ fn project(message: &ChatMessage, options: &AfOptions) -> Value {
     let mut properties = object_at(af, "additional_properties")
         .map(|p| without_key(p, AGENT_MEMORY_KEY))
         .unwrap_or_default();
-    let mut record = Map::new();
-    if options.record_created_at && message.created_at != UNKNOWN_TIME {
-        record.insert(
-            "created_at".to_owned(),
-            Value::String(format_time(&message.created_at)),
-        );
-    }
-    if options.record_metadata {
-        let metadata = without_key(&message.metadata, METADATA_KEY);
-        if !metadata.is_empty() {
-            record.insert("metadata".to_owned(), Value::Object(metadata));
-        }
-    }
-    if !faithful {
-        record.insert("parts".to_owned(), parts_to_json(&message.parts));
-    }
-    if !record.is_empty() {
-        properties.insert(AGENT_MEMORY_KEY.to_owned(), Value::Object(record));
-    }
+    let record = Map::new();
+    let recorded = Recorded {
+        created_at: options.record_created_at,
+        metadata: options.record_metadata,
+        parts: !faithful,
+    };
+    write_record(record, message, recorded, METADATA_KEY, &mut properties);
     let kind = af
         .get("type")
         .cloned()
@@ -851,6 +790,8 @@ pub fn filter_new_messages<'a>(existing: &[Value], incoming: &'a [Value]) -> &'a
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::UNKNOWN_TIME;
+    use crate::record::tool_messages;
     use memory_core::message::Role;
     use serde_json::json;
 
@@ -896,12 +837,7 @@ mod tests {
             Role::Developer,
             vec![Part::text("Use tools.")],
         ));
-        round_trip(&ChatMessage::tool_call(
-            "call_1",
-            "get_calendar",
-            r#"{"day":"2024-05-17"}"#,
-        ));
-        round_trip(&ChatMessage::tool_call("call_2", "f", "not json"));
+        tool_messages().iter().for_each(round_trip);
         round_trip(&ChatMessage::tool_call(
             "call_3",
             "f",
@@ -909,7 +845,6 @@ mod tests {
         ));
         round_trip(&ChatMessage::tool_call("call_4", "f", "[1, 2]"));
         round_trip(&ChatMessage::tool_call("call_5", "f", ""));
-        round_trip(&ChatMessage::tool_result("call_1", "09:00 stand-up"));
         round_trip(&ChatMessage::new(
             Role::Assistant,
             vec![

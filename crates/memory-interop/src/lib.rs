@@ -6,6 +6,7 @@
 pub mod agent_framework;
 pub mod llamaindex;
 pub mod python_json;
+mod record;
 pub mod repeated;
 
 use chrono::{DateTime, SecondsFormat, Utc};

@@ -61,14 +61,17 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use chrono::{DateTime, Utc};
 use serde_json::{Map, Value, json};
 
 use super::python_json::dumps;
+use super::record::{
+    Recorded, keep_original, keep_unknown_fields, read_role, record_setters, recorded_message,
+    take_record, write_record,
+};
 use super::repeated::RepeatedIds;
 use super::{
     AGENT_MEMORY_KEY, UNKNOWN_TIME, arguments_text, closest_role, derived_id, format_time,
-    object_at, parse_time, parts_from_json, parts_to_json, remove_nested, without_key,
+    object_at, parts_from_json, remove_nested, without_key,
 };
 use memory_core::error::{Error, Result};
 use memory_core::id::MessageId;
@@ -123,17 +126,7 @@ impl LiOptions {
         self
     }
 
-    /// Sets whether `created_at` is recorded.
-    pub fn with_created_at(mut self, record: bool) -> Self {
-        self.record_created_at = record;
-        self
-    }
-
-    /// Sets whether our metadata is recorded.
-    pub fn with_metadata(mut self, record: bool) -> Self {
-        self.record_metadata = record;
-        self
-    }
+    record_setters!();
 }
 
 /// Converts our message to LlamaIndex's `ChatMessage.model_dump(mode="json")` form.
@@ -236,16 +229,7 @@ fn with_record(original: &Value, mine: &ChatMessage, options: &LiOptions) -> Opt
 pub fn from_llamaindex(value: &Value) -> Result<ChatMessage> {
     let mut message = read(value)?;
     if dumps(&project(&message, &LiOptions::default())) != dumps(value) {
-        let entry = message
-            .metadata
-            .entry(METADATA_KEY)
-            .or_insert_with(|| Value::Object(Map::new()));
-        match entry {
-            Value::Object(map) => {
-                map.insert("original".to_owned(), value.clone());
-            }
-            other => *other = json!({"original": value}),
-        }
+        keep_original(&mut message, METADATA_KEY, value);
     }
     Ok(message)
 }
@@ -315,14 +299,7 @@ fn read(value: &Value) -> Result<ChatMessage> {
         .as_object()
         .ok_or_else(|| invalid("a message is a JSON object"))?;
     let mut li = Map::new();
-    let role_name = map
-        .get("role")
-        .and_then(Value::as_str)
-        .ok_or_else(|| invalid("no string \"role\""))?;
-    let role = closest_role(role_name);
-    if role.as_str() != role_name {
-        li.insert("role".to_owned(), Value::String(role_name.to_owned()));
-    }
+    let (role_name, role) = read_role(map, &mut li).ok_or_else(|| invalid("no string \"role\""))?;
     let blocks = map
         .get("blocks")
         .and_then(Value::as_array)
@@ -332,14 +309,7 @@ fn read(value: &Value) -> Result<ChatMessage> {
         Some(Value::Object(k)) => k.clone(),
         Some(_) => return Err(invalid("\"additional_kwargs\" is not an object")),
     };
-    let record = match kwargs.get(AGENT_MEMORY_KEY) {
-        Some(Value::Object(record)) => {
-            let record = record.clone();
-            kwargs.shift_remove(AGENT_MEMORY_KEY);
-            record
-        }
-        _ => Map::new(),
-    };
+    let record = take_record(&mut kwargs);
     let tool_calls = match kwargs.get("tool_calls") {
         Some(calls) if tool_calls_to_parts(calls).is_some() => kwargs.shift_remove("tool_calls"),
         _ => None,
@@ -355,14 +325,7 @@ fn read(value: &Value) -> Result<ChatMessage> {
     if !kwargs.is_empty() {
         li.insert("additional_kwargs".to_owned(), Value::Object(kwargs));
     }
-    let fields: Map<String, Value> = map
-        .iter()
-        .filter(|(k, _)| !KNOWN_FIELDS.contains(&k.as_str()))
-        .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    if !fields.is_empty() {
-        li.insert("fields".to_owned(), Value::Object(fields));
-    }
+    keep_unknown_fields(&mut li, map, &KNOWN_FIELDS);
 
     let content = LiContent {
         blocks: blocks.clone(),
@@ -385,25 +348,13 @@ fn read(value: &Value) -> Result<ChatMessage> {
         .get("author_name")
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let created_at: DateTime<Utc> = record
-        .get("created_at")
-        .and_then(parse_time)
-        .unwrap_or(UNKNOWN_TIME);
-    let mut metadata = match record.get("metadata") {
-        Some(Value::Object(m)) => m.clone(),
-        _ => Map::new(),
-    };
-    if !li.is_empty() {
-        metadata.insert(METADATA_KEY.to_owned(), Value::Object(li));
-    }
-    Ok(ChatMessage {
-        id,
-        role,
-        author_name,
+    Ok(recorded_message(
+        (id, role, author_name),
         parts,
-        created_at,
-        metadata,
-    })
+        &record,
+        li,
+        METADATA_KEY,
+    ))
 }
 
 /// The id of a message with no recorded id: UUIDv5 of `json.dumps([role, blocks])`.
@@ -443,24 +394,12 @@ fn project(message: &ChatMessage, options: &LiOptions) -> Value {
     if let Some(name) = &message.author_name {
         record.insert("author_name".to_owned(), Value::String(name.clone()));
     }
-    if options.record_created_at && message.created_at != UNKNOWN_TIME {
-        record.insert(
-            "created_at".to_owned(),
-            Value::String(format_time(&message.created_at)),
-        );
-    }
-    if options.record_metadata {
-        let metadata = without_key(&message.metadata, METADATA_KEY);
-        if !metadata.is_empty() {
-            record.insert("metadata".to_owned(), Value::Object(metadata));
-        }
-    }
-    if !faithful {
-        record.insert("parts".to_owned(), parts_to_json(&message.parts));
-    }
-    if !record.is_empty() {
-        kwargs.insert(AGENT_MEMORY_KEY.to_owned(), Value::Object(record));
-    }
+    let recorded = Recorded {
+        created_at: options.record_created_at,
+        metadata: options.record_metadata,
+        parts: !faithful,
+    };
+    write_record(record, message, recorded, METADATA_KEY, &mut kwargs);
     let mut out = Map::new();
     out.insert("role".to_owned(), Value::String(role.to_owned()));
     out.insert("additional_kwargs".to_owned(), Value::Object(kwargs));
@@ -825,6 +764,8 @@ fn block_to_part(block: &Value) -> Option<Part> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::record::tool_messages;
+    use chrono::{DateTime, Utc};
     use memory_core::message::Role;
 
     fn round_trip(msg: &ChatMessage) {
@@ -847,13 +788,7 @@ mod tests {
             Role::Developer,
             vec![Part::text("rules")],
         ));
-        round_trip(&ChatMessage::tool_call(
-            "call_1",
-            "get_calendar",
-            r#"{"day":"2024-05-17"}"#,
-        ));
-        round_trip(&ChatMessage::tool_call("call_2", "f", "not json"));
-        round_trip(&ChatMessage::tool_result("call_1", "09:00 stand-up"));
+        tool_messages().iter().for_each(round_trip);
         round_trip(&ChatMessage::new(
             Role::User,
             vec![

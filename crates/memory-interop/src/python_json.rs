@@ -328,11 +328,8 @@ impl Formatter for PythonFormatter {
     where
         W: ?Sized + io::Write,
     {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        // Python separates keys as it separates array values: `, `.
+        self.begin_array_value(writer, first)
     }
 
     fn begin_object_value<W>(&mut self, writer: &mut W) -> io::Result<()>

@@ -2,7 +2,7 @@
 //! arguments, each a call of [`Ops`](crate::ops::Ops) as the caller's principal.
 
 use rmcp::handler::server::wrapper::Parameters;
-use rmcp::model::{CallToolResult, ContentBlock};
+use rmcp::model::{CallToolResult, ContentBlock, IntoContents};
 use rmcp::service::RequestContext;
 use rmcp::{RoleServer, tool, tool_router};
 use schemars::JsonSchema;
@@ -70,85 +70,93 @@ impl McpMessage {
     }
 }
 
-/// The arguments of `remember`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RememberArgs {
-    /// The session id ([`ID_RULE`]).
-    #[schemars(description = id_arg("The session id"))]
-    pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
-    #[serde(default)]
-    pub user: Option<String>,
-    /// The agent, if the thread has one ([`ID_RULE`]).
-    #[schemars(description = id_arg("The agent, if the thread has one"))]
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// The source (default `history`) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The source (default `history`)"))]
-    #[serde(default)]
-    pub source: Option<String>,
-    /// The messages to append, in order, as one atomic batch (give `messages` or `fact`).
-    #[serde(default)]
-    pub messages: Option<Vec<McpMessage>>,
-    /// A fact to remember about the session (give `messages` or `fact`).
-    #[serde(default)]
-    pub fact: Option<String>,
+/// Declares a tool's arguments that address one thread: the `session`, `user`, `agent` and
+/// `source` of an [`Address`] (the session described by the given sentence), between the
+/// tool's own leading and trailing fields, in that order (the schema keeps it), and
+/// `address()`, the [`Address`] they name.
+macro_rules! thread_args {
+    (
+        $(#[$meta:meta])*
+        pub struct $name:ident {
+            $($(#[$lead_meta:meta])* pub $lead:ident: $lead_ty:ty,)*
+            session: $session:literal,
+            $($(#[$tail_meta:meta])* pub $tail:ident: $tail_ty:ty,)*
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Deserialize, JsonSchema)]
+        #[serde(deny_unknown_fields)]
+        pub struct $name {
+            $($(#[$lead_meta])* pub $lead: $lead_ty,)*
+            #[doc = concat!($session, " ([`ID_RULE`]).")]
+            #[schemars(description = id_arg($session))]
+            pub session: String,
+            /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
+            #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
+            #[serde(default)]
+            pub user: Option<String>,
+            /// The agent, if the thread has one ([`ID_RULE`]).
+            #[schemars(description = id_arg("The agent, if the thread has one"))]
+            #[serde(default)]
+            pub agent: Option<String>,
+            /// The source (default `history`) ([`ID_RULE`]).
+            #[schemars(description = id_arg("The source (default `history`)"))]
+            #[serde(default)]
+            pub source: Option<String>,
+            $($(#[$tail_meta])* pub $tail: $tail_ty,)*
+        }
+
+        impl $name {
+            /// The thread these arguments address.
+            fn address(&self) -> Address {
+                Address {
+                    session: self.session.clone(),
+                    user: self.user.clone(),
+                    agent: self.agent.clone(),
+                    source: self.source.clone(),
+                }
+            }
+        }
+    };
 }
 
-/// The arguments of `recall`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct RecallArgs {
-    /// The session id ([`ID_RULE`]).
-    #[schemars(description = id_arg("The session id"))]
-    pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
-    #[serde(default)]
-    pub user: Option<String>,
-    /// The agent, if the thread has one ([`ID_RULE`]).
-    #[schemars(description = id_arg("The agent, if the thread has one"))]
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// The source (default `history`) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The source (default `history`)"))]
-    #[serde(default)]
-    pub source: Option<String>,
-    /// The most tokens the context may take (default 4000).
-    #[serde(default)]
-    pub max_tokens: Option<u64>,
+thread_args! {
+    /// The arguments of `remember`.
+    pub struct RememberArgs {
+        session: "The session id",
+        /// The messages to append, in order, as one atomic batch (give `messages` or `fact`).
+        #[serde(default)]
+        pub messages: Option<Vec<McpMessage>>,
+        /// A fact to remember about the session (give `messages` or `fact`).
+        #[serde(default)]
+        pub fact: Option<String>,
+    }
 }
 
-/// The arguments of `search_memory`.
-#[derive(Debug, Clone, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SearchArgs {
-    /// What to look for: matched by meaning when the server has an embedder, else a
-    /// case-insensitive substring of a message's text.
-    pub query: String,
-    /// The session id of the thread to search ([`ID_RULE`]).
-    #[schemars(description = id_arg("The session id of the thread to search"))]
-    pub session: String,
-    /// The user, if the thread has one (a user-bound token's user when omitted) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The user, if the thread has one (a user-bound token's user when omitted)"))]
-    #[serde(default)]
-    pub user: Option<String>,
-    /// The agent, if the thread has one ([`ID_RULE`]).
-    #[schemars(description = id_arg("The agent, if the thread has one"))]
-    #[serde(default)]
-    pub agent: Option<String>,
-    /// The source (default `history`) ([`ID_RULE`]).
-    #[schemars(description = id_arg("The source (default `history`)"))]
-    #[serde(default)]
-    pub source: Option<String>,
-    /// The most matches to return, newest first (default and at most 100).
-    #[serde(default)]
-    pub limit: Option<usize>,
-    /// Text mode only: search archived messages too (default: only the active window).
-    #[serde(default)]
-    pub include_archived: bool,
+thread_args! {
+    /// The arguments of `recall`.
+    pub struct RecallArgs {
+        session: "The session id",
+        /// The most tokens the context may take (default 4000).
+        #[serde(default)]
+        pub max_tokens: Option<u64>,
+    }
+}
+
+thread_args! {
+    /// The arguments of `search_memory`.
+    pub struct SearchArgs {
+        /// What to look for: matched by meaning when the server has an embedder, else a
+        /// case-insensitive substring of a message's text.
+        pub query: String,
+        session: "The session id of the thread to search",
+        /// The most matches to return, newest first (default and at most 100).
+        #[serde(default)]
+        pub limit: Option<usize>,
+        /// Text mode only: search archived messages too (default: only the active window).
+        #[serde(default)]
+        pub include_archived: bool,
+    }
 }
 
 /// The arguments of `list_threads`.
@@ -200,12 +208,21 @@ pub struct ForgetArgs {
 }
 
 /// A tool's answer: its JSON as structured content (and as text), or the failure's sentence
-/// as a tool error.
-fn answer(result: OpResult<Value>) -> CallToolResult {
-    match result {
-        Ok(value) => CallToolResult::structured(value),
-        Err(error) => CallToolResult::error(vec![ContentBlock::text(error.to_string())]),
+/// as a tool error (`isError: true`, by [`OpError`]'s [`IntoContents`]).
+type Answer = Result<CallToolResult, OpError>;
+
+/// The request a tool is called in (its principal's source over HTTP).
+type Request = RequestContext<RoleServer>;
+
+impl IntoContents for OpError {
+    fn into_contents(self) -> Vec<ContentBlock> {
+        vec![ContentBlock::text(self.to_string())]
     }
+}
+
+/// `value` as a tool's structured answer.
+fn answer<T: serde::Serialize>(value: &T) -> Answer {
+    to_json(value).map(CallToolResult::structured)
 }
 
 fn to_json<T: serde::Serialize>(value: &T) -> OpResult<Value> {
@@ -229,12 +246,21 @@ impl MemoryMcp {
             open_world_hint = false
         )
     )]
-    async fn remember(
-        &self,
-        context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<RememberArgs>,
-    ) -> CallToolResult {
-        answer(self.remember_op(&context, args).await)
+    async fn remember(&self, request: Request, args: Parameters<RememberArgs>) -> Answer {
+        let (who, address) = (self.principal(&request)?, args.0.address());
+        match (args.0.messages, args.0.fact) {
+            (Some(messages), None) => {
+                let messages = messages
+                    .into_iter()
+                    .map(McpMessage::into_input)
+                    .collect::<OpResult<Vec<_>>>()?;
+                answer(&self.ops.remember_messages(&who, &address, messages).await?)
+            }
+            (None, Some(fact)) => answer(&self.ops.remember_fact(&who, &address, &fact).await?),
+            _ => Err(OpError::invalid(
+                "`remember` needs exactly one of `messages` and `fact`",
+            )),
+        }
     }
 
     /// `recall`: the session's context within a token budget.
@@ -243,12 +269,10 @@ impl MemoryMcp {
         description = "Recall a session's memory within `max_tokens` (default 4000): what its long-term memory holds for the conversation (`memory`, when the server's memory is searchable), its facts and the newest messages of its thread, as one text ready for a prompt (`context`, remembered text escaped) and as messages in order.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn recall(
-        &self,
-        context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<RecallArgs>,
-    ) -> CallToolResult {
-        answer(self.recall_op(&context, args).await)
+    async fn recall(&self, request: Request, args: Parameters<RecallArgs>) -> Answer {
+        let (who, address) = (self.principal(&request)?, args.0.address());
+        let budget = args.0.max_tokens.unwrap_or(DEFAULT_RECALL_TOKENS);
+        answer(&self.ops.recall(&who, &address, budget).await?)
     }
 
     /// `search_memory`: a text match over one thread.
@@ -257,104 +281,8 @@ impl MemoryMcp {
         description = "Search a session's memory for `query`. When the server's memory is searchable: the batches of the thread its memory holds, best first, each with its text and score, at most `limit` (default and at most 100), ranked by meaning (`mode: vector`, an embedder), by words (`mode: lexical`, a text index) or both fused (`mode: hybrid`). Otherwise (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
-    async fn search_memory(
-        &self,
-        context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<SearchArgs>,
-    ) -> CallToolResult {
-        answer(self.search_op(&context, args).await)
-    }
-
-    /// `list_threads`: the caller's threads, a page at a time.
-    #[tool(
-        name = "list_threads",
-        description = "List the threads of your tenant (optionally only a user's, agent's or source's), a page at a time: pass `next_cursor` back as `cursor` for the next page.",
-        annotations(read_only_hint = true, open_world_hint = false)
-    )]
-    async fn list_threads(
-        &self,
-        context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<ListThreadsArgs>,
-    ) -> CallToolResult {
-        answer(self.list_op(&context, args).await)
-    }
-
-    /// `forget`: deletes (or counts, in a dry run) the selected threads and sessions.
-    #[tool(
-        name = "forget",
-        description = "Delete every thread and session of a session, user or agent (any combination narrows it), and return a receipt of what was deleted per store. With `dry_run` true nothing is deleted and the receipt counts what would be. Forgetting the whole tenant (no session, user or agent) needs `everything: true`.",
-        annotations(
-            read_only_hint = false,
-            destructive_hint = true,
-            idempotent_hint = true,
-            open_world_hint = false
-        )
-    )]
-    async fn forget(
-        &self,
-        context: RequestContext<RoleServer>,
-        Parameters(args): Parameters<ForgetArgs>,
-    ) -> CallToolResult {
-        answer(self.forget_op(&context, args).await)
-    }
-}
-
-impl MemoryMcp {
-    async fn remember_op(
-        &self,
-        context: &RequestContext<RoleServer>,
-        args: RememberArgs,
-    ) -> OpResult<Value> {
-        let who = self.principal(context)?;
-        let address = Address {
-            session: args.session,
-            user: args.user,
-            agent: args.agent,
-            source: args.source,
-        };
-        match (args.messages, args.fact) {
-            (Some(messages), None) => {
-                let messages = messages
-                    .into_iter()
-                    .map(McpMessage::into_input)
-                    .collect::<OpResult<Vec<_>>>()?;
-                to_json(&self.ops.remember_messages(&who, &address, messages).await?)
-            }
-            (None, Some(fact)) => to_json(&self.ops.remember_fact(&who, &address, &fact).await?),
-            _ => Err(OpError::invalid(
-                "`remember` needs exactly one of `messages` and `fact`",
-            )),
-        }
-    }
-
-    async fn recall_op(
-        &self,
-        context: &RequestContext<RoleServer>,
-        args: RecallArgs,
-    ) -> OpResult<Value> {
-        let who = self.principal(context)?;
-        let address = Address {
-            session: args.session,
-            user: args.user,
-            agent: args.agent,
-            source: args.source,
-        };
-        let budget = args.max_tokens.unwrap_or(DEFAULT_RECALL_TOKENS);
-        to_json(&self.ops.recall(&who, &address, budget).await?)
-    }
-
-    async fn search_op(
-        &self,
-        context: &RequestContext<RoleServer>,
-        args: SearchArgs,
-    ) -> OpResult<Value> {
-        let who = self.principal(context)?;
-        let address = Address {
-            session: args.session,
-            user: args.user,
-            agent: args.agent,
-            source: args.source,
-        };
+    async fn search_memory(&self, request: Request, args: Parameters<SearchArgs>) -> Answer {
+        let (who, address, args) = (self.principal(&request)?, args.0.address(), args.0);
         let limit = args.limit.unwrap_or(MAX_SEARCH_RESULTS);
         if limit == 0 || limit > MAX_SEARCH_RESULTS {
             return Err(OpError::invalid(format!(
@@ -371,45 +299,64 @@ impl MemoryMcp {
                 RetrievalKind::Lexical => "lexical",
                 RetrievalKind::Hybrid => "hybrid",
             };
-            return Ok(json!({ "mode": mode, "results": to_json(&found.results)? }));
+            return answer(&json!({ "mode": mode, "results": to_json(&found.results)? }));
         }
         let matches = self
             .ops
             .search_text(&who, &address, &args.query, limit, args.include_archived)
             .await?;
-        Ok(json!({ "mode": "text", "matches": to_json(&matches)? }))
+        answer(&json!({ "mode": "text", "matches": to_json(&matches)? }))
     }
 
-    async fn list_op(
-        &self,
-        context: &RequestContext<RoleServer>,
-        args: ListThreadsArgs,
-    ) -> OpResult<Value> {
-        let who = self.principal(context)?;
-        let request = ListRequest {
+    /// `list_threads`: the caller's threads, a page at a time.
+    #[tool(
+        name = "list_threads",
+        description = "List the threads of your tenant (optionally only a user's, agent's or source's), a page at a time: pass `next_cursor` back as `cursor` for the next page.",
+        annotations(read_only_hint = true, open_world_hint = false)
+    )]
+    async fn list_threads(&self, request: Request, args: Parameters<ListThreadsArgs>) -> Answer {
+        let Parameters(args) = args;
+        let listing = ListRequest {
             user: args.user,
             agent: args.agent,
             source: args.source,
             limit: args.limit,
             cursor: args.cursor,
         };
-        to_json(&self.ops.list_threads(&who, request).await?)
+        answer(
+            &self
+                .ops
+                .list_threads(&self.principal(&request)?, listing)
+                .await?,
+        )
     }
 
-    async fn forget_op(
-        &self,
-        context: &RequestContext<RoleServer>,
-        args: ForgetArgs,
-    ) -> OpResult<Value> {
-        let who = self.principal(context)?;
+    /// `forget`: deletes (or counts, in a dry run) the selected threads and sessions.
+    #[tool(
+        name = "forget",
+        description = "Delete every thread and session of a session, user or agent (any combination narrows it), and return a receipt of what was deleted per store. With `dry_run` true nothing is deleted and the receipt counts what would be. Forgetting the whole tenant (no session, user or agent) needs `everything: true`.",
+        annotations(
+            read_only_hint = false,
+            destructive_hint = true,
+            idempotent_hint = true,
+            open_world_hint = false
+        )
+    )]
+    async fn forget(&self, request: Request, args: Parameters<ForgetArgs>) -> Answer {
+        let Parameters(args) = args;
         // `ops` refuses a whole-tenant forget without `everything`, for every transport.
-        let request = ForgetRequest {
+        let selection = ForgetRequest {
             user: args.user,
             agent: args.agent,
             session: args.session,
             dry_run: args.dry_run,
             everything: args.everything,
         };
-        to_json(&self.ops.forget(&who, request).await?)
+        answer(
+            &self
+                .ops
+                .forget(&self.principal(&request)?, selection)
+                .await?,
+        )
     }
 }
