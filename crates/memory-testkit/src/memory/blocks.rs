@@ -110,15 +110,14 @@ pub async fn memory_flushes_into_every_block(
     sessions: Arc<dyn SessionStore>,
 ) {
     let full = FullMemory::flushed_once(&history, &sessions).await;
-    let FullMemory {
-        scope,
-        model,
-        recorder,
-        memory,
-        batch,
-        report,
-        ..
-    } = full;
+    let (scope, model, recorder, memory, batch, report) = (
+        full.scope,
+        full.model,
+        full.recorder,
+        full.memory,
+        full.batch,
+        full.report,
+    );
     let archived = archived_seqs(history.as_ref(), &scope).await;
     assert_eq!(
         report.messages,
@@ -215,12 +214,7 @@ pub async fn memory_get_truncates_by_priority(
     sessions: Arc<dyn SessionStore>,
 ) {
     let full = FullMemory::flushed_once(&history, &sessions).await;
-    let FullMemory {
-        scope,
-        blocks,
-        batch,
-        ..
-    } = full;
+    let (scope, blocks, batch) = (full.scope, full.blocks, full.batch);
 
     let window = active(history.as_ref(), &scope).await;
     let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
@@ -299,12 +293,7 @@ pub async fn memory_reset_forgets_every_block(
     sessions: Arc<dyn SessionStore>,
 ) {
     let full = FullMemory::flushed_once(&history, &sessions).await;
-    let FullMemory {
-        scope,
-        vectors,
-        memory,
-        ..
-    } = full;
+    let (scope, vectors, memory) = (full.scope, full.vectors, full.memory);
     assert_eq!(vector_batches(&vectors, &scope).await.len(), 1);
 
     memory.reset().await.expect_ok("reset");
