@@ -195,20 +195,25 @@ async fn a_service_held_conversation_keeps_only_its_id() {
     assert_eq!(store.count(session.scope()).await.unwrap().active, 0);
 }
 
-#[tokio::test]
-async fn before_retrieval_reducer_shrinks_only_the_view() {
+/// An agent whose model replies six times, with a reducer keeping 4 messages run at `trigger`.
+fn six_replies_keeping_four(
+    trigger: ReducerTrigger,
+) -> (Arc<ScriptedChatModel>, Arc<InMemoryHistoryStore>, Agent) {
     let mut model = ScriptedChatModel::new();
     for i in 0..6 {
         model = model.reply_text(format!("reply {i}"));
     }
     let (model, store) = setup(model);
     let agent = Agent::builder("helper", model.clone(), store.clone())
-        .reducer(
-            Arc::new(MessageCountReducer::new(4)),
-            ReducerTrigger::BeforeMessagesRetrieval,
-        )
+        .reducer(Arc::new(MessageCountReducer::new(4)), trigger)
         .build()
         .unwrap();
+    (model, store, agent)
+}
+
+#[tokio::test]
+async fn before_retrieval_reducer_shrinks_only_the_view() {
+    let (model, store, agent) = six_replies_keeping_four(ReducerTrigger::BeforeMessagesRetrieval);
     let mut session = AgentSession::new(random_scope());
     for i in 0..6 {
         agent
@@ -229,18 +234,7 @@ async fn before_retrieval_reducer_shrinks_only_the_view() {
 
 #[tokio::test]
 async fn after_added_reducer_archives_the_stored_thread() {
-    let mut model = ScriptedChatModel::new();
-    for i in 0..6 {
-        model = model.reply_text(format!("reply {i}"));
-    }
-    let (model, store) = setup(model);
-    let agent = Agent::builder("helper", model.clone(), store.clone())
-        .reducer(
-            Arc::new(MessageCountReducer::new(4)),
-            ReducerTrigger::AfterMessageAdded,
-        )
-        .build()
-        .unwrap();
+    let (_, store, agent) = six_replies_keeping_four(ReducerTrigger::AfterMessageAdded);
     let mut session = AgentSession::new(random_scope());
     let mut archived = 0;
     for i in 0..6 {

@@ -117,6 +117,17 @@ fn assert_groups_whole(messages: &[ChatMessage]) {
     }
 }
 
+/// The messages of `scope` in `store` that `window` reads.
+async fn messages_in(store: &impl HistoryStore, scope: &Scope, window: Window) -> Vec<ChatMessage> {
+    store
+        .read(scope, window)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.into_message())
+        .collect()
+}
+
 #[tokio::test]
 async fn one_tool_call_runs_and_the_whole_exchange_is_stored_in_one_append() {
     let model = Arc::new(
@@ -330,13 +341,7 @@ async fn the_iteration_limit_stops_the_run_with_every_call_answered() {
     assert_eq!(run.tool_calls[1].iteration, 2);
     assert!(run.tool_calls[1].result.contains("limit of 2 model calls"));
     // Stored whole: the unrun call has its (refusal) result, so no group is split.
-    let stored: Vec<ChatMessage> = store
-        .read(session.scope(), Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let stored = messages_in(&store, session.scope(), Window::All).await;
     assert_eq!(stored.len(), 5);
     assert_groups_whole(&stored);
     assert_eq!(store.appends(), 1);
@@ -576,13 +581,7 @@ async fn the_reducer_shrinks_the_request_between_iterations_without_splitting_a_
     assert_groups_whole(second);
     assert_eq!(run.reduced, 3);
     // The store is untouched by the view reduction: both turns are stored whole.
-    let stored: Vec<ChatMessage> = store
-        .read(session.scope(), Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let stored = messages_in(&store, session.scope(), Window::All).await;
     assert_eq!(stored.len(), 8);
     assert_groups_whole(&stored);
 }
@@ -617,23 +616,11 @@ async fn reducers_on_a_stored_tool_run_keep_each_group_whole() {
     // user, answer). The reducer archives the whole group instead.
     let second = agent.run("Thanks.", &mut session).await.unwrap();
     assert_eq!(second.archived, 4);
-    let active: Vec<ChatMessage> = store
-        .read(session.scope(), Window::All)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let active = messages_in(&store, session.scope(), Window::All).await;
     let texts: Vec<String> = active.iter().map(ChatMessage::text).collect();
     assert_eq!(texts, ["2 and 4.", "Thanks.", "You are welcome."]);
     assert_groups_whole(&active);
-    let everything: Vec<ChatMessage> = store
-        .read(session.scope(), Window::Everything)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|m| m.into_message())
-        .collect();
+    let everything = messages_in(&store, session.scope(), Window::Everything).await;
     assert_eq!(everything.len(), 7);
     // A view reducer over the stored thread also cuts only between groups.
     let stored = store

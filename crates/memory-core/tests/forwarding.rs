@@ -67,6 +67,92 @@ impl<S: TextIndex> memory_core::LayeredTextIndex for Bare<S> {
     }
 }
 
+/// Asserts that each `(operation, error)` is `Unsupported` with a sentence naming `store` (the
+/// store's type) and the operation.
+fn assert_unsupported(
+    store: &str,
+    errors: impl IntoIterator<Item = (&'static str, memory_core::Error)>,
+) {
+    for (operation, err) in errors {
+        assert_eq!(err.kind(), ErrorKind::Unsupported, "{operation}: {err}");
+        let text = err.message();
+        assert!(
+            text.contains(store) && text.contains(operation),
+            "the error names the store's type and the operation: {text}"
+        );
+    }
+}
+
+/// `$store` (a `$trait` with required methods only, built by `Default`) as every pointer and
+/// layer a caller may hold it through: `Box<dyn _>`, `Arc<dyn _>`, `Traced` and [`Bare`].
+macro_rules! every_wrapping {
+    ($trait:ident, $store:ty) => {{
+        let stores: [Box<dyn $trait>; 4] = [
+            Box::new(<$store>::default()),
+            Box::new(Arc::new(<$store>::default()) as Arc<dyn $trait>),
+            Box::new(Traced::new(<$store>::default(), "memory")),
+            Box::new(Bare(<$store>::default())),
+        ];
+        stores
+    }};
+}
+
+/// The tenant listing and TTL calls `HistoryStore` and `SessionStore` share, through `$store`
+/// holding one thread `$s` of the only tenant: `$forget` removes that thread, after which no
+/// tenant is listed.
+macro_rules! tenants_and_ttl_through {
+    ($store:expr, $s:expr, $forget:expr) => {{
+        let tenants = $store.list_tenants(PageRequest::first(10)).await.unwrap();
+        assert_eq!(
+            (tenants.items, tenants.next_cursor),
+            (vec![$s.tenant().clone()], None),
+            "list_tenants reaches the pointee's own implementation"
+        );
+        $store
+            .set_ttl(&$s, Some(Duration::from_secs(60)))
+            .await
+            .unwrap();
+        assert_eq!($store.purge_expired().await.unwrap(), 0);
+        $forget;
+        assert!(
+            $store
+                .list_tenants(PageRequest::first(10))
+                .await
+                .unwrap()
+                .items
+                .is_empty()
+        );
+    }};
+}
+
+/// The calls `VectorStore` and `TextIndex` share, through `$store` holding exactly the two
+/// `$items` (points or documents) in `$s`; it ends empty.
+macro_rules! two_items_through {
+    ($store:expr, $s:expr, $items:expr) => {{
+        let (store, s, items) = (&$store, &$s, &$items);
+        assert_eq!(
+            store.get(s, &[items[1].id]).await.unwrap(),
+            vec![items[1].clone()]
+        );
+        assert_eq!(store.count(s).await.unwrap(), 2);
+        assert_eq!(store.delete(s, &[items[0].id]).await.unwrap(), 1);
+        assert_eq!(store.clear(s).await.unwrap(), 1);
+        store.upsert(s, items).await.unwrap();
+        let filter = ScopeFilter::tenant(s.tenant().clone());
+        assert_eq!(
+            store.count_matching(&filter).await.unwrap(),
+            2,
+            "count_matching reaches the pointee's own implementation"
+        );
+        assert_eq!(
+            store.delete_matching(&filter).await.unwrap(),
+            2,
+            "delete_matching reaches the pointee's own implementation"
+        );
+        assert_eq!(store.count(s).await.unwrap(), 0);
+    }};
+}
+
 // ---------------------------------------------------------------------------------------------
 // HistoryStore
 
@@ -120,26 +206,7 @@ async fn history_through<S: HistoryStore>(store: S) {
         "read_page reaches the pointee's own implementation"
     );
     assert_eq!(store.read_page(&s, 2, 10).await.unwrap().len(), 1);
-    let tenants = store.list_tenants(PageRequest::first(10)).await.unwrap();
-    assert_eq!(
-        (tenants.items, tenants.next_cursor),
-        (vec![s.tenant().clone()], None),
-        "list_tenants reaches the pointee's own implementation"
-    );
-    store
-        .set_ttl(&s, Some(Duration::from_secs(60)))
-        .await
-        .unwrap();
-    assert_eq!(store.purge_expired().await.unwrap(), 0);
-    assert_eq!(store.clear(&s).await.unwrap(), 3);
-    assert!(
-        store
-            .list_tenants(PageRequest::first(10))
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    tenants_and_ttl_through!(store, s, assert_eq!(store.clear(&s).await.unwrap(), 3));
 }
 
 #[tokio::test]
@@ -205,14 +272,7 @@ async fn history_defaults_through<S: HistoryStore>(store: S) {
                 .unwrap_err(),
         ),
     ];
-    for (operation, err) in errors {
-        assert_eq!(err.kind(), ErrorKind::Unsupported, "{operation}: {err}");
-        let text = err.message();
-        assert!(
-            text.contains("RequiredOnlyHistory") && text.contains(operation),
-            "the error names the store's type and the operation: {text}"
-        );
-    }
+    assert_unsupported("RequiredOnlyHistory", errors);
     assert_eq!(store.count(&s).await.unwrap().active, 1, "nothing changed");
 }
 
@@ -262,26 +322,7 @@ async fn sessions_through<S: SessionStore>(store: S) {
         .await
         .unwrap();
     assert_eq!(listed.items, vec![s.clone()]);
-    let tenants = store.list_tenants(PageRequest::first(10)).await.unwrap();
-    assert_eq!(
-        (tenants.items, tenants.next_cursor),
-        (vec![s.tenant().clone()], None),
-        "list_tenants reaches the pointee's own implementation"
-    );
-    store
-        .set_ttl(&s, Some(Duration::from_secs(60)))
-        .await
-        .unwrap();
-    assert_eq!(store.purge_expired().await.unwrap(), 0);
-    assert!(store.delete(&s).await.unwrap());
-    assert!(
-        store
-            .list_tenants(PageRequest::first(10))
-            .await
-            .unwrap()
-            .items
-            .is_empty()
-    );
+    tenants_and_ttl_through!(store, s, assert!(store.delete(&s).await.unwrap()));
 }
 
 #[tokio::test]
@@ -317,33 +358,23 @@ impl SessionStore for RequiredOnlySessions {
 
 #[tokio::test]
 async fn optional_session_operations_default_to_unsupported() {
-    let stores: [Box<dyn SessionStore>; 4] = [
-        Box::new(RequiredOnlySessions::default()),
-        Box::new(Arc::new(RequiredOnlySessions::default()) as Arc<dyn SessionStore>),
-        Box::new(Traced::new(RequiredOnlySessions::default(), "memory")),
-        Box::new(Bare(RequiredOnlySessions::default())),
-    ];
-    for store in stores {
+    for store in every_wrapping!(SessionStore, RequiredOnlySessions) {
         let s = scope("session-defaults");
         store.save(&s, &json!({}), None).await.unwrap();
-        for (operation, err) in [
-            ("set_ttl", store.set_ttl(&s, None).await.unwrap_err()),
-            ("purge_expired", store.purge_expired().await.unwrap_err()),
-            (
-                "list_tenants",
-                store
-                    .list_tenants(PageRequest::first(10))
-                    .await
-                    .unwrap_err(),
-            ),
-        ] {
-            assert_eq!(err.kind(), ErrorKind::Unsupported);
-            let text = err.message();
-            assert!(
-                text.contains("RequiredOnlySessions") && text.contains(operation),
-                "{text}"
-            );
-        }
+        assert_unsupported(
+            "RequiredOnlySessions",
+            [
+                ("set_ttl", store.set_ttl(&s, None).await.unwrap_err()),
+                ("purge_expired", store.purge_expired().await.unwrap_err()),
+                (
+                    "list_tenants",
+                    store
+                        .list_tenants(PageRequest::first(10))
+                        .await
+                        .unwrap_err(),
+                ),
+            ],
+        );
         assert!(store.load(&s).await.unwrap().is_some(), "nothing changed");
     }
 }
@@ -510,23 +541,7 @@ async fn vectors_through<V: VectorStore>(store: V) {
         .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].id, a);
-    assert_eq!(store.get(&s, &[b]).await.unwrap(), vec![points[1].clone()]);
-    assert_eq!(store.count(&s).await.unwrap(), 2);
-    assert_eq!(store.delete(&s, &[a]).await.unwrap(), 1);
-    assert_eq!(store.clear(&s).await.unwrap(), 1);
-    store.upsert(&s, &points).await.unwrap();
-    let filter = ScopeFilter::tenant(s.tenant().clone());
-    assert_eq!(
-        store.count_matching(&filter).await.unwrap(),
-        2,
-        "count_matching reaches the pointee's own implementation"
-    );
-    assert_eq!(
-        store.delete_matching(&filter).await.unwrap(),
-        2,
-        "delete_matching reaches the pointee's own implementation"
-    );
-    assert_eq!(store.count(&s).await.unwrap(), 0);
+    two_items_through!(store, s, points);
 }
 
 #[tokio::test]
@@ -558,26 +573,7 @@ async fn texts_through<T: TextIndex>(index: T) {
         hits.iter().map(|h| h.id).collect::<Vec<_>>(),
         [documents[0].id]
     );
-    assert_eq!(
-        index.get(&s, &[documents[1].id]).await.unwrap(),
-        vec![documents[1].clone()]
-    );
-    assert_eq!(index.count(&s).await.unwrap(), 2);
-    assert_eq!(index.delete(&s, &[documents[0].id]).await.unwrap(), 1);
-    assert_eq!(index.clear(&s).await.unwrap(), 1);
-    index.upsert(&s, &documents).await.unwrap();
-    let filter = ScopeFilter::tenant(s.tenant().clone());
-    assert_eq!(
-        index.count_matching(&filter).await.unwrap(),
-        2,
-        "count_matching reaches the pointee's own implementation"
-    );
-    assert_eq!(
-        index.delete_matching(&filter).await.unwrap(),
-        2,
-        "delete_matching reaches the pointee's own implementation"
-    );
-    assert_eq!(index.count(&s).await.unwrap(), 0);
+    two_items_through!(index, s, documents);
 }
 
 #[tokio::test]
@@ -616,13 +612,7 @@ impl VectorStore for RequiredOnlyVectors {
 
 #[tokio::test]
 async fn optional_vector_operations_default_to_unsupported() {
-    let stores: [Box<dyn VectorStore>; 4] = [
-        Box::new(RequiredOnlyVectors::default()),
-        Box::new(Arc::new(RequiredOnlyVectors::default()) as Arc<dyn VectorStore>),
-        Box::new(Traced::new(RequiredOnlyVectors::default(), "memory")),
-        Box::new(Bare(RequiredOnlyVectors::default())),
-    ];
-    for store in stores {
+    for store in every_wrapping!(VectorStore, RequiredOnlyVectors) {
         assert_eq!(store.capabilities(), VectorCapabilities::none());
         let s = scope("vector-defaults");
         let point = VectorPoint {
@@ -632,23 +622,19 @@ async fn optional_vector_operations_default_to_unsupported() {
         };
         store.upsert(&s, &[point]).await.unwrap();
         let filter = ScopeFilter::tenant(s.tenant().clone());
-        for (operation, err) in [
-            (
-                "delete_matching",
-                store.delete_matching(&filter).await.unwrap_err(),
-            ),
-            (
-                "count_matching",
-                store.count_matching(&filter).await.unwrap_err(),
-            ),
-        ] {
-            assert_eq!(err.kind(), ErrorKind::Unsupported);
-            let text = err.message();
-            assert!(
-                text.contains("RequiredOnlyVectors") && text.contains(operation),
-                "{text}"
-            );
-        }
+        assert_unsupported(
+            "RequiredOnlyVectors",
+            [
+                (
+                    "delete_matching",
+                    store.delete_matching(&filter).await.unwrap_err(),
+                ),
+                (
+                    "count_matching",
+                    store.count_matching(&filter).await.unwrap_err(),
+                ),
+            ],
+        );
         assert_eq!(store.count(&s).await.unwrap(), 1, "nothing changed");
     }
 }

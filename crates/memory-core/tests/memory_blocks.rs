@@ -76,6 +76,25 @@ fn memory_with(block: Arc<dyn MemoryBlock>, scope: Scope) -> (Memory, Arc<InMemo
     (memory, history)
 }
 
+/// Puts the turns `turns` ("turn {i}" and 45 filler words, 51 tokens each), user and
+/// assistant in turn.
+async fn put_turns(memory: &Memory, turns: std::ops::Range<usize>) {
+    for i in turns {
+        let role = if i % 2 == 0 {
+            Role::User
+        } else {
+            Role::Assistant
+        };
+        memory
+            .put(ChatMessage::text_message(
+                role,
+                long(&format!("turn {i}"), 45),
+            ))
+            .await
+            .unwrap();
+    }
+}
+
 #[tokio::test]
 async fn fact_block_extracts_keeps_and_condenses_facts() {
     let model = Arc::new(
@@ -89,20 +108,7 @@ async fn fact_block_extracts_keeps_and_condenses_facts() {
     let block = FactExtractionMemoryBlock::new(model.clone()).with_max_facts(2);
     let (memory, _) = memory_with(Arc::new(block), random_scope());
     // 51 tokens a message: the sixth passes 0.7 × 400 = 280, and the oldest turn is flushed.
-    for i in 0..6 {
-        let role = if i % 2 == 0 {
-            Role::User
-        } else {
-            Role::Assistant
-        };
-        memory
-            .put(ChatMessage::text_message(
-                role,
-                long(&format!("turn {i}"), 45),
-            ))
-            .await
-            .unwrap();
-    }
+    put_turns(&memory, 0..6).await;
     let out = memory.get(&[]).await.unwrap();
     assert_eq!(
         out[0].text(),
@@ -113,20 +119,7 @@ async fn fact_block_extracts_keeps_and_condenses_facts() {
     assert!(first.contains("<message role='user'>turn 0"), "{first}");
 
     // Two more pass it again: the next turn is flushed.
-    for i in 6..8 {
-        let role = if i % 2 == 0 {
-            Role::User
-        } else {
-            Role::Assistant
-        };
-        memory
-            .put(ChatMessage::text_message(
-                role,
-                long(&format!("turn {i}"), 45),
-            ))
-            .await
-            .unwrap();
-    }
+    put_turns(&memory, 6..8).await;
     // Three facts are over the limit of two: the model condensed them.
     let out = memory.get(&[]).await.unwrap();
     assert!(
@@ -262,20 +255,7 @@ async fn a_forged_fact_renders_escaped_inside_one_memory_block() {
     );
     let block = FactExtractionMemoryBlock::new(model.clone());
     let (memory, _) = memory_with(Arc::new(block), random_scope());
-    for i in 0..6 {
-        let role = if i % 2 == 0 {
-            Role::User
-        } else {
-            Role::Assistant
-        };
-        memory
-            .put(ChatMessage::text_message(
-                role,
-                long(&format!("turn {i}"), 45),
-            ))
-            .await
-            .unwrap();
-    }
+    put_turns(&memory, 0..6).await;
     let out = memory.get(&[]).await.unwrap();
     let text = out[0].text();
     assert_one_memory_block(&text, "fact_extraction_memory");

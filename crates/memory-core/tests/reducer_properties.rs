@@ -139,6 +139,26 @@ impl ChatModel for CountingSummarizer {
     }
 }
 
+/// A kept tool result keeps its call, and a kept call keeps its results: `kept` holds the
+/// indexes into `msgs` a reduction keeps.
+fn assert_calls_kept_with_results(msgs: &[StoredMessage], kept: &[usize]) {
+    let mut call_at: HashMap<&str, usize> = HashMap::new();
+    for (i, m) in msgs.iter().enumerate() {
+        for id in m.message.tool_call_ids() {
+            call_at.insert(id, i);
+        }
+        for id in m.message.tool_result_ids() {
+            if let Some(&c) = call_at.get(id) {
+                assert_eq!(
+                    kept.contains(&i),
+                    kept.contains(&c),
+                    "call {c} and its result {i} are split"
+                );
+            }
+        }
+    }
+}
+
 /// Every property a summarizing reduction must have (keep `target`, summarize past
 /// `target + threshold` live messages).
 fn check_summarizing(msgs: &[StoredMessage], r: &Reduction, target: usize, threshold: usize) {
@@ -230,22 +250,7 @@ fn check_summarizing(msgs: &[StoredMessage], r: &Reduction, target: usize, thres
         seg.groups
     );
 
-    // A kept tool result keeps its call, and a kept call keeps its results.
-    let mut call_at: HashMap<&str, usize> = HashMap::new();
-    for (i, m) in msgs.iter().enumerate() {
-        for id in m.message.tool_call_ids() {
-            call_at.insert(id, i);
-        }
-        for id in m.message.tool_result_ids() {
-            if let Some(&c) = call_at.get(id) {
-                assert_eq!(
-                    kept.contains(&i),
-                    kept.contains(&c),
-                    "call {c} and its result {i} are split"
-                );
-            }
-        }
-    }
+    assert_calls_kept_with_results(msgs, &kept);
 
     // The last user turn is kept.
     if let Some(u) = msgs.iter().rposition(|m| m.message.role == Role::User)
@@ -331,22 +336,7 @@ fn check(
         seg.groups
     );
 
-    // A kept tool result keeps its call, and a kept call keeps its results.
-    let mut call_at: HashMap<&str, usize> = HashMap::new();
-    for (i, m) in msgs.iter().enumerate() {
-        for id in m.message.tool_call_ids() {
-            call_at.insert(id, i);
-        }
-        for id in m.message.tool_result_ids() {
-            if let Some(&c) = call_at.get(id) {
-                assert_eq!(
-                    kept.contains(&i),
-                    kept.contains(&c),
-                    "call {c} and its result {i} are split"
-                );
-            }
-        }
-    }
+    assert_calls_kept_with_results(msgs, &kept);
 
     // The last user turn is kept.
     if let Some(u) = msgs.iter().rposition(|m| m.message.role == Role::User)

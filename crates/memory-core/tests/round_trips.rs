@@ -15,7 +15,7 @@ use memory_core::memory::blocks::StaticMemoryBlock;
 use memory_core::memory::{BlockContent, BlockGetContext, BlockPutContext, Memory, MemoryBlock};
 use memory_core::{
     Agent, AgentSession, AppendOutcome, ChatMessage, ChatModel, ChatRequest, ChatResponse,
-    HistoryCapabilities, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
+    DEFAULT_WINDOW, HistoryCapabilities, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
     MessageCountReducer, Page, PageRequest, ReducerTrigger, Result, Scope, ScopeFilter,
     SessionStore, StoredMessage, StoredSession, ThreadCount, Window, async_trait,
 };
@@ -185,6 +185,48 @@ fn memory(stores: &Stores, scope: &Scope, token_limit: u64) -> Arc<Memory> {
     )
 }
 
+/// An agent of `model` over `history` that reads `window` and has `memory` as its provider.
+fn memory_agent(
+    model: Arc<dyn ChatModel>,
+    history: &Arc<dyn HistoryStore>,
+    window: Window,
+    memory: Arc<Memory>,
+) -> Agent {
+    Agent::builder("helper", model, history.clone())
+        .window(window)
+        .context_provider(memory)
+        .build()
+        .unwrap()
+}
+
+/// The call an agent reads its window with: a cursor read where the store has them.
+fn window_read(cursor_reads: bool) -> &'static str {
+    if cursor_reads {
+        "history.read_since"
+    } else {
+        "history.read"
+    }
+}
+
+/// Runs the turns `turns` ("question {turn}") and asserts that each made exactly the calls
+/// `expected`; `context` names the case in a failure.
+async fn turns_each_make(
+    agent: &Agent,
+    session: &mut AgentSession,
+    calls: &Calls,
+    turns: std::ops::Range<usize>,
+    expected: &[&str],
+    context: &str,
+) {
+    for turn in turns {
+        agent
+            .run(format!("question {turn}"), session)
+            .await
+            .unwrap();
+        assert_eq!(calls.take(), expected, "turn {turn} {context}");
+    }
+}
+
 #[tokio::test]
 async fn an_agent_turn_reads_once_and_appends_once() {
     for cursor_reads in [true, false] {
@@ -193,22 +235,15 @@ async fn an_agent_turn_reads_once_and_appends_once() {
             .build()
             .unwrap();
         let mut session = AgentSession::new(random_scope());
-        let read = if cursor_reads {
-            "history.read_since"
-        } else {
-            "history.read"
-        };
-        for turn in 0..3 {
-            agent
-                .run(format!("question {turn}"), &mut session)
-                .await
-                .unwrap();
-            assert_eq!(
-                stores.calls.take(),
-                [read, "history.append"],
-                "turn {turn} (cursor reads: {cursor_reads})"
-            );
-        }
+        turns_each_make(
+            &agent,
+            &mut session,
+            &stores.calls,
+            0..3,
+            &[window_read(cursor_reads), "history.append"],
+            &format!("(cursor reads: {cursor_reads})"),
+        )
+        .await;
     }
 }
 
@@ -219,28 +254,17 @@ async fn a_memory_turn_without_a_flush_is_read_block_state_load_and_append() {
         let scope = random_scope();
         let memory = memory(&stores, &scope, 30_000);
         let model = answers(4);
-        let agent = Agent::builder("helper", model.clone(), stores.history.clone())
-            .window(Window::All)
-            .context_provider(memory.clone())
-            .build()
-            .unwrap();
+        let agent = memory_agent(model.clone(), &stores.history, Window::All, memory);
         let mut session = AgentSession::new(scope.clone());
-        let read = if cursor_reads {
-            "history.read_since"
-        } else {
-            "history.read"
-        };
-        for turn in 0..4 {
-            agent
-                .run(format!("question {turn}"), &mut session)
-                .await
-                .unwrap();
-            assert_eq!(
-                stores.calls.take(),
-                [read, "sessions.load", "history.append"],
-                "turn {turn} (cursor reads: {cursor_reads})"
-            );
-        }
+        turns_each_make(
+            &agent,
+            &mut session,
+            &stores.calls,
+            0..4,
+            &[window_read(cursor_reads), "sessions.load", "history.append"],
+            &format!("(cursor reads: {cursor_reads})"),
+        )
+        .await;
         // The memory still did its work: its text reached the model, the turns are stored once.
         let last = model.requests().pop().unwrap();
         assert!(
@@ -259,29 +283,24 @@ async fn a_memory_turn_over_a_window_without_counts_reads_for_itself() {
     let stores = stores(false);
     let scope = random_scope();
     let memory = memory(&stores, &scope, 30_000);
-    let agent = Agent::builder("helper", answers(2), stores.history.clone())
-        .context_provider(memory)
-        .build()
-        .unwrap();
+    let agent = memory_agent(answers(2), &stores.history, DEFAULT_WINDOW, memory);
     let mut session = AgentSession::new(scope);
-    for turn in 0..2 {
-        agent
-            .run(format!("question {turn}"), &mut session)
-            .await
-            .unwrap();
-        assert_eq!(
-            stores.calls.take(),
-            [
-                "history.read",
-                "history.count",
-                "history.read",
-                "sessions.load",
-                "history.append",
-                "history.count",
-            ],
-            "turn {turn}"
-        );
-    }
+    turns_each_make(
+        &agent,
+        &mut session,
+        &stores.calls,
+        0..2,
+        &[
+            "history.read",
+            "history.count",
+            "history.read",
+            "sessions.load",
+            "history.append",
+            "history.count",
+        ],
+        "",
+    )
+    .await;
 }
 
 /// A flush turn adds the flush's own round trips: it reads the window, loads the block
@@ -293,11 +312,7 @@ async fn a_flush_turn_adds_the_flush_and_nothing_else() {
     let scope = random_scope();
     // Flush past 28 tokens: the second turn crosses it.
     let memory = memory(&stores, &scope, 40);
-    let agent = Agent::builder("helper", answers(2), stores.history.clone())
-        .window(Window::All)
-        .context_provider(memory)
-        .build()
-        .unwrap();
+    let agent = memory_agent(answers(2), &stores.history, Window::All, memory);
     let mut session = AgentSession::new(scope.clone());
     agent
         .run("question 0 about the staged rollout", &mut session)
@@ -347,18 +362,16 @@ async fn an_after_message_added_reducer_does_not_read_again() {
             .build()
             .unwrap();
         let mut session = AgentSession::new(scope.clone());
-        let read = if cursor_reads {
-            "history.read_since"
-        } else {
-            "history.read"
-        };
-        for turn in 0..2 {
-            agent
-                .run(format!("question {turn}"), &mut session)
-                .await
-                .unwrap();
-            assert_eq!(stores.calls.take(), [read, "history.append"], "turn {turn}");
-        }
+        let read = window_read(cursor_reads);
+        turns_each_make(
+            &agent,
+            &mut session,
+            &stores.calls,
+            0..2,
+            &[read, "history.append"],
+            "",
+        )
+        .await;
         let run = agent.run("question 2", &mut session).await.unwrap();
         assert_eq!(
             stores.calls.take(),
@@ -421,11 +434,7 @@ async fn the_memory_adds_the_same_context_from_the_agents_window_as_from_its_own
             .unwrap(),
         );
         let model = answers(TURNS);
-        let agent = Agent::builder("helper", model.clone(), stores.history.clone())
-            .window(window)
-            .context_provider(memory)
-            .build()
-            .unwrap();
+        let agent = memory_agent(model.clone(), &stores.history, window, memory);
         let mut session = AgentSession::new(scope.clone());
         for turn in 0..TURNS {
             agent
@@ -484,11 +493,7 @@ async fn a_memory_over_another_store_stores_the_turn_itself() {
     let memories = stores(true);
     let scope = random_scope();
     let memory = memory(&memories, &scope, 30_000);
-    let agent = Agent::builder("helper", answers(2), agents.history.clone())
-        .window(Window::All)
-        .context_provider(memory)
-        .build()
-        .unwrap();
+    let agent = memory_agent(answers(2), &agents.history, Window::All, memory);
     let mut session = AgentSession::new(scope.clone());
     for turn in 0..2 {
         agent
@@ -544,11 +549,7 @@ async fn a_memory_counts_when_another_writer_appended_during_the_run() {
         history: stores.history.clone(),
         scope: scope.clone(),
     });
-    let agent = Agent::builder("helper", model, stores.history.clone())
-        .window(Window::All)
-        .context_provider(memory)
-        .build()
-        .unwrap();
+    let agent = memory_agent(model, &stores.history, Window::All, memory);
     let mut session = AgentSession::new(scope.clone());
     agent.run("question", &mut session).await.unwrap();
     assert_eq!(

@@ -10,7 +10,7 @@ use memory_core::{
     ChatMessage, ErrorKind, HistoryStore, InMemoryHistoryStore, MessageCountReducer, Scope,
     TenantId, UserId, Window,
 };
-use memory_rig::RigMemory;
+use memory_rig::{RigMemory, RigMemoryBuilder};
 use memory_testkit::doubles::DeclaredHistory;
 use rig_core::completion::message::{
     AssistantContent, AssistantMessage, CallId, Message, ToolCall, ToolFunction, ToolName,
@@ -24,13 +24,17 @@ fn store() -> Arc<dyn HistoryStore> {
     Arc::new(InMemoryHistoryStore::new())
 }
 
-fn memory(store: Arc<dyn HistoryStore>) -> RigMemory {
+/// A builder of Alice's memory (tenant `acme`) over `store`.
+fn alices(store: Arc<dyn HistoryStore>) -> RigMemoryBuilder {
     RigMemory::builder(
         store,
         TenantId::new("acme").unwrap(),
         UserId::new("alice").unwrap(),
     )
-    .build()
+}
+
+fn memory(store: Arc<dyn HistoryStore>) -> RigMemory {
+    alices(store).build()
 }
 
 fn conv(id: &str) -> ConversationId {
@@ -114,13 +118,7 @@ async fn an_invalid_conversation_id_is_a_typed_error() {
 
 #[tokio::test]
 async fn load_reads_the_window() {
-    let memory = RigMemory::builder(
-        store(),
-        TenantId::new("acme").unwrap(),
-        UserId::new("alice").unwrap(),
-    )
-    .window(Window::Last(2))
-    .build();
+    let memory = alices(store()).window(Window::Last(2)).build();
     for i in 0..5 {
         memory.append(&conv("t"), turn(i)).await.unwrap();
     }
@@ -129,13 +127,7 @@ async fn load_reads_the_window() {
 
 #[tokio::test]
 async fn load_never_starts_with_a_tool_result_whose_call_fell_out() {
-    let memory = RigMemory::builder(
-        store(),
-        TenantId::new("acme").unwrap(),
-        UserId::new("alice").unwrap(),
-    )
-    .window(Window::Last(2))
-    .build();
+    let memory = alices(store()).window(Window::Last(2)).build();
     let call = ToolCall::new(
         CallId::from_wire("c1"),
         ToolFunction::new(ToolName::new("add").unwrap(), json!({"a": 1})),
@@ -164,13 +156,9 @@ async fn load_never_starts_with_a_tool_result_whose_call_fell_out() {
 #[tokio::test]
 async fn a_reducer_shapes_the_view_and_leaves_the_store_alone() {
     let store = store();
-    let memory = RigMemory::builder(
-        store.clone(),
-        TenantId::new("acme").unwrap(),
-        UserId::new("alice").unwrap(),
-    )
-    .reducer(Arc::new(MessageCountReducer::new(2)))
-    .build();
+    let memory = alices(store.clone())
+        .reducer(Arc::new(MessageCountReducer::new(2)))
+        .build();
     for i in 0..4 {
         memory.append(&conv("t"), turn(i)).await.unwrap();
     }
@@ -263,13 +251,7 @@ impl memory_core::ChatReducer for FailingReducer {
 
 #[tokio::test]
 async fn a_failing_reducer_is_a_policy_error_for_rig() {
-    let memory = RigMemory::builder(
-        store(),
-        TenantId::new("acme").unwrap(),
-        UserId::new("alice").unwrap(),
-    )
-    .reducer(Arc::new(FailingReducer))
-    .build();
+    let memory = alices(store()).reducer(Arc::new(FailingReducer)).build();
     memory.append(&conv("t"), turn(1)).await.unwrap();
     match memory.load(&conv("t")).await.unwrap_err() {
         MemoryError::Policy(message) => assert!(message.contains("summarizer is down")),

@@ -209,19 +209,23 @@ pub async fn cut_sweep_where(
     let limit = Duration::from_secs(30);
     let mut report = SweepReport::default();
     let mut batch = 0usize;
-    // Two clean appends: the first warms the connection (prepared statements, scripts), the
-    // second measures one append's traffic.
-    for _ in 0..2 {
-        proxy.reset_traffic();
-        let failures = append_until_acked(
+    // Appends batch `batch` (acked at its first seq) through the proxy, checked on `direct`.
+    let append_batch = async |batch: usize, direct: Option<&dyn HistoryStore>| {
+        append_until_acked(
             through,
-            None,
+            direct,
             scope,
             &batch_messages(batch, PER_BATCH),
             (batch * PER_BATCH) as u64 + 1,
             limit,
         )
-        .await;
+        .await
+    };
+    // Two clean appends: the first warms the connection (prepared statements, scripts), the
+    // second measures one append's traffic.
+    for _ in 0..2 {
+        proxy.reset_traffic();
+        let failures = append_batch(batch, None).await;
         assert!(failures.is_empty(), "an uncut append failed: {failures:?}");
         batch += 1;
     }
@@ -270,15 +274,7 @@ pub async fn cut_sweep_where(
     for cut in cuts {
         eprintln!("cut sweep: batch {batch}, {cut:?}");
         proxy.arm(cut);
-        let failures = append_until_acked(
-            through,
-            Some(direct),
-            scope,
-            &batch_messages(batch, PER_BATCH),
-            (batch * PER_BATCH) as u64 + 1,
-            limit,
-        )
-        .await;
+        let failures = append_batch(batch, Some(direct)).await;
         let pending = proxy.disarm();
         report.points += 1;
         if !pending {
@@ -289,15 +285,7 @@ pub async fn cut_sweep_where(
     }
     assert_thread(direct, scope, batch, PER_BATCH).await;
     // The store recovered: a plain append through the proxy works again.
-    let failures = append_until_acked(
-        through,
-        None,
-        scope,
-        &batch_messages(batch, PER_BATCH),
-        (batch * PER_BATCH) as u64 + 1,
-        limit,
-    )
-    .await;
+    let failures = append_batch(batch, None).await;
     assert!(
         failures.is_empty(),
         "an append after the sweep failed: {failures:?}"

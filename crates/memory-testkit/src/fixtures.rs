@@ -3,10 +3,11 @@
 
 use std::collections::BTreeSet;
 use std::fmt;
+use std::time::Duration;
 
 use memory_core::{
     ChatMessage, Error, ErrorKind, MessageId, Page, PageRequest, Result, Role, Scope, ScopeFilter,
-    SessionId, StoredMessage, TenantId, VectorPoint,
+    SessionId, SourceId, StoredMessage, TenantId, VectorPoint,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -46,6 +47,126 @@ pub fn scope_in(tenant: &TenantId, session: &str) -> Scope {
         tenant.clone(),
         SessionId::new(session).expect("fixture session ids are valid"),
     )
+}
+
+/// The scope of `session` in `tenant` with the parts named: `user`, `agent`, `source`.
+///
+/// # Panics
+/// When an id is not valid.
+pub fn scope_of(
+    tenant: &TenantId,
+    session: &str,
+    user: Option<&str>,
+    agent: Option<&str>,
+    source: Option<&SourceId>,
+) -> Scope {
+    let mut scope = scope_in(tenant, session);
+    if let Some(u) = user {
+        scope = scope.with_user(u).expect("valid user");
+    }
+    if let Some(a) = agent {
+        scope = scope.with_agent(a).expect("valid agent");
+    }
+    if let Some(s) = source {
+        scope = scope.with_source_id(s.clone());
+    }
+    scope
+}
+
+/// Checks one page of a listing asked for 100 items (`list_threads`, `list`): it holds every
+/// item of `reference`, in order, and no next cursor; `item` names what is listed.
+pub fn assert_one_page_lists_all(page: &Page<Scope>, reference: &[Scope], item: &str) {
+    assert_eq!(page.items, reference, "one big page lists everything");
+    assert_eq!(
+        page.next_cursor, None,
+        "a page holding the last {item} has no next cursor"
+    );
+}
+
+/// Scopes that share `base`'s session id and differ from it in one part, named: `base` itself
+/// (first), the same session in another tenant, under user `x` (third), under agent `x`, and
+/// of source `other`.
+pub fn scope_variants(base: &Scope) -> Vec<(&'static str, Scope)> {
+    let session = base.session_id().as_str().to_owned();
+    vec![
+        ("base", base.clone()),
+        ("other tenant", scope_in(&random_tenant(), &session)),
+        ("user x", base.clone().with_user("x").expect("valid")),
+        ("agent x", base.clone().with_agent("x").expect("valid")),
+        (
+            "source other",
+            base.clone().with_source("other").expect("valid"),
+        ),
+    ]
+}
+
+/// Checks the answers of a store without the `ttl` capability: `set_ttl` with a TTL
+/// (`set`), `set_ttl(None)` (`unset`) and `purge_expired` (`purge`) are each `Unsupported`.
+#[track_caller]
+pub fn assert_ttl_unsupported(set: Result<()>, unset: Result<()>, purge: Result<u64>) {
+    expect_error_kind(
+        set,
+        ErrorKind::Unsupported,
+        "set_ttl on a store without the ttl capability",
+    );
+    expect_error_kind(
+        unset,
+        ErrorKind::Unsupported,
+        "set_ttl(None) on a store without the ttl capability",
+    );
+    expect_error_kind(
+        purge,
+        ErrorKind::Unsupported,
+        "purge_expired on a store without the ttl capability",
+    );
+}
+
+/// Checks that `set_ttl` (called with each TTL under 1 ms or over
+/// [`MAX_TTL`](memory_core::MAX_TTL)) refuses it with `InvalidInput`.
+pub async fn assert_out_of_range_ttls_refused(set_ttl: impl AsyncFn(Duration) -> Result<()>) {
+    for ttl in [
+        Duration::ZERO,
+        memory_core::MAX_TTL + Duration::from_secs(1),
+        Duration::MAX,
+    ] {
+        expect_error_kind(
+            set_ttl(ttl).await,
+            ErrorKind::InvalidInput,
+            "set_ttl out of range",
+        );
+    }
+}
+
+/// The TTL refresh scenario of a record (a thread, a session) already written: `set_ttl` gives
+/// it a TTL of 1.2 s, `write` writes it again 0.7 s later, and `assert_alive` checks it 0.7 s
+/// after that (past the TTL, within the TTL of the last write), told when that is.
+pub async fn ttl_refresh_scenario(
+    set_ttl: impl AsyncFn(Duration),
+    write: impl AsyncFn(),
+    assert_alive: impl AsyncFn(&str),
+) {
+    let ttl = Duration::from_millis(1200);
+    let step = Duration::from_millis(700);
+    set_ttl(ttl).await;
+    tokio::time::sleep(step).await;
+    write().await;
+    tokio::time::sleep(step).await;
+    assert_alive(&format!(
+        "{:?} after set_ttl({ttl:?}) but {step:?} after a write",
+        step * 2
+    ))
+    .await;
+}
+
+/// Checks the answer of `set_ttl` (a 60 s TTL) on a scope never written: `NotFound`; `record`
+/// names what the scope would hold.
+#[track_caller]
+pub fn assert_ttl_of_unknown_not_found(answer: Result<()>, record: &str) {
+    expect_error_kind(
+        answer,
+        ErrorKind::NotFound,
+        &format!("set_ttl on a {record} never written"),
+    );
 }
 
 /// A filter listing every scope of `tenant`.

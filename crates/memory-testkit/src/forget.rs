@@ -433,47 +433,21 @@ async fn assert_forgotten(
         }
     }
     for tenant in [&world.tenant, &world.other] {
-        let filter = ScopeFilter::tenant(tenant.clone());
-        let threads = list_every_page("list_threads", async |page| {
-            stores
-                .history
-                .list_threads(&filter, page)
-                .await
-                .expect_ok("list_threads")
-        })
+        let intact = |scopes: &[Scope]| -> BTreeSet<String> {
+            scopes
+                .iter()
+                .filter(|s| s.tenant() == tenant && !kind.selects(&world.tenant, s))
+                .map(Scope::key)
+                .collect()
+        };
+        assert_lists(
+            stores,
+            &ScopeFilter::tenant(tenant.clone()),
+            &intact(&world.threads),
+            &intact(&world.sessions),
+            &format!("{what}: tenant {tenant}"),
+        )
         .await;
-        let expected: BTreeSet<String> = world
-            .threads
-            .iter()
-            .filter(|s| s.tenant() == tenant && !kind.selects(&world.tenant, s))
-            .map(Scope::key)
-            .collect();
-        if stores.history.capabilities().lists_every_thread {
-            assert_eq!(threads, expected, "{what}: list_threads of tenant {tenant}");
-        } else {
-            assert!(
-                threads.is_subset(&expected),
-                "{what}: list_threads of tenant {tenant} lists only intact threads"
-            );
-        }
-        let sessions = list_every_page("list", async |page| {
-            stores
-                .sessions
-                .list(&filter, page)
-                .await
-                .expect_ok("list sessions")
-        })
-        .await;
-        let expected: BTreeSet<String> = world
-            .sessions
-            .iter()
-            .filter(|s| s.tenant() == tenant && !kind.selects(&world.tenant, s))
-            .map(Scope::key)
-            .collect();
-        assert_eq!(
-            sessions, expected,
-            "{what}: session list of tenant {tenant}"
-        );
     }
     if kind == Kind::Tenant {
         assert_tenant_listed(stores, &world.tenant, false, what).await;
@@ -484,14 +458,6 @@ async fn assert_forgotten(
 /// Checks that the listings with the forget's own filter list exactly the scopes it selects:
 /// a store narrows a listing by every part of a [`ScopeFilter`] (session and source included).
 async fn assert_listed_by(stores: &ForgetStores, world: &World, kind: Kind, filter: &ScopeFilter) {
-    let threads = list_every_page("list_threads", async |page| {
-        stores
-            .history
-            .list_threads(filter, page)
-            .await
-            .expect_ok("list_threads")
-    })
-    .await;
     let selected = |scopes: &[Scope]| -> BTreeSet<String> {
         scopes
             .iter()
@@ -499,64 +465,75 @@ async fn assert_listed_by(stores: &ForgetStores, world: &World, kind: Kind, filt
             .map(Scope::key)
             .collect()
     };
-    let expected = selected(&world.threads);
-    if stores.history.capabilities().lists_every_thread {
-        assert_eq!(
-            threads, expected,
-            "list_threads({filter}) lists what it selects"
-        );
-    } else {
-        assert!(
-            threads.is_subset(&expected),
-            "list_threads({filter}) lists only what it selects"
-        );
-    }
-    let sessions = list_every_page("list", async |page| {
-        stores
-            .sessions
-            .list(filter, page)
-            .await
-            .expect_ok("list sessions")
-    })
+    assert_lists(
+        stores,
+        filter,
+        &selected(&world.threads),
+        &selected(&world.sessions),
+        "the forget's own filter",
+    )
     .await;
-    assert_eq!(
-        sessions,
-        selected(&world.sessions),
-        "the session list({filter}) lists what it selects"
-    );
+}
+
+/// Checks that `list_threads` and the session `list` with `filter` list the keys `threads` and
+/// `sessions` (every page): exactly, or, for a history store without `lists_every_thread`, some
+/// of the threads and nothing else. `what` names the case in a failure.
+async fn assert_lists(
+    stores: &ForgetStores,
+    filter: &ScopeFilter,
+    threads: &BTreeSet<String>,
+    sessions: &BTreeSet<String>,
+    what: &str,
+) {
+    for (listing, expected) in [("list_threads", threads), ("list", sessions)] {
+        let listed = list_every_page(listing, async |page| {
+            let listed = if listing == "list_threads" {
+                stores.history.list_threads(filter, page).await
+            } else {
+                stores.sessions.list(filter, page).await
+            };
+            listed.expect_ok(listing)
+        })
+        .await;
+        // Only a history store without `lists_every_thread` may leave threads out.
+        if listing == "list" || stores.history.capabilities().lists_every_thread {
+            assert_eq!(
+                &listed, expected,
+                "{what}: {listing}({filter}) lists what it selects"
+            );
+        } else {
+            assert!(
+                listed.is_subset(expected),
+                "{what}: {listing}({filter}) lists only what it selects"
+            );
+        }
+    }
 }
 
 /// Checks that `list_tenants` of the history and session stores (those that have it) lists
 /// `tenant` or not.
 async fn assert_tenant_listed(stores: &ForgetStores, tenant: &TenantId, listed: bool, what: &str) {
-    if stores.history.capabilities().lists_tenants {
+    let stores_listing_tenants = [
+        ("history", stores.history.capabilities().lists_tenants),
+        ("session", stores.sessions.capabilities().lists_tenants),
+    ];
+    for (store, lists_tenants) in stores_listing_tenants {
+        if !lists_tenants {
+            continue;
+        }
         let all = every_tenant(async |page| {
-            stores
-                .history
-                .list_tenants(page)
-                .await
-                .expect_ok("list_tenants")
+            let tenants = if store == "history" {
+                stores.history.list_tenants(page).await
+            } else {
+                stores.sessions.list_tenants(page).await
+            };
+            tenants.expect_ok("list_tenants")
         })
         .await;
         assert_eq!(
             all.contains(tenant),
             listed,
-            "{what}: history list_tenants lists {tenant}: expected {listed}"
-        );
-    }
-    if stores.sessions.capabilities().lists_tenants {
-        let all = every_tenant(async |page| {
-            stores
-                .sessions
-                .list_tenants(page)
-                .await
-                .expect_ok("list_tenants")
-        })
-        .await;
-        assert_eq!(
-            all.contains(tenant),
-            listed,
-            "{what}: session list_tenants lists {tenant}: expected {listed}"
+            "{what}: {store} list_tenants lists {tenant}: expected {listed}"
         );
     }
 }
@@ -692,39 +669,34 @@ async fn forget_kind(stores: ForgetStores, kind: Kind) {
     .await;
 }
 
-/// Contract: forgetting a whole tenant leaves nothing of it readable (nor listed by
-/// `list_tenants`), and the other tenant intact.
-pub async fn forget_a_tenant(stores: ForgetStores) {
-    forget_kind(stores, Kind::Tenant).await;
+/// Defines one public check per `Kind`: each runs [`forget_kind`] with it.
+macro_rules! forget_kind_checks {
+    ($($(#[$doc:meta])* $name:ident => $kind:ident;)*) => {$(
+        $(#[$doc])*
+        pub async fn $name(stores: ForgetStores) {
+            forget_kind(stores, Kind::$kind).await;
+        }
+    )*};
 }
 
-/// Contract: forgetting a user leaves nothing of that user's scopes (every agent, session and
-/// source) readable, and every other scope of the tenant intact.
-pub async fn forget_a_user(stores: ForgetStores) {
-    forget_kind(stores, Kind::User).await;
-}
-
-/// Contract: forgetting an agent leaves nothing of that agent's scopes (every user, session
-/// and source) readable, and every other scope intact.
-pub async fn forget_an_agent(stores: ForgetStores) {
-    forget_kind(stores, Kind::Agent).await;
-}
-
-/// Contract: forgetting a session id selects it for every user and agent of the tenant, and
-/// nothing else.
-pub async fn forget_a_session(stores: ForgetStores) {
-    forget_kind(stores, Kind::Session).await;
-}
-
-/// Contract: a user and a session together select only that user's session.
-pub async fn forget_a_users_session(stores: ForgetStores) {
-    forget_kind(stores, Kind::UserSession).await;
-}
-
-/// Contract: forgetting a source selects that source's scopes of every user, agent and
-/// session of the tenant, and nothing else.
-pub async fn forget_a_source(stores: ForgetStores) {
-    forget_kind(stores, Kind::Source).await;
+forget_kind_checks! {
+    /// Contract: forgetting a whole tenant leaves nothing of it readable (nor listed by
+    /// `list_tenants`), and the other tenant intact.
+    forget_a_tenant => Tenant;
+    /// Contract: forgetting a user leaves nothing of that user's scopes (every agent, session and
+    /// source) readable, and every other scope of the tenant intact.
+    forget_a_user => User;
+    /// Contract: forgetting an agent leaves nothing of that agent's scopes (every user, session
+    /// and source) readable, and every other scope intact.
+    forget_an_agent => Agent;
+    /// Contract: forgetting a session id selects it for every user and agent of the tenant, and
+    /// nothing else.
+    forget_a_session => Session;
+    /// Contract: a user and a session together select only that user's session.
+    forget_a_users_session => UserSession;
+    /// Contract: forgetting a source selects that source's scopes of every user, agent and
+    /// session of the tenant, and nothing else.
+    forget_a_source => Source;
 }
 
 /// Contract: a forget stopped half-way (a history store that fails after `k` clears, then a

@@ -486,6 +486,20 @@ pub async fn undecodable_rows_are_skipped(store: Arc<dyn HistoryStore>, raw: Arc
     }
 }
 
+/// Values a stored field should never hold: null, a negative number, the largest `u64`, a
+/// float, a string with a NUL, an empty array and an empty object.
+fn wrong_values() -> Vec<Value> {
+    vec![
+        Value::Null,
+        json!(-1),
+        json!(u64::MAX),
+        json!(1e308),
+        json!("x\0y"),
+        json!([]),
+        json!({}),
+    ]
+}
+
 /// Stored session states with every field wrong, saved through the store, load back exactly
 /// as saved (the store does not judge them), and [`AgentSession::deserialize_at`] refuses
 /// them with a typed error and never panics. A state nested past
@@ -502,17 +516,8 @@ pub async fn hostile_session_states_are_typed_errors(store: Arc<dyn SessionStore
     let Value::Object(fields) = &good else {
         panic!("a session state is an object");
     };
-    let wrong_values = [
-        Value::Null,
-        json!(-1),
-        json!(u64::MAX),
-        json!(1e308),
-        json!("x\0y"),
-        json!([]),
-        json!({}),
-        json!([[[[[[[[["deep"]]]]]]]]]),
-        json!({"\0": null}),
-    ];
+    let mut wrong_values = wrong_values();
+    wrong_values.extend([json!([[[[[[[[["deep"]]]]]]]]]), json!({"\0": null})]);
     let mut version = store.save(&scope, &good, None).await.unwrap();
     for field in fields.keys() {
         for wrong in &wrong_values {
@@ -620,16 +625,8 @@ pub async fn hostile_block_states_are_typed_errors(store: Arc<dyn SessionStore>)
         "version": 1,
         "blocks": {"facts": {"watermark": 0, "state": null}},
     });
-    let wrong_values = [
-        Value::Null,
-        json!(-1),
-        json!(u64::MAX),
-        json!(1e308),
-        json!("x\0y"),
-        json!([]),
-        json!({}),
-        json!({"\0": [[[[]]]]}),
-    ];
+    let mut wrong_values = wrong_values();
+    wrong_values.push(json!({"\0": [[[[]]]]}));
     let mut documents = Vec::new();
     for field in ["format", "version", "blocks"] {
         for wrong in &wrong_values {

@@ -19,12 +19,13 @@ use memory_core::memory::blocks::VectorMemoryBlock;
 use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever};
 use memory_core::{
     ChatMessage, Embedder, HistoryStore, InMemoryVectorStore, Memory, Result, Role, Scope,
-    SessionStore, TextIndex, VectorQuery, VectorStore, Window,
+    SessionStore, TextIndex, VectorQuery, VectorStore,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
 use crate::fixtures::{ExpectOk, random_scope, random_session_id};
+use crate::memory::support::archived_seqs;
 
 /// One rare word per message (four letters or more, no stop word, no two alike after
 /// stemming): a query naming one finds that message's batch by its words alone.
@@ -142,17 +143,6 @@ async fn text_ranges(text: &dyn TextIndex, block_scope: &Scope, ids: &BTreeSet<U
     }
     covered.sort_unstable();
     covered
-}
-
-async fn archived_seqs(history: &dyn HistoryStore, scope: &Scope) -> Vec<u64> {
-    history
-        .read(scope, Window::Everything)
-        .await
-        .expect_ok("read everything")
-        .iter()
-        .filter(|m| m.archived)
-        .map(|m| m.seq)
-        .collect()
 }
 
 /// What the memory shows for a question naming `RARE[i]`.

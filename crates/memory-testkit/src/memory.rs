@@ -26,7 +26,7 @@ mod blocks;
 mod exactly_once;
 mod reducers;
 mod resume;
-mod support;
+pub(crate) mod support;
 mod tool_loop;
 
 pub use blocks::{

@@ -30,8 +30,10 @@ use memory_core::{
 use serde_json::{Value, json};
 
 use crate::fixtures::{
-    ExpectOk, every_page, expect_error_kind, random_scope, random_tenant, scope_in, scope_keys,
-    tenant_filter, text_of_bytes, tricky_messages, tricky_texts,
+    ExpectOk, assert_one_page_lists_all, assert_out_of_range_ttls_refused,
+    assert_ttl_of_unknown_not_found, assert_ttl_unsupported, every_page, expect_error_kind,
+    random_scope, random_tenant, scope_in, scope_keys, scope_of, scope_variants, tenant_filter,
+    text_of_bytes, tricky_messages, tricky_texts, ttl_refresh_scenario,
 };
 
 /// A short TTL the expiry checks wait out.
@@ -242,20 +244,10 @@ async fn ttl_supported(store: &dyn SessionStore) -> bool {
     }
     let scope = random_scope();
     create(store, &scope, &json!({"ttl": false})).await;
-    expect_error_kind(
+    assert_ttl_unsupported(
         store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
-        ErrorKind::Unsupported,
-        "set_ttl on a store without the ttl capability",
-    );
-    expect_error_kind(
         store.set_ttl(&scope, None).await,
-        ErrorKind::Unsupported,
-        "set_ttl(None) on a store without the ttl capability",
-    );
-    expect_error_kind(
         store.purge_expired().await,
-        ErrorKind::Unsupported,
-        "purge_expired on a store without the ttl capability",
     );
     assert!(
         load(store, &scope).await.is_some(),
@@ -483,11 +475,7 @@ pub async fn list_pages_each_session_once(store: &dyn SessionStore) {
         .list(&filter, PageRequest::first(100))
         .await
         .expect_ok("list one big page");
-    assert_eq!(one_page.items, reference, "one big page lists everything");
-    assert_eq!(
-        one_page.next_cursor, None,
-        "a page holding the last session has no next cursor"
-    );
+    assert_one_page_lists_all(&one_page, &reference, "session");
 }
 
 /// Contract: `list` returns only the sessions matching the filter's user, agent and source, and
@@ -495,29 +483,12 @@ pub async fn list_pages_each_session_once(store: &dyn SessionStore) {
 pub async fn list_filters_by_user_agent_source_and_tenant(store: &dyn SessionStore) {
     let tenant = random_tenant();
     let other_source = SourceId::new("other-src").expect("valid source");
-    let mk = |tenant: &memory_core::TenantId,
-              session: &str,
-              user: Option<&str>,
-              agent: Option<&str>,
-              source: Option<&SourceId>| {
-        let mut scope = scope_in(tenant, session);
-        if let Some(u) = user {
-            scope = scope.with_user(u).expect("valid user");
-        }
-        if let Some(a) = agent {
-            scope = scope.with_agent(a).expect("valid agent");
-        }
-        if let Some(s) = source {
-            scope = scope.with_source_id(s.clone());
-        }
-        scope
-    };
-    let s1 = mk(&tenant, "s-1", Some("u1"), Some("a1"), None);
-    let s2 = mk(&tenant, "s-2", Some("u1"), Some("a2"), None);
-    let s3 = mk(&tenant, "s-3", Some("u2"), Some("a1"), Some(&other_source));
-    let s4 = mk(&tenant, "s-4", None, None, None);
+    let s1 = scope_of(&tenant, "s-1", Some("u1"), Some("a1"), None);
+    let s2 = scope_of(&tenant, "s-2", Some("u1"), Some("a2"), None);
+    let s3 = scope_of(&tenant, "s-3", Some("u2"), Some("a1"), Some(&other_source));
+    let s4 = scope_of(&tenant, "s-4", None, None, None);
     let other_tenant = random_tenant();
-    let foreign = mk(&other_tenant, "s-1", Some("u1"), Some("a1"), None);
+    let foreign = scope_of(&other_tenant, "s-1", Some("u1"), Some("a1"), None);
     for scope in [&s1, &s2, &s3, &s4, &foreign] {
         create(store, scope, &json!({"scope": scope.key()})).await;
     }
@@ -577,17 +548,7 @@ pub async fn list_filters_by_user_agent_source_and_tenant(store: &dyn SessionSto
 /// leaves the others alone.
 pub async fn scopes_are_isolated(store: &dyn SessionStore) {
     let base = random_scope();
-    let session = base.session_id().as_str().to_owned();
-    let variants: Vec<(&str, Scope)> = vec![
-        ("base", base.clone()),
-        ("other tenant", scope_in(&random_tenant(), &session)),
-        ("user x", base.clone().with_user("x").expect("valid")),
-        ("agent x", base.clone().with_agent("x").expect("valid")),
-        (
-            "source other",
-            base.clone().with_source("other").expect("valid"),
-        ),
-    ];
+    let variants = scope_variants(&base);
     for (name, scope) in &variants {
         create(store, scope, &json!({"owner": name})).await;
     }
@@ -724,26 +685,26 @@ pub async fn ttl_is_refreshed_by_save(store: &dyn SessionStore) {
     if !ttl_supported(store).await {
         return;
     }
-    let ttl = Duration::from_millis(1200);
-    let step = Duration::from_millis(700);
     let scope = random_scope();
     create(store, &scope, &json!({"n": 1})).await;
-    store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl");
-    tokio::time::sleep(step).await;
-    store
-        .save(&scope, &json!({"n": 2}), Some(1))
-        .await
-        .expect_ok("save");
-    tokio::time::sleep(step).await;
-    assert_eq!(
-        load(store, &scope).await,
-        Some(StoredSession {
-            state: json!({"n": 2}),
-            version: 2
-        }),
-        "{:?} after set_ttl({ttl:?}) but {step:?} after a save the session is alive",
-        step * 2
-    );
+    ttl_refresh_scenario(
+        async |ttl| store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl"),
+        async || {
+            store
+                .save(&scope, &json!({"n": 2}), Some(1))
+                .await
+                .expect_ok("save");
+        },
+        async |when| {
+            let alive = load(store, &scope).await.map(|s| (s.state, s.version));
+            assert_eq!(
+                alive,
+                Some((json!({"n": 2}), 2)),
+                "{when} (a save) the session is alive"
+            );
+        },
+    )
+    .await;
 }
 
 /// Contract: `set_ttl` on an unknown session is `NotFound`.
@@ -752,10 +713,9 @@ pub async fn ttl_on_unknown_session_is_not_found(store: &dyn SessionStore) {
         return;
     }
     let scope = random_scope();
-    expect_error_kind(
+    assert_ttl_of_unknown_not_found(
         store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
-        ErrorKind::NotFound,
-        "set_ttl on a session never saved",
+        "session",
     );
     assert_eq!(
         load(store, &scope).await,
@@ -775,17 +735,7 @@ pub async fn ttl_out_of_range_is_refused(store: &dyn SessionStore) {
         .save(&scope, &json!({"n": 1}), None)
         .await
         .expect("create");
-    for ttl in [
-        Duration::ZERO,
-        memory_core::MAX_TTL + Duration::from_secs(1),
-        Duration::MAX,
-    ] {
-        expect_error_kind(
-            store.set_ttl(&scope, Some(ttl)).await,
-            ErrorKind::InvalidInput,
-            "set_ttl out of range",
-        );
-    }
+    assert_out_of_range_ttls_refused(async |ttl| store.set_ttl(&scope, Some(ttl)).await).await;
     let next = store
         .save(&scope, &json!({"n": 2}), Some(version))
         .await

@@ -304,122 +304,84 @@ fn filter_points() -> Vec<VectorPoint> {
     ]
 }
 
-async fn filtered(
-    store: &dyn VectorStore,
-    scope: &Scope,
-    points: &[VectorPoint],
-    filter: PayloadFilter,
-    expected: &[usize],
-    what: &str,
-) {
-    let results = search(
-        store,
-        scope,
-        VectorQuery::new(QUERY.to_vec(), 10).with_filter(filter.clone()),
-    )
-    .await;
-    assert_eq!(
-        result_ids(&results),
-        expected.iter().map(|&i| points[i].id).collect::<Vec<_>>(),
-        "{what}: filter {filter:?} matches points {expected:?}, in decreasing similarity"
-    );
+/// Upserts [`filter_points`] in a new scope and checks each case `(filter, expected, what)`:
+/// a search with `filter` finds exactly the points at the indexes `expected`, in decreasing
+/// similarity.
+async fn filter_cases(store: &dyn VectorStore, cases: Vec<(PayloadFilter, &[usize], &str)>) {
+    let scope = random_scope();
+    let points = filter_points();
+    upsert(store, &scope, &points).await;
+    for (filter, expected, what) in cases {
+        let results = search(
+            store,
+            &scope,
+            VectorQuery::new(QUERY.to_vec(), 10).with_filter(filter.clone()),
+        )
+        .await;
+        assert_eq!(
+            result_ids(&results),
+            expected.iter().map(|&i| points[i].id).collect::<Vec<_>>(),
+            "{what}: filter {filter:?} matches points {expected:?}, in decreasing similarity"
+        );
+    }
 }
 
 /// Contract (`PayloadFilter::Eq`): only points whose payload field equals the value (strings,
 /// integers, booleans); a missing field never equals.
 pub async fn filter_eq_matches_field_values(store: &dyn VectorStore) {
-    let scope = random_scope();
-    let p = filter_points();
-    upsert(store, &scope, &p).await;
-    filtered(
+    filter_cases(
         store,
-        &scope,
-        &p,
-        PayloadFilter::eq("kind", json!("fact")),
-        &[0, 1],
-        "string",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("n", json!(2)),
-        &[1],
-        "integer",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("pinned", json!(true)),
-        &[0],
-        "boolean",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("kind", json!("none")),
-        &[],
-        "no match",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("absent", json!("x")),
-        &[],
-        "missing field",
+        vec![
+            (PayloadFilter::eq("kind", json!("fact")), &[0, 1], "string"),
+            (PayloadFilter::eq("n", json!(2)), &[1], "integer"),
+            (PayloadFilter::eq("pinned", json!(true)), &[0], "boolean"),
+            (PayloadFilter::eq("kind", json!("none")), &[], "no match"),
+            (
+                PayloadFilter::eq("absent", json!("x")),
+                &[],
+                "missing field",
+            ),
+        ],
     )
     .await;
 }
 
 /// Contract (`PayloadFilter::And`): every sub-filter matches.
 pub async fn filter_and_requires_every_condition(store: &dyn VectorStore) {
-    let scope = random_scope();
-    let p = filter_points();
-    upsert(store, &scope, &p).await;
     let fact = || PayloadFilter::eq("kind", json!("fact"));
     let en = || PayloadFilter::eq("lang", json!("en"));
-    filtered(store, &scope, &p, fact().and(en()), &[0], "fact and en").await;
-    filtered(
+    filter_cases(
         store,
-        &scope,
-        &p,
-        PayloadFilter::And(vec![fact(), en(), PayloadFilter::eq("n", json!(2))]),
-        &[],
-        "contradictory",
+        vec![
+            (fact().and(en()), &[0], "fact and en"),
+            (
+                PayloadFilter::And(vec![fact(), en(), PayloadFilter::eq("n", json!(2))]),
+                &[],
+                "contradictory",
+            ),
+        ],
     )
     .await;
 }
 
 /// Contract (`PayloadFilter::Or`): at least one sub-filter matches.
 pub async fn filter_or_accepts_any_condition(store: &dyn VectorStore) {
-    let scope = random_scope();
-    let p = filter_points();
-    upsert(store, &scope, &p).await;
-    filtered(
+    filter_cases(
         store,
-        &scope,
-        &p,
-        PayloadFilter::eq("n", json!(1)).or(PayloadFilter::eq("lang", json!("pt"))),
-        &[0, 1, 3],
-        "n = 1 or pt",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("kind", json!("note"))
-            .and(PayloadFilter::eq("lang", json!("en")))
-            .or(PayloadFilter::eq("pinned", json!(false))),
-        &[1, 2],
-        "(note and en) or not pinned",
+        vec![
+            (
+                PayloadFilter::eq("n", json!(1)).or(PayloadFilter::eq("lang", json!("pt"))),
+                &[0, 1, 3],
+                "n = 1 or pt",
+            ),
+            (
+                PayloadFilter::eq("kind", json!("note"))
+                    .and(PayloadFilter::eq("lang", json!("en")))
+                    .or(PayloadFilter::eq("pinned", json!(false))),
+                &[1, 2],
+                "(note and en) or not pinned",
+            ),
+        ],
     )
     .await;
 }
@@ -427,34 +389,26 @@ pub async fn filter_or_accepts_any_condition(store: &dyn VectorStore) {
 /// Contract (`PayloadFilter::Not`): the sub-filter does not match, including for points that
 /// lack the field.
 pub async fn filter_not_negates(store: &dyn VectorStore) {
-    let scope = random_scope();
-    let p = filter_points();
-    upsert(store, &scope, &p).await;
-    filtered(
+    filter_cases(
         store,
-        &scope,
-        &p,
-        PayloadFilter::eq("lang", json!("en")).not(),
-        &[1, 3],
-        "not en",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("n", json!(1)).not(),
-        &[1, 2, 3],
-        "not n = 1 (a point without n matches)",
-    )
-    .await;
-    filtered(
-        store,
-        &scope,
-        &p,
-        PayloadFilter::eq("kind", json!("fact")).and(PayloadFilter::eq("lang", json!("pt")).not()),
-        &[0],
-        "fact and not pt",
+        vec![
+            (
+                PayloadFilter::eq("lang", json!("en")).not(),
+                &[1, 3],
+                "not en",
+            ),
+            (
+                PayloadFilter::eq("n", json!(1)).not(),
+                &[1, 2, 3],
+                "not n = 1 (a point without n matches)",
+            ),
+            (
+                PayloadFilter::eq("kind", json!("fact"))
+                    .and(PayloadFilter::eq("lang", json!("pt")).not()),
+                &[0],
+                "fact and not pt",
+            ),
+        ],
     )
     .await;
 }

@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use memory_core::memory::BLOCK_STATE_SOURCE;
-use memory_core::{ErrorKind, HistoryStore, Role, Scope, SessionStore};
+use memory_core::{ErrorKind, HistoryStore, InMemorySessionStore, Role, Scope, SessionStore};
 use serde_json::{Value, json};
 
 use super::support::*;
@@ -35,18 +35,24 @@ async fn corrupt_block_state_is_a_typed_error() {
     let _: Value = json!(null);
 }
 
-#[tokio::test]
-async fn a_version_1_document_without_thread_or_watermark_ids_loads_and_is_upgraded() {
-    let (history, states) = stores();
+/// Saves a version-1 block-state document (no thread id, no watermark ids) holding the block
+/// `rec` at `watermark` with `state`.
+async fn save_version_1_rec(states: &InMemorySessionStore, watermark: u64, state: Value) {
     save_doc(
-        &states,
+        states,
         json!({
             "format": "agent-memory/memory-blocks",
             "version": 1,
-            "blocks": { "rec": { "watermark": 2, "state": { "n": 2 } } },
+            "blocks": { "rec": { "watermark": watermark, "state": state } },
         }),
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_version_1_document_without_thread_or_watermark_ids_loads_and_is_upgraded() {
+    let (history, states) = stores();
+    save_version_1_rec(&states, 2, json!({ "n": 2 })).await;
     let rec = Recorder::new("rec", 1, "r");
     let m = memory(history, states.clone(), vec![rec.clone()]);
     let report = m.put_messages(&numbered(1, 8)).await.unwrap();
@@ -109,15 +115,7 @@ async fn a_re_created_thread_is_told_by_its_watermark_id_alone() {
 async fn a_re_created_thread_is_told_by_a_watermark_past_its_last_seq_alone() {
     let (history, states) = stores();
     // A document without the seq-1 id or watermark ids, whose watermark is past the thread.
-    save_doc(
-        &states,
-        json!({
-            "format": "agent-memory/memory-blocks",
-            "version": 1,
-            "blocks": { "rec": { "watermark": 50, "state": {} } },
-        }),
-    )
-    .await;
+    save_version_1_rec(&states, 50, json!({})).await;
     let rec = Recorder::new("rec", 1, "r");
     let m = memory(history, states, vec![rec.clone()]);
     m.put_messages(&numbered(1, 8)).await.unwrap();

@@ -70,15 +70,22 @@ async fn a_directory_refuses_another_analyzer() {
     assert_eq!(index.analyzer(), Analyzer::english());
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn english_stems_and_drops_stop_words() {
-    let index = TantivyTextIndex::in_memory().unwrap();
+/// Upserts "she walked home" and "the end of it" into the scope `s` of `index`; returns the
+/// scope and the two documents.
+async fn walked_and_the_end(index: &TantivyTextIndex) -> (Scope, TextDocument, TextDocument) {
     let scope = Scope::session("s").unwrap();
     let (walked, the) = (document("she walked home"), document("the end of it"));
     index
         .upsert(&scope, &[walked.clone(), the.clone()])
         .await
         .unwrap();
+    (scope, walked, the)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn english_stems_and_drops_stop_words() {
+    let index = TantivyTextIndex::in_memory().unwrap();
+    let (scope, walked, the) = walked_and_the_end(&index).await;
     assert_eq!(
         found(&index, &scope, "walking").await,
         vec![walked.id],
@@ -94,12 +101,7 @@ async fn english_stems_and_drops_stop_words() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn plain_matches_words_as_written() {
     let index = TantivyTextIndex::in_memory_with(Analyzer::plain()).unwrap();
-    let scope = Scope::session("s").unwrap();
-    let (walked, the) = (document("she walked home"), document("the end of it"));
-    index
-        .upsert(&scope, &[walked.clone(), the.clone()])
-        .await
-        .unwrap();
+    let (scope, walked, the) = walked_and_the_end(&index).await;
     assert!(
         found(&index, &scope, "walking").await.is_empty(),
         "no stemming"

@@ -128,7 +128,7 @@ fn tail(path: &Path) -> String {
 
 /// A process the instance started, in its own process group.
 #[derive(Debug)]
-struct Running {
+pub struct Running {
     child: Child,
 }
 
@@ -176,15 +176,19 @@ fn until_ready(
 }
 
 /// Calls `spawn` (which starts the server `name` on `port` again) until it succeeds, at most
-/// 20 times, 200 ms apart.
+/// 20 times, 200 ms apart, and returns the server running.
 ///
 /// # Panics
 /// When it never does.
-fn restart_with(name: &str, port: u16, mut spawn: impl FnMut() -> Result<(), String>) {
+fn restart_with(
+    name: &str,
+    port: u16,
+    mut spawn: impl FnMut() -> Result<Running, String>,
+) -> Running {
     let mut last = String::new();
     for _ in 0..20 {
         match spawn() {
-            Ok(()) => return,
+            Ok(running) => return running,
             Err(e) => last = e,
         }
         std::thread::sleep(Duration::from_millis(200));
@@ -192,17 +196,118 @@ fn restart_with(name: &str, port: u16, mut spawn: impl FnMut() -> Result<(), Str
     panic!("could not restart {name} on port {port}: {last}");
 }
 
-/// A private PostgreSQL server (trust authentication, `fsync` on) that the test owns.
+/// What one database engine knows of its private servers: how to initialize a data directory
+/// and how to start a server on it. [`PrivateServer`] does the rest (ports, retries, kill,
+/// restart, clean-up) the same way for every engine.
+pub trait Engine: std::fmt::Debug {
+    /// The engine's name in messages, such as `PostgreSQL`.
+    const NAME: &'static str;
+    /// The start of each instance directory's name (the port follows).
+    const DIR_PREFIX: &'static str;
+    /// How many free ports a start tries.
+    const START_ATTEMPTS: usize;
+
+    /// Initializes a data directory under `dir` (which it creates).
+    ///
+    /// # Errors
+    /// When the engine's tool fails, with its output.
+    fn init(&self, dir: &Path) -> Result<(), String>;
+
+    /// Starts a server on the data directory under `dir` listening on `port`, and waits until
+    /// it accepts connections.
+    ///
+    /// # Errors
+    /// When it exits or is not ready in time, with the tail of its log.
+    fn spawn(&self, dir: &Path, port: u16) -> Result<Running, String>;
+}
+
+/// A private server of the engine `E` that the test owns, on a free 127.0.0.1 port with its
+/// data in a temporary directory; killed and its directory removed when dropped.
 #[derive(Debug)]
-pub struct PrivatePostgres {
-    bin: PathBuf,
+pub struct PrivateServer<E: Engine> {
+    engine: E,
     dir: PathBuf,
     port: u16,
-    ids: Option<(u32, u32)>,
     running: Option<Running>,
 }
 
-impl PrivatePostgres {
+impl<E: Engine> PrivateServer<E> {
+    /// Initializes and starts a server of `engine` on a free port, trying
+    /// [`Engine::START_ATTEMPTS`] ports.
+    ///
+    /// # Panics
+    /// When a data directory cannot be initialized, or no attempt starts the server.
+    fn start_with(engine: E) -> Self
+    where
+        E: Clone,
+    {
+        let mut last = String::new();
+        for _attempt in 0..E::START_ATTEMPTS {
+            let port = free_port();
+            let mut server = Self {
+                engine: engine.clone(),
+                dir: base_dir().join(format!("{}-{port}", E::DIR_PREFIX)),
+                port,
+                running: None,
+            };
+            if let Err(e) = server.engine.init(&server.dir) {
+                panic!("could not initialize a private {}: {e}", E::NAME);
+            }
+            match server.engine.spawn(&server.dir, port) {
+                Ok(running) => {
+                    server.running = Some(running);
+                    return server;
+                }
+                Err(e) => last = e,
+            }
+        }
+        panic!("could not start a private {}: {last}", E::NAME);
+    }
+
+    /// The server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Kills every process of the server with SIGKILL (no shutdown, no checkpoint or flush)
+    /// and waits for it to be gone.
+    pub fn kill(&mut self) {
+        if let Some(running) = self.running.take() {
+            running.kill();
+        }
+    }
+
+    /// Starts the server again on the same port and data directory (after
+    /// [`kill`](Self::kill)), and waits until it accepts connections (crash recovery done).
+    ///
+    /// # Panics
+    /// When it does not come back.
+    pub fn restart(&mut self) {
+        self.kill();
+        let (engine, dir, port) = (&self.engine, &self.dir, self.port);
+        let running = restart_with(E::NAME, port, || engine.spawn(dir, port));
+        self.running = Some(running);
+    }
+}
+
+impl<E: Engine> Drop for PrivateServer<E> {
+    fn drop(&mut self) {
+        self.kill();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A private PostgreSQL server (trust authentication, `fsync` on) that the test owns.
+pub type PrivatePostgres = PrivateServer<Postgres>;
+
+/// PostgreSQL's binaries, and the system user that runs them when this process is root.
+#[derive(Debug, Clone)]
+pub struct Postgres {
+    bin: PathBuf,
+    ids: Option<(u32, u32)>,
+}
+
+impl PrivateServer<Postgres> {
     /// Initializes a cluster in a new temporary directory and starts it on a free port.
     /// `None` (with the reason printed) when PostgreSQL's binaries are not installed; under
     /// `CI=true` that fails instead. Set `AGENT_MEMORY_PG_BIN` to the directory of `initdb`
@@ -211,7 +316,7 @@ impl PrivatePostgres {
     /// # Panics
     /// When the binaries exist but the server cannot be initialized or started.
     pub fn start() -> Option<Self> {
-        let Some(bin) = Self::find_bin() else {
+        let Some(bin) = Postgres::find_bin() else {
             missing(
                 "PostgreSQL's initdb, postgres and pg_isready were not found (AGENT_MEMORY_PG_BIN, PATH, \
                  /usr/lib/postgresql/*/bin)",
@@ -229,28 +334,16 @@ impl PrivatePostgres {
         } else {
             None
         };
-        let mut last = String::new();
-        for _attempt in 0..3 {
-            let port = free_port();
-            let dir = base_dir().join(format!("pg-{port}"));
-            let mut server = Self {
-                bin: bin.clone(),
-                dir,
-                port,
-                ids,
-                running: None,
-            };
-            if let Err(e) = server.init() {
-                panic!("could not initialize a private PostgreSQL: {e}");
-            }
-            match server.spawn() {
-                Ok(()) => return Some(server),
-                Err(e) => last = e,
-            }
-        }
-        panic!("could not start a private PostgreSQL: {last}");
+        Some(Self::start_with(Postgres { bin, ids }))
     }
 
+    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
+    pub fn url(&self) -> String {
+        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Postgres {
     fn find_bin() -> Option<PathBuf> {
         if let Some(dir) = std::env::var_os("AGENT_MEMORY_PG_BIN") {
             let dir = PathBuf::from(dir);
@@ -290,21 +383,23 @@ impl PrivatePostgres {
         command.stdin(Stdio::null());
         command
     }
+}
 
-    fn data(&self) -> PathBuf {
-        self.dir.join("data")
-    }
+impl Engine for Postgres {
+    const NAME: &'static str = "PostgreSQL";
+    const DIR_PREFIX: &'static str = "pg";
+    const START_ATTEMPTS: usize = 3;
 
-    fn init(&self) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("create {:?}: {e}", self.dir))?;
+    fn init(&self, dir: &Path) -> Result<(), String> {
+        std::fs::create_dir_all(dir).map_err(|e| format!("create {dir:?}: {e}"))?;
         if let Some((uid, gid)) = self.ids {
-            std::os::unix::fs::chown(&self.dir, Some(uid), Some(gid))
-                .map_err(|e| format!("chown {:?}: {e}", self.dir))?;
+            std::os::unix::fs::chown(dir, Some(uid), Some(gid))
+                .map_err(|e| format!("chown {dir:?}: {e}"))?;
         }
         let out = self
             .command("initdb")
             .arg("-D")
-            .arg(self.data())
+            .arg(dir.join("data"))
             .args(["-A", "trust", "-U", "postgres", "-E", "UTF8", "--no-sync"])
             .output()
             .map_err(|e| format!("run initdb: {e}"))?;
@@ -318,8 +413,8 @@ impl PrivatePostgres {
         Ok(())
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
-        let log_path = self.dir.join("postgres.log");
+    fn spawn(&self, dir: &Path, port: u16) -> Result<Running, String> {
+        let log_path = dir.join("postgres.log");
         let log = std::fs::OpenOptions::new()
             .create(true)
             .append(true)
@@ -329,10 +424,10 @@ impl PrivatePostgres {
         let child = self
             .command("postgres")
             .arg("-D")
-            .arg(self.data())
-            .args(["-p", &self.port.to_string()])
+            .arg(dir.join("data"))
+            .args(["-p", &port.to_string()])
             .arg("-k")
-            .arg(&self.dir)
+            .arg(dir)
             .args(["-c", "listen_addresses=127.0.0.1"])
             .args(["-c", "fsync=on", "-c", "synchronous_commit=on"])
             .args(["-c", "shared_buffers=16MB", "-c", "max_connections=40"])
@@ -341,68 +436,31 @@ impl PrivatePostgres {
             .stderr(log2)
             .spawn()
             .map_err(|e| format!("run postgres: {e}"))?;
-        let running = until_ready(child, "postgres", self.port, &log_path, || {
+        until_ready(child, "postgres", port, &log_path, || {
             self.command("pg_isready")
-                .args(["-h", "127.0.0.1", "-p", &self.port.to_string(), "-t", "1"])
+                .args(["-h", "127.0.0.1", "-p", &port.to_string(), "-t", "1"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .status()
                 .is_ok_and(|s| s.success())
-        })?;
-        self.running = Some(running);
-        Ok(())
-    }
-
-    /// The server's port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// `postgres://postgres@127.0.0.1:<port>/postgres`.
-    pub fn url(&self) -> String {
-        format!("postgres://postgres@127.0.0.1:{}/postgres", self.port)
-    }
-
-    /// Kills every process of the server with SIGKILL (no shutdown, no checkpoint) and waits
-    /// for the postmaster to be gone.
-    pub fn kill(&mut self) {
-        if let Some(running) = self.running.take() {
-            running.kill();
-        }
-    }
-
-    /// Starts the server again on the same port and data directory (after
-    /// [`kill`](Self::kill)), and waits until it accepts connections (crash recovery done).
-    ///
-    /// # Panics
-    /// When it does not come back.
-    pub fn restart(&mut self) {
-        self.kill();
-        let port = self.port;
-        restart_with("PostgreSQL", port, || self.spawn());
-    }
-}
-
-impl Drop for PrivatePostgres {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        })
     }
 }
 
 /// A private MariaDB (or MySQL) server that the test owns: `root` without a password (grant
 /// tables skipped), InnoDB with `innodb_flush_log_at_trx_commit=1`, and an empty database
 /// `test`.
-#[derive(Debug)]
-pub struct PrivateMariadb {
+pub type PrivateMariadb = PrivateServer<Mariadb>;
+
+/// MariaDB's (or MySQL's) server and install tool, and whether they run as root.
+#[derive(Debug, Clone)]
+pub struct Mariadb {
     server: PathBuf,
-    dir: PathBuf,
-    port: u16,
+    install: PathBuf,
     root: bool,
-    running: Option<Running>,
 }
 
-impl PrivateMariadb {
+impl PrivateServer<Mariadb> {
     /// Initializes a data directory in a new temporary directory and starts a server on a free
     /// port. `None` (with the reason printed) when `mariadbd`/`mariadb-install-db` (or
     /// `mysqld`/`mysql_install_db`) are not installed; under `CI=true` that fails instead.
@@ -418,39 +476,31 @@ impl PrivateMariadb {
             missing("MariaDB's mariadbd and mariadb-install-db were not found (PATH, /usr/sbin)");
             return None;
         };
-        let root = running_as_root();
-        let mut last = String::new();
-        for _attempt in 0..5 {
-            let port = free_port();
-            let dir = base_dir().join(format!("mariadb-{port}"));
-            let mut instance = Self {
-                server: server.clone(),
-                dir,
-                port,
-                root,
-                running: None,
-            };
-            if let Err(e) = instance.init(&install) {
-                panic!("could not initialize a private MariaDB: {e}");
-            }
-            match instance.spawn() {
-                Ok(()) => return Some(instance),
-                Err(e) => last = e,
-            }
-        }
-        panic!("could not start a private MariaDB: {last}");
+        Some(Self::start_with(Mariadb {
+            server,
+            install,
+            root: running_as_root(),
+        }))
     }
 
-    fn data(&self) -> PathBuf {
-        self.dir.join("data")
+    /// `mysql://root@127.0.0.1:<port>/test`.
+    pub fn url(&self) -> String {
+        format!("mysql://root@127.0.0.1:{}/test", self.port)
     }
+}
 
-    fn init(&self, install: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(&self.dir).map_err(|e| format!("create {:?}: {e}", self.dir))?;
+impl Engine for Mariadb {
+    const NAME: &'static str = "MariaDB";
+    const DIR_PREFIX: &'static str = "mariadb";
+    const START_ATTEMPTS: usize = 5;
+
+    fn init(&self, dir: &Path) -> Result<(), String> {
+        let install = &self.install;
+        std::fs::create_dir_all(dir).map_err(|e| format!("create {dir:?}: {e}"))?;
         let mut command = Command::new(install);
         command
             .arg("--no-defaults")
-            .arg(format!("--datadir={}", self.data().display()))
+            .arg(format!("--datadir={}", dir.join("data").display()))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
             .stdin(Stdio::null());
         if self.root {
@@ -468,26 +518,20 @@ impl PrivateMariadb {
             ));
         }
         // A database is a directory of the data directory.
-        std::fs::create_dir_all(self.data().join("test"))
+        std::fs::create_dir_all(dir.join("data").join("test"))
             .map_err(|e| format!("create the database `test`: {e}"))?;
         Ok(())
     }
 
-    fn spawn(&mut self) -> Result<(), String> {
-        let log_path = self.dir.join("mariadb.log");
+    fn spawn(&self, dir: &Path, port: u16) -> Result<Running, String> {
+        let log_path = dir.join("mariadb.log");
         let mut command = Command::new(&self.server);
         command
             .arg("--no-defaults")
-            .arg(format!("--datadir={}", self.data().display()))
-            .arg(format!("--port={}", self.port))
-            .arg(format!(
-                "--socket={}",
-                self.dir.join("mariadb.sock").display()
-            ))
-            .arg(format!(
-                "--pid-file={}",
-                self.dir.join("mariadb.pid").display()
-            ))
+            .arg(format!("--datadir={}", dir.join("data").display()))
+            .arg(format!("--port={port}"))
+            .arg(format!("--socket={}", dir.join("mariadb.sock").display()))
+            .arg(format!("--pid-file={}", dir.join("mariadb.pid").display()))
             .arg(format!("--log-error={}", log_path.display()))
             .args([
                 "--bind-address=127.0.0.1",
@@ -508,46 +552,7 @@ impl PrivateMariadb {
         let child = command
             .spawn()
             .map_err(|e| format!("run {}: {e}", self.server.display()))?;
-        let running = until_ready(child, "mariadbd", self.port, &log_path, || {
-            greets(self.port)
-        })?;
-        self.running = Some(running);
-        Ok(())
-    }
-
-    /// The server's port.
-    pub fn port(&self) -> u16 {
-        self.port
-    }
-
-    /// `mysql://root@127.0.0.1:<port>/test`.
-    pub fn url(&self) -> String {
-        format!("mysql://root@127.0.0.1:{}/test", self.port)
-    }
-
-    /// Kills the server with SIGKILL (no shutdown, no flush) and waits for it to be gone.
-    pub fn kill(&mut self) {
-        if let Some(running) = self.running.take() {
-            running.kill();
-        }
-    }
-
-    /// Starts the server again on the same port and data directory (after
-    /// [`kill`](Self::kill)), and waits until it greets clients (crash recovery done).
-    ///
-    /// # Panics
-    /// When it does not come back.
-    pub fn restart(&mut self) {
-        self.kill();
-        let port = self.port;
-        restart_with("MariaDB", port, || self.spawn());
-    }
-}
-
-impl Drop for PrivateMariadb {
-    fn drop(&mut self) {
-        self.kill();
-        let _ = std::fs::remove_dir_all(&self.dir);
+        until_ready(child, "mariadbd", port, &log_path, || greets(port))
     }
 }
 

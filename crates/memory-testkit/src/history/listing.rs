@@ -7,7 +7,8 @@ use memory_core::{AgentId, HistoryStore, Scope, ScopeFilter, SourceId, UserId};
 
 use super::support::{append_new, list_all};
 use crate::fixtures::{
-    ExpectOk, numbered_messages, random_tenant, scope_in, scope_keys, tenant_filter,
+    ExpectOk, assert_one_page_lists_all, numbered_messages, random_tenant, scope_in, scope_keys,
+    scope_of, tenant_filter,
 };
 
 /// Contract: `list_threads` pages through the threads of the filter, each once, in a stable
@@ -44,11 +45,7 @@ pub async fn list_threads_pages_each_thread_once(store: &dyn HistoryStore) {
         .list_threads(&filter, memory_core::PageRequest::first(100))
         .await
         .expect_ok("list one big page");
-    assert_eq!(one_page.items, reference, "one big page lists everything");
-    assert_eq!(
-        one_page.next_cursor, None,
-        "a page holding the last thread has no next cursor"
-    );
+    assert_one_page_lists_all(&one_page, &reference, "thread");
 }
 
 /// Contract: `list_threads` lists only the threads matching the filter's user, agent and source.
@@ -56,17 +53,7 @@ pub async fn list_threads_filters_by_user_agent_source(store: &dyn HistoryStore)
     let tenant = random_tenant();
     let other_source = SourceId::new("other-src").expect("valid source");
     let mk = |session: &str, user: Option<&str>, agent: Option<&str>, source: Option<&SourceId>| {
-        let mut scope = scope_in(&tenant, session);
-        if let Some(u) = user {
-            scope = scope.with_user(u).expect("valid user");
-        }
-        if let Some(a) = agent {
-            scope = scope.with_agent(a).expect("valid agent");
-        }
-        if let Some(s) = source {
-            scope = scope.with_source_id(s.clone());
-        }
-        scope
+        scope_of(&tenant, session, user, agent, source)
     };
     let s1 = mk("s-1", Some("u1"), Some("a1"), None);
     let s2 = mk("s-2", Some("u1"), Some("a2"), None);

@@ -9,7 +9,7 @@ use memory_core::{
 use super::support::{append_new, archive_if_capable, count, list_all, read};
 use crate::fixtures::{
     ExpectOk, ID_PUNCTUATION, chat_messages, expect_error_kind, numbered_messages, random_scope,
-    random_tenant, scope_in, tenant_filter, texts,
+    random_tenant, scope_variants, tenant_filter, texts,
 };
 
 /// Contract: data of one scope is never visible through another: threads with the same session
@@ -17,13 +17,9 @@ use crate::fixtures::{
 /// ids are inserted in each, and archive and clear of one leave the others alone.
 pub async fn scopes_are_isolated(store: &dyn HistoryStore) {
     let base = random_scope();
-    let session = base.session_id().as_str().to_owned();
-    let variants: Vec<(&str, Scope)> = vec![
-        ("base", base.clone()),
-        ("other tenant", scope_in(&random_tenant(), &session)),
-        ("user x", base.clone().with_user("x").expect("valid")),
+    let mut variants = scope_variants(&base);
+    variants.extend([
         ("user y", base.clone().with_user("y").expect("valid")),
-        ("agent x", base.clone().with_agent("x").expect("valid")),
         (
             "user x agent x",
             base.clone()
@@ -32,11 +28,7 @@ pub async fn scopes_are_isolated(store: &dyn HistoryStore) {
                 .with_agent("x")
                 .expect("valid"),
         ),
-        (
-            "source other",
-            base.clone().with_source("other").expect("valid"),
-        ),
-    ];
+    ]);
     let shared = numbered_messages("shared", 2);
     for (name, scope) in &variants {
         let mut batch = shared.clone();

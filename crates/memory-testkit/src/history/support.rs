@@ -12,7 +12,8 @@ use memory_core::{
 };
 
 use crate::fixtures::{
-    ExpectOk, every_page, expect_error_kind, numbered_messages, random_scope, tenant_filter,
+    ExpectOk, assert_ttl_unsupported, every_page, expect_error_kind, numbered_messages,
+    random_scope, tenant_filter,
 };
 
 /// A short TTL the expiry checks wait out.
@@ -82,20 +83,10 @@ pub(super) async fn ttl_supported(store: &dyn HistoryStore) -> bool {
     }
     let scope = random_scope();
     append_new(store, &scope, &numbered_messages("ttl", 1)).await;
-    expect_error_kind(
+    assert_ttl_unsupported(
         store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
-        ErrorKind::Unsupported,
-        "set_ttl on a store without the ttl capability",
-    );
-    expect_error_kind(
         store.set_ttl(&scope, None).await,
-        ErrorKind::Unsupported,
-        "set_ttl(None) on a store without the ttl capability",
-    );
-    expect_error_kind(
         store.purge_expired().await,
-        ErrorKind::Unsupported,
-        "purge_expired on a store without the ttl capability",
     );
     assert_eq!(
         count(store, &scope).await.active,

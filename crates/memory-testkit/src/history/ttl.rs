@@ -4,14 +4,14 @@
 
 use std::time::Duration;
 
-use memory_core::{AppendOutcome, ChatMessage, ErrorKind, HistoryStore, ThreadCount, Window};
+use memory_core::{AppendOutcome, ChatMessage, HistoryStore, ThreadCount, Window};
 
 use super::support::{
     PAST_SHORT_TTL, SHORT_TTL, append_new, count, is_listed, list_all, read, ttl_supported,
 };
 use crate::fixtures::{
-    ExpectOk, expect_error_kind, numbered_messages, random_scope, random_tenant, scope_in,
-    scope_keys, tenant_filter,
+    ExpectOk, assert_out_of_range_ttls_refused, assert_ttl_of_unknown_not_found, numbered_messages,
+    random_scope, random_tenant, scope_in, scope_keys, tenant_filter, ttl_refresh_scenario,
 };
 
 /// Contract: TTL. `set_ttl` makes a thread expire; an expired thread reads as empty, counts
@@ -94,20 +94,22 @@ pub async fn ttl_is_refreshed_by_append(store: &dyn HistoryStore) {
     if !ttl_supported(store).await {
         return;
     }
-    let ttl = Duration::from_millis(1200);
-    let step = Duration::from_millis(700);
     let scope = random_scope();
     append_new(store, &scope, &numbered_messages("m", 1)).await;
-    store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl");
-    tokio::time::sleep(step).await;
-    append_new(store, &scope, &numbered_messages("n", 1)).await;
-    tokio::time::sleep(step).await;
-    assert_eq!(
-        count(store, &scope).await.active,
-        2,
-        "{:?} after set_ttl({ttl:?}) but {step:?} after an append the thread is alive",
-        step * 2
-    );
+    ttl_refresh_scenario(
+        async |ttl| store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl"),
+        async || {
+            append_new(store, &scope, &numbered_messages("n", 1)).await;
+        },
+        async |when| {
+            assert_eq!(
+                count(store, &scope).await.active,
+                2,
+                "{when} (an append) the thread is alive"
+            );
+        },
+    )
+    .await;
 }
 
 /// Contract: `set_ttl` on a thread that does not exist is `NotFound`.
@@ -116,10 +118,9 @@ pub async fn ttl_on_unknown_thread_is_not_found(store: &dyn HistoryStore) {
         return;
     }
     let scope = random_scope();
-    expect_error_kind(
+    assert_ttl_of_unknown_not_found(
         store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
-        ErrorKind::NotFound,
-        "set_ttl on a thread never written",
+        "thread",
     );
     assert!(
         !is_listed(store, &scope).await,
@@ -138,17 +139,7 @@ pub async fn ttl_out_of_range_is_refused(store: &dyn HistoryStore) {
         .append(&scope, &[ChatMessage::user("keep me")])
         .await
         .expect("append");
-    for ttl in [
-        Duration::ZERO,
-        memory_core::MAX_TTL + Duration::from_secs(1),
-        Duration::MAX,
-    ] {
-        expect_error_kind(
-            store.set_ttl(&scope, Some(ttl)).await,
-            ErrorKind::InvalidInput,
-            "set_ttl out of range",
-        );
-    }
+    assert_out_of_range_ttls_refused(async |ttl| store.set_ttl(&scope, Some(ttl)).await).await;
     store
         .append(&scope, &[ChatMessage::user("still writable")])
         .await

@@ -10,8 +10,8 @@ use memory_core::memory::blocks::{
 use memory_core::memory::{FlushReport, MemoryBlock, render_memory};
 use memory_core::message::tagged_transcript;
 use memory_core::{
-    ChatMessage, HistoryStore, InMemoryVectorStore, Role, SessionStore, StoredMessage,
-    default_token_counter,
+    ChatMessage, HistoryStore, InMemoryVectorStore, Memory, Role, Scope, SessionStore,
+    StoredMessage, default_token_counter,
 };
 
 use super::support::{
@@ -47,6 +47,61 @@ fn full_blocks(
     ]
 }
 
+/// A memory over the [`full_blocks`] in a new scope (token limit 1000) after its first flush
+/// (14 messages put), with what a check looks into: the fact block's model (answering
+/// [`FIRST_FACT`] once), the vector block's store, the recorder, the batch and its report.
+struct FullMemory {
+    scope: Scope,
+    model: Arc<ScriptedChatModel>,
+    vectors: Arc<InMemoryVectorStore>,
+    recorder: Arc<RecordingBlock>,
+    blocks: Vec<Arc<dyn MemoryBlock>>,
+    memory: Memory,
+    batch: Vec<ChatMessage>,
+    report: FlushReport,
+}
+
+impl FullMemory {
+    async fn flushed_once(
+        history: &Arc<dyn HistoryStore>,
+        sessions: &Arc<dyn SessionStore>,
+    ) -> Self {
+        let scope = random_scope();
+        let model = Arc::new(
+            ScriptedChatModel::new()
+                .reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
+        );
+        let vectors = Arc::new(InMemoryVectorStore::new());
+        let recorder = RecordingBlock::new("recorder");
+        let blocks = full_blocks(model.clone(), vectors.clone(), recorder.clone());
+        let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
+        let batch = conversation("m", 14);
+        let report = memory
+            .put_messages(&batch)
+            .await
+            .expect_ok("put 14 messages");
+        assert_flushed(history.as_ref(), &scope, &report, 14).await;
+        Self {
+            scope,
+            model,
+            vectors,
+            recorder,
+            blocks,
+            memory,
+            batch,
+            report,
+        }
+    }
+}
+
+/// The scope of the block states of the thread `scope`.
+fn block_state_scope(scope: &Scope) -> Scope {
+    scope
+        .clone()
+        .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
+        .expect_ok("the block state's scope")
+}
+
 /// `put_messages` past the threshold flushes the oldest messages once into every block (static,
 /// fact extraction, vector, recorder), archives them, and `get` shows every block and the rest;
 /// a second flush hands each block only the new messages.
@@ -54,21 +109,15 @@ pub async fn memory_flushes_into_every_block(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
 ) {
-    let scope = random_scope();
-    let model = Arc::new(
-        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
+    let full = FullMemory::flushed_once(&history, &sessions).await;
+    let (scope, model, recorder, memory, batch, report) = (
+        full.scope,
+        full.model,
+        full.recorder,
+        full.memory,
+        full.batch,
+        full.report,
     );
-    let vectors = Arc::new(InMemoryVectorStore::new());
-    let recorder = RecordingBlock::new("recorder");
-    let blocks = full_blocks(model.clone(), vectors, recorder.clone());
-    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
-
-    let batch = conversation("m", 14);
-    let report = memory
-        .put_messages(&batch)
-        .await
-        .expect_ok("put 14 messages");
-    assert_flushed(history.as_ref(), &scope, &report, 14).await;
     let archived = archived_seqs(history.as_ref(), &scope).await;
     assert_eq!(
         report.messages,
@@ -164,20 +213,8 @@ pub async fn memory_get_truncates_by_priority(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
 ) {
-    let scope = random_scope();
-    let model = Arc::new(
-        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
-    );
-    let vectors = Arc::new(InMemoryVectorStore::new());
-    let recorder = RecordingBlock::new("recorder");
-    let blocks = full_blocks(model, vectors, recorder);
-    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
-    let batch = conversation("m", 14);
-    let report = memory
-        .put_messages(&batch)
-        .await
-        .expect_ok("put 14 messages");
-    assert_flushed(history.as_ref(), &scope, &report, 14).await;
+    let full = FullMemory::flushed_once(&history, &sessions).await;
+    let (scope, blocks, batch) = (full.scope, full.blocks, full.batch);
 
     let window = active(history.as_ref(), &scope).await;
     let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
@@ -255,18 +292,8 @@ pub async fn memory_reset_forgets_every_block(
     history: Arc<dyn HistoryStore>,
     sessions: Arc<dyn SessionStore>,
 ) {
-    let scope = random_scope();
-    let model = Arc::new(
-        ScriptedChatModel::new().reply_text(format!("<facts><fact>{FIRST_FACT}</fact></facts>")),
-    );
-    let vectors = Arc::new(InMemoryVectorStore::new());
-    let recorder = RecordingBlock::new("recorder");
-    let blocks = full_blocks(model, vectors.clone(), recorder);
-    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
-    memory
-        .put_messages(&conversation("m", 14))
-        .await
-        .expect_ok("put 14 messages");
+    let full = FullMemory::flushed_once(&history, &sessions).await;
+    let (scope, vectors, memory) = (full.scope, full.vectors, full.memory);
     assert_eq!(vector_batches(&vectors, &scope).await.len(), 1);
 
     memory.reset().await.expect_ok("reset");
@@ -280,10 +307,7 @@ pub async fn memory_reset_forgets_every_block(
         (0, 0),
         "reset clears the thread"
     );
-    let state_scope = scope
-        .clone()
-        .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
-        .expect_ok("the block state's scope");
+    let state_scope = block_state_scope(&scope);
     assert!(
         sessions
             .load(&state_scope)
@@ -320,10 +344,7 @@ pub async fn memory_block_state_lives_as_long_as_its_thread(
         .expect_ok("put 14 messages");
     let flushed = delivered(&memory, "recorder").await;
     assert!(!flushed.is_empty(), "the first flush reached the block");
-    let state_scope = scope
-        .clone()
-        .with_source(memory_core::memory::BLOCK_STATE_SOURCE)
-        .expect_ok("the block state's scope");
+    let state_scope = block_state_scope(&scope);
     if !sessions.capabilities().expires_by_default {
         let version = |stored: Option<memory_core::StoredSession>| stored.map(|s| s.version);
         let before = version(

@@ -4,9 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use memory_core::memory::FlushReport;
 use memory_core::memory::MemoryBlock;
 use memory_core::memory::blocks::VectorMemoryBlock;
-use memory_core::{ErrorKind, HistoryStore, InMemoryVectorStore, Memory, SessionStore};
+use memory_core::{ErrorKind, HistoryStore, InMemoryVectorStore, Memory, Scope, SessionStore};
 use tokio::sync::Barrier;
 
 use super::support::{
@@ -16,6 +17,89 @@ use crate::doubles::{FaultyHistoryStore, FaultySessionStore, RecordingBlock, Wor
 use crate::fixtures::{ExpectOk, expect_error_kind, random_scope};
 
 const RECORDERS: [&str; 3] = ["first", "second", "third"];
+
+/// Puts 14 messages through `memory` (whose stores fail on purpose) and checks that the put
+/// fails `Unavailable` and archives nothing of `scope` in `history`; `what` names the failure.
+async fn put_fails_archiving_nothing(
+    memory: &Memory,
+    history: &dyn HistoryStore,
+    scope: &Scope,
+    what: &str,
+) {
+    expect_error_kind(
+        memory.put_messages(&conversation("m", 14)).await,
+        ErrorKind::Unavailable,
+        &format!("put_messages while {what}"),
+    );
+    assert_eq!(
+        archived_seqs(history, scope).await,
+        Vec::<u64>::new(),
+        "a flush that failed archives nothing ({what})"
+    );
+}
+
+/// A new process after a crash: fresh recorders and a memory over the same stores, which
+/// flushes the 14 messages of `scope`. Returns the recorders, the memory and its report.
+async fn flush_in_a_new_process(
+    history: &Arc<dyn HistoryStore>,
+    sessions: &Arc<dyn SessionStore>,
+    scope: &Scope,
+) -> (Vec<Arc<RecordingBlock>>, Memory, FlushReport) {
+    let (recorded, blocks) = recorders(&RECORDERS);
+    let fresh = memory_over(scope, history.clone(), sessions.clone(), &blocks, 1000);
+    let report = fresh.flush().await.expect_ok("flush in the new process");
+    assert_flushed(history.as_ref(), scope, &report, 14).await;
+    (recorded, fresh, report)
+}
+
+/// Checks that every one of the [`RECORDERS`] of `memory` holds exactly the seqs archived in
+/// `scope`, and returns them; `what` names the case in a failure.
+async fn assert_recorders_hold_the_archive(
+    memory: &Memory,
+    history: &dyn HistoryStore,
+    scope: &Scope,
+    what: &str,
+) -> Vec<u64> {
+    let archived = archived_seqs(history, scope).await;
+    for name in RECORDERS {
+        assert_eq!(
+            delivered(memory, name).await,
+            archived,
+            "block {name} holds each flushed message once ({what})"
+        );
+    }
+    archived
+}
+
+/// Appends 14 messages to `scope`, then flushes it at once through two memories (two
+/// processes), each built by `build` over its own view of the session store, gated so that
+/// both load the block states before either saves. Returns the two memories, their reports
+/// and how many `Conflict`s their state saves met.
+async fn flush_twice_at_once(
+    history: &Arc<dyn HistoryStore>,
+    sessions: &Arc<dyn SessionStore>,
+    scope: &Scope,
+    build: impl Fn(Arc<FaultySessionStore>, usize) -> Memory,
+) -> ([Memory; 2], [FlushReport; 2], usize) {
+    history
+        .append(scope, &conversation("m", 14))
+        .await
+        .expect_ok("append 14 messages");
+    let barrier = Arc::new(Barrier::new(2));
+    let gated =
+        || Arc::new(FaultySessionStore::new(sessions.clone()).gated_first_load(barrier.clone()));
+    let (a_states, b_states) = (gated(), gated());
+    let a = build(a_states.clone(), 0);
+    let b = build(b_states.clone(), 1);
+    let (ra, rb) = tokio::time::timeout(Duration::from_secs(30), async {
+        tokio::join!(a.flush(), b.flush())
+    })
+    .await
+    .expect("two concurrent flushes finish within 30 s");
+    let reports = [ra.expect_ok("flush A"), rb.expect_ok("flush B")];
+    let conflicts = a_states.conflicts() + b_states.conflicts();
+    ([a, b], reports, conflicts)
+}
 
 /// A crash between a block's `put` and the save of its watermark (the `n`th state save fails,
 /// for each block in turn) archives nothing; a fresh memory over the same stores finishes the
@@ -30,41 +114,32 @@ pub async fn memory_crash_before_watermark_save_delivers_once(
             Arc::new(FaultySessionStore::new(sessions.clone()).failing_save(failing));
         let (crashed, blocks) = recorders(&RECORDERS);
         let memory = memory_over(&scope, history.clone(), faulty, &blocks, 1000);
-        let batch = conversation("m", 14);
-        expect_error_kind(
-            memory.put_messages(&batch).await,
-            ErrorKind::Unavailable,
-            "put_messages while the state save of block {failing} fails",
-        );
-        assert_eq!(
-            archived_seqs(history.as_ref(), &scope).await,
-            Vec::<u64>::new(),
-            "a flush that failed archives nothing (block {failing})"
-        );
+        put_fails_archiving_nothing(
+            &memory,
+            history.as_ref(),
+            &scope,
+            &format!("the state save of block {failing} fails"),
+        )
+        .await;
         assert_eq!(
             crashed[failing - 1].calls().len(),
             1,
             "block {failing} was given the batch before its save failed"
         );
 
-        // A new process: fresh blocks and memory over the same stores.
-        let (_, blocks) = recorders(&RECORDERS);
-        let fresh = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
-        let report = fresh.flush().await.expect_ok("flush in the new process");
-        assert_flushed(history.as_ref(), &scope, &report, 14).await;
+        let (_, fresh, report) = flush_in_a_new_process(&history, &sessions, &scope).await;
         assert_eq!(
             report.deliveries,
             RECORDERS.len() - (failing - 1),
             "the retry delivers to the blocks whose watermark was not saved, only"
         );
-        let archived = archived_seqs(history.as_ref(), &scope).await;
-        for name in RECORDERS {
-            assert_eq!(
-                delivered(&fresh, name).await,
-                archived,
-                "block {name} holds each flushed message once (save {failing} failed)"
-            );
-        }
+        assert_recorders_hold_the_archive(
+            &fresh,
+            history.as_ref(),
+            &scope,
+            &format!("save {failing} failed"),
+        )
+        .await;
     }
 }
 
@@ -79,17 +154,7 @@ pub async fn memory_crash_before_archive_delivers_once(
         Arc::new(FaultyHistoryStore::failing_archive(history.clone(), 1));
     let (crashed, blocks) = recorders(&RECORDERS);
     let memory = memory_over(&scope, faulty, sessions.clone(), &blocks, 1000);
-    let batch = conversation("m", 14);
-    expect_error_kind(
-        memory.put_messages(&batch).await,
-        ErrorKind::Unavailable,
-        "put_messages while the archive fails",
-    );
-    assert_eq!(
-        archived_seqs(history.as_ref(), &scope).await,
-        Vec::<u64>::new(),
-        "nothing archived"
-    );
+    put_fails_archiving_nothing(&memory, history.as_ref(), &scope, "the archive fails").await;
     let given = crashed[0].calls();
     assert_eq!(given.len(), 1, "the first block took the batch");
     for name in RECORDERS {
@@ -100,23 +165,19 @@ pub async fn memory_crash_before_archive_delivers_once(
         );
     }
 
-    let (fresh_blocks, blocks) = recorders(&RECORDERS);
-    let fresh = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 1000);
-    let report = fresh.flush().await.expect_ok("flush in the new process");
-    assert_flushed(history.as_ref(), &scope, &report, 14).await;
+    let (fresh_blocks, fresh, report) = flush_in_a_new_process(&history, &sessions, &scope).await;
     assert_eq!(report.deliveries, 0, "no block is given the batch again");
     assert!(
         fresh_blocks.iter().all(|b| b.calls().is_empty()),
         "no put in the new process"
     );
-    let archived = archived_seqs(history.as_ref(), &scope).await;
+    let archived =
+        assert_recorders_hold_the_archive(&fresh, history.as_ref(), &scope, "after the retry")
+            .await;
     assert_eq!(
         archived, given[0],
         "the retry archives what the blocks took"
     );
-    for name in RECORDERS {
-        assert_eq!(delivered(&fresh, name).await, archived, "block {name}");
-    }
 }
 
 /// Two memories (two processes: separate objects over the same stores) flush one session at
@@ -128,26 +189,14 @@ pub async fn memory_concurrent_flushes_deliver_once(
     sessions: Arc<dyn SessionStore>,
 ) {
     let scope = random_scope();
-    history
-        .append(&scope, &conversation("m", 14))
-        .await
-        .expect_ok("append 14 messages");
-    let barrier = Arc::new(Barrier::new(2));
-    let gated =
-        || Arc::new(FaultySessionStore::new(sessions.clone()).gated_first_load(barrier.clone()));
-    let (a_states, b_states) = (gated(), gated());
-    let (_, a_blocks) = recorders(&RECORDERS);
-    let (_, b_blocks) = recorders(&RECORDERS);
-    let a = memory_over(&scope, history.clone(), a_states.clone(), &a_blocks, 1000);
-    let b = memory_over(&scope, history.clone(), b_states.clone(), &b_blocks, 1000);
-    let (ra, rb) = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::join!(a.flush(), b.flush())
-    })
-    .await
-    .expect("two concurrent flushes finish within 30 s");
-    let (ra, rb) = (ra.expect_ok("flush A"), rb.expect_ok("flush B"));
+    let ([a, _], [ra, rb], conflicts) =
+        flush_twice_at_once(&history, &sessions, &scope, |states, _| {
+            let (_, blocks) = recorders(&RECORDERS);
+            memory_over(&scope, history.clone(), states, &blocks, 1000)
+        })
+        .await;
     assert!(
-        a_states.conflicts() + b_states.conflicts() >= 1,
+        conflicts >= 1,
         "two flushes that loaded the same state version cannot both save it"
     );
     assert_eq!(
@@ -157,21 +206,19 @@ pub async fn memory_concurrent_flushes_deliver_once(
     );
     // Each flush reports what it moved out of the window, never what the other moved: the
     // two reports add up to what was archived.
-    let both = memory_core::memory::FlushReport {
+    let both = FlushReport {
         messages: ra.messages + rb.messages,
         tokens: ra.tokens + rb.tokens,
         deliveries: ra.deliveries + rb.deliveries,
     };
     assert_flushed(history.as_ref(), &scope, &both, 14).await;
-    let archived = archived_seqs(history.as_ref(), &scope).await;
+    let archived =
+        assert_recorders_hold_the_archive(&a, history.as_ref(), &scope, "concurrent flushes").await;
     assert_eq!(
         archived.len(),
         both.messages,
         "the two reports add up to the archived messages"
     );
-    for name in RECORDERS {
-        assert_eq!(delivered(&a, name).await, archived, "block {name}");
-    }
 }
 
 /// A thread cleared (or expired) after a flush starts again at seq 1: the next flush hands the
@@ -249,15 +296,7 @@ pub async fn memory_concurrent_flushes_leave_one_vector_point_per_message(
     sessions: Arc<dyn SessionStore>,
 ) {
     let scope = random_scope();
-    history
-        .append(&scope, &conversation("m", 14))
-        .await
-        .expect_ok("append 14 messages");
     let vectors = Arc::new(InMemoryVectorStore::new());
-    let barrier = Arc::new(Barrier::new(2));
-    let gated =
-        || Arc::new(FaultySessionStore::new(sessions.clone()).gated_first_load(barrier.clone()));
-    let (a_states, b_states) = (gated(), gated());
     let vector = || -> Arc<dyn MemoryBlock> {
         Arc::new(VectorMemoryBlock::new(
             Arc::new(WordHashEmbedder),
@@ -273,22 +312,15 @@ pub async fn memory_concurrent_flushes_leave_one_vector_point_per_message(
             .build()
             .expect_ok("build a memory")
     };
-    let a = build(a_states.clone(), 100);
-    let b = build(b_states.clone(), 400);
-    let (ra, rb) = tokio::time::timeout(Duration::from_secs(30), async {
-        tokio::join!(a.flush(), b.flush())
+    let (_, [ra, rb], conflicts) = flush_twice_at_once(&history, &sessions, &scope, |states, i| {
+        build(states, [100, 400][i])
     })
-    .await
-    .expect("two concurrent flushes finish within 30 s");
-    let (ra, rb) = (ra.expect_ok("flush A"), rb.expect_ok("flush B"));
+    .await;
     assert_ne!(
         ra.messages, rb.messages,
         "the two flush sizes choose different batches"
     );
-    assert!(
-        a_states.conflicts() + b_states.conflicts() >= 1,
-        "one of the two lost the state write"
-    );
+    assert!(conflicts >= 1, "one of the two lost the state write");
     let archived = archived_seqs(history.as_ref(), &scope).await;
     let mut covered = Vec::new();
     for (first, last, _) in vector_batches(&vectors, &scope).await {

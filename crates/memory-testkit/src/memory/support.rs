@@ -92,7 +92,7 @@ pub(super) async fn delivered(memory: &Memory, name: &str) -> Vec<u64> {
         .unwrap_or_default()
 }
 
-pub(super) async fn archived_seqs(history: &dyn HistoryStore, scope: &Scope) -> Vec<u64> {
+pub(crate) async fn archived_seqs(history: &dyn HistoryStore, scope: &Scope) -> Vec<u64> {
     history
         .read(scope, Window::Everything)
         .await

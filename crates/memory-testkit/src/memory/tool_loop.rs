@@ -149,6 +149,15 @@ fn stored_messages(stored: &[StoredMessage]) -> Vec<ChatMessage> {
     stored.iter().map(|m| (*m.message).clone()).collect()
 }
 
+/// The messages of `stored` that are not archived.
+fn active_messages(stored: &[StoredMessage]) -> Vec<ChatMessage> {
+    stored
+        .iter()
+        .filter(|m| !m.archived)
+        .map(|m| (*m.message).clone())
+        .collect()
+}
+
 /// An agent turn with two parallel tool calls, a failing call and a final answer stores, in one
 /// append, the input, each assistant tool-call message, every result (the error as a result)
 /// and the answer, with consecutive seqs; a fresh agent on the same stores, with the session
@@ -380,11 +389,7 @@ pub async fn agent_tool_loop_with_memory_flushes_groups_whole(
             .any(|m| m.message.has_tool_calls()),
         "the flushes moved tool groups"
     );
-    let active: Vec<ChatMessage> = stored
-        .iter()
-        .filter(|m| !m.archived)
-        .map(|m| (*m.message).clone())
-        .collect();
+    let active = active_messages(&stored);
     assert_eq!(
         active.first().map(|m| m.role),
         Some(Role::User),
@@ -495,11 +500,7 @@ pub async fn agent_reducer_between_iterations_keeps_groups(
                 );
             }
         }
-        let active: Vec<ChatMessage> = stored
-            .iter()
-            .filter(|m| !m.archived)
-            .map(|m| (*m.message).clone())
-            .collect();
+        let active = active_messages(&stored);
         assert_eq!(
             split_groups(&active),
             Vec::<String>::new(),

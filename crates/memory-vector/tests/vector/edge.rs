@@ -68,63 +68,20 @@ async fn points_survive_a_reopen() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overflowing_vectors_are_invalid_input_at_upsert_and_query() {
-    let store = fresh_store().await;
-    let scope = Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
-    let good = VectorPoint {
-        id: Uuid::new_v4(),
-        vector: vec![1.0, 0.0],
-        payload: serde_json::Map::new(),
-    };
-    let huge = VectorPoint {
-        id: Uuid::new_v4(),
-        vector: vec![1e30, 1e30],
-        payload: serde_json::Map::new(),
-    };
-    let err = store
-        .upsert(&scope, &[good.clone(), huge])
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), memory_core::ErrorKind::InvalidInput, "{err}");
-    assert_eq!(
-        store.count(&scope).await.unwrap(),
-        0,
-        "nothing of the batch"
-    );
-    store.upsert(&scope, &[good]).await.unwrap();
-    let err = store
-        .search(&scope, &VectorQuery::new(vec![1e30, 1e30], 1))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), memory_core::ErrorKind::InvalidInput, "{err}");
+    crate::support::overflow::overflowing_vectors_are_invalid_input(&fresh_store().await).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_zero_query_over_many_equal_vectors_answers_top_k_in_id_order() {
     let store = fresh_store().await;
-    let scope = Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
-    let points: Vec<VectorPoint> = (0..600u128)
-        .map(|i| VectorPoint {
-            id: Uuid::from_u128(i * 7919 % 600 + 1),
-            vector: vec![0.5, 0.5, 0.5],
-            payload: serde_json::Map::new(),
-        })
-        .collect();
-    store.upsert(&scope, &points).await.unwrap();
+    let scope = ties::six_hundred_equal_points(&store).await;
     for query in [vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0]] {
-        let found = store
-            .search(&scope, &VectorQuery::new(query, 3))
-            .await
-            .unwrap();
-        assert_eq!(found.len(), 3);
-        let ids: Vec<Uuid> = found.iter().map(|p| p.id).collect();
-        let mut sorted = ids.clone();
-        sorted.sort();
-        assert_eq!(ids, sorted, "ties are ordered by id");
-        assert!(found.iter().all(|p| !p.score.is_nan()));
+        ties::assert_top_three_ordered_by_id(&store, &scope, query).await;
     }
 }
 
 use crate::support::forget as forget_checks;
+use crate::support::ties;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn forget_deletes_exactly_the_filtered_scopes() {

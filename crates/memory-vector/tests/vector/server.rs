@@ -50,6 +50,22 @@ struct Nearest<'a> {
     with_payload: bool,
 }
 
+/// The [`Nearest`] search that the request `$r` (a `search` or a `query`: the fields have the
+/// same names) asks with `vector` and `limit`.
+macro_rules! nearest {
+    ($r:expr, $vector:expr, $limit:expr) => {
+        Nearest {
+            collection: &$r.collection_name,
+            vector: $vector,
+            filter: $r.filter.as_ref(),
+            limit: $limit,
+            offset: $r.offset.unwrap_or(0),
+            score_threshold: $r.score_threshold,
+            with_payload: wants_payload($r.with_payload.as_ref()),
+        }
+    };
+}
+
 type Rpc<T> = Result<Response<T>, Status>;
 
 /// The limit of every search each collection was asked, in order (collections are unique per
@@ -62,10 +78,13 @@ fn internal(e: impl std::fmt::Display) -> Status {
 }
 
 impl FakeQdrant {
+    /// The collections, locked.
+    fn collections(&self) -> Result<std::sync::MutexGuard<'_, CollectionMap>, Status> {
+        self.collections.lock().map_err(internal)
+    }
+
     fn shard(&self, name: &str) -> Result<(u64, Arc<edge::EdgeShard>), Status> {
-        self.collections
-            .lock()
-            .map_err(internal)?
+        self.collections()?
             .get(name)
             .cloned()
             .ok_or_else(|| Status::not_found(format!("Collection `{name}` doesn't exist!")))
@@ -160,6 +179,20 @@ fn dense(vectors: Option<pb::Vectors>) -> Result<Vec<f32>, Status> {
             "a point needs one unnamed dense vector",
         )),
     }
+}
+
+/// The points of `records` as Qdrant returns them: id and payload, no vectors.
+fn retrieved(records: Vec<edge::Record>) -> Vec<pb::RetrievedPoint> {
+    records
+        .into_iter()
+        .map(|r| pb::RetrievedPoint {
+            id: Some(pb_point_id(r.id)),
+            payload: to_pb_payload(r.payload),
+            vectors: None,
+            shard_key: None,
+            order_value: None,
+        })
+        .collect()
 }
 
 fn updated() -> pb::PointsOperationResponse {
@@ -310,9 +343,7 @@ impl FakeQdrant {
         _: Request<pb::ListCollectionsRequest>,
     ) -> Rpc<pb::ListCollectionsResponse> {
         let collections = self
-            .collections
-            .lock()
-            .map_err(internal)?
+            .collections()?
             .keys()
             .map(|name| pb::CollectionDescription { name: name.clone() })
             .collect();
@@ -335,7 +366,7 @@ impl FakeQdrant {
             }
             _ => return Err(Status::unimplemented("only one unnamed cosine vector")),
         };
-        let mut collections = self.collections.lock().map_err(internal)?;
+        let mut collections = self.collections()?;
         if collections.contains_key(&request.collection_name) {
             return Err(Status::already_exists(format!(
                 "Collection `{}` already exists!",
@@ -362,12 +393,8 @@ impl FakeQdrant {
         &self,
         request: Request<pb::DeleteCollection>,
     ) -> Rpc<pb::CollectionOperationResponse> {
-        let removed = self
-            .collections
-            .lock()
-            .map_err(internal)?
-            .remove(&request.into_inner().collection_name)
-            .is_some();
+        let name = request.into_inner().collection_name;
+        let removed = self.collections()?.remove(&name).is_some();
         Ok(Response::new(pb::CollectionOperationResponse {
             result: removed,
             time: 0.0,
@@ -378,11 +405,8 @@ impl FakeQdrant {
         &self,
         request: Request<pb::CollectionExistsRequest>,
     ) -> Rpc<pb::CollectionExistsResponse> {
-        let exists = self
-            .collections
-            .lock()
-            .map_err(internal)?
-            .contains_key(&request.into_inner().collection_name);
+        let name = request.into_inner().collection_name;
+        let exists = self.collections()?.contains_key(&name);
         Ok(Response::new(pb::CollectionExistsResponse {
             result: Some(pb::CollectionExists { exists }),
             time: 0.0,
@@ -487,16 +511,7 @@ impl FakeQdrant {
             )
             .map_err(internal)?;
         Ok(Response::new(pb::GetResponse {
-            result: records
-                .into_iter()
-                .map(|r| pb::RetrievedPoint {
-                    id: Some(pb_point_id(r.id)),
-                    payload: to_pb_payload(r.payload),
-                    vectors: None,
-                    shard_key: None,
-                    order_value: None,
-                })
-                .collect(),
+            result: retrieved(records),
             time: 0.0,
             usage: None,
         }))
@@ -533,15 +548,7 @@ impl FakeQdrant {
         if r.vector_name.as_deref().is_some_and(|n| !n.is_empty()) {
             return Err(Status::unimplemented("named vectors"));
         }
-        let result = self.search_shard(Nearest {
-            collection: &r.collection_name,
-            vector: r.vector,
-            filter: r.filter.as_ref(),
-            limit: r.limit,
-            offset: r.offset.unwrap_or(0),
-            score_threshold: r.score_threshold,
-            with_payload: wants_payload(r.with_payload.as_ref()),
-        })?;
+        let result = self.search_shard(nearest!(r, r.vector, r.limit))?;
         Ok(Response::new(pb::SearchResponse {
             result,
             time: 0.0,
@@ -561,15 +568,7 @@ impl FakeQdrant {
         if !r.prefetch.is_empty() || r.using.as_deref().is_some_and(|n| !n.is_empty()) {
             return Err(Status::unimplemented("prefetch and named vectors"));
         }
-        let result = self.search_shard(Nearest {
-            collection: &r.collection_name,
-            vector,
-            filter: r.filter.as_ref(),
-            limit: r.limit.unwrap_or(10),
-            offset: r.offset.unwrap_or(0),
-            score_threshold: r.score_threshold,
-            with_payload: wants_payload(r.with_payload.as_ref()),
-        })?;
+        let result = self.search_shard(nearest!(r, vector, r.limit.unwrap_or(10)))?;
         Ok(Response::new(pb::QueryResponse {
             result,
             time: 0.0,
@@ -594,16 +593,7 @@ impl FakeQdrant {
             .map_err(internal)?;
         Ok(Response::new(pb::ScrollResponse {
             next_page_offset: next.map(pb_point_id),
-            result: records
-                .into_iter()
-                .map(|r| pb::RetrievedPoint {
-                    id: Some(pb_point_id(r.id)),
-                    payload: to_pb_payload(r.payload),
-                    vectors: None,
-                    shard_key: None,
-                    order_value: None,
-                })
-                .collect(),
+            result: retrieved(records),
             time: 0.0,
             usage: None,
         }))
@@ -846,28 +836,11 @@ async fn a_url_password_never_shows_in_debug_or_errors() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tied_scores_fetch_a_bounded_number_of_points() {
     let store = fake_server_store().await;
-    let scope = memory_core::Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
-    let points: Vec<memory_core::VectorPoint> = (0..600u128)
-        .map(|i| memory_core::VectorPoint {
-            id: Uuid::from_u128(i * 7919 % 600 + 1),
-            vector: vec![0.5, 0.5, 0.5],
-            payload: serde_json::Map::new(),
-        })
-        .collect();
-    store.upsert(&scope, &points).await.unwrap();
+    let scope = crate::support::ties::six_hundred_equal_points(&store).await;
     let collection = store.config().collection.clone();
     for query in [vec![0.0, 0.0, 0.0], vec![1.0, 1.0, 1.0]] {
         LIMITS.lock().unwrap().remove(&collection);
-        let found = store
-            .search(&scope, &memory_core::VectorQuery::new(query, 3))
-            .await
-            .unwrap();
-        assert_eq!(found.len(), 3);
-        let ids: Vec<Uuid> = found.iter().map(|p| p.id).collect();
-        let mut sorted = ids.clone();
-        sorted.sort();
-        assert_eq!(ids, sorted, "ties are ordered by id");
-        assert!(found.iter().all(|p| !p.score.is_nan()));
+        crate::support::ties::assert_top_three_ordered_by_id(&store, &scope, query).await;
         let asked = LIMITS.lock().unwrap().remove(&collection).unwrap();
         // Doubling from 3 up to the cap, 3 + 256: never the whole scope of 600.
         assert_eq!(asked, [3, 6, 12, 24, 48, 96, 192, 259], "{asked:?}");
@@ -876,30 +849,8 @@ async fn tied_scores_fetch_a_bounded_number_of_points() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn overflowing_vectors_are_invalid_input_at_upsert_and_query() {
-    let store = fake_server_store().await;
-    let scope = memory_core::Scope::session(format!("s-{}", Uuid::new_v4().simple())).unwrap();
-    let good = memory_core::VectorPoint {
-        id: Uuid::new_v4(),
-        vector: vec![1.0, 0.0],
-        payload: serde_json::Map::new(),
-    };
-    let huge = memory_core::VectorPoint {
-        id: Uuid::new_v4(),
-        vector: vec![1e30, 1e30],
-        payload: serde_json::Map::new(),
-    };
-    let err = store
-        .upsert(&scope, &[good.clone(), huge])
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
-    store.upsert(&scope, &[good]).await.unwrap();
-    assert_eq!(store.count(&scope).await.unwrap(), 1);
-    let err = store
-        .search(&scope, &memory_core::VectorQuery::new(vec![1e30, 1e30], 1))
-        .await
-        .unwrap_err();
-    assert_eq!(err.kind(), ErrorKind::InvalidInput, "{err}");
+    crate::support::overflow::overflowing_vectors_are_invalid_input(&fake_server_store().await)
+        .await;
 }
 
 use crate::support::forget as forget_checks;
