@@ -130,6 +130,23 @@ async fn serve_once(mock: MockBuilder, response: ResponseTemplate) -> MockServer
     server
 }
 
+/// Starts a fake platform whose memory `m1` answers `first` once, then holds `text`; when
+/// `times` is given, each of the two answers is expected that many times.
+async fn m1_fails_once_then(first: ResponseTemplate, text: &str, times: Option<u64>) -> MockServer {
+    let server = MockServer::start().await;
+    let mut mock = Mock::given(method("GET"))
+        .and(path("/v1/memories/m1/"))
+        .respond_with(first)
+        .up_to_n_times(1);
+    if let Some(times) = times {
+        mock = mock.expect(times);
+    }
+    mock.mount(&server).await;
+    let then = ResponseTemplate::new(200).set_body_json(memory("m1", text));
+    answer(&server, "GET", "/v1/memories/m1/", then, times).await;
+    server
+}
+
 #[tokio::test]
 async fn add_posts_messages_with_top_level_ids_and_reads_the_queued_event() {
     let server = serve_once(
@@ -450,22 +467,8 @@ async fn a_used_up_quota_is_limit_exceeded_and_not_retried() {
 
 #[tokio::test]
 async fn retry_after_is_honoured() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v1/memories/m1/"))
-        .respond_with(ResponseTemplate::new(503).insert_header("retry-after", "0.3"))
-        .up_to_n_times(1)
-        .expect(1)
-        .mount(&server)
-        .await;
-    answer(
-        &server,
-        "GET",
-        "/v1/memories/m1/",
-        ResponseTemplate::new(200).set_body_json(memory("m1", "Likes tea")),
-        Some(1),
-    )
-    .await;
+    let first = ResponseTemplate::new(503).insert_header("retry-after", "0.3");
+    let server = m1_fails_once_then(first, "Likes tea", Some(1)).await;
     let started = Instant::now();
     let found = platform(&server).get("m1").await.unwrap();
     assert_eq!(found.id, "m1");
@@ -570,21 +573,7 @@ async fn an_unreachable_server_is_unavailable_after_retries() {
 
 #[tokio::test]
 async fn traces_name_the_endpoint_and_status_but_never_the_key() {
-    let server = MockServer::start().await;
-    Mock::given(method("GET"))
-        .and(path("/v1/memories/m1/"))
-        .respond_with(ResponseTemplate::new(502))
-        .up_to_n_times(1)
-        .mount(&server)
-        .await;
-    answer(
-        &server,
-        "GET",
-        "/v1/memories/m1/",
-        ResponseTemplate::new(200).set_body_json(memory("m1", "x")),
-        None,
-    )
-    .await;
+    let server = m1_fails_once_then(ResponseTemplate::new(502), "x", None).await;
     let captured = support::Captured::default();
     let client = platform(&server);
     {
