@@ -347,6 +347,20 @@ fn dana() -> UserId {
     UserId::new("dana").unwrap()
 }
 
+/// How many items `forget` counts (a dry run) or deletes for `filter`.
+async fn items(forget: &Mem0Forget, filter: &ScopeFilter, mode: ForgetMode) -> u64 {
+    forget.forget(filter, mode).await.unwrap().items
+}
+
+/// The error `forget` answers for `filter`.
+async fn refused(
+    forget: &Mem0Forget,
+    filter: &ScopeFilter,
+    mode: ForgetMode,
+) -> memory_core::Error {
+    forget.forget(filter, mode).await.unwrap_err()
+}
+
 async fn filters_of_each_kind_forget_exactly_their_memories(flavor: Flavor) {
     let (_server, fake, client) = start(flavor).await;
     let a = mem0_scope("acme", Some("dana"), Some("bot"), Some("s1"));
@@ -363,16 +377,10 @@ async fn filters_of_each_kind_forget_exactly_their_memories(flavor: Flavor) {
     assert_eq!(forget.store_name(), "mem0");
 
     // A whole tenant is refused before any request.
-    let err = forget
-        .forget(&acme(), ForgetMode::Delete)
-        .await
-        .unwrap_err();
+    let err = refused(&forget, &acme(), ForgetMode::Delete).await;
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert!(err.to_string().contains("whole tenant"), "{err}");
-    let err = forget
-        .forget(&acme(), ForgetMode::DryRun)
-        .await
-        .unwrap_err();
+    let err = refused(&forget, &acme(), ForgetMode::DryRun).await;
     assert_eq!(err.kind(), ErrorKind::InvalidInput);
     assert_eq!(fake.state.lock().unwrap().memories.len(), 6);
 
@@ -397,14 +405,8 @@ async fn filters_of_each_kind_forget_exactly_their_memories(flavor: Flavor) {
 
     // An agent: `c` (eve's), not `d` (same agent id, other tenant).
     let bot = acme().with_agent(AgentId::new("bot").unwrap());
-    assert_eq!(
-        forget.forget(&bot, ForgetMode::DryRun).await.unwrap().items,
-        1
-    );
-    assert_eq!(
-        forget.forget(&bot, ForgetMode::Delete).await.unwrap().items,
-        1
-    );
+    assert_eq!(items(&forget, &bot, ForgetMode::DryRun).await, 1);
+    assert_eq!(items(&forget, &bot, ForgetMode::Delete).await, 1);
     assert_empty(&client, &c).await;
 
     // A user, through a Forgetter with a history store: `b`; the same user id in tenant
@@ -437,14 +439,7 @@ async fn filters_of_each_kind_forget_exactly_their_memories(flavor: Flavor) {
 
     // The default tenant's user is sent without a prefix.
     let plain = ScopeFilter::tenant(TenantId::new("default").unwrap()).with_user(dana());
-    assert_eq!(
-        forget
-            .forget(&plain, ForgetMode::Delete)
-            .await
-            .unwrap()
-            .items,
-        1
-    );
+    assert_eq!(items(&forget, &plain, ForgetMode::Delete).await, 1);
     assert_empty(&client, &e).await;
     assert_holds(&client, &d, &["d1 globex"]).await;
 
@@ -472,22 +467,8 @@ async fn the_platform_lists_page_by_page() {
     remember(&client, &scope, &refs).await;
     let forget = Mem0Forget::new(client.clone());
     let filter = acme().with_user(dana());
-    assert_eq!(
-        forget
-            .forget(&filter, ForgetMode::DryRun)
-            .await
-            .unwrap()
-            .items,
-        250
-    );
-    assert_eq!(
-        forget
-            .forget(&filter, ForgetMode::Delete)
-            .await
-            .unwrap()
-            .items,
-        250
-    );
+    assert_eq!(items(&forget, &filter, ForgetMode::DryRun).await, 250);
+    assert_eq!(items(&forget, &filter, ForgetMode::Delete).await, 250);
     assert_empty(&client, &scope).await;
     let pages = server
         .received_requests()
@@ -511,22 +492,8 @@ async fn a_self_hosted_delete_all_that_stops_at_its_listing_limit_is_finished() 
     let forget = Mem0Forget::new(client.clone());
     let filter = acme().with_user(dana());
     // The dry run sees what the server lists.
-    assert_eq!(
-        forget
-            .forget(&filter, ForgetMode::DryRun)
-            .await
-            .unwrap()
-            .items,
-        3
-    );
-    assert_eq!(
-        forget
-            .forget(&filter, ForgetMode::Delete)
-            .await
-            .unwrap()
-            .items,
-        7
-    );
+    assert_eq!(items(&forget, &filter, ForgetMode::DryRun).await, 3);
+    assert_eq!(items(&forget, &filter, ForgetMode::Delete).await, 7);
     assert!(fake.state.lock().unwrap().memories.is_empty());
     assert_empty(&client, &scope).await;
 }
@@ -546,14 +513,7 @@ async fn memories_a_delete_all_left_behind_are_deleted_one_by_one() {
             .with_user(dana())
             .with_session(SessionId::new("s1").unwrap());
         let forget = Mem0Forget::new(client.clone());
-        assert_eq!(
-            forget
-                .forget(&filter, ForgetMode::Delete)
-                .await
-                .unwrap()
-                .items,
-            2
-        );
+        assert_eq!(items(&forget, &filter, ForgetMode::Delete).await, 2);
         assert_empty(&client, &scope).await;
         assert_holds(&client, &kept, &["z"]).await;
         let state = fake.state.lock().unwrap();
@@ -573,10 +533,7 @@ async fn memories_that_survive_every_delete_fail_the_forget_and_a_rerun_finishes
     remember(&client, &scope, &["x"]).await;
     let forget = Mem0Forget::new(client.clone());
     let filter = acme().with_user(dana());
-    let err = forget
-        .forget(&filter, ForgetMode::Delete)
-        .await
-        .unwrap_err();
+    let err = refused(&forget, &filter, ForgetMode::Delete).await;
     assert_eq!(err.kind(), ErrorKind::Backend);
     assert!(err.is_temporary());
     assert!(err.to_string().contains("still lists 1 memories"), "{err}");
@@ -586,14 +543,7 @@ async fn memories_that_survive_every_delete_fail_the_forget_and_a_rerun_finishes
         state.delete_all_does_nothing = false;
         state.delete_does_nothing = false;
     }
-    assert_eq!(
-        forget
-            .forget(&filter, ForgetMode::Delete)
-            .await
-            .unwrap()
-            .items,
-        1
-    );
+    assert_eq!(items(&forget, &filter, ForgetMode::Delete).await, 1);
     assert_empty(&client, &scope).await;
 }
 
@@ -607,10 +557,7 @@ async fn a_server_that_ignores_the_filter_deletes_nothing() {
         remember(&client, &eve_scope, &["y"]).await;
         fake.state.lock().unwrap().list_ignores_filters = true;
         let forget = Mem0Forget::new(client.clone());
-        let err = forget
-            .forget(&acme().with_user(dana()), ForgetMode::Delete)
-            .await
-            .unwrap_err();
+        let err = refused(&forget, &acme().with_user(dana()), ForgetMode::Delete).await;
         assert_eq!(err.kind(), ErrorKind::Backend, "{flavor:?}");
         assert!(err.to_string().contains("nothing was deleted"), "{err}");
         let state = fake.state.lock().unwrap();

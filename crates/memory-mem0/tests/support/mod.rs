@@ -13,7 +13,8 @@ use memory_core::{
 use memory_testkit::ScriptedChatModel;
 
 use memory_mem0::{HttpClientConfig, Mem0Client, Mem0Config, Mem0MemoryBlock, Mem0Provider};
-use wiremock::MockServer;
+use wiremock::matchers::{body_json, method, path};
+use wiremock::{Mock, MockBuilder, MockServer, ResponseTemplate};
 
 /// A key that must never show up in any output.
 pub(crate) const KEY: &str = "m0-test-SECRET-0123456789abcdef";
@@ -53,6 +54,30 @@ pub(crate) async fn request_count(server: &MockServer) -> usize {
         .received_requests()
         .await
         .map_or(0, |requests| requests.len())
+}
+
+/// A mock of the platform search, which must take exactly `body` when one is given.
+pub(crate) fn search_mock(body: Option<serde_json::Value>) -> MockBuilder {
+    let mock = Mock::given(method("POST")).and(path("/v3/memories/search/"));
+    match body {
+        Some(body) => mock.and(body_json(body)),
+        None => mock,
+    }
+}
+
+/// Mounts `mock` at `server` answering 200 with `answer`, and expects `times` requests when
+/// that is given.
+pub(crate) async fn mount_answer(
+    server: &MockServer,
+    mock: MockBuilder,
+    answer: serde_json::Value,
+    times: Option<u64>,
+) {
+    let mut mock = mock.respond_with(ResponseTemplate::new(200).set_body_json(answer));
+    if let Some(times) = times {
+        mock = mock.expect(times);
+    }
+    mock.mount(server).await;
 }
 
 /// Asserts that neither the error's text nor its Debug shows the key.

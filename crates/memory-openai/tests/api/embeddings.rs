@@ -123,40 +123,39 @@ async fn no_texts_means_no_request() {
     assert_eq!(request_count(&server).await, 0);
 }
 
-#[tokio::test]
-async fn a_wrong_number_of_vectors_is_a_serialization_error() {
+/// An embedder of a two-dimensional "custom" model at a fake that answers every embeddings
+/// request with `data`.
+async fn two_dimensional_embedder_answering(data: serde_json::Value) -> OpenAiEmbedder {
     let server = MockServer::start().await;
     Mock::given(method("POST"))
         .and(path("/v1/embeddings"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "object": "list",
-            "data": [{"object": "embedding", "index": 0, "embedding": [1.0, 2.0]}]
-        })))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_json(json!({"object": "list", "data": data})),
+        )
         .mount(&server)
         .await;
-    let embedder = OpenAiEmbedder::builder(config(&server, "custom"))
+    OpenAiEmbedder::builder(config(&server, "custom"))
         .model_dimensions(2)
         .build()
-        .unwrap();
+        .unwrap()
+}
+
+#[tokio::test]
+async fn a_wrong_number_of_vectors_is_a_serialization_error() {
+    let embedder = two_dimensional_embedder_answering(json!([
+        {"object": "embedding", "index": 0, "embedding": [1.0, 2.0]}
+    ]))
+    .await;
     let err = embedder.embed(&texts(&["a", "b"])).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Serialization);
 }
 
 #[tokio::test]
 async fn vectors_of_the_wrong_length_are_refused() {
-    let server = MockServer::start().await;
-    Mock::given(method("POST"))
-        .and(path("/v1/embeddings"))
-        .respond_with(ResponseTemplate::new(200).set_body_json(json!({
-            "object": "list",
-            "data": [{"object": "embedding", "index": 0, "embedding": [1.0, 2.0, 3.0]}]
-        })))
-        .mount(&server)
-        .await;
-    let embedder = OpenAiEmbedder::builder(config(&server, "custom"))
-        .model_dimensions(2)
-        .build()
-        .unwrap();
+    let embedder = two_dimensional_embedder_answering(json!([
+        {"object": "embedding", "index": 0, "embedding": [1.0, 2.0, 3.0]}
+    ]))
+    .await;
     let err = embedder.embed(&texts(&["a"])).await.unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Backend);
     assert!(err.to_string().contains("3 values"), "{err}");
