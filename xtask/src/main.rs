@@ -66,18 +66,21 @@ enum Command {
     ///
     /// With `CI=true` a service that stays unreachable is an error; otherwise a warning.
     Services,
-    /// Run `services`, then `cargo test --workspace --all-features --no-fail-fast [ARGS]`.
+    /// Run `services`, compile every test (`cargo test --workspace --all-features --no-run`)
+    /// while fetching the tools the tests need, then run the test binaries and the doctests,
+    /// three at a time (`AGENT_MEMORY_TEST_JOBS`), longest first.
     ///
-    /// Prints `N passed, M failed` at the end; fails if cargo failed, a test failed or no test
-    /// passed.
+    /// Prints `N passed, M failed` and the slowest jobs at the end; fails if a build or a job
+    /// failed, a test failed or no test passed.
     Test {
-        /// Extra arguments for `cargo test`, after its own (e.g. a test name filter).
+        /// Extra arguments for `cargo test`: before a `--` for cargo (`-p memory-sql` tests
+        /// that package alone), after it for every test binary (e.g. a test name filter).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
     /// Run every CI check in order: fmt, module cycles, clippy, tests, docs, cargo-deny.
     Ci {
-        /// Skip the test step (`.ci/run` runs `cargo xtask test` on its own first).
+        /// Skip the test step (`.ci/run` runs `cargo xtask test` on its own, beside the rest).
         #[arg(long)]
         no_tests: bool,
     },

@@ -52,8 +52,8 @@ type ToolEnv = Vec<(&'static str, PathBuf)>;
 type Ensure = fn(Option<PathBuf>) -> Result<PathBuf>;
 
 /// Runs `cargo xtask test`. `extra` are more `cargo test` arguments: those before a `--` go to
-/// the build and the doctests (e.g. `-p memory-sql`), those after it to every test binary (e.g.
-/// a test name filter).
+/// the build and the doctests (e.g. `-p memory-sql`, which tests that package alone instead of
+/// the workspace), those after it to every test binary (e.g. a test name filter).
 pub(crate) fn run(extra: &[String]) -> Result {
     services::run()?;
 
@@ -62,8 +62,10 @@ pub(crate) fn run(extra: &[String]) -> Result {
     let binary_args = parts.next().unwrap_or_default();
 
     let tools = thread::spawn(fetch_tools);
-    let mut build = util::cargo(["test", "--workspace", "--all-features", "--no-run"])?;
-    build.args(cargo_args);
+    let mut build = util::cargo(["test", "--all-features", "--no-run"])?;
+    build
+        .args(workspace_unless_packages(cargo_args))
+        .args(cargo_args);
     let built = test_binaries::build(build);
     let tools = tools
         .join()
@@ -77,8 +79,12 @@ pub(crate) fn run(extra: &[String]) -> Result {
     let durations_path = target_dir()?.join(DURATIONS_FILE);
     let recorded = read_durations(&durations_path);
     let mut jobs = Vec::with_capacity(binaries.len().saturating_add(1));
-    let mut doctests = util::cargo(["test", "--workspace", "--all-features", "--doc"])?;
-    doctests.args(cargo_args).arg("--").args(binary_args);
+    let mut doctests = util::cargo(["test", "--all-features", "--doc"])?;
+    doctests
+        .args(workspace_unless_packages(cargo_args))
+        .args(cargo_args)
+        .arg("--")
+        .args(binary_args);
     if io::stdout().is_terminal() && env::var_os("CARGO_TERM_COLOR").is_none() {
         doctests.env("CARGO_TERM_COLOR", "always");
     }
@@ -137,6 +143,15 @@ fn summarize(finished: &[Finished]) -> Result {
         return Err("no test passed: a run with zero tests is not a success".into());
     }
     Ok(())
+}
+
+/// `--workspace`, unless `cargo_args` choose packages (`-p`, `--package`): cargo would let
+/// `--workspace` win and build and run every package.
+fn workspace_unless_packages(cargo_args: &[String]) -> Option<&'static str> {
+    let chooses_packages = cargo_args
+        .iter()
+        .any(|arg| arg.starts_with("-p") || arg.starts_with("--package"));
+    (!chooses_packages).then_some("--workspace")
 }
 
 /// A job running `command` with the tools' variables set.
@@ -255,6 +270,24 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+
+    #[test]
+    fn the_whole_workspace_is_tested_unless_packages_are_chosen() {
+        let args = |list: &[&str]| list.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>();
+        assert_eq!(workspace_unless_packages(&[]), Some("--workspace"));
+        assert_eq!(
+            workspace_unless_packages(&args(&["--lib"])),
+            Some("--workspace")
+        );
+        for chosen in [
+            &["-p", "memory-sql"][..],
+            &["-pmemory-sql"],
+            &["--package", "memory-sql"],
+            &["--package=memory-sql"],
+        ] {
+            assert_eq!(workspace_unless_packages(&args(chosen)), None, "{chosen:?}");
+        }
+    }
 
     #[test]
     fn recorded_durations_round_trip_and_bad_lines_are_skipped() {
