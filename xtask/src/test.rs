@@ -5,8 +5,8 @@
 //!    tools the tests read from the environment are fetched beside it (see [`fetch_tools`]).
 //! 3. The test binaries and the doctests (`cargo test --doc`) run as jobs of
 //!    [`test_pool`], [`DEFAULT_JOBS`] at a time (`AGENT_MEMORY_TEST_JOBS` to change it), the
-//!    longest first: by the durations the previous run recorded in the target directory, else
-//!    by how many tests each binary lists.
+//!    longest first: by the durations the previous run on this machine recorded in the tool
+//!    cache, else by how many tests each binary lists.
 //! 4. `N passed, M failed` summed over every `test result:` line, the slowest jobs, and the
 //!    failed ones by name.
 //!
@@ -27,6 +27,7 @@ use crate::{
     test_binaries::{self, TestBinary},
     test_pool::{self, Finished, Job, Totals},
     util::{self, Result},
+    venv,
 };
 
 /// The environment variable the local-model tests read the model directory from.
@@ -39,7 +40,8 @@ const JOBS_ENV: &str = "AGENT_MEMORY_TEST_JOBS";
 /// two cores), and most of them wait on a database server.
 const DEFAULT_JOBS: usize = 3;
 
-/// The file, in the target directory, where a run records how long each job took.
+/// The file, in the tool cache (`~/.cache/agent-memory`), where a run records how long each
+/// job took.
 const DURATIONS_FILE: &str = "xtask-test-durations.tsv";
 
 /// The name of the doctest job.
@@ -76,7 +78,8 @@ pub(crate) fn run(extra: &[String]) -> Result {
         println!("{name}={}", value.display());
     }
 
-    let durations_path = target_dir()?.join(DURATIONS_FILE);
+    // Kept beside the fetched tools, so a fresh clone on this machine orders its jobs well too.
+    let durations_path = venv::cache_root(None)?.join(DURATIONS_FILE);
     let recorded = read_durations(&durations_path);
     let mut jobs = Vec::with_capacity(binaries.len().saturating_add(1));
     let mut doctests = util::cargo(["test", "--all-features", "--doc"])?;
@@ -111,6 +114,9 @@ pub(crate) fn run(extra: &[String]) -> Result {
     );
     let finished = test_pool::run(jobs, parallel);
     // Recording is best effort: it only orders the next run.
+    if let Some(dir) = durations_path.parent() {
+        let _ = fs::create_dir_all(dir);
+    }
     let _ = write_durations(&durations_path, &recorded, &finished);
     summarize(&finished)
 }
@@ -201,14 +207,6 @@ fn parallel_jobs() -> Result<usize> {
             .ok_or_else(|| {
                 format!("{JOBS_ENV} must be a whole number above 0, not {value:?}").into()
             }),
-    }
-}
-
-/// The target directory: `CARGO_TARGET_DIR`, else `target` in the workspace.
-fn target_dir() -> Result<PathBuf> {
-    match env::var_os("CARGO_TARGET_DIR") {
-        Some(dir) => Ok(PathBuf::from(dir)),
-        None => Ok(util::workspace_root()?.join("target")),
     }
 }
 

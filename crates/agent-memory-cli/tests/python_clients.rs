@@ -277,15 +277,18 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
             "50",
             "--seed",
             "20261125",
+            // One worker: with two (threads), this machine's CPython 3.11.7 failed a run at random
+            // with "SystemError: AST constructor recursion depth mismatch" (python/cpython#106905,
+            // a race in the interpreter), an error that says nothing about the server.
             "--workers",
-            "2",
+            "1",
             "--request-timeout",
             "10",
             "--no-shrink",
             "--suppress-health-check",
             "all",
         ]);
-    let output = run(cmd, Duration::from_secs(240), &server, "schemathesis");
+    let output = run(cmd, Duration::from_secs(420), &server, "schemathesis");
     let stdout = String::from_utf8_lossy(&output.stdout);
     // A run that tested nothing would pass too: every operation of the document was tested.
     let selected = summary_number(&stdout, "Selected:");
