@@ -246,16 +246,20 @@ async fn forget_listed(
     Ok((scopes, items))
 }
 
-/// Awaits `delete` in a [`ForgetMode::Delete`] and `count` in a [`ForgetMode::DryRun`]; the
-/// other future is dropped without being polled, so it does nothing.
-async fn delete_or_count(
+/// Calls `delete` in a [`ForgetMode::Delete`] and `count` in a [`ForgetMode::DryRun`], and only
+/// that one: a store may start work when the call is made, before its future is polled.
+async fn delete_or_count<Delete, Count>(
     mode: ForgetMode,
-    delete: impl Future<Output = Result<u64>>,
-    count: impl Future<Output = Result<u64>>,
-) -> Result<u64> {
+    delete: impl FnOnce() -> Delete,
+    count: impl FnOnce() -> Count,
+) -> Result<u64>
+where
+    Delete: Future<Output = Result<u64>>,
+    Count: Future<Output = Result<u64>>,
+{
     match mode {
-        ForgetMode::Delete => delete.await,
-        ForgetMode::DryRun => count.await,
+        ForgetMode::Delete => delete().await,
+        ForgetMode::DryRun => count().await,
     }
 }
 
@@ -351,8 +355,12 @@ impl<V: VectorStore> Forget for VectorForget<V> {
     }
 
     async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
-        let delete = self.store.delete_matching(filter);
-        let points = delete_or_count(mode, delete, self.store.count_matching(filter)).await?;
+        let points = delete_or_count(
+            mode,
+            || self.store.delete_matching(filter),
+            || self.store.count_matching(filter),
+        )
+        .await?;
         Ok(StoreReceipt::new(&self.name, 0, points, "points"))
     }
 }
@@ -373,8 +381,12 @@ impl<T: TextIndex> Forget for TextForget<T> {
     }
 
     async fn forget(&self, filter: &ScopeFilter, mode: ForgetMode) -> Result<StoreReceipt> {
-        let delete = self.index.delete_matching(filter);
-        let documents = delete_or_count(mode, delete, self.index.count_matching(filter)).await?;
+        let documents = delete_or_count(
+            mode,
+            || self.index.delete_matching(filter),
+            || self.index.count_matching(filter),
+        )
+        .await?;
         Ok(StoreReceipt::new(&self.name, 0, documents, "documents"))
     }
 }

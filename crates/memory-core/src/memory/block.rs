@@ -295,8 +295,8 @@ pub fn block_name(name: impl Into<String>) -> Result<String> {
     Ok(name)
 }
 
-/// Truncates a block whose content is one item a line, newest last (recalled memories, say):
-/// drops lines from the end until at least `excess_tokens` tokens are gone (a line's tokens
+/// Truncates a block whose content is one item a line, the most important first (recalled
+/// memories, best first, say): drops lines from the end until at least `excess_tokens` tokens are gone (a line's tokens
 /// plus one for its newline); `None` when no line is left, so the block is left out.
 pub fn truncate_lines(
     content: &BlockContent,

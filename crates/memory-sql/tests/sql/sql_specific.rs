@@ -1168,7 +1168,6 @@ async fn active_window_starts_at_the_first_active_message() {
 // PostgreSQL's one-statement append and the writer it waited for
 // ---------------------------------------------------------------------------------------------
 
-/// A writer of the thread that holds its row in an open transaction, as another process would.
 /// Tables of their own (`tag`) on PostgreSQL: their prefix, a store on them, and a pool for
 /// another writer.
 async fn postgres_tables(tag: &str) -> (String, Arc<SqlStore>, sqlx::PgPool) {
@@ -1179,6 +1178,7 @@ async fn postgres_tables(tag: &str) -> (String, Arc<SqlStore>, sqlx::PgPool) {
     (prefix, store, pool)
 }
 
+/// A writer of the thread that holds its row in an open transaction, as another process would.
 async fn hold_thread(
     pool: &sqlx::PgPool,
     statements: &[String],

@@ -46,8 +46,8 @@ pub async fn expect_nothing_new(
 /// Reads `scope`, just emptied, with `before`, a cursor of the thread's earlier life: the
 /// answer is [`Delta::Whole`], holds no message, counts zero and has the epoch [`NO_EPOCH`];
 /// and that answer's cursor stays current while the thread stays empty
-/// ([`expect_nothing_new`]). Returns the empty thread's cursor, which a later append makes
-/// stale.
+/// ([`expect_nothing_new`]). Returns the cursor of the read that found the thread emptied,
+/// which a later append makes stale.
 ///
 /// # Panics
 /// When the store answers otherwise, or a read fails. `what` names the step in the message.
@@ -69,5 +69,6 @@ pub async fn expect_emptied_thread(
     assert!(gone.messages.is_empty(), "{what}: {:?}", gone.messages);
     assert_eq!(gone.cursor.epoch(), NO_EPOCH, "{what}: the epoch");
     assert_eq!(gone.count, ThreadCount::default(), "{what}: the counts");
-    expect_nothing_new(store, scope, Window::All, gone.cursor, what).await
+    expect_nothing_new(store, scope, Window::All, gone.cursor, what).await;
+    gone.cursor
 }
