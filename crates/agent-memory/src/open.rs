@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use memory_core::telemetry::Traced;
 use memory_core::{
-    Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, Result, SessionStore,
-    TextIndex,
+    Error, HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Result,
+    SessionStore, TextIndex, VectorStore,
 };
 use memory_layers::{WindowCache, WindowCacheConfig};
 use tracing::Instrument;
@@ -23,7 +23,8 @@ pub const DEFAULT_URL: &str = "memory:";
 /// The environment variable [`open_default`] reads a URL from.
 pub const URL_ENV: &str = "AGENT_MEMORY_URL";
 
-/// A history store and a session store on one backend, and its text index when it has one.
+/// A history store and a session store on one backend, and its text index and vector store
+/// when it has them.
 #[derive(Clone)]
 pub struct Stores {
     /// Where conversation threads live.
@@ -32,6 +33,8 @@ pub struct Stores {
     pub sessions: Arc<dyn SessionStore>,
     /// The backend's text index (SQL URLs), see [`Stores::text_index`].
     text: Option<Arc<dyn TextIndex>>,
+    /// The backend's vector store (SQL URLs), see [`Stores::vector_store`].
+    vectors: Option<Arc<dyn VectorStore>>,
 }
 
 impl fmt::Debug for Stores {
@@ -40,19 +43,30 @@ impl fmt::Debug for Stores {
             .field("history", &self.history)
             .field("sessions", &self.sessions)
             .field("text", &self.text)
+            .field("vectors", &self.vectors)
             .finish()
     }
 }
 
 impl Stores {
-    /// Stores built by hand: a history store and a session store, without a text index (add
-    /// one with [`with_text_index`](Self::with_text_index)).
+    /// Stores built by hand: a history store and a session store, without a text index or a
+    /// vector store (add them with [`with_text_index`](Self::with_text_index) and
+    /// [`with_vector_store`](Self::with_vector_store)).
     pub fn new(history: Arc<dyn HistoryStore>, sessions: Arc<dyn SessionStore>) -> Self {
         Self {
             history,
             sessions,
             text: None,
+            vectors: None,
         }
+    }
+
+    /// The same stores with `vectors` as their vector store (returned by
+    /// [`vector_store`](Self::vector_store) and forgotten in by [`forgetter`](Self::forgetter)).
+    #[must_use]
+    pub fn with_vector_store(mut self, vectors: Arc<dyn VectorStore>) -> Self {
+        self.vectors = Some(vectors);
+        self
     }
 
     /// The same stores with `text` as their text index (returned by
@@ -70,16 +84,20 @@ impl Stores {
     }
 
     /// A [`Forgetter`](memory_core::forget::Forgetter) over the stores: history first, then
-    /// sessions (block states of a `Memory` included), then the text index when there is one
-    /// (named "texts"). Add other stores (vectors, Mem0) with its builder methods.
+    /// sessions (block states of a `Memory` included), then the vector store and the text index
+    /// when there are (named "vectors" and "texts"). Add other stores (Qdrant, Mem0) with its
+    /// builder methods.
     pub fn forgetter(&self) -> memory_core::forget::Forgetter {
-        let forgetter = memory_core::forget::Forgetter::new()
+        let mut forgetter = memory_core::forget::Forgetter::new()
             .history(Arc::clone(&self.history))
             .sessions(Arc::clone(&self.sessions));
-        match &self.text {
-            Some(text) => forgetter.texts(Arc::clone(text)),
-            None => forgetter,
+        if let Some(vectors) = &self.vectors {
+            forgetter = forgetter.vectors(Arc::clone(vectors));
         }
+        if let Some(text) = &self.text {
+            forgetter = forgetter.texts(Arc::clone(text));
+        }
+        forgetter
     }
 
     /// The backend's own [`TextIndex`] (lexical search over scoped documents), in the same
@@ -88,6 +106,14 @@ impl Stores {
     /// backends without one (`memory:`, Redis).
     pub fn text_index(&self) -> Option<Arc<dyn TextIndex>> {
         self.text.clone()
+    }
+
+    /// The backend's own [`VectorStore`] (exact cosine search over scoped points), in the same
+    /// database and under the same table prefix, so long-term memory lasts as long as the
+    /// history: `memory_sql::SqlVectorStore` for SQL URLs, `memory_core::InMemoryVectorStore`
+    /// for `memory:` (it lives as long as the process, as that history does).
+    pub fn vector_store(&self) -> Option<Arc<dyn VectorStore>> {
+        self.vectors.clone()
     }
 
     /// The stores wrapped in [`Traced`], so every call is a span and a duration data point
@@ -99,6 +125,9 @@ impl Stores {
             text: self
                 .text
                 .map(|text| -> Arc<dyn TextIndex> { Arc::new(Traced::new(text, system)) }),
+            vectors: self
+                .vectors
+                .map(|vectors| -> Arc<dyn VectorStore> { Arc::new(Traced::new(vectors, system)) }),
         }
     }
 
@@ -109,21 +138,17 @@ impl Stores {
         feature = "redis"
     ))]
     fn from_one<S: HistoryStore + SessionStore + Clone>(store: S) -> Self {
-        Self {
-            history: Arc::new(store.clone()),
-            sessions: Arc::new(store),
-            text: None,
-        }
+        Self::new(Arc::new(store.clone()), Arc::new(store))
     }
 
-    /// A SQL store's history, sessions and text index.
+    /// A SQL store's history, sessions, text index and vector store.
     #[cfg(any(feature = "sqlite", feature = "postgres", feature = "mysql"))]
     fn from_sql(store: memory_sql::SqlStore) -> Result<Self> {
         let text: Arc<dyn TextIndex> = Arc::new(store.text_index()?);
-        Ok(Self {
-            text: Some(text),
-            ..Self::from_one(store)
-        })
+        let vectors: Arc<dyn VectorStore> = Arc::new(store.vector_store()?);
+        Ok(Self::from_one(store)
+            .with_text_index(text)
+            .with_vector_store(vectors))
     }
 }
 
@@ -279,11 +304,11 @@ async fn open_backend(url: &str, existing_only: bool) -> Result<Stores> {
     let url = url.as_str();
     let scheme = url.split_once(':').map(|(s, _)| s).unwrap_or(url);
     match scheme {
-        "memory" => Ok(Stores {
-            history: Arc::new(InMemoryHistoryStore::new()),
-            sessions: Arc::new(InMemorySessionStore::new()),
-            text: None,
-        }),
+        "memory" => Ok(Stores::new(
+            Arc::new(InMemoryHistoryStore::new()),
+            Arc::new(InMemorySessionStore::new()),
+        )
+        .with_vector_store(Arc::new(InMemoryVectorStore::new()))),
         #[cfg(feature = "sqlite")]
         "sqlite" => Stores::from_sql(sql_store(url, prefix, existing_only).await?),
         #[cfg(feature = "postgres")]
@@ -568,11 +593,55 @@ mod tests {
             .unwrap();
         assert_eq!(found.len(), 1);
         let forgetter = stores.forgetter();
-        assert_eq!(forgetter.store_names(), ["history", "sessions", "texts"]);
+        assert_eq!(
+            forgetter.store_names(),
+            ["history", "sessions", "vectors", "texts"]
+        );
         let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
         let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
         assert_eq!(receipt.total_items(), 1, "{receipt}");
         assert_eq!(text.count(&scope).await.unwrap(), 0);
+    }
+
+    #[cfg(feature = "sqlite")]
+    #[tokio::test]
+    async fn sql_urls_have_a_vector_store_that_lasts_and_forget_reaches() {
+        use memory_core::forget::ForgetMode;
+        use memory_core::{Scope, ScopeFilter, TenantId, VectorPoint, VectorQuery};
+        assert!(open("memory:").await.unwrap().vector_store().is_some());
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}", dir.path().join("memory.db").display());
+        let scope = Scope::session("facade")
+            .unwrap()
+            .with_tenant("acme")
+            .unwrap();
+        let point = VectorPoint {
+            id: uuid::Uuid::from_u128(7),
+            vector: vec![0.6, 0.8],
+            payload: serde_json::Map::new(),
+        };
+        {
+            let stores = open(&url).await.unwrap();
+            let vectors = stores.vector_store().expect("a SQL URL has a vector store");
+            vectors.upsert(&scope, &[point]).await.unwrap();
+        }
+        // Opened again (a restarted process): the point is there, and forget reaches it.
+        let stores = open(&url).await.unwrap();
+        let vectors = stores.vector_store().unwrap();
+        let found = vectors
+            .search(&scope, &VectorQuery::new(vec![0.6, 0.8], 3))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1);
+        let forgetter = stores.forgetter();
+        assert_eq!(
+            forgetter.store_names(),
+            ["history", "sessions", "vectors", "texts"]
+        );
+        let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
+        let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
+        assert_eq!(receipt.total_items(), 1, "{receipt}");
+        assert_eq!(vectors.count(&scope).await.unwrap(), 0);
     }
 
     #[cfg(feature = "sqlite")]

@@ -24,6 +24,8 @@ pub(crate) enum Arg<'a> {
     Text(&'a str),
     OptText(Option<&'a str>),
     OptInt(Option<i64>),
+    /// Bytes (`BLOB`, `BYTEA`, `LONGBLOB`).
+    Bytes(&'a [u8]),
     /// A `BIGINT[]` (PostgreSQL only).
     #[cfg_attr(not(feature = "postgres"), allow(dead_code))]
     Ints(Vec<i64>),
@@ -43,6 +45,8 @@ pub(crate) enum Col {
     Text,
     /// A double-precision number (a relevance score), possibly `NULL`.
     Float,
+    /// Bytes (`BLOB`, `BYTEA`, `LONGBLOB`), possibly `NULL`.
+    Bytes,
 }
 
 /// One decoded value.
@@ -52,6 +56,7 @@ pub(crate) enum Value {
     Int(i64),
     Float(f64),
     Text(String),
+    Bytes(Vec<u8>),
     /// A text column whose bytes are not UTF-8 (SQLite stores what it is given): an error
     /// where the row is used, never for the whole result.
     NotUtf8,
@@ -85,9 +90,9 @@ impl Row {
         match self.get(i)? {
             Value::Null => Ok(None),
             Value::Int(v) => Ok(Some(*v)),
-            Value::Text(_) | Value::NotUtf8 => Err(Error::serialization(format!(
-                "column {i} holds text where a number was expected"
-            ))),
+            Value::Text(_) | Value::NotUtf8 | Value::Bytes(_) => Err(Error::serialization(
+                format!("column {i} holds text or bytes where a number was expected"),
+            )),
             Value::Float(_) => Err(Error::serialization(format!(
                 "column {i} holds a fraction where an integer was expected"
             ))),
@@ -101,9 +106,9 @@ impl Row {
             Value::Null => Err(Error::serialization(format!(
                 "column {i} is NULL where a number was expected"
             ))),
-            Value::Int(_) | Value::Text(_) | Value::NotUtf8 => Err(Error::serialization(format!(
-                "column {i} does not hold a floating-point number"
-            ))),
+            Value::Int(_) | Value::Text(_) | Value::NotUtf8 | Value::Bytes(_) => Err(
+                Error::serialization(format!("column {i} does not hold a floating-point number")),
+            ),
         }
     }
 
@@ -129,6 +134,26 @@ impl Row {
             Value::NotUtf8 => Err(Error::serialization(format!(
                 "column {i} holds text that is not UTF-8"
             ))),
+            Value::Bytes(_) => Err(Error::serialization(format!(
+                "column {i} holds bytes where text was expected"
+            ))),
+        }
+    }
+
+    /// A non-null bytes column, taken out of the row.
+    pub(crate) fn take_bytes(&mut self, i: usize) -> Result<Vec<u8>> {
+        let slot = self
+            .0
+            .get_mut(i)
+            .ok_or_else(|| Error::serialization(format!("column {i} missing from a result row")))?;
+        match std::mem::replace(slot, Value::Null) {
+            Value::Bytes(b) => Ok(b),
+            Value::Null => Err(Error::serialization(format!(
+                "column {i} is NULL where bytes were expected"
+            ))),
+            Value::Int(_) | Value::Float(_) | Value::Text(_) | Value::NotUtf8 => Err(
+                Error::serialization(format!("column {i} does not hold bytes")),
+            ),
         }
     }
 
@@ -200,6 +225,11 @@ impl<'a> Query<'a> {
     }
 
     /// Adds a text argument.
+    /// Adds a bytes argument.
+    pub(crate) fn bytes(self, v: &'a [u8]) -> Self {
+        self.arg(Arg::Bytes(v))
+    }
+
     pub(crate) fn text(self, v: &'a str) -> Self {
         self.arg(Arg::Text(v))
     }
@@ -306,6 +336,7 @@ where
     for<'t> &'t str: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
     for<'t> Option<&'t str>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
     for<'t> Option<i64>: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
+    for<'t> &'t [u8]: sqlx::Encode<'t, DB> + sqlx::Type<DB>,
     usize: sqlx::ColumnIndex<DB::Row>,
 {
     let Query {
@@ -320,6 +351,7 @@ where
             Arg::Text(v) => q.bind(v),
             Arg::OptText(v) => q.bind(v),
             Arg::OptInt(v) => q.bind(v),
+            Arg::Bytes(v) => q.bind(v),
             array @ (Arg::Ints(_) | Arg::Texts(_)) => DB::bind_array(q, array),
         };
     }
@@ -360,6 +392,9 @@ where
             Col::Float => row
                 .try_get::<Option<f64>, _>(i)?
                 .map_or(Value::Null, Value::Float),
+            Col::Bytes => row
+                .try_get::<Option<Vec<u8>>, _>(i)?
+                .map_or(Value::Null, Value::Bytes),
             Col::Text => match row.try_get::<Option<String>, _>(i) {
                 Ok(text) => text.map_or(Value::Null, Value::Text),
                 // Bytes that are not UTF-8 spoil their row only (see `Value::NotUtf8`).

@@ -30,10 +30,12 @@ mod prefix;
 mod retry;
 mod rows;
 mod schema;
+mod scoped_rows;
 mod session;
 mod sql;
 mod store;
 mod text;
+mod vectors;
 
 pub use config::{DEFAULT_TABLE_PREFIX, SchemaMode, SqlConfig};
 pub use dialect::Backend;
@@ -44,6 +46,7 @@ pub use prefix::MAX_TABLE_PREFIX_LEN;
 pub use schema::SCHEMA_VERSION;
 pub use store::{SqlStore, SqlStoreBuilder};
 pub use text::SqlTextIndex;
+pub use vectors::SqlVectorStore;
 
 /// The sqlx version this crate is built on, re-exported so the `from_*_pool` constructors take
 /// exactly the pool types the application builds.

@@ -18,7 +18,7 @@ use crate::prefix::TablePrefix;
 use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 6;
+pub const SCHEMA_VERSION: u32 = 7;
 
 struct Migration {
     version: u32,
@@ -48,6 +48,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(4, "session_nonce", "0004_session_nonce"),
     migration!(5, "thread_epoch", "0005_thread_epoch"),
     migration!(6, "text_index", "0006_text_index"),
+    migration!(7, "vectors", "0007_vectors"),
 ];
 
 impl Migration {

@@ -337,6 +337,11 @@ impl SqlStore {
         within_operation(limit, self.backend(), operation, ctx, op).await
     }
 
+    /// `template` with `{prefix}` replaced by the table prefix, in the store's dialect.
+    pub(crate) fn render(&self, template: &str) -> String {
+        self.inner.db.dialect.render(&self.inner.prefix, template)
+    }
+
     /// The schema version the tables were at (or were brought to) when the store opened.
     pub(crate) fn opened_schema_version(&self) -> u32 {
         self.inner.schema_version

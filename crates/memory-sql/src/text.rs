@@ -15,8 +15,6 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
-use memory_core::ScopeFilter;
 use memory_core::lexical::{
     ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery, check_documents,
     check_query, query_words,
@@ -24,15 +22,13 @@ use memory_core::lexical::{
 use memory_core::{Error, Result, Scope};
 use uuid::Uuid;
 
-use self::documents::{
-    Prepared, chunk_len, distinct, distinct_ids, first_count, parse_id, parse_payload,
-    power_of_two_at_most, prepare, scored,
-};
+use self::documents::{Prepared, distinct, prepare, scored};
 use self::statements::TextSql;
-use crate::dialect::{Backend, Dialect, MAX_PARAMS};
-use crate::driver::{Arg, Col, Query, Row};
+use crate::dialect::Backend;
+use crate::driver::{Col, Query, Row};
 use crate::retry::with_retries;
 use crate::rows::{scope_args, to_i64};
+use crate::scoped_rows::{ScopedRows, chunk_len, distinct_ids, impl_scoped_index};
 use crate::store::SqlStore;
 
 /// The schema version that created `{prefix}texts`.
@@ -67,7 +63,7 @@ const FILTER_PAGE_MIN: usize = 64;
 /// every filter is supported; a selective filter over a large scope reads many rows.
 #[derive(Clone)]
 pub struct SqlTextIndex {
-    store: SqlStore,
+    rows: ScopedRows,
     sql: Arc<TextSql>,
 }
 
@@ -99,30 +95,26 @@ impl SqlTextIndex {
             )));
         }
         Ok(Self {
-            store: store.clone(),
+            rows: ScopedRows::new(store, "{prefix}texts", "doc_id", "text document"),
             sql: Arc::new(TextSql::new(inner.db.dialect, &inner.prefix)),
         })
     }
 
-    fn dialect(&self) -> Dialect {
-        self.store.inner.db.dialect
-    }
-
-    fn render(&self, template: &str) -> String {
-        self.dialect().render(&self.store.inner.prefix, template)
+    fn store(&self) -> &SqlStore {
+        self.rows.store()
     }
 
     async fn upsert_rows(&self, scope: &Scope, rows: &[Prepared<'_>]) -> Result<()> {
         const CTX: &str = "upsert text documents";
-        let db = &self.store.inner.db;
+        let db = &self.store().inner.db;
         let key = scope.key();
         let mut tx = db.begin(CTX).await?;
         let mut rest = rows;
         while !rest.is_empty() {
-            let n = chunk_len(rest, self.sql.params_per_row);
+            let n = chunk_len(rest.iter().map(Prepared::bytes), self.sql.params_per_row);
             let (chunk, after) = rest.split_at(n.min(rest.len()));
             rest = after;
-            let mut q = Query::built(self.render(&self.sql.upsert(chunk.len())), true);
+            let mut q = Query::built(self.store().render(&self.sql.upsert(chunk.len())), true);
             for row in chunk {
                 q = q.text(&key).args(scope_args(scope)).text(&row.id);
                 q = q.text(row.text);
@@ -154,7 +146,7 @@ impl SqlTextIndex {
         let cols = [Col::Text, Col::Text, Col::Float];
         match tx {
             Some(tx) => tx.fetch(CTX, q, &cols).await,
-            None => self.store.inner.db.fetch(CTX, q, &cols).await,
+            None => self.store().inner.db.fetch(CTX, q, &cols).await,
         }
     }
 
@@ -173,7 +165,7 @@ impl SqlTextIndex {
                     .ranked(None, &key, &engine_query, query.top_k, 0)
                     .await?
                 {
-                    found.push(scored(row)?);
+                    found.push(scored(&self.rows, row)?);
                 }
             }
             Some(filter) => {
@@ -182,7 +174,7 @@ impl SqlTextIndex {
                     .saturating_mul(4)
                     .clamp(FILTER_PAGE_MIN, FILTER_PAGE_MAX);
                 // One snapshot for every page, so no document is seen twice or skipped.
-                let db = &self.store.inner.db;
+                let db = &self.store().inner.db;
                 let mut tx = db.begin_read(CTX).await?;
                 let mut offset = 0usize;
                 loop {
@@ -191,7 +183,7 @@ impl SqlTextIndex {
                         .await?;
                     let last_page = rows.len() < page;
                     for row in rows {
-                        let doc = scored(row)?;
+                        let doc = scored(&self.rows, row)?;
                         if filter.matches(&doc.payload) {
                             found.push(doc);
                         }
@@ -216,22 +208,20 @@ impl SqlTextIndex {
         let wanted = distinct_ids(ids);
         let key = scope.key();
         let mut by_id = HashMap::with_capacity(wanted.len());
-        for chunk in self.id_chunks(&wanted) {
-            let q = self.by_ids(
-                "SELECT doc_id, body, payload FROM {prefix}texts WHERE scope_key = ? AND",
-                &key,
-                chunk,
-            );
+        for chunk in self.rows.id_chunks(&wanted) {
+            let q = self
+                .rows
+                .by_ids("SELECT doc_id, body, payload FROM", &key, chunk);
             let rows = self
-                .store
+                .store()
                 .inner
                 .db
                 .fetch(CTX, q, &[Col::Text, Col::Text, Col::Text])
                 .await?;
             for mut row in rows {
-                let id = parse_id(&row.take_text(0)?)?;
+                let id = self.rows.parse_id(&row.take_text(0)?)?;
                 let text = row.take_text(1)?;
-                let payload = parse_payload(&row.take_text(2)?, id)?;
+                let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
                 by_id.insert(id, TextDocument { id, text, payload });
             }
         }
@@ -240,108 +230,19 @@ impl SqlTextIndex {
             .filter_map(|(id, _)| by_id.remove(id))
             .collect())
     }
-
-    async fn delete_rows(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        const CTX: &str = "delete text documents";
-        let wanted = distinct_ids(ids);
-        if wanted.is_empty() {
-            return Ok(0);
-        }
-        let key = scope.key();
-        let mut tx = self.store.inner.db.begin(CTX).await?;
-        let mut deleted = 0u64;
-        for chunk in self.id_chunks(&wanted) {
-            let q = self.by_ids(
-                "DELETE FROM {prefix}texts WHERE scope_key = ? AND",
-                &key,
-                chunk,
-            );
-            deleted = deleted.saturating_add(tx.execute(CTX, q).await?);
-        }
-        tx.commit(CTX).await?;
-        Ok(deleted)
-    }
-
-    /// The ids in chunks a statement can carry: one chunk on PostgreSQL (an array), else at
-    /// most `MAX_PARAMS - 1` ids in power-of-two sizes (so few statement shapes are cached).
-    fn id_chunks<'w>(&self, wanted: &'w [(Uuid, String)]) -> Vec<&'w [(Uuid, String)]> {
-        if self.sql.backend == Backend::Postgres {
-            return vec![wanted];
-        }
-        let mut out = Vec::new();
-        let mut rest = wanted;
-        while !rest.is_empty() {
-            let n = power_of_two_at_most(rest.len().min(MAX_PARAMS.saturating_sub(1)));
-            let (chunk, after) = rest.split_at(n.min(rest.len()));
-            out.push(chunk);
-            rest = after;
-        }
-        out
-    }
-
-    /// `head` (ending in `AND`) followed by the condition that the id is one of `chunk`'s.
-    fn by_ids<'q>(&self, head: &str, key: &'q str, chunk: &'q [(Uuid, String)]) -> Query<'q> {
-        if self.sql.backend == Backend::Postgres {
-            let sql = self.render(&format!("{head} doc_id = ANY(?)"));
-            return Query::built(sql, true)
-                .text(key)
-                .arg(Arg::Texts(chunk.iter().map(|(_, s)| s.as_str()).collect()));
-        }
-        let marks = vec!["?"; chunk.len()].join(", ");
-        let sql = self.render(&format!("{head} doc_id IN ({marks})"));
-        Query::built(sql, true)
-            .text(key)
-            .args(chunk.iter().map(|(_, s)| Arg::Text(s.as_str())))
-    }
-
-    /// `WHERE …` selecting the rows of the scopes `filter` selects, and its arguments.
-    fn matching(filter: &ScopeFilter) -> (String, Vec<Arg<'_>>) {
-        let mut sql = String::from(" WHERE tenant = ?");
-        let mut args = vec![Arg::Text(filter.tenant.as_str())];
-        if let Some(user) = filter.user.as_ref() {
-            sql.push_str(" AND user_id = ?");
-            args.push(Arg::Text(user.as_str()));
-        }
-        if let Some(agent) = filter.agent.as_ref() {
-            sql.push_str(" AND agent_id = ?");
-            args.push(Arg::Text(agent.as_str()));
-        }
-        if let Some(session) = filter.session.as_ref() {
-            sql.push_str(" AND session_id = ?");
-            args.push(Arg::Text(session.as_str()));
-        }
-        if let Some(source) = filter.source.as_ref() {
-            sql.push_str(" AND source = ?");
-            args.push(Arg::Text(source.as_str()));
-        }
-        (sql, args)
-    }
-
-    async fn bounded<T>(
-        &self,
-        operation: &'static str,
-        ctx: &str,
-        op: impl Future<Output = Result<T>>,
-    ) -> Result<T> {
-        self.store.bounded(operation, ctx, op).await
-    }
 }
 
 impl fmt::Debug for SqlTextIndex {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SqlTextIndex")
-            .field("backend", &self.store.backend())
-            .field("table_prefix", &self.store.inner.prefix)
+            .field("backend", &self.store().backend())
+            .field("table_prefix", &self.store().inner.prefix)
             .finish()
     }
 }
 
-#[async_trait]
-impl TextIndex for SqlTextIndex {
-    fn capabilities(&self) -> TextCapabilities {
-        TextCapabilities::none().with_deletes_matching(true)
-    }
-
+impl_scoped_index! {
+impl TextIndex with TextCapabilities for SqlTextIndex {
     async fn upsert(&self, scope: &Scope, documents: &[TextDocument]) -> Result<()> {
         const CTX: &str = "upsert text documents";
         check_documents(documents)?;
@@ -350,12 +251,12 @@ impl TextIndex for SqlTextIndex {
         }
         let rows = prepare(documents, self.sql.backend == Backend::MySql)?;
         let write = with_retries(CTX, || self.upsert_rows(scope, &rows));
-        self.bounded("upsert", CTX, write).await
+        self.rows.bounded("upsert", CTX, write).await
     }
 
     async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
         check_query(query)?;
-        self.bounded(
+        self.rows.bounded(
             "search",
             "search text documents",
             self.search_rows(scope, query),
@@ -367,59 +268,9 @@ impl TextIndex for SqlTextIndex {
         if ids.is_empty() {
             return Ok(Vec::new());
         }
-        self.bounded("get", "get text documents", self.get_rows(scope, ids))
+        self.rows
+            .bounded("get", "get text documents", self.get_rows(scope, ids))
             .await
     }
-
-    async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {
-        const CTX: &str = "delete text documents";
-        let delete = with_retries(CTX, || self.delete_rows(scope, ids));
-        self.bounded("delete", CTX, delete).await
-    }
-
-    async fn count(&self, scope: &Scope) -> Result<u64> {
-        const CTX: &str = "count text documents";
-        let key = scope.key();
-        let q = Query::shared(&self.sql.count).text(&key);
-        let rows = self
-            .bounded("count", CTX, self.store.inner.db.fetch(CTX, q, &[Col::Int]))
-            .await?;
-        first_count(&rows)
-    }
-
-    async fn clear(&self, scope: &Scope) -> Result<u64> {
-        const CTX: &str = "clear text documents";
-        let key = scope.key();
-        let db = &self.store.inner.db;
-        let clear = with_retries(CTX, || {
-            db.execute(CTX, Query::shared(&self.sql.clear).text(&key))
-        });
-        self.bounded("clear", CTX, clear).await
-    }
-
-    async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        const CTX: &str = "delete the text documents of a filter";
-        let (condition, args) = Self::matching(filter);
-        let sql = self.render(&format!("DELETE FROM {{prefix}}texts{condition}"));
-        let db = &self.store.inner.db;
-        let delete = with_retries(CTX, || {
-            db.execute(CTX, Query::built(sql.clone(), false).args(args.clone()))
-        });
-        self.bounded("delete_matching", CTX, delete).await
-    }
-
-    async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
-        const CTX: &str = "count the text documents of a filter";
-        let (condition, args) = Self::matching(filter);
-        let sql = self.render(&format!("SELECT COUNT(*) FROM {{prefix}}texts{condition}"));
-        let q = Query::built(sql, false).args(args);
-        let rows = self
-            .bounded(
-                "count_matching",
-                CTX,
-                self.store.inner.db.fetch(CTX, q, &[Col::Int]),
-            )
-            .await?;
-        first_count(&rows)
-    }
+}
 }

@@ -8,6 +8,7 @@ use uuid::Uuid;
 
 use super::{
     ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore, check_vectors,
+    keep_best,
 };
 use crate::error::{Error, ErrorKind, Result};
 use crate::scope::{Scope, ScopeFilter};
@@ -81,16 +82,7 @@ impl VectorStore for InMemoryVectorStore {
             .map(|p| (cosine_with_norm(&query.vector, query_norm, &p.vector), p))
             .filter(|(score, _)| query.min_score.is_none_or(|min| *score >= min))
             .collect();
-        let order = |a: &(f32, &VectorPoint), b: &(f32, &VectorPoint)| {
-            b.0.total_cmp(&a.0).then(a.1.id.cmp(&b.1.id))
-        };
-        if query.top_k < scored.len() {
-            if query.top_k > 0 {
-                scored.select_nth_unstable_by(query.top_k.saturating_sub(1), order);
-            }
-            scored.truncate(query.top_k);
-        }
-        scored.sort_by(order);
+        keep_best(&mut scored, query.top_k, |(score, p)| (*score, p.id));
         let scored = scored
             .into_iter()
             .map(|(score, p)| ScoredPoint {

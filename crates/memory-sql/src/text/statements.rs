@@ -12,8 +12,6 @@ pub(super) struct TextSql {
     /// Bound values per upserted row.
     pub(super) params_per_row: usize,
     pub(super) search: Arc<str>,
-    pub(super) count: Arc<str>,
-    pub(super) clear: Arc<str>,
 }
 
 impl TextSql {
@@ -49,8 +47,6 @@ impl TextSql {
             backend,
             params_per_row: if backend == Backend::MySql { 10 } else { 9 },
             search: render(search),
-            count: render("SELECT COUNT(*) FROM {prefix}texts WHERE scope_key = ?"),
-            clear: render("DELETE FROM {prefix}texts WHERE scope_key = ?"),
         }
     }
 

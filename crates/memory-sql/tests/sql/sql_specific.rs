@@ -140,7 +140,7 @@ async fn upgrade_from_v1(target: Target) {
     assert!(!has_index(&raw, &messages_table, &index).await);
     v1.close().await;
     // This build's statements need the current schema: write the data with it, then take the
-    // tables back to v1 (the v2 index, the v3, v4 and v5 columns and the v6 tables dropped,
+    // tables back to v1 (the v2 index, the v3, v4 and v5 columns and the v6 and v7 tables dropped,
     // their records removed).
     let v1 = open(&url, &prefix).await;
     let scope = Scope::session("upgrade")
@@ -170,6 +170,10 @@ async fn upgrade_from_v1(target: Target) {
     .await;
     raw.exec(&format!("ALTER TABLE {prefix}threads DROP COLUMN epoch"))
         .await;
+    // v7: the vector tables.
+    raw.exec(&format!("DROP TABLE {prefix}vectors")).await;
+    raw.exec(&format!("DROP TABLE {prefix}vector_dimensions"))
+        .await;
     // v6: the text table (and, on SQLite, its FTS5 table; its triggers go with the table).
     raw.exec(&format!("DROP TABLE IF EXISTS {prefix}texts_fts"))
         .await;
@@ -183,7 +187,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 6);
+    assert_eq!(SCHEMA_VERSION, 7);
     assert!(has_index(&raw, &messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
@@ -194,7 +198,7 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 6, "one row per applied version");
+    assert_eq!(versions, 7, "one row per applied version");
     // v6 made the text table again, with its index.
     {
         use memory_core::lexical::{TextDocument, TextIndex, TextQuery};
@@ -207,6 +211,22 @@ async fn upgrade_from_v1(target: Target) {
         texts.upsert(&scope, &[doc]).await.unwrap();
         let found = texts
             .search(&scope, &TextQuery::new("lantern", 3))
+            .await
+            .unwrap();
+        assert_eq!(found.len(), 1, "{target:?}");
+    }
+    // v7 made the vector tables again.
+    {
+        use memory_core::{VectorPoint, VectorQuery, VectorStore};
+        let vectors = store.vector_store().unwrap();
+        let point = VectorPoint {
+            id: uuid::Uuid::from_u128(1),
+            vector: vec![1.0, 0.0],
+            payload: serde_json::Map::new(),
+        };
+        vectors.upsert(&scope, &[point]).await.unwrap();
+        let found = vectors
+            .search(&scope, &VectorQuery::new(vec![1.0, 0.0], 3))
             .await
             .unwrap();
         assert_eq!(found.len(), 1, "{target:?}");

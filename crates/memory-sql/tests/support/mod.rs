@@ -185,6 +185,8 @@ impl Raw {
     /// Drops every table of the store's schema with `prefix`.
     pub(crate) async fn drop_tables(&self, prefix: &str) {
         for table in [
+            "vectors",
+            "vector_dimensions",
             "texts_fts",
             "texts",
             "messages",

@@ -1,0 +1,336 @@
+//! [`SqlVectorStore`]: a [`VectorStore`] in the store's own database, in the table
+//! `{prefix}vectors` (schema v7), with exact cosine search.
+//!
+//! No vector extension is assumed (none is installable everywhere this runs): a vector is its
+//! `f32` values, little-endian, in a binary column ([`encoding`]), and a search reads the
+//! vectors of the scope, scores them in process and reads the payloads of the best `top_k`
+//! only, in one read snapshot. The statements are [`statements`].
+
+mod encoding;
+mod statements;
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, OnceLock};
+
+use memory_core::vector::{check_vectors, keep_best};
+use memory_core::{
+    Error, Result, Scope, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore,
+};
+use uuid::Uuid;
+
+use self::encoding::{QueryVector, decode_vector, encode_vector};
+use self::statements::VectorSql;
+use crate::driver::{Col, Query, Row, Tx};
+use crate::retry::with_retries;
+use crate::rows::scope_args;
+use crate::scoped_rows::{
+    ScopedRows, chunk_len, distinct_ids, impl_scoped_index, last_of_each_id, payload_text,
+};
+use crate::store::SqlStore;
+
+/// The schema version that created `{prefix}vectors`.
+const VECTOR_SCHEMA_VERSION: u32 = 7;
+
+/// What one point is called in errors.
+const NOUN: &str = "vector point";
+
+/// A [`VectorStore`] on the database of a [`SqlStore`]: durable long-term memory with no other
+/// service.
+///
+/// Get one with [`SqlStore::vector_store`]; it shares the store's pool, table prefix, schema and
+/// operation timeout, and cloning it is cheap. Points live in `{prefix}vectors`, one row per
+/// point keyed by the scope (its key and its columns, as the text index keys them) and the id,
+/// so [`delete_matching`](VectorStore::delete_matching) selects a tenant, user, agent or
+/// session with plain column conditions.
+///
+/// - **Vectors** are stored exactly (`f32`, little-endian: 4 bytes a dimension), so
+///   [`get`](VectorStore::get) returns the values written. Every vector of the tables of one
+///   prefix has one dimension, recorded in `{prefix}vector_dimensions` by the first upsert:
+///   every process and replica on the database agrees on it, and a vector of another
+///   dimension (an embedder changed under existing data, say) is refused with `InvalidInput`.
+/// - **Search** is exact: it reads the vectors of the scope (through the primary key), scores
+///   them by cosine similarity in process, keeps the best `top_k`, then reads only their
+///   payloads, all in one read snapshot; with a payload filter it reads the payloads with the
+///   vectors and evaluates [`PayloadFilter::matches`](memory_core::PayloadFilter::matches) on
+///   them, so every filter is supported. The cost grows with the scope's points (about
+///   1.5 KB a point at 384 dimensions); Qdrant stays the choice for collections of millions.
+#[derive(Clone)]
+pub struct SqlVectorStore {
+    rows: ScopedRows,
+    sql: Arc<VectorSql>,
+    /// The dimension recorded in the database, once read or written (it never changes).
+    dimensions: Arc<OnceLock<usize>>,
+}
+
+impl SqlStore {
+    /// The [`VectorStore`] on this store's database (the `{prefix}vectors` table).
+    ///
+    /// # Errors
+    /// [`Unsupported`](memory_core::ErrorKind::Unsupported) when the store's tables are at a
+    /// schema version older than 7, which created the table.
+    pub fn vector_store(&self) -> Result<SqlVectorStore> {
+        SqlVectorStore::new(self)
+    }
+}
+
+impl SqlVectorStore {
+    /// The vector store on `store`'s database; see [`SqlStore::vector_store`].
+    ///
+    /// # Errors
+    /// As [`SqlStore::vector_store`].
+    pub fn new(store: &SqlStore) -> Result<Self> {
+        let version = store.opened_schema_version();
+        if version < VECTOR_SCHEMA_VERSION {
+            return Err(Error::unsupported(format!(
+                "the tables with prefix {:?} are at schema version {version}; the vector store \
+                 needs version {VECTOR_SCHEMA_VERSION}: upgrade the schema (`agent-memory \
+                 upgrade`, or the library's default open)",
+                store.inner.prefix.as_str()
+            )));
+        }
+        Ok(Self {
+            rows: ScopedRows::new(store, "{prefix}vectors", "point_id", NOUN),
+            sql: Arc::new(VectorSql::new(store)),
+            dimensions: Arc::new(OnceLock::new()),
+        })
+    }
+
+    fn store(&self) -> &SqlStore {
+        self.rows.store()
+    }
+
+    /// The dimension recorded in the database, if any vector was ever written.
+    async fn recorded_dimensions(&self, tx: &mut Tx<'_>, ctx: &str) -> Result<Option<usize>> {
+        if let Some(known) = self.dimensions.get() {
+            return Ok(Some(*known));
+        }
+        let rows = tx
+            .fetch(ctx, Query::shared(&self.sql.read_dimensions), &[Col::Int])
+            .await?;
+        let Some(row) = rows.first() else {
+            return Ok(None);
+        };
+        let stored = row.uint(0)?;
+        let dimensions = usize::try_from(stored)
+            .ok()
+            .filter(|d| *d > 0)
+            .ok_or_else(|| {
+                Error::serialization(format!(
+                    "{}vector_dimensions records an impossible dimension {stored}",
+                    self.store().inner.prefix.as_str()
+                ))
+            })?;
+        Ok(Some(*self.dimensions.get_or_init(|| dimensions)))
+    }
+
+    /// Records `dimensions` as the store's when none is, and checks that it is the store's.
+    async fn claim_dimensions(&self, tx: &mut Tx<'_>, ctx: &str, dimensions: usize) -> Result<()> {
+        if self.dimensions.get().is_none() {
+            let wanted = i64::try_from(dimensions)
+                .map_err(|_| Error::invalid_input("a vector has too many dimensions"))?;
+            tx.execute(ctx, Query::shared(&self.sql.record_dimensions).int(wanted))
+                .await?;
+        }
+        match self.recorded_dimensions(tx, ctx).await? {
+            Some(recorded) if recorded != dimensions => Err(Error::invalid_input(format!(
+                "a vector has {dimensions} dimensions; this store holds {recorded}"
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    async fn upsert_rows(&self, scope: &Scope, points: &[&VectorPoint]) -> Result<()> {
+        const CTX: &str = "upsert vector points";
+        let Some(first) = points.first() else {
+            return Ok(());
+        };
+        let encoded: Vec<(String, Vec<u8>, String)> = points
+            .iter()
+            .map(|p| {
+                let payload = payload_text(&p.payload, NOUN, p.id)?;
+                Ok((
+                    p.id.hyphenated().to_string(),
+                    encode_vector(&p.vector),
+                    payload,
+                ))
+            })
+            .collect::<Result<_>>()?;
+        let key = scope.key();
+        let mut tx = self.store().inner.db.begin(CTX).await?;
+        self.claim_dimensions(&mut tx, CTX, first.vector.len())
+            .await?;
+        let mut rest = encoded.as_slice();
+        while !rest.is_empty() {
+            let sizes = rest.iter().map(|(_, v, p)| v.len().saturating_add(p.len()));
+            let n = chunk_len(sizes, VectorSql::PARAMS_PER_ROW);
+            let (chunk, after) = rest.split_at(n.min(rest.len()));
+            rest = after;
+            let mut q = Query::built(self.store().render(&self.sql.upsert(chunk.len())), true);
+            for (id, vector, payload) in chunk {
+                q = q.text(id).text(&key).args(scope_args(scope));
+                q = q.bytes(vector).text(payload);
+            }
+            tx.execute(CTX, q).await?;
+        }
+        tx.commit(CTX).await
+    }
+
+    async fn search_rows(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        const CTX: &str = "search vector points";
+        let key = scope.key();
+        let db = &self.store().inner.db;
+        let mut tx = db.begin_read(CTX).await?;
+        let recorded = self.recorded_dimensions(&mut tx, CTX).await?;
+        check_vectors([query.vector.as_slice()], recorded)?;
+        if recorded.is_none() || query.top_k == 0 {
+            tx.commit(CTX).await?;
+            return Ok(Vec::new());
+        }
+        let query_vector = QueryVector::new(&query.vector);
+        let keep = |score: f32| query.min_score.is_none_or(|min| score >= min);
+        let found = match &query.filter {
+            None => {
+                let scan = Query::shared(&self.sql.scan).text(&key);
+                let rows = tx.fetch(CTX, scan, &[Col::Text, Col::Bytes]).await?;
+                let mut scored = Vec::with_capacity(rows.len());
+                for mut row in rows {
+                    let id = self.rows.parse_id(&row.take_text(0)?)?;
+                    let score = query_vector.score(&row.take_bytes(1)?, id)?;
+                    if keep(score) {
+                        scored.push((score, id));
+                    }
+                }
+                keep_best(&mut scored, query.top_k, |hit| *hit);
+                let ids: Vec<Uuid> = scored.iter().map(|(_, id)| *id).collect();
+                let mut payloads = self.payloads(&mut tx, &key, &ids).await?;
+                scored
+                    .into_iter()
+                    .filter_map(|(score, id)| {
+                        let payload = payloads.remove(&id)?;
+                        Some(ScoredPoint { id, score, payload })
+                    })
+                    .collect()
+            }
+            Some(filter) => {
+                let scan = Query::shared(&self.sql.scan_with_payloads).text(&key);
+                let cols = [Col::Text, Col::Bytes, Col::Text];
+                let mut scored = Vec::new();
+                for mut row in tx.fetch(CTX, scan, &cols).await? {
+                    let id = self.rows.parse_id(&row.take_text(0)?)?;
+                    let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
+                    if !filter.matches(&payload) {
+                        continue;
+                    }
+                    let score = query_vector.score(&row.take_bytes(1)?, id)?;
+                    if keep(score) {
+                        scored.push(ScoredPoint { id, score, payload });
+                    }
+                }
+                keep_best(&mut scored, query.top_k, |hit| (hit.score, hit.id));
+                scored
+            }
+        };
+        tx.commit(CTX).await?;
+        Ok(found)
+    }
+
+    /// The payloads of `ids` in the scope of `key`, by id.
+    async fn payloads(
+        &self,
+        tx: &mut Tx<'_>,
+        key: &str,
+        ids: &[Uuid],
+    ) -> Result<HashMap<Uuid, serde_json::Map<String, serde_json::Value>>> {
+        const CTX: &str = "read the payloads of vector points";
+        let wanted = distinct_ids(ids);
+        let mut by_id = HashMap::with_capacity(wanted.len());
+        for chunk in self.rows.id_chunks(&wanted) {
+            let q = self
+                .rows
+                .by_ids("SELECT point_id, payload FROM", key, chunk);
+            for mut row in tx.fetch(CTX, q, &[Col::Text, Col::Text]).await? {
+                let id = self.rows.parse_id(&row.take_text(0)?)?;
+                let payload = self.rows.parse_payload(&row.take_text(1)?, id)?;
+                by_id.insert(id, payload);
+            }
+        }
+        Ok(by_id)
+    }
+
+    async fn get_rows(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        const CTX: &str = "get vector points";
+        let wanted = distinct_ids(ids);
+        let key = scope.key();
+        let db = &self.store().inner.db;
+        let mut by_id = HashMap::with_capacity(wanted.len());
+        for chunk in self.rows.id_chunks(&wanted) {
+            let q = self
+                .rows
+                .by_ids("SELECT point_id, vector, payload FROM", &key, chunk);
+            let cols = [Col::Text, Col::Bytes, Col::Text];
+            for row in db.fetch(CTX, q, &cols).await? {
+                let point = self.point(row)?;
+                by_id.insert(point.id, point);
+            }
+        }
+        Ok(wanted
+            .iter()
+            .filter_map(|(id, _)| by_id.remove(id))
+            .collect())
+    }
+
+    /// A row (id, vector, payload) as a point.
+    fn point(&self, mut row: Row) -> Result<VectorPoint> {
+        let id = self.rows.parse_id(&row.take_text(0)?)?;
+        let vector = decode_vector(&row.take_bytes(1)?, id)?;
+        let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
+        Ok(VectorPoint {
+            id,
+            vector,
+            payload,
+        })
+    }
+}
+
+impl fmt::Debug for SqlVectorStore {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlVectorStore")
+            .field("backend", &self.store().backend())
+            .field("table_prefix", &self.store().inner.prefix)
+            .field("dimensions", &self.dimensions.get())
+            .finish()
+    }
+}
+
+impl_scoped_index! {
+impl VectorStore with VectorCapabilities for SqlVectorStore {
+    async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
+        const CTX: &str = "upsert vector points";
+        let known = self.dimensions.get().copied();
+        check_vectors(points.iter().map(|p| p.vector.as_slice()), known)?;
+        let written: Vec<&VectorPoint> = last_of_each_id(points.iter().map(|p| p.id))
+            .into_iter()
+            .filter_map(|at| points.get(at))
+            .collect();
+        let write = with_retries(CTX, || self.upsert_rows(scope, &written));
+        self.rows.bounded("upsert", CTX, write).await
+    }
+
+    async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        const CTX: &str = "search vector points";
+        self.rows
+            .bounded("search", CTX, self.search_rows(scope, query))
+            .await
+    }
+
+    async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.rows
+            .bounded("get", "get vector points", self.get_rows(scope, ids))
+            .await
+    }
+}
+}
