@@ -64,7 +64,7 @@ pub use retrieval::{
     DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, MemoryItem, RetrievalQuery,
     Retrieved, Retriever,
 };
-pub use scope::{Page, PageRequest, Scope, ScopeFilter};
+pub use scope::{Page, PageRequest, Scope, ScopeFilter, ScopedHit};
 pub use session::{
     AgentSession, Conversation, InMemorySessionStore, LayeredSessions, MAX_SESSION_STATE_BYTES,
     SessionCapabilities, SessionStore, StoredSession, encode_state,

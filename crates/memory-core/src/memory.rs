@@ -16,6 +16,7 @@
 mod block;
 pub mod blocks;
 mod provider;
+mod recall;
 mod render;
 mod state;
 
@@ -27,6 +28,7 @@ pub use block::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, block_name,
     truncate_lines, validate_block_name,
 };
+pub use recall::Recall;
 pub use render::{
     InsertMethod, escape_memory_text, render_fact, render_memory, render_message, render_recalled,
 };

@@ -20,8 +20,8 @@ use async_trait::async_trait;
 use serde_json::{Map, Value};
 use uuid::Uuid;
 
-use crate::error::Result;
-use crate::scope::Scope;
+use crate::error::{Error, Result};
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
 use crate::vector::PayloadFilter;
 
 pub use dense::DenseRetriever;
@@ -175,6 +175,28 @@ pub trait Retriever: Send + Sync + fmt::Debug + 'static {
 
     /// Removes every item of the scope; returns how many.
     async fn clear(&self, scope: &Scope) -> Result<u64>;
+
+    /// The best items across the scopes `filter` selects (a user's memory over all their
+    /// sessions, say), each with the scope it lives in.
+    ///
+    /// # Behavior
+    /// As [`retrieve`](Retriever::retrieve) over every item of every scope the filter
+    /// [matches](crate::ScopeFilter::matches) and of no other scope, whatever the query: at
+    /// most `top_k` items, best first, each with its scope. The default returns
+    /// [`Unsupported`](crate::ErrorKind::Unsupported): a retriever supports it when its indexes
+    /// can search across scopes (their `searches_matching` capability), and says so in its
+    /// docs.
+    async fn retrieve_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &RetrievalQuery,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
+        let _ = (filter, query);
+        Err(Error::unsupported(format!(
+            "{} does not search across scopes (retrieve_matching)",
+            std::any::type_name::<Self>()
+        )))
+    }
 }
 
 /// Forwards [`Retriever`] through smart pointers, so `Arc<dyn Retriever>` and
@@ -196,6 +218,13 @@ macro_rules! forward_retriever {
             }
             async fn clear(&self, scope: &Scope) -> Result<u64> {
                 (**self).clear(scope).await
+            }
+            async fn retrieve_matching(
+                &self,
+                filter: &ScopeFilter,
+                query: &RetrievalQuery,
+            ) -> Result<Vec<ScopedHit<Retrieved>>> {
+                (**self).retrieve_matching(filter, query).await
             }
         }
     )*};

@@ -2,6 +2,7 @@
 //! scopes an operation selects; [`Page`]s of listings.
 
 mod filter;
+mod scoped_hit;
 
 use std::fmt;
 
@@ -11,6 +12,7 @@ use crate::error::{Error, Result};
 use crate::id::{AgentId, SessionId, SourceId, TenantId, UserId};
 
 pub use filter::ScopeFilter;
+pub use scoped_hit::ScopedHit;
 
 /// The tenant used when none is given.
 pub const DEFAULT_TENANT: &str = "default";

@@ -41,6 +41,10 @@ macro_rules! scoped_index_trait {
             #[doc = concat!("[`", stringify!($Trait), "::count_matching`] are supported: every ", $item)]
             #[doc = "of the scopes a [`ScopeFilter`](crate::ScopeFilter) selects, across scopes, in one call."]
             pub deletes_matching: bool,
+            #[doc = concat!("[`", stringify!($Trait), "::search_matching`] is supported: one search over every ", $item)]
+            #[doc = "of the scopes a [`ScopeFilter`](crate::ScopeFilter) selects (a user's memory across all their"]
+            #[doc = "sessions, say)."]
+            pub searches_matching: bool,
         }
 
         impl $Caps {
@@ -48,7 +52,15 @@ macro_rules! scoped_index_trait {
             pub const fn none() -> Self {
                 Self {
                     deletes_matching: false,
+                    searches_matching: false,
                 }
+            }
+
+            #[doc = concat!("Sets whether [`", stringify!($Trait), "::search_matching`] is supported.")]
+            #[must_use]
+            pub const fn with_searches_matching(mut self, searches_matching: bool) -> Self {
+                self.searches_matching = searches_matching;
+                self
             }
 
             #[doc = concat!("Sets whether [`", stringify!($Trait), "::delete_matching`] and")]
@@ -161,6 +173,31 @@ macro_rules! scoped_index_trait {
                     "count_matching",
                     stringify!($Caps),
                     "deletes_matching",
+                ))
+            }
+
+            #[doc = concat!("The best ", $item, "s across the scopes `filter` selects, each with its scope.")]
+            #[doc = ""]
+            #[doc = concat!("Optional ([`", stringify!($Caps), "::searches_matching`]): the default returns")]
+            #[doc = "[`Unsupported`](crate::ErrorKind::Unsupported)."]
+            #[doc = ""]
+            #[doc = "# Behavior"]
+            #[doc = concat!("As [`search`](", stringify!($Trait), "::search) over every ", $item, " of every scope the filter")]
+            #[doc = "[matches](crate::ScopeFilter::matches), and of no other scope whatever the query: at most"]
+            #[doc = "`top_k` hits (none for a `top_k` of 0), each with the scope it lives in, in the order"]
+            #[doc = concat!("`search` gives (by decreasing score, ties by ascending id, then by scope key); a ", $item)]
+            #[doc = "scores as it would in a search of its own scope (the engine's relevance may depend on"]
+            #[doc = "the other documents of the index, as in `search`). The same id in two scopes is two hits."]
+            async fn search_matching(
+                &self,
+                filter: &$crate::scope::ScopeFilter,
+                query: &$Query,
+            ) -> $crate::error::Result<Vec<$crate::scope::ScopedHit<$Hit>>> {
+                let _ = (filter, query);
+                Err($crate::history::unsupported_operation::<Self>(
+                    "search_matching",
+                    stringify!($Caps),
+                    "searches_matching",
                 ))
             }
         }
@@ -292,6 +329,14 @@ macro_rules! scoped_index_layer {
         $(#[doc = concat!("[`", stringify!($Doc), "::count_matching`]; forwarded unless overridden.")])?
         async fn count_matching(&$s, filter: &$crate::scope::ScopeFilter) -> $crate::error::Result<u64> {
             $via::count_matching($to, filter).await
+        }
+        $(#[doc = concat!("[`", stringify!($Doc), "::search_matching`]; forwarded unless overridden.")])?
+        async fn search_matching(
+            &$s,
+            filter: &$crate::scope::ScopeFilter,
+            query: &$Query,
+        ) -> $crate::error::Result<Vec<$crate::scope::ScopedHit<$Hit>>> {
+            $via::search_matching($to, filter, query).await
         }
         }
     };

@@ -148,16 +148,24 @@ pub fn check_vectors<'a>(
 }
 
 /// Keeps the `top_k` best of `scored`, in order: by decreasing score, ties by ascending id, as
-/// [`VectorStore::search`] returns them; `score_and_id` reads an item's score and id. Selects
-/// before it sorts, so ranking `n` items costs O(n + top_k log top_k).
+/// [`VectorStore::search`] returns them; `score_and_id` reads an item's score and id.
 pub fn keep_best<T>(scored: &mut Vec<T>, top_k: usize, score_and_id: impl Fn(&T) -> (f32, Uuid)) {
-    let order = |a: &T, b: &T| {
+    keep_best_by(scored, top_k, |a, b| {
         let ((score_a, id_a), (score_b, id_b)) = (score_and_id(a), score_and_id(b));
         score_b.total_cmp(&score_a).then(id_a.cmp(&id_b))
-    };
+    });
+}
+
+/// Keeps the first `top_k` of `scored` in the total order `order` (best first), sorted.
+/// Selects before it sorts, so ranking `n` items costs O(n + top_k log top_k).
+pub fn keep_best_by<T>(
+    scored: &mut Vec<T>,
+    top_k: usize,
+    order: impl Fn(&T, &T) -> std::cmp::Ordering,
+) {
     if top_k < scored.len() {
         if let Some(last) = top_k.checked_sub(1) {
-            scored.select_nth_unstable_by(last, order);
+            scored.select_nth_unstable_by(last, &order);
         }
         scored.truncate(top_k);
     }

@@ -519,7 +519,9 @@ async fn vectors_through<V: VectorStore>(store: V) {
     let s = scope("vectors");
     assert_eq!(
         store.capabilities(),
-        VectorCapabilities::none().with_deletes_matching(true)
+        VectorCapabilities::none()
+            .with_deletes_matching(true)
+            .with_searches_matching(true)
     );
     let (a, b) = (Uuid::new_v4(), Uuid::new_v4());
     let points = [
@@ -541,6 +543,15 @@ async fn vectors_through<V: VectorStore>(store: V) {
         .unwrap();
     assert_eq!(hits.len(), 1);
     assert_eq!(hits[0].id, a);
+    let across = store
+        .search_matching(
+            &ScopeFilter::tenant(s.tenant().clone()),
+            &VectorQuery::new(vec![1.0, 0.1], 2),
+        )
+        .await
+        .unwrap();
+    let found: Vec<(Uuid, &Scope)> = across.iter().map(|h| (h.hit.id, &h.scope)).collect();
+    assert_eq!(found, [(a, &s), (b, &s)], "search_matching is forwarded");
     two_items_through!(store, s, points);
 }
 

@@ -197,6 +197,17 @@ impl ScopedRows {
         })
     }
 
+    /// A stored scope key, which must be one [`Scope::key`] made.
+    pub(crate) fn parse_scope_key(&self, key: &str) -> Result<Scope> {
+        Scope::from_key(key).map_err(|err| {
+            Error::serialization(format!(
+                "a stored {} has a scope key {key:?} that names no scope",
+                self.noun
+            ))
+            .with_source(err)
+        })
+    }
+
     /// A stored payload, which must be a JSON object.
     pub(crate) fn parse_payload(
         &self,
@@ -214,15 +225,17 @@ impl ScopedRows {
 }
 
 /// Implements a scoped index trait (`TextIndex`, `VectorStore`) for a type with a `rows:
-/// ScopedRows` field: the capabilities (`deletes_matching`), and `delete`, `count`, `clear`,
-/// `delete_matching` and `count_matching` on the rows; the invocation brings the rest
-/// (`upsert`, `search`, `get`).
+/// ScopedRows` field: the capabilities (`deletes_matching`, `searches_matching`), and
+/// `delete`, `count`, `clear`, `delete_matching` and `count_matching` on the rows; the
+/// invocation brings the rest (`upsert`, `search`, `search_matching`, `get`).
 macro_rules! impl_scoped_index {
     (impl $Trait:ident with $Caps:ident for $Type:ty { $($rest:tt)* }) => {
         #[::async_trait::async_trait]
         impl $Trait for $Type {
             fn capabilities(&self) -> $Caps {
-                $Caps::none().with_deletes_matching(true)
+                $Caps::none()
+                    .with_deletes_matching(true)
+                    .with_searches_matching(true)
             }
 
             $($rest)*
@@ -261,23 +274,53 @@ macro_rules! impl_scoped_index {
 }
 pub(crate) use impl_scoped_index;
 
-/// `WHERE …` selecting the rows of the scopes `filter` selects, and its arguments.
-fn matching(filter: &ScopeFilter) -> (String, Vec<Arg<'_>>) {
-    let mut sql = String::from(" WHERE tenant = ?");
-    let mut args = vec![Arg::Text(filter.tenant.as_str())];
-    let parts = [
+/// Where a search looks: one scope (by its key), or every scope a filter selects.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Within<'a> {
+    /// The scope of this key.
+    Scope(&'a str),
+    /// Every scope the filter selects.
+    Matching(&'a ScopeFilter),
+}
+
+impl<'a> Within<'a> {
+    /// The columns that select the rows, with their values: the scope key, or the columns the
+    /// filter fixes ([`filter_columns`]).
+    pub(crate) fn columns(&self) -> Vec<(&'static str, &'a str)> {
+        match self {
+            Within::Scope(key) => vec![("scope_key", *key)],
+            Within::Matching(filter) => filter_columns(filter),
+        }
+    }
+}
+
+/// The scope columns a filter fixes, with their values: the tenant, then the user, agent,
+/// session and source it names.
+fn filter_columns(filter: &ScopeFilter) -> Vec<(&'static str, &str)> {
+    let named = [
         ("user_id", filter.user.as_ref().map(|v| v.as_str())),
         ("agent_id", filter.agent.as_ref().map(|v| v.as_str())),
         ("session_id", filter.session.as_ref().map(|v| v.as_str())),
         ("source", filter.source.as_ref().map(|v| v.as_str())),
     ];
-    for (column, value) in parts {
-        if let Some(value) = value {
-            sql.push_str(&format!(" AND {column} = ?"));
-            args.push(Arg::Text(value));
-        }
-    }
-    (sql, args)
+    std::iter::once(("tenant", filter.tenant.as_str()))
+        .chain(
+            named
+                .into_iter()
+                .filter_map(|(column, value)| Some((column, value?))),
+        )
+        .collect()
+}
+
+/// `WHERE …` selecting the rows of the scopes `filter` selects, and its arguments.
+pub(crate) fn matching(filter: &ScopeFilter) -> (String, Vec<Arg<'_>>) {
+    let columns = filter_columns(filter);
+    let conditions: Vec<String> = columns.iter().map(|(c, _)| format!("{c} = ?")).collect();
+    let sql = format!(" WHERE {}", conditions.join(" AND "));
+    (
+        sql,
+        columns.into_iter().map(|(_, v)| Arg::Text(v)).collect(),
+    )
 }
 
 /// A payload as its row stores it: JSON text.

@@ -19,7 +19,7 @@ use memory_core::lexical::{
     ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery, check_documents,
     check_query, query_words,
 };
-use memory_core::{Error, Result, Scope};
+use memory_core::{Error, Result, Scope, ScopeFilter, ScopedHit};
 use uuid::Uuid;
 
 use self::documents::{Prepared, distinct, prepare, scored};
@@ -28,7 +28,7 @@ use crate::dialect::Backend;
 use crate::driver::{Col, Query, Row};
 use crate::retry::with_retries;
 use crate::rows::{scope_args, to_i64};
-use crate::scoped_rows::{ScopedRows, chunk_len, distinct_ids, impl_scoped_index};
+use crate::scoped_rows::{ScopedRows, Within, chunk_len, distinct_ids, impl_scoped_index};
 use crate::store::SqlStore;
 
 /// The schema version that created `{prefix}texts`.
@@ -128,44 +128,64 @@ impl SqlTextIndex {
         tx.commit(CTX).await
     }
 
-    /// One page of the engine's ranking: id, payload, score, from `offset`.
+    /// One page of the engine's ranking within `within`: id, payload, score and scope key,
+    /// from `offset`.
     async fn ranked(
         &self,
         tx: Option<&mut crate::driver::Tx<'_>>,
-        scope_key: &str,
+        within: &Within<'_>,
         engine_query: &str,
         limit: usize,
         offset: usize,
     ) -> Result<Vec<Row>> {
         const CTX: &str = "search text documents";
-        let mut q = Query::shared(&self.sql.search).text(engine_query);
+        let columns = within.columns();
+        let q = match within {
+            Within::Scope(_) => Query::shared(&self.sql.search),
+            Within::Matching(_) => {
+                let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
+                Query::built(self.store().render(&self.sql.search_where(&names)), true)
+            }
+        };
+        let mut q = q.text(engine_query);
         if self.sql.backend == Backend::MySql {
             q = q.text(engine_query);
         }
-        let q = q.text(scope_key).int(to_i64(limit)).int(to_i64(offset));
-        let cols = [Col::Text, Col::Text, Col::Float];
+        for (_, value) in columns {
+            q = q.text(value);
+        }
+        let q = q.int(to_i64(limit)).int(to_i64(offset));
+        let cols = [Col::Text, Col::Text, Col::Float, Col::Text];
         match tx {
             Some(tx) => tx.fetch(CTX, q, &cols).await,
             None => self.store().inner.db.fetch(CTX, q, &cols).await,
         }
     }
 
-    async fn search_rows(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
+    /// The best `top_k` documents within `within`, each with its scope key.
+    async fn search_rows(
+        &self,
+        within: Within<'_>,
+        query: &TextQuery,
+    ) -> Result<Vec<(String, ScoredDocument)>> {
         const CTX: &str = "search text documents";
         let words = distinct(query_words(&query.text));
         if words.is_empty() || query.top_k == 0 {
             return Ok(Vec::new());
         }
         let engine_query = self.sql.engine_query(&words);
-        let key = scope.key();
+        let hit = |mut row: Row| -> Result<(String, ScoredDocument)> {
+            let key = row.take_text(3)?;
+            Ok((key, scored(&self.rows, row)?))
+        };
         let mut found = Vec::new();
         match &query.filter {
             None => {
                 for row in self
-                    .ranked(None, &key, &engine_query, query.top_k, 0)
+                    .ranked(None, &within, &engine_query, query.top_k, 0)
                     .await?
                 {
-                    found.push(scored(&self.rows, row)?);
+                    found.push(hit(row)?);
                 }
             }
             Some(filter) => {
@@ -179,13 +199,13 @@ impl SqlTextIndex {
                 let mut offset = 0usize;
                 loop {
                     let rows = self
-                        .ranked(Some(&mut tx), &key, &engine_query, page, offset)
+                        .ranked(Some(&mut tx), &within, &engine_query, page, offset)
                         .await?;
                     let last_page = rows.len() < page;
                     for row in rows {
-                        let doc = scored(&self.rows, row)?;
+                        let (key, doc) = hit(row)?;
                         if filter.matches(&doc.payload) {
-                            found.push(doc);
+                            found.push((key, doc));
                         }
                     }
                     if last_page || found.len() >= query.top_k {
@@ -197,8 +217,13 @@ impl SqlTextIndex {
             }
         }
         // The engine ordered by its own (double) score; order again by the reported one, so
-        // equal reported scores come by ascending id.
-        found.sort_by(|a, b| b.score.total_cmp(&a.score).then(a.id.cmp(&b.id)));
+        // equal reported scores come by ascending id (then scope key).
+        found.sort_by(|(key_a, a), (key_b, b)| {
+            b.score
+                .total_cmp(&a.score)
+                .then(a.id.cmp(&b.id))
+                .then(key_a.cmp(key_b))
+        });
         found.truncate(query.top_k);
         Ok(found)
     }
@@ -256,12 +281,30 @@ impl TextIndex with TextCapabilities for SqlTextIndex {
 
     async fn search(&self, scope: &Scope, query: &TextQuery) -> Result<Vec<ScoredDocument>> {
         check_query(query)?;
-        self.rows.bounded(
-            "search",
-            "search text documents",
-            self.search_rows(scope, query),
-        )
-        .await
+        let key = scope.key();
+        let search = self.search_rows(Within::Scope(&key), query);
+        let found = self
+            .rows
+            .bounded("search", "search text documents", search)
+            .await?;
+        Ok(found.into_iter().map(|(_, doc)| doc).collect())
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &TextQuery,
+    ) -> Result<Vec<ScopedHit<ScoredDocument>>> {
+        check_query(query)?;
+        let search = self.search_rows(Within::Matching(filter), query);
+        let found = self
+            .rows
+            .bounded("search_matching", "search text documents", search)
+            .await?;
+        found
+            .into_iter()
+            .map(|(key, doc)| Ok(ScopedHit::new(self.rows.parse_scope_key(&key)?, doc)))
+            .collect()
     }
 
     async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<TextDocument>> {

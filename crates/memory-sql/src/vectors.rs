@@ -13,19 +13,22 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
-use memory_core::vector::{check_vectors, keep_best};
+use memory_core::vector::{check_vectors, keep_best_by};
 use memory_core::{
-    Error, Result, Scope, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore,
+    Error, Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorCapabilities, VectorPoint,
+    VectorQuery, VectorStore,
 };
 use uuid::Uuid;
 
 use self::encoding::{QueryVector, decode_vector, encode_vector};
 use self::statements::VectorSql;
+use crate::dialect::MAX_PARAMS;
 use crate::driver::{Col, Query, Row, Tx};
 use crate::retry::with_retries;
 use crate::rows::scope_args;
 use crate::scoped_rows::{
-    ScopedRows, chunk_len, distinct_ids, impl_scoped_index, last_of_each_id, payload_text,
+    ScopedRows, Within, chunk_len, distinct_ids, impl_scoped_index, last_of_each_id, payload_text,
+    power_of_two_at_most,
 };
 use crate::store::SqlStore;
 
@@ -176,9 +179,13 @@ impl SqlVectorStore {
         tx.commit(CTX).await
     }
 
-    async fn search_rows(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+    /// The best `top_k` points within `within`, each with its scope key.
+    async fn search_rows(
+        &self,
+        within: Within<'_>,
+        query: &VectorQuery,
+    ) -> Result<Vec<(String, ScoredPoint)>> {
         const CTX: &str = "search vector points";
-        let key = scope.key();
         let db = &self.store().inner.db;
         let mut tx = db.begin_read(CTX).await?;
         let recorded = self.recorded_dimensions(&mut tx, CTX).await?;
@@ -189,73 +196,100 @@ impl SqlVectorStore {
         }
         let query_vector = QueryVector::new(&query.vector);
         let keep = |score: f32| query.min_score.is_none_or(|min| score >= min);
-        let found = match &query.filter {
-            None => {
-                let scan = Query::shared(&self.sql.scan).text(&key);
-                let rows = tx.fetch(CTX, scan, &[Col::Text, Col::Bytes]).await?;
-                let mut scored = Vec::with_capacity(rows.len());
-                for mut row in rows {
-                    let id = self.rows.parse_id(&row.take_text(0)?)?;
-                    let score = query_vector.score(&row.take_bytes(1)?, id)?;
-                    if keep(score) {
-                        scored.push((score, id));
-                    }
-                }
-                keep_best(&mut scored, query.top_k, |hit| *hit);
-                let ids: Vec<Uuid> = scored.iter().map(|(_, id)| *id).collect();
-                let mut payloads = self.payloads(&mut tx, &key, &ids).await?;
-                scored
-                    .into_iter()
-                    .filter_map(|(score, id)| {
-                        let payload = payloads.remove(&id)?;
-                        Some(ScoredPoint { id, score, payload })
-                    })
-                    .collect()
-            }
-            Some(filter) => {
-                let scan = Query::shared(&self.sql.scan_with_payloads).text(&key);
-                let cols = [Col::Text, Col::Bytes, Col::Text];
-                let mut scored = Vec::new();
-                for mut row in tx.fetch(CTX, scan, &cols).await? {
-                    let id = self.rows.parse_id(&row.take_text(0)?)?;
-                    let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
+        let with_payloads = query.filter.is_some();
+        let scan = self.scan(within, with_payloads);
+        let mut cols = vec![Col::Text, Col::Text, Col::Bytes];
+        if with_payloads {
+            cols.push(Col::Text);
+        }
+        let mut scored = Vec::new();
+        for mut row in tx.fetch(CTX, scan, &cols).await? {
+            let key = row.take_text(0)?;
+            let id = self.rows.parse_id(&row.take_text(1)?)?;
+            let payload = match &query.filter {
+                Some(filter) => {
+                    let payload = self.rows.parse_payload(&row.take_text(3)?, id)?;
                     if !filter.matches(&payload) {
                         continue;
                     }
-                    let score = query_vector.score(&row.take_bytes(1)?, id)?;
-                    if keep(score) {
-                        scored.push(ScoredPoint { id, score, payload });
-                    }
+                    Some(payload)
                 }
-                keep_best(&mut scored, query.top_k, |hit| (hit.score, hit.id));
-                scored
+                None => None,
+            };
+            let score = query_vector.score(&row.take_bytes(2)?, id)?;
+            if keep(score) {
+                scored.push((score, id, key, payload));
             }
+        }
+        keep_best_by(&mut scored, query.top_k, |a, b| {
+            b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
+        });
+        // Without a filter the scan read no payloads: read the best points' now.
+        let mut payloads = if with_payloads {
+            HashMap::new()
+        } else {
+            let wanted: Vec<(&str, String)> = scored
+                .iter()
+                .map(|(_, id, key, _)| (key.as_str(), id.hyphenated().to_string()))
+                .collect();
+            self.payloads(&mut tx, &wanted).await?
         };
         tx.commit(CTX).await?;
-        Ok(found)
+        Ok(scored
+            .into_iter()
+            .filter_map(|(score, id, key, payload)| {
+                let payload = match payload {
+                    Some(payload) => payload,
+                    None => payloads.remove(&(key.clone(), id))?,
+                };
+                Some((key, ScoredPoint { id, score, payload }))
+            })
+            .collect())
     }
 
-    /// The payloads of `ids` in the scope of `key`, by id.
+    /// The scan of the points within `within`: scope key, id, vector (and payload).
+    fn scan<'q>(&self, within: Within<'q>, with_payloads: bool) -> Query<'q> {
+        let columns = within.columns();
+        let mut q = match (within, with_payloads) {
+            (Within::Scope(_), false) => Query::shared(&self.sql.scan),
+            (Within::Scope(_), true) => Query::shared(&self.sql.scan_with_payloads),
+            (Within::Matching(_), _) => {
+                let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
+                let sql = VectorSql::scan_where(&names, with_payloads);
+                Query::built(self.store().render(&sql), true)
+            }
+        };
+        for (_, value) in columns {
+            q = q.text(value);
+        }
+        q
+    }
+
+    /// The payloads of the points `wanted` names (scope key, stored id), by scope key and id.
     async fn payloads(
         &self,
         tx: &mut Tx<'_>,
-        key: &str,
-        ids: &[Uuid],
-    ) -> Result<HashMap<Uuid, serde_json::Map<String, serde_json::Value>>> {
+        wanted: &[(&str, String)],
+    ) -> Result<HashMap<(String, Uuid), serde_json::Map<String, serde_json::Value>>> {
         const CTX: &str = "read the payloads of vector points";
-        let wanted = distinct_ids(ids);
-        let mut by_id = HashMap::with_capacity(wanted.len());
-        for chunk in self.rows.id_chunks(&wanted) {
-            let q = self
-                .rows
-                .by_ids("SELECT point_id, payload FROM", key, chunk);
-            for mut row in tx.fetch(CTX, q, &[Col::Text, Col::Text]).await? {
-                let id = self.rows.parse_id(&row.take_text(0)?)?;
-                let payload = self.rows.parse_payload(&row.take_text(1)?, id)?;
-                by_id.insert(id, payload);
+        let mut by_point = HashMap::with_capacity(wanted.len());
+        let mut rest = wanted;
+        while !rest.is_empty() {
+            let n = power_of_two_at_most(rest.len().min(MAX_PARAMS / 2));
+            let (chunk, after) = rest.split_at(n.min(rest.len()));
+            rest = after;
+            let mut q = Query::built(self.store().render(&VectorSql::payloads(chunk.len())), true);
+            for (key, id) in chunk {
+                q = q.text(key).text(id);
+            }
+            for mut row in tx.fetch(CTX, q, &[Col::Text, Col::Text, Col::Text]).await? {
+                let key = row.take_text(0)?;
+                let id = self.rows.parse_id(&row.take_text(1)?)?;
+                let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
+                by_point.insert((key, id), payload);
             }
         }
-        Ok(by_id)
+        Ok(by_point)
     }
 
     async fn get_rows(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
@@ -319,9 +353,24 @@ impl VectorStore with VectorCapabilities for SqlVectorStore {
 
     async fn search(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
         const CTX: &str = "search vector points";
-        self.rows
-            .bounded("search", CTX, self.search_rows(scope, query))
-            .await
+        let key = scope.key();
+        let search = self.search_rows(Within::Scope(&key), query);
+        let found = self.rows.bounded("search", CTX, search).await?;
+        Ok(found.into_iter().map(|(_, point)| point).collect())
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        const CTX: &str = "search vector points";
+        let search = self.search_rows(Within::Matching(filter), query);
+        let found = self.rows.bounded("search_matching", CTX, search).await?;
+        found
+            .into_iter()
+            .map(|(key, point)| Ok(ScopedHit::new(self.rows.parse_scope_key(&key)?, point)))
+            .collect()
     }
 
     async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {

@@ -27,6 +27,7 @@ use uuid::Uuid;
 
 use crate::delete_matching::ScopedItems;
 use crate::fixtures::{ExpectOk, expect_error_kind, payload, random_scope, sorted_ids};
+use crate::search_matching::ScopedSearch;
 
 /// A document with the given id, text and payload (a JSON object).
 pub fn document(id: Uuid, text: impl Into<String>, payload_value: Value) -> TextDocument {
@@ -1282,6 +1283,40 @@ impl ScopedItems for dyn TextIndex {
     }
     async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         TextIndex::count_matching(self, filter).await
+    }
+}
+
+/// Contract: `search_matching` (optional: `searches_matching`) finds the documents of every
+/// scope a filter selects and of no other, each with its scope, at most `top_k`, by decreasing
+/// score; without the capability it is `Unsupported`. (The check is the one every trait with
+/// `search_matching` runs, written once for both.)
+pub async fn search_matching_finds_exactly_the_selected_scopes(index: &dyn TextIndex) {
+    crate::search_matching::search_matching_finds_exactly_the_selected_scopes(index).await;
+}
+
+/// A text index as the `search_matching` check sees it: every document holds the query's word.
+#[async_trait::async_trait]
+impl ScopedSearch for dyn TextIndex {
+    const ITEM: &'static str = "document";
+
+    fn searches_matching(&self) -> bool {
+        self.capabilities().searches_matching
+    }
+    async fn put(&self, scope: &Scope, id: Uuid, rank: usize) {
+        let text = format!("walrus lantern rank{rank}x");
+        upsert(self, scope, &[document(id, text, json!({"rank": rank}))]).await;
+    }
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        top_k: usize,
+    ) -> Result<Vec<(Scope, Uuid, f32)>> {
+        let hits =
+            TextIndex::search_matching(self, filter, &TextQuery::new("walrus", top_k)).await?;
+        Ok(hits
+            .into_iter()
+            .map(|h| (h.scope, h.hit.id, h.hit.score))
+            .collect())
     }
 }
 

@@ -29,8 +29,10 @@ mod macros;
 pub mod memory;
 pub mod retrieval;
 pub mod scripted_model;
+mod search_matching;
 pub mod session;
 pub mod text_reference;
+pub mod user_memory;
 pub mod vector;
 
 pub use error_text::error_text;

@@ -525,6 +525,7 @@ macro_rules! __vector_checks {
                 count_counts_the_scope_points,
                 clear_removes_the_scope_points,
                 delete_matching_removes_the_selected_scopes,
+                search_matching_finds_exactly_the_selected_scopes,
             ]
             owned []
         }
@@ -562,6 +563,7 @@ macro_rules! __text_index_checks {
                 writes_are_visible_to_the_next_read,
                 unicode_words_match,
                 delete_matching_removes_the_selected_scopes,
+                search_matching_finds_exactly_the_selected_scopes,
             ]
             owned []
         }

@@ -23,6 +23,7 @@ use crate::delete_matching::ScopedItems;
 use crate::fixtures::{
     ExpectOk, VECTOR_DIM, expect_error_kind, payload, point, random_scope, sorted_ids,
 };
+use crate::search_matching::ScopedSearch;
 
 /// How far a returned score may be from the exact cosine similarity.
 pub const SCORE_TOLERANCE: f32 = 1e-4;
@@ -796,6 +797,41 @@ impl ScopedItems for dyn VectorStore {
     }
     async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         VectorStore::count_matching(self, filter).await
+    }
+}
+
+/// Contract: `search_matching` (optional: `searches_matching`) finds the points of every scope
+/// a filter selects and of no other, each with its scope, at most `top_k`, by decreasing
+/// cosine similarity; without the capability it is `Unsupported`. (The check is the one every
+/// trait with `search_matching` runs, written once for both.)
+pub async fn search_matching_finds_exactly_the_selected_scopes(store: &dyn VectorStore) {
+    crate::search_matching::search_matching_finds_exactly_the_selected_scopes(store).await;
+}
+
+/// A vector store as the `search_matching` check sees it: a point of rank `r` lies further from
+/// [`QUERY`] as `r` grows.
+#[async_trait::async_trait]
+impl ScopedSearch for dyn VectorStore {
+    const ITEM: &'static str = "point";
+
+    fn searches_matching(&self) -> bool {
+        self.capabilities().searches_matching
+    }
+    async fn put(&self, scope: &Scope, id: Uuid, rank: usize) {
+        let vector = [1.0, rank as f32, 0.25, 0.0];
+        upsert(self, scope, &[point(id, vector, json!({"rank": rank}))]).await;
+    }
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        top_k: usize,
+    ) -> Result<Vec<(Scope, Uuid, f32)>> {
+        let query = VectorQuery::new(QUERY.to_vec(), top_k);
+        let hits = VectorStore::search_matching(self, filter, &query).await?;
+        Ok(hits
+            .into_iter()
+            .map(|h| (h.scope, h.hit.id, h.hit.score))
+            .collect())
     }
 }
 

@@ -61,3 +61,17 @@ async fn run_all_checks_on_one_store_each() {
     )
     .await;
 }
+
+/// Long-term memory at the user's level on the in-memory stores (the reference for the
+/// engines' runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_user_memory() {
+    use std::sync::Arc;
+    memory_testkit::user_memory::user_memory_recalls_across_sessions_never_across_users(
+        Arc::new(memory_core::InMemoryHistoryStore::new()),
+        Arc::new(memory_core::InMemorySessionStore::new()),
+        Arc::new(memory_core::InMemoryVectorStore::new()),
+        None,
+    )
+    .await;
+}

@@ -7,6 +7,6 @@ mod vector;
 pub use fact::FactExtractionMemoryBlock;
 pub use static_block::StaticMemoryBlock;
 pub use vector::{
-    CONTEXT_BYTES, DEFAULT_CONTEXT_MESSAGES, RetrievalPostprocessor, SimilarityCutoff,
+    CONTEXT_BYTES, DEFAULT_CONTEXT_MESSAGES, RetrievalPostprocessor, SESSION_KEY, SimilarityCutoff,
     VectorMemoryBlock,
 };

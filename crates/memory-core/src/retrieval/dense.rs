@@ -8,8 +8,8 @@ use uuid::Uuid;
 use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Embedder;
-use crate::scope::Scope;
-use crate::vector::{VectorPoint, VectorQuery, VectorStore};
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
+use crate::vector::{ScoredPoint, VectorPoint, VectorQuery, VectorStore};
 
 /// Embeds each item's [indexed text](MemoryItem::indexed_text) (its context and text) with an
 /// [`Embedder`] and keeps it as a point of a [`VectorStore`]; a query is embedded the same way
@@ -29,6 +29,14 @@ impl DenseRetriever {
     /// The vector store it writes to.
     pub fn store(&self) -> &Arc<dyn VectorStore> {
         &self.store
+    }
+
+    /// The vector search for `query`: its text embedded, its `top_k` and filter.
+    async fn vector_query(&self, query: &RetrievalQuery) -> Result<VectorQuery> {
+        let vector = self.embed_one(query.text.clone()).await?;
+        let mut search = VectorQuery::new(vector, query.top_k);
+        search.filter.clone_from(&query.filter);
+        Ok(search)
     }
 
     async fn embed_one(&self, text: String) -> Result<Vec<f32>> {
@@ -78,17 +86,26 @@ impl Retriever for DenseRetriever {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let vector = self.embed_one(query.text.clone()).await?;
-        let mut search = VectorQuery::new(vector, query.top_k);
-        search.filter.clone_from(&query.filter);
-        let points = self.store.search(scope, &search).await?;
-        Ok(points
+        let points = self
+            .store
+            .search(scope, &self.vector_query(query).await?)
+            .await?;
+        Ok(points.into_iter().map(retrieved).collect())
+    }
+
+    async fn retrieve_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &RetrievalQuery,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let search = self.vector_query(query).await?;
+        let hits = self.store.search_matching(filter, &search).await?;
+        Ok(hits
             .into_iter()
-            .map(|p| Retrieved {
-                id: p.id,
-                score: p.score,
-                payload: p.payload,
-            })
+            .map(|h| ScopedHit::new(h.scope, retrieved(h.hit)))
             .collect())
     }
 
@@ -98,5 +115,14 @@ impl Retriever for DenseRetriever {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.store.clear(scope).await
+    }
+}
+
+/// A point found as a retrieved item.
+fn retrieved(point: ScoredPoint) -> Retrieved {
+    Retrieved {
+        id: point.id,
+        score: point.score,
+        payload: point.payload,
     }
 }

@@ -1,5 +1,6 @@
 //! [`HybridRetriever`]: a dense and a lexical retriever, their rankings fused.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -7,7 +8,7 @@ use uuid::Uuid;
 
 use super::{Fusion, MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::Result;
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
 
 /// How many candidates each retriever returns for a fused search by default (at least the
 /// query's `top_k`): deep enough that an item ranked well by one retriever only still reaches
@@ -87,6 +88,49 @@ impl Retriever for HybridRetriever {
         )
         .await?;
         Ok(self.fusion.fuse(dense, lexical, query.top_k))
+    }
+
+    /// Both retrievers' best items across the scopes, fused. The fusion matches an item of
+    /// one ranking to the other's by its scope and id together.
+    async fn retrieve_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &RetrievalQuery,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let mut candidates = query.clone();
+        candidates.top_k = query.top_k.max(self.candidates);
+        let (dense, lexical) = futures::future::try_join(
+            self.dense.retrieve_matching(filter, &candidates),
+            self.lexical.retrieve_matching(filter, &candidates),
+        )
+        .await?;
+        // Fusion matches items by id: give each hit an id made of its scope and id, fuse, and
+        // give each fused item its own id and scope back.
+        let mut origin: HashMap<Uuid, (Scope, Uuid)> = HashMap::new();
+        let mut keyed = |hits: Vec<ScopedHit<Retrieved>>| -> Vec<Retrieved> {
+            hits.into_iter()
+                .map(|found| {
+                    let key = Uuid::new_v5(&found.hit.id, found.scope.key().as_bytes());
+                    origin.insert(key, (found.scope, found.hit.id));
+                    Retrieved {
+                        id: key,
+                        ..found.hit
+                    }
+                })
+                .collect()
+        };
+        let (dense, lexical) = (keyed(dense), keyed(lexical));
+        let fused = self.fusion.fuse(dense, lexical, query.top_k);
+        Ok(fused
+            .into_iter()
+            .filter_map(|item| {
+                let (scope, id) = origin.get(&item.id)?.clone();
+                Some(ScopedHit::new(scope, Retrieved { id, ..item }))
+            })
+            .collect())
     }
 
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {

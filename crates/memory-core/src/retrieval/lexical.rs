@@ -7,8 +7,10 @@ use uuid::Uuid;
 
 use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::Result;
-use crate::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES, TextDocument, TextIndex, TextQuery};
-use crate::scope::Scope;
+use crate::lexical::{
+    MAX_QUERY_BYTES, MAX_TEXT_BYTES, ScoredDocument, TextDocument, TextIndex, TextQuery,
+};
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
 
 /// Keeps each item as a document of a [`TextIndex`] and answers a query with the documents
 /// whose words match it best (BM25 or the engine's full-text ranking). An item sharing no word
@@ -74,16 +76,25 @@ impl Retriever for LexicalRetriever {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut search = TextQuery::new(indexable(&query.text, MAX_QUERY_BYTES, true), query.top_k);
-        search.filter.clone_from(&query.filter);
-        let documents = self.index.search(scope, &search).await?;
-        Ok(documents
+        let documents = self.index.search(scope, &text_query(query)).await?;
+        Ok(documents.into_iter().map(retrieved).collect())
+    }
+
+    async fn retrieve_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &RetrievalQuery,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let hits = self
+            .index
+            .search_matching(filter, &text_query(query))
+            .await?;
+        Ok(hits
             .into_iter()
-            .map(|d| Retrieved {
-                id: d.id,
-                score: d.score,
-                payload: d.payload,
-            })
+            .map(|h| ScopedHit::new(h.scope, retrieved(h.hit)))
             .collect())
     }
 
@@ -93,6 +104,22 @@ impl Retriever for LexicalRetriever {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.index.clear(scope).await
+    }
+}
+
+/// The text search for `query`: its text made indexable, its `top_k` and filter.
+fn text_query(query: &RetrievalQuery) -> TextQuery {
+    let mut search = TextQuery::new(indexable(&query.text, MAX_QUERY_BYTES, true), query.top_k);
+    search.filter.clone_from(&query.filter);
+    search
+}
+
+/// A document found as a retrieved item.
+fn retrieved(document: ScoredDocument) -> Retrieved {
+    Retrieved {
+        id: document.id,
+        score: document.score,
+        payload: document.payload,
     }
 }
 

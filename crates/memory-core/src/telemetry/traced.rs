@@ -17,7 +17,7 @@ use crate::history::{
 use crate::lexical::{
     LayeredTextIndex, ScoredDocument, TextCapabilities, TextDocument, TextIndex, TextQuery,
 };
-use crate::scope::{Page, PageRequest, Scope, ScopeFilter};
+use crate::scope::{Page, PageRequest, Scope, ScopeFilter, ScopedHit};
 use crate::session::{LayeredSessions, SessionCapabilities, SessionStore, StoredSession};
 use crate::vector::{
     LayeredVectors, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore,
@@ -303,6 +303,14 @@ impl<S: VectorStore> LayeredVectors for Traced<S> {
         let call = self.inner.count_matching(filter);
         observe(self.system, "count_matching", None, call, |n| *n).await
     }
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        let call = self.inner.search_matching(filter, query);
+        observe(self.system, "search_matching", None, call, |h| len(h)).await
+    }
 }
 
 #[deny(clippy::missing_trait_methods)]
@@ -347,5 +355,13 @@ impl<S: TextIndex> LayeredTextIndex for Traced<S> {
     async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64> {
         let call = TextIndex::count_matching(&self.inner, filter);
         observe(self.system, "count_matching", None, call, |n| *n).await
+    }
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &TextQuery,
+    ) -> Result<Vec<ScopedHit<ScoredDocument>>> {
+        let call = TextIndex::search_matching(&self.inner, filter, query);
+        observe(self.system, "search_matching", None, call, |h| len(h)).await
     }
 }

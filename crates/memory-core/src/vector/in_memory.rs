@@ -8,10 +8,10 @@ use uuid::Uuid;
 
 use super::{
     ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery, VectorStore, check_vectors,
-    keep_best,
+    keep_best, keep_best_by,
 };
 use crate::error::{Error, ErrorKind, Result};
-use crate::scope::{Scope, ScopeFilter};
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
 
 /// A [`VectorStore`] in process memory with exact (brute-force) cosine search: the reference
 /// that approximate backends are measured against. Cloning shares the same data.
@@ -51,7 +51,9 @@ fn key_matches(filter: &ScopeFilter, key: &str) -> bool {
 #[async_trait]
 impl VectorStore for InMemoryVectorStore {
     fn capabilities(&self) -> VectorCapabilities {
-        VectorCapabilities::none().with_deletes_matching(true)
+        VectorCapabilities::none()
+            .with_deletes_matching(true)
+            .with_searches_matching(true)
     }
 
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
@@ -74,24 +76,38 @@ impl VectorStore for InMemoryVectorStore {
         let Some(points) = inner.scopes.get(&scope.key()) else {
             return Ok(Vec::new());
         };
-        // Score without copying payloads, keep the best top_k, and copy only those.
-        let query_norm = query.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
-        let mut scored: Vec<(f32, &VectorPoint)> = points
-            .values()
-            .filter(|p| query.filter.as_ref().is_none_or(|f| f.matches(&p.payload)))
-            .map(|p| (cosine_with_norm(&query.vector, query_norm, &p.vector), p))
-            .filter(|(score, _)| query.min_score.is_none_or(|min| *score >= min))
-            .collect();
+        let mut scored = score(points.values(), query);
         keep_best(&mut scored, query.top_k, |(score, p)| (*score, p.id));
-        let scored = scored
+        Ok(scored.into_iter().map(|(score, p)| hit(score, p)).collect())
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        let inner = self.lock()?;
+        check_vectors([query.vector.as_slice()], inner.dimensions)?;
+        let mut scored = Vec::new();
+        for (key, points) in &inner.scopes {
+            if key_matches(filter, key) {
+                scored.extend(
+                    score(points.values(), query)
+                        .into_iter()
+                        .map(|(s, p)| (s, p, key)),
+                );
+            }
+        }
+        // Ties by id, then by scope key (the same id in two scopes is two points).
+        keep_best_by(&mut scored, query.top_k, |a, b| {
+            b.0.total_cmp(&a.0)
+                .then(a.1.id.cmp(&b.1.id))
+                .then(a.2.cmp(b.2))
+        });
+        scored
             .into_iter()
-            .map(|(score, p)| ScoredPoint {
-                id: p.id,
-                score,
-                payload: p.payload.clone(),
-            })
-            .collect();
-        Ok(scored)
+            .map(|(score, p, key)| Ok(ScopedHit::new(Scope::from_key(key)?, hit(score, p))))
+            .collect()
     }
 
     async fn get(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
@@ -149,6 +165,29 @@ impl VectorStore for InMemoryVectorStore {
             .fold(0u64, |sum, (_, points)| {
                 sum.saturating_add(points.len() as u64)
             }))
+    }
+}
+
+/// The points matching the query's filter and `min_score`, with their scores (payloads not
+/// copied: only the best are).
+fn score<'p>(
+    points: impl Iterator<Item = &'p VectorPoint>,
+    query: &VectorQuery,
+) -> Vec<(f32, &'p VectorPoint)> {
+    let query_norm = query.vector.iter().map(|x| x * x).sum::<f32>().sqrt();
+    points
+        .filter(|p| query.filter.as_ref().is_none_or(|f| f.matches(&p.payload)))
+        .map(|p| (cosine_with_norm(&query.vector, query_norm, &p.vector), p))
+        .filter(|(score, _)| query.min_score.is_none_or(|min| *score >= min))
+        .collect()
+}
+
+/// A scored point as a search result.
+fn hit(score: f32, point: &VectorPoint) -> ScoredPoint {
+    ScoredPoint {
+        id: point.id,
+        score,
+        payload: point.payload.clone(),
     }
 }
 

@@ -17,37 +17,17 @@ pub(super) struct TextSql {
 impl TextSql {
     pub(super) fn new(dialect: Dialect, prefix: &TablePrefix) -> Self {
         let backend = dialect.backend;
-        let search = match backend {
-            // `bm25()` is negative, lower for better matches. The unary `+` keeps SQLite from
-            // answering the scope condition from the (scope_key, doc_id) index and then running
-            // the full-text query once per row of the scope (the plan the bundled SQLite chose:
-            // a p50 of 122 ms for a 600-row scope, 1 ms with the `+`; docs/quality.md): the
-            // `MATCH` runs once and the scope condition filters its rows.
-            Backend::Sqlite => {
-                "SELECT t.doc_id, t.payload, -bm25({prefix}texts_fts) AS score \
-                 FROM {prefix}texts_fts JOIN {prefix}texts t ON t.rid = {prefix}texts_fts.rowid \
-                 WHERE {prefix}texts_fts MATCH ? AND +t.scope_key = ? \
-                 ORDER BY score DESC, t.doc_id LIMIT ? OFFSET ?"
-            }
-            Backend::Postgres => {
-                "SELECT doc_id, payload, CAST(ts_rank(words, q) AS DOUBLE PRECISION) AS score \
-                 FROM {prefix}texts, to_tsquery('english', ?) AS q \
-                 WHERE scope_key = ? AND words @@ q \
-                 ORDER BY score DESC, doc_id LIMIT ? OFFSET ?"
-            }
-            Backend::MySql => {
-                "SELECT doc_id, payload, MATCH (words) AGAINST (? IN NATURAL LANGUAGE MODE) AS score \
-                 FROM {prefix}texts \
-                 WHERE MATCH (words) AGAINST (? IN NATURAL LANGUAGE MODE) AND scope_key = ? \
-                 ORDER BY score DESC, doc_id LIMIT ? OFFSET ?"
-            }
-        };
-        let render = |template: &str| Arc::from(dialect.render(prefix, template));
         Self {
             backend,
             params_per_row: if backend == Backend::MySql { 10 } else { 9 },
-            search: render(search),
+            search: Arc::from(dialect.render(prefix, &search_template(backend, &["scope_key"]))),
         }
+    }
+
+    /// The search of the documents whose scope `columns` equal the bound values (the columns a
+    /// [`ScopeFilter`](memory_core::ScopeFilter) fixes), a template.
+    pub(super) fn search_where(&self, columns: &[&str]) -> String {
+        search_template(self.backend, columns)
     }
 
     /// The upsert of `rows` documents (a template).
@@ -104,6 +84,48 @@ impl TextSql {
                 .join(" | "),
             Backend::MySql => words.join(" "),
         }
+    }
+}
+
+/// The ranked search of the documents matching the engine query whose `columns` equal the
+/// bound values: columns id, payload, score and scope key; by decreasing score, then id, then
+/// scope key; a page (`LIMIT ? OFFSET ?`). Bound in order: the engine query (twice on MySQL),
+/// the columns' values, the limit and the offset.
+fn search_template(backend: Backend, columns: &[&str]) -> String {
+    let conditions = |column_prefix: &str| {
+        columns
+            .iter()
+            .map(|c| format!("{column_prefix}{c} = ?"))
+            .collect::<Vec<_>>()
+            .join(" AND ")
+    };
+    match backend {
+        // `bm25()` is negative, lower for better matches. The unary `+` keeps SQLite from
+        // answering the scope condition from the (scope_key, doc_id) index and then running
+        // the full-text query once per row of the scope (the plan the bundled SQLite chose:
+        // a p50 of 122 ms for a 600-row scope, 1 ms with the `+`; docs/quality.md): the
+        // `MATCH` runs once and the scope condition filters its rows.
+        Backend::Sqlite => format!(
+            "SELECT t.doc_id, t.payload, -bm25({{prefix}}texts_fts) AS score, t.scope_key \
+             FROM {{prefix}}texts_fts JOIN {{prefix}}texts t ON t.rid = {{prefix}}texts_fts.rowid \
+             WHERE {{prefix}}texts_fts MATCH ? AND {} \
+             ORDER BY score DESC, t.doc_id, t.scope_key LIMIT ? OFFSET ?",
+            conditions("+t.")
+        ),
+        Backend::Postgres => format!(
+            "SELECT doc_id, payload, CAST(ts_rank(words, q) AS DOUBLE PRECISION) AS score, \
+             scope_key FROM {{prefix}}texts, to_tsquery('english', ?) AS q \
+             WHERE {} AND words @@ q \
+             ORDER BY score DESC, doc_id, scope_key LIMIT ? OFFSET ?",
+            conditions("")
+        ),
+        Backend::MySql => format!(
+            "SELECT doc_id, payload, MATCH (words) AGAINST (? IN NATURAL LANGUAGE MODE) AS score, \
+             scope_key FROM {{prefix}}texts \
+             WHERE MATCH (words) AGAINST (? IN NATURAL LANGUAGE MODE) AND {} \
+             ORDER BY score DESC, doc_id, scope_key LIMIT ? OFFSET ?",
+            conditions("")
+        ),
     }
 }
 

@@ -9,9 +9,9 @@ use crate::store::SqlStore;
 /// The fixed statements of the vector store, rendered for one store.
 pub(super) struct VectorSql {
     backend: Backend,
-    /// Every point of a scope: id and vector.
+    /// Every point of a scope: scope key, id and vector.
     pub(super) scan: Arc<str>,
-    /// Every point of a scope: id, vector and payload.
+    /// Every point of a scope: scope key, id, vector and payload.
     pub(super) scan_with_payloads: Arc<str>,
     /// Records the store's dimension (one bound value) unless one is recorded.
     pub(super) record_dimensions: Arc<str>,
@@ -40,15 +40,30 @@ impl VectorSql {
         let render = |template: &str| Arc::from(store.render(template));
         Self {
             backend,
-            scan: render("SELECT point_id, vector FROM {prefix}vectors WHERE scope_key = ?"),
-            scan_with_payloads: render(
-                "SELECT point_id, vector, payload FROM {prefix}vectors WHERE scope_key = ?",
-            ),
+            scan: render(&scan_template(&["scope_key"], false)),
+            scan_with_payloads: render(&scan_template(&["scope_key"], true)),
             record_dimensions: render(record_dimensions),
             read_dimensions: render(
                 "SELECT dimensions FROM {prefix}vector_dimensions WHERE only_row = 1",
             ),
         }
+    }
+
+    /// Every point whose scope `columns` equal the bound values (the columns a
+    /// [`ScopeFilter`](memory_core::ScopeFilter) fixes): scope key, id, vector, and the
+    /// payload when asked for (a template).
+    pub(super) fn scan_where(columns: &[&str], with_payloads: bool) -> String {
+        scan_template(columns, with_payloads)
+    }
+
+    /// The payloads of `points` points, each named by its scope key and id (bound in pairs):
+    /// scope key, id, payload (a template).
+    pub(super) fn payloads(points: usize) -> String {
+        let pairs = vec!["(?, ?)"; points].join(", ");
+        format!(
+            "SELECT scope_key, point_id, payload FROM {{prefix}}vectors \
+             WHERE (scope_key, point_id) IN ({pairs})"
+        )
     }
 
     /// The upsert of `rows` points (a template).
@@ -68,4 +83,13 @@ impl VectorSql {
             ),
         }
     }
+}
+
+fn scan_template(columns: &[&str], with_payloads: bool) -> String {
+    let conditions: Vec<String> = columns.iter().map(|c| format!("{c} = ?")).collect();
+    let payload = if with_payloads { ", payload" } else { "" };
+    format!(
+        "SELECT scope_key, point_id, vector{payload} FROM {{prefix}}vectors WHERE {}",
+        conditions.join(" AND ")
+    )
 }

@@ -31,4 +31,5 @@ mod fault_server;
 mod llamaindex;
 mod sql_specific;
 mod text_index;
+mod user_memory;
 mod vector_store;

@@ -11,13 +11,13 @@ use uuid::Uuid;
 use crate::error::Result;
 use crate::history::StoredMessage;
 use crate::memory::{
-    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, block_name,
-    render_recalled, truncate_lines,
+    BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, Recall,
+    block_name, render_recalled, truncate_lines,
 };
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
 use crate::retrieval::{DenseRetriever, MemoryItem, RetrievalQuery, Retrieved, Retriever};
-use crate::scope::Scope;
+use crate::scope::{Scope, ScopedHit};
 use crate::tokens::TokenCounter;
 use crate::vector::{ScoredPoint, VectorStore};
 
@@ -102,6 +102,7 @@ pub struct VectorMemoryBlock {
     similarity_top_k: usize,
     retrieval_context_window: usize,
     context_messages: usize,
+    recall: Recall,
     postprocessors: Vec<Arc<dyn RetrievalPostprocessor>>,
 }
 
@@ -130,6 +131,7 @@ impl VectorMemoryBlock {
             similarity_top_k: 2,
             retrieval_context_window: 5,
             context_messages: DEFAULT_CONTEXT_MESSAGES,
+            recall: Recall::Session,
             postprocessors: Vec::new(),
         }
     }
@@ -169,6 +171,23 @@ impl VectorMemoryBlock {
         self
     }
 
+    /// Sets which sessions' batches the block recalls from ([`Recall::Session`] by default):
+    /// [`Recall::User`] finds what the scope's user said in any of their sessions. Batches are
+    /// still written under each session's own scope. A level above the session needs a
+    /// retriever whose indexes search across scopes (the store engines' vector stores and
+    /// text indexes, [`InMemoryVectorStore`](crate::InMemoryVectorStore)); with another, `get`
+    /// and `search` fail with [`Unsupported`](crate::ErrorKind::Unsupported).
+    #[must_use]
+    pub fn with_recall(mut self, recall: Recall) -> Self {
+        self.recall = recall;
+        self
+    }
+
+    /// Which sessions' batches the block recalls from.
+    pub fn recall(&self) -> Recall {
+        self.recall
+    }
+
     /// Adds a post-processor (applied in the order added).
     pub fn with_postprocessor(mut self, p: Arc<dyn RetrievalPostprocessor>) -> Self {
         self.postprocessors.push(p);
@@ -180,25 +199,22 @@ impl VectorMemoryBlock {
         &self.retriever
     }
 
-    /// The `top_k` best batches of the session `scope` (a session's scope, as given to
-    /// [`Memory`](crate::Memory)) for `query`, best first, as the retriever ranks them; the
-    /// post-processors are not applied. Each result's payload holds the batch's transcript
+    /// The `top_k` best batches for `query` that the session `scope` (a session's scope, as
+    /// given to [`Memory`](crate::Memory)) recalls — its own, or its user's or agent's across
+    /// sessions ([`with_recall`](Self::with_recall)) — best first, as the retriever ranks them;
+    /// the post-processors are not applied. Each result's payload holds the batch's transcript
     /// under `"text"` as the block shows it ([`render_recalled`](crate::memory::render_recalled):
     /// one `<message role='…'>` line a message, role and body escaped, whatever the stored
     /// payload says), so a remembered message cannot forge another where the text is shown;
-    /// its `"first_seq"`, `"last_seq"`, `"first_id"` and its `"lines"` (`[role, body]` pairs,
-    /// the raw data).
+    /// where it came from: `"session_id"` (the session that flushed it), `"first_seq"`,
+    /// `"last_seq"` and `"first_id"`; and its `"lines"` (`[role, body]` pairs, the raw data).
     ///
     /// # Errors
     /// The retriever's errors; [`InvalidInput`](crate::ErrorKind::InvalidInput) when the
-    /// scope cannot take the block's source.
+    /// scope cannot take the block's source, or lacks the user or agent its recall level needs.
     pub async fn search(&self, scope: &Scope, query: &str, top_k: usize) -> Result<Vec<Retrieved>> {
         let mut found = self
-            .retriever
-            .retrieve(
-                &self.vector_scope(scope)?,
-                &RetrievalQuery::new(query, top_k),
-            )
+            .recalled(scope, &RetrievalQuery::new(query, top_k))
             .await?;
         for hit in &mut found {
             let shown = render_recalled(&hit.payload).unwrap_or_default();
@@ -208,12 +224,41 @@ impl VectorMemoryBlock {
         Ok(found)
     }
 
+    /// The batches `scope` recalls for `query` at the block's level, each payload with the
+    /// session it came from under `"session_id"`.
+    async fn recalled(&self, scope: &Scope, query: &RetrievalQuery) -> Result<Vec<Retrieved>> {
+        let own = self.vector_scope(scope)?;
+        let found = match self.recall.filter(&own)? {
+            None => self
+                .retriever
+                .retrieve(&own, query)
+                .await?
+                .into_iter()
+                .map(|hit| ScopedHit::new(own.clone(), hit))
+                .collect(),
+            Some(filter) => self.retriever.retrieve_matching(&filter, query).await?,
+        };
+        Ok(found
+            .into_iter()
+            .map(|found| {
+                let mut hit = found.hit;
+                let session = found.scope.session_id().as_str().to_owned();
+                hit.payload
+                    .insert(SESSION_KEY.to_owned(), Value::String(session));
+                hit
+            })
+            .collect())
+    }
+
     fn vector_scope(&self, scope: &Scope) -> Result<Scope> {
         scope
             .clone()
             .with_source(format!("memory.vector.{}", self.name))
     }
 }
+
+/// The payload key of the session a recalled batch came from.
+pub const SESSION_KEY: &str = "session_id";
 
 /// How many of its latest batches the block's state remembers (range, first message id, point
 /// id): enough to tell, after losing a race on the block states, whether the winner wrote the
@@ -358,7 +403,10 @@ impl MemoryBlock for VectorMemoryBlock {
     }
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
-        let has_batches = VectorState::of(context.state).points > 0;
+        // A session that flushed nothing has nothing of its own to recall; above the session,
+        // other sessions may have.
+        let has_batches =
+            self.recall != Recall::Session || VectorState::of(context.state).points > 0;
         let query: Vec<String> = context
             .messages
             .iter()
@@ -387,12 +435,11 @@ impl MemoryBlock for VectorMemoryBlock {
             error.type = tracing::field::Empty,
         );
         let searched = async {
-            self.retriever
-                .retrieve(
-                    &self.vector_scope(context.scope)?,
-                    &RetrievalQuery::new(query.join("\n"), self.similarity_top_k),
-                )
-                .await
+            self.recalled(
+                context.scope,
+                &RetrievalQuery::new(query.join("\n"), self.similarity_top_k),
+            )
+            .await
         }
         .instrument(span.clone())
         .await;
