@@ -10,8 +10,12 @@
 //! api_key_env = "OPENAI_API_KEY"  # the variable holding the key: never the key itself
 //!
 //! [memory]
-//! vector_store = "memory"    # the only store this build wires (in-process, lost on restart)
+//! vector_store = "store"     # the store's own (SQL, memory:): durable, shared by replicas
+//!                            # "memory": in the server's process, lost on restart
 //! ```
+//!
+//! Without `vector_store`, the vector memory lives in the store when the store has a vector
+//! store, else in the server's memory. Override: `AGENT_MEMORY_SERVER_VECTOR_STORE`.
 //!
 //! With `kind = "none"` the server has no vector memory: a memory search answers 501
 //! (`unsupported`) unless `[memory] retrieval = "lexical"` ([`crate::retrieval`]) searches by
@@ -168,7 +172,8 @@ pub struct VectorMemory {
     pub block: Arc<VectorMemoryBlock>,
     /// How it is searched.
     pub retrieval: RetrievalKind,
-    /// The vector store of a dense or hybrid block.
+    /// The vector store of a dense or hybrid block when it is the server's own (in memory);
+    /// `None` when there is none or it is the store's (which the store's forgetter reaches).
     pub store: Option<Arc<dyn VectorStore>>,
     /// The text index of a lexical or hybrid block when it is the server's own (tantivy);
     /// `None` when there is none or it is the store's (which the store's forgetter reaches).
@@ -176,20 +181,26 @@ pub struct VectorMemory {
 }
 
 impl MemoryConfig {
-    /// A dense block over `embedder` and the configured vector store.
-    pub fn vector_block(&self, embedder: Arc<dyn Embedder>) -> VectorMemory {
-        let store = self.vector_store();
-        VectorMemory {
-            block: Arc::new(VectorMemoryBlock::new(embedder, Arc::clone(&store))),
-            retrieval: RetrievalKind::Dense,
-            store: Some(store),
-            text_index: None,
-        }
-    }
-
-    fn vector_store(&self) -> Arc<dyn VectorStore> {
-        match self.vector_store {
-            VectorStoreKind::Memory => Arc::new(InMemoryVectorStore::new()),
+    /// The vector store the configuration names (`stores`' own, or one in memory), and
+    /// whether it is the server's own (not the store's: `forget` must be given it).
+    ///
+    /// # Errors
+    /// A [`ConfigError`] for `vector_store = "store"` on a store without a vector store.
+    fn vector_store(&self, stores: &Stores) -> Result<(Arc<dyn VectorStore>, bool), ConfigError> {
+        let own = stores.vector_store();
+        let kind = self.vector_store.unwrap_or(if own.is_some() {
+            VectorStoreKind::Store
+        } else {
+            VectorStoreKind::Memory
+        });
+        match (kind, own) {
+            (VectorStoreKind::Store, Some(store)) => Ok((store, false)),
+            (VectorStoreKind::Store, None) => Err(ConfigError(
+                "memory.vector_store = \"store\" needs a store with a vector store (SQL and \
+                 memory: URLs have one): use vector_store = \"memory\" with this store"
+                    .to_owned(),
+            )),
+            (VectorStoreKind::Memory, _) => Ok((Arc::new(InMemoryVectorStore::new()), true)),
         }
     }
 
@@ -197,19 +208,32 @@ impl MemoryConfig {
     /// `stores`, or `None` when memory is not searched.
     ///
     /// # Errors
-    /// As [`MemoryConfig::build`].
+    /// As [`MemoryConfig::build`]; a [`ConfigError`] for `vector_store = "store"` on a store
+    /// without a vector store.
     pub async fn memory(
         &self,
         embedder: Option<Arc<dyn Embedder>>,
         stores: &Stores,
     ) -> Result<Option<VectorMemory>, ConfigError> {
-        let Some(built) = self.build(embedder, || self.vector_store(), stores).await? else {
+        let dense = matches!(
+            self.effective(embedder.is_some()),
+            Some(RetrievalKind::Dense | RetrievalKind::Hybrid)
+        );
+        let (vectors, own) = if dense {
+            self.vector_store(stores)?
+        } else {
+            (
+                Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>,
+                true,
+            )
+        };
+        let Some(built) = self.build(embedder, || vectors, stores).await? else {
             return Ok(None);
         };
         Ok(Some(VectorMemory {
             block: Arc::new(VectorMemoryBlock::with_retriever(built.retriever)),
             retrieval: built.kind,
-            store: built.vectors,
+            store: built.vectors.filter(|_| own),
             text_index: built.own_text_index,
         }))
     }

@@ -42,6 +42,10 @@ pub const DEFAULT_PAGE_LIMIT: usize = 100;
 /// "memory"` or `"directory"`), apart from the store's own (`"texts"`).
 pub const OWN_TEXT_INDEX_NAME: &str = "memory texts";
 
+/// The name a forget receipt gives the server's own vector store (`[memory] vector_store =
+/// "memory"`) when the store has one of its own too.
+pub const OWN_VECTOR_STORE_NAME: &str = "memory vectors";
+
 /// The limits the operations enforce (the transport enforces the body size itself).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct OpsLimits {
@@ -158,12 +162,23 @@ impl Ops {
     }
 
     /// A [`Forgetter`](agent_memory::forget::Forgetter) over every store the operations
-    /// write: the stores' (history, sessions, the store's text index), the memory's vector
-    /// points and its own text index (tantivy), so nothing a search finds is left behind.
+    /// write: the stores' (history, sessions, the store's vector store and text index), the
+    /// memory's own vector store and text index (in memory, tantivy) when it has them, so
+    /// nothing a search finds is left behind.
     pub(crate) fn forgetter(&self) -> agent_memory::forget::Forgetter {
         let mut forgetter = self.stores.forgetter();
         if let Some(store) = &self.vector_store {
-            forgetter = forgetter.vectors(Arc::clone(store));
+            // Named apart from the store's own vector store ("vectors") when the store has
+            // one: a receipt names each once.
+            let name = if self.stores.vector_store().is_some() {
+                OWN_VECTOR_STORE_NAME
+            } else {
+                "vectors"
+            };
+            forgetter = forgetter.target(Arc::new(agent_memory::forget::VectorForget::named(
+                name,
+                Arc::clone(store),
+            )));
         }
         if let Some(index) = &self.text_index {
             // Named apart from the store's own text index ("texts"), which the stores'

@@ -55,12 +55,28 @@ pub const MAX_CANDIDATES: usize = 1_000;
 pub const MAX_FUSION_PARAMETER: f32 = 1_000_000.0;
 
 /// Where the vector memory keeps its vectors.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum VectorStoreKind {
-    /// In the server's memory: lost on restart (the only store this build wires).
-    #[default]
+    /// The store's own vector store, in the same database as the history (SQL URLs): it
+    /// survives restarts, and every replica on the database shares it. The default where the
+    /// store has one.
+    Store,
+    /// In the server's memory: lost on restart, and each replica has its own. The default
+    /// where the store has no vector store.
     Memory,
+}
+
+impl VectorStoreKind {
+    fn parse(text: &str) -> Result<Self, ConfigError> {
+        match text.trim() {
+            "store" => Ok(Self::Store),
+            "memory" => Ok(Self::Memory),
+            other => Err(ConfigError(format!(
+                "the vector store `{other}` is not one of store, memory"
+            ))),
+        }
+    }
 }
 
 /// The `[memory]` table: the blocks of the server's `Memory`, and how it is searched
@@ -68,8 +84,9 @@ pub enum VectorStoreKind {
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct MemoryConfig {
-    /// The vector store of the vector block (used when an embedder is configured).
-    pub vector_store: VectorStoreKind,
+    /// The vector store of the vector block (used when an embedder is configured; `None`:
+    /// the store's own when it has one, else in memory).
+    pub vector_store: Option<VectorStoreKind>,
     /// How memory is searched (`None`: dense with an embedder, else not at all).
     pub retrieval: Option<RetrievalKind>,
     /// Where the lexical side's text index lives (`None`: the store's own when it has one,
@@ -452,6 +469,9 @@ impl MemoryConfig {
         if let Some(v) = var("TEXT_INDEX") {
             self.text_index = Some(TextIndexKind::parse(&v)?);
         }
+        if let Some(v) = var("VECTOR_STORE") {
+            self.vector_store = Some(VectorStoreKind::parse(&v)?);
+        }
         if let Some(v) = var("TEXT_INDEX_DIR") {
             self.text_index_dir = Some(PathBuf::from(v.trim()));
         }
@@ -697,7 +717,33 @@ mod tests {
         };
         let built = hybrid.memory(hashing(), &sqlite).await.unwrap().unwrap();
         assert_eq!(built.retrieval, RetrievalKind::Hybrid);
-        assert!(built.text_index.is_some() && built.store.is_some());
+        // The vectors default to the store's own (its forgetter reaches them)...
+        assert!(built.text_index.is_some() && built.store.is_none());
+        // ... and `vector_store = "memory"` keeps them in the server, its own to forget.
+        let in_process = MemoryConfig {
+            vector_store: Some(VectorStoreKind::Memory),
+            ..hybrid.clone()
+        };
+        let built = in_process
+            .memory(hashing(), &sqlite)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(built.store.is_some());
+        // A store without a vector store: in memory by default; "store" is an error.
+        let bare = Stores::new(
+            Arc::new(agent_memory::InMemoryHistoryStore::new()),
+            Arc::new(agent_memory::InMemorySessionStore::new()),
+        );
+        let dense = MemoryConfig::default();
+        let built = dense.memory(hashing(), &bare).await.unwrap().unwrap();
+        assert!(built.store.is_some());
+        let store_kind = MemoryConfig {
+            vector_store: Some(VectorStoreKind::Store),
+            ..MemoryConfig::default()
+        };
+        let error = store_kind.memory(hashing(), &bare).await.unwrap_err();
+        assert!(error.0.contains("vector_store = \"memory\""), "{error}");
         // No embedder and no retrieval asked for: nothing to search.
         assert!(
             MemoryConfig::default()

@@ -278,7 +278,8 @@ async fn forget_receipt(kind: Kind) {
     }
     let mut expected = vec![("history", 2, "messages"), ("sessions", 1, "sessions")];
     if kind != Kind::Redis {
-        // A SQL URL has a text index too; nothing was written to it.
+        // A SQL URL has a vector store and a text index too; nothing was written to them.
+        expected.push(("vectors", 0, "points"));
         expected.push(("texts", 0, "documents"));
     }
     assert_eq!(stores, expected);

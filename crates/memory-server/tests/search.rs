@@ -421,6 +421,56 @@ async fn an_mcp_only_client_gets_long_term_memory(kind: Kind) {
     srv.stop().await;
 }
 
+/// The vector memory lives in the store (`[memory] vector_store` unset: the store's own): a
+/// search answers the same after the server restarts, and a second server on the same store
+/// (a replica) answers the same too, without having flushed anything itself.
+async fn memory_lasts_across_restarts_and_replicas(kind: Kind) {
+    let embedder = |config: &mut memory_server::config::ServerConfig| {
+        config.embedder = EmbedderConfig {
+            kind: EmbedderKind::Hashing,
+            dimensions: Some(512),
+            ..EmbedderConfig::default()
+        };
+    };
+    let mut first = TestServer::start_configured(kind, "search_durable", embedder).await;
+    fill(&first, TOKEN_A, "sea").await;
+    let query = json!({"query": "where does the lighthouse keeper feed seagulls", "top_k": 3});
+    let (s, before) = first.post("/v1/memory/sea/search", TOKEN_A, &query).await;
+    assert_eq!(s, 200, "{before}");
+    assert!(
+        before["results"][0]["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("lighthouse")),
+        "{before}"
+    );
+    let mut config = support::config(&first.store);
+    embedder(&mut config);
+    let mut replica = first.start_replica(&config).await;
+    let (s, seen) = replica.post("/v1/memory/sea/search", TOKEN_A, &query).await;
+    assert_eq!(s, 200, "{seen}");
+    assert_eq!(
+        seen["results"], before["results"],
+        "a replica finds the same"
+    );
+    first.stop().await;
+    let mut restarted = replica.start_replica(&config).await;
+    replica.stop().await;
+    let (s, after) = restarted
+        .post("/v1/memory/sea/search", TOKEN_A, &query)
+        .await;
+    assert_eq!(s, 200, "{after}");
+    assert_eq!(
+        after["results"], before["results"],
+        "a restart loses nothing"
+    );
+    // Still scoped: another tenant finds nothing.
+    let (s, other) = restarted
+        .post("/v1/memory/sea/search", TOKEN_B, &query)
+        .await;
+    assert_eq!((s, other["results"].clone()), (200, json!([])), "{other}");
+    restarted.stop().await;
+}
+
 macro_rules! on_sql_backends {
     ($($kind:ident => $module:ident),* $(,)?) => {$(
         mod $module {
@@ -435,11 +485,16 @@ macro_rules! on_sql_backends {
             async fn an_mcp_only_client_gets_long_term_memory() {
                 super::an_mcp_only_client_gets_long_term_memory(Kind::$kind).await;
             }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn memory_lasts_across_restarts_and_replicas() {
+                super::memory_lasts_across_restarts_and_replicas(Kind::$kind).await;
+            }
         }
     )*};
 }
 
-on_sql_backends!(Sqlite => sqlite_paths, Postgres => postgres_paths);
+on_sql_backends!(Sqlite => sqlite_paths, Postgres => postgres_paths, Mysql => mariadb_paths);
 
 macro_rules! on_every_backend {
     ($($kind:ident => $module:ident),* $(,)?) => {$(

@@ -34,7 +34,8 @@ pub struct TestServer {
     pub client: reqwest::Client,
     shutdown: Option<oneshot::Sender<()>>,
     handle: Option<JoinHandle<Result<(), ServeError>>>,
-    pub store: TestStore,
+    /// The store, shared with the replicas of [`start_replica`](Self::start_replica).
+    pub store: std::sync::Arc<TestStore>,
 }
 
 fn principal(tenant: &str, user: Option<&str>) -> Principal {
@@ -80,12 +81,25 @@ impl TestServer {
         Self::start_with(config, store).await
     }
 
-    pub async fn start_with(config: ServerConfig, store: TestStore) -> Self {
+    pub async fn start_with(
+        config: ServerConfig,
+        store: impl Into<std::sync::Arc<TestStore>>,
+    ) -> Self {
         let server = Server::bind(&config).await.unwrap();
         Self::start_server(server, store)
     }
 
-    pub fn start_server(server: Server, store: TestStore) -> Self {
+    /// Another server (a replica, or this one restarted) on the same store, configured by
+    /// `config`.
+    pub async fn start_replica(&self, config: &ServerConfig) -> Self {
+        let server = Server::bind(config).await.unwrap();
+        let mut replica = Self::start_server(server, std::sync::Arc::clone(&self.store));
+        replica.client = self.client.clone();
+        replica
+    }
+
+    pub fn start_server(server: Server, store: impl Into<std::sync::Arc<TestStore>>) -> Self {
+        let store = store.into();
         let addr = server.local_addr();
         let (tx, rx) = oneshot::channel::<()>();
         let handle = tokio::spawn(server.run(async move {
