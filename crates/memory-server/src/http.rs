@@ -41,7 +41,7 @@ use problem::problem_response;
 
 pub use extract::ScopeQuery;
 pub use health::StatusView;
-pub use memory::{MemoryQuery, SearchBody};
+pub use memory::{MemoryQuery, SearchBody, UserQuery};
 pub use openapi::ApiDoc;
 pub use problem::{ApiError, PROBLEM_JSON, Problem, status_of};
 pub use server::{ServeError, Server, serve};
@@ -120,6 +120,7 @@ pub fn router_with(
         .route("/v1/memory/{session}/context", get(memory::memory_context))
         .route("/v1/memory/{session}/messages", post(memory::memory_put))
         .route("/v1/memory/{session}/search", post(memory::memory_search))
+        .route("/v1/memory/search", post(memory::user_memory_search))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(max_body_bytes))

@@ -471,6 +471,68 @@ async fn memory_lasts_across_restarts_and_replicas(kind: Kind) {
     restarted.stop().await;
 }
 
+/// A user's memory is searched across all their sessions (`POST /v1/memory/search`, and MCP
+/// `search_memory` by default for a thread with a user): what Alice's Monday session flushed is
+/// found from anywhere, naming its session; another user, another tenant and a tenant token
+/// naming no user are refused or find nothing.
+async fn user_memory_is_searched_across_sessions(kind: Kind) {
+    let mut srv = start(kind, "search_user", true).await;
+    fill(&srv, TOKEN_ALICE, "monday").await;
+    let query = json!({"query": "where does the lighthouse keeper feed seagulls", "top_k": 3});
+    let (s, b) = srv.post("/v1/memory/search", TOKEN_ALICE, &query).await;
+    assert_eq!(s, 200, "{b}");
+    let best = &b["results"][0];
+    assert!(best["text"].as_str().unwrap().contains("lighthouse"), "{b}");
+    assert_eq!(best["session"], "monday", "a result names its session: {b}");
+    // A tenant token names the user, or is refused.
+    let (s, named) = srv
+        .post("/v1/memory/search?user=alice", TOKEN_A, &query)
+        .await;
+    assert_eq!(s, 200, "{named}");
+    assert_eq!(named["results"], b["results"]);
+    let (s, h, refused) = srv
+        .send(
+            Method::POST,
+            "/v1/memory/search",
+            Some(TOKEN_A),
+            Some(&query),
+        )
+        .await;
+    assert_problem(s, &h, &refused, 400, "invalid_input");
+    // Nothing of Alice for another user, another tenant; a user-bound token stays its own.
+    for (token, path) in [
+        (TOKEN_A, "/v1/memory/search?user=bob"),
+        (TOKEN_B, "/v1/memory/search?user=alice"),
+    ] {
+        let (s, b) = srv.post(path, token, &query).await;
+        assert_eq!((s, b["results"].clone()), (200, json!([])), "{path}: {b}");
+    }
+    let (s, h, b) = srv
+        .send(
+            Method::POST,
+            "/v1/memory/search?user=bob",
+            Some(TOKEN_ALICE),
+            Some(&query),
+        )
+        .await;
+    assert_problem(s, &h, &b, 403, "forbidden");
+    // MCP: from another session of Alice's, `search_memory` searches all of hers by default.
+    let alice = mcp_client(&srv, TOKEN_ALICE).await;
+    let args = json!({"session": "friday", "query": "lighthouse seagulls", "limit": 3});
+    let found = support::tool_ok(&alice, "search_memory", args.clone()).await;
+    assert_eq!(found["results"][0]["session"], "monday", "{found}");
+    let mut only_here = args;
+    only_here["across_sessions"] = json!(false);
+    let here = support::tool_ok(&alice, "search_memory", only_here).await;
+    assert_eq!(
+        here["results"],
+        json!([]),
+        "this session alone holds nothing: {here}"
+    );
+    alice.cancel().await.unwrap();
+    srv.stop().await;
+}
+
 macro_rules! on_sql_backends {
     ($($kind:ident => $module:ident),* $(,)?) => {$(
         mod $module {
@@ -519,6 +581,11 @@ macro_rules! on_every_backend {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn forgotten_cleared_and_deleted_memory_is_not_searched() {
                 forgotten_memory_is_not_searched(Kind::$kind).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn a_users_memory_is_searched_across_sessions() {
+                user_memory_is_searched_across_sessions(Kind::$kind).await;
             }
         }
     )*};

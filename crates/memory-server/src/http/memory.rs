@@ -134,3 +134,49 @@ pub(super) async fn memory_search(
             .await?,
     ))
 }
+
+/// Whose memory a search across sessions reads, from the query string.
+#[derive(Debug, Clone, Default, Deserialize, IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct UserQuery {
+    /// The user (a user-bound token's user when omitted; another one is 403; required with a
+    /// tenant token).
+    pub user: Option<String>,
+    /// Only this agent's sessions.
+    pub agent: Option<String>,
+}
+
+/// Searches a user's memory across all their sessions: the batches every session's `Memory`
+/// flushed to its memory block, best first, ranked as `[memory] retrieval` says, each naming
+/// the session it came from. What Dana said last week is found today. 501 when neither an
+/// embedder nor lexical retrieval is configured.
+#[utoipa::path(post, path = "/v1/memory/search", tag = "memory",
+    params(UserQuery),
+    request_body = SearchBody,
+    responses(
+        (status = 200, description = "The results, best first", body = SearchView),
+        (status = 400, description = "Invalid input, or no user named with a tenant token", body = Problem, content_type = "application/problem+json"),
+        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
+        (status = 403, description = "Another user's memory", body = Problem, content_type = "application/problem+json"),
+        (status = 501, description = "Search unavailable: no embedder and no lexical retrieval configured", body = Problem, content_type = "application/problem+json"),
+    ),
+    security(("bearer" = [])))]
+pub(super) async fn user_memory_search(
+    State(state): State<AppState>,
+    who: Principal,
+    Q(query): Q<UserQuery>,
+    Body(body): Body<SearchBody>,
+) -> ApiResult<Json<SearchView>> {
+    Ok(Json(
+        state
+            .ops
+            .search_user_memory(
+                &who,
+                query.user.as_deref(),
+                query.agent.as_deref(),
+                &body.query,
+                body.top_k,
+            )
+            .await?,
+    ))
+}

@@ -156,6 +156,10 @@ thread_args! {
         /// Text mode only: search archived messages too (default: only the active window).
         #[serde(default)]
         pub include_archived: bool,
+        /// Searchable memory only: search every session of the user, not only this one
+        /// (default: true when the thread has a user: a user-bound token's, or `user`).
+        #[serde(default)]
+        pub across_sessions: Option<bool>,
     }
 }
 
@@ -278,7 +282,7 @@ impl MemoryMcp {
     /// `search_memory`: a text match over one thread.
     #[tool(
         name = "search_memory",
-        description = "Search a session's memory for `query`. When the server's memory is searchable: the batches of the thread its memory holds, best first, each with its text and score, at most `limit` (default and at most 100), ranked by meaning (`mode: vector`, an embedder), by words (`mode: lexical`, a text index) or both fused (`mode: hybrid`). Otherwise (`mode: text`): a case-insensitive substring match on each message's text, newest first, at most `limit`; only the active window unless `include_archived` is true.",
+        description = "Search memory for `query`. When the server's memory is searchable: the batches its memory holds, best first, each with its text, score and the session it came from, at most `limit` (default and at most 100), ranked by meaning (`mode: vector`, an embedder), by words (`mode: lexical`, a text index) or both fused (`mode: hybrid`); by default across every session of the user when the thread has a user (`across_sessions: false` searches this session only). Otherwise (`mode: text`): a case-insensitive substring match on each message's text of this thread, newest first, at most `limit`; only the active window unless `include_archived` is true.",
         annotations(read_only_hint = true, open_world_hint = false)
     )]
     async fn search_memory(&self, request: Request, args: Parameters<SearchArgs>) -> Answer {
@@ -290,10 +294,23 @@ impl MemoryMcp {
             )));
         }
         if let Some(retrieval) = self.ops.retrieval() {
-            let found = self
-                .ops
-                .search_memory(&who, &address, &args.query, Some(limit))
-                .await?;
+            let user = who.user_for(address.user.as_deref())?;
+            let found = if args.across_sessions.unwrap_or(user.is_some()) {
+                let user = user.as_ref().map(|u| u.as_str());
+                self.ops
+                    .search_user_memory(
+                        &who,
+                        user,
+                        address.agent.as_deref(),
+                        &args.query,
+                        Some(limit),
+                    )
+                    .await?
+            } else {
+                self.ops
+                    .search_memory(&who, &address, &args.query, Some(limit))
+                    .await?
+            };
             let mode = match retrieval {
                 RetrievalKind::Dense => "vector",
                 RetrievalKind::Lexical => "lexical",

@@ -1,7 +1,9 @@
 //! Search over a session's memory: the batches the `Memory`'s memory block holds, ranked by
 //! its retriever (dense, lexical or hybrid, [`crate::retrieval`]) for a query.
 
-use agent_memory::memory::blocks::VectorMemoryBlock;
+use agent_memory::memory::blocks::{SESSION_KEY, VectorMemoryBlock};
+use agent_memory::retrieval::Retrieved;
+use agent_memory::{AgentId, ScopeFilter};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -29,6 +31,8 @@ pub struct SearchHitView {
     pub first_seq: Option<u64>,
     /// The seq of the batch's last message in the thread, when known.
     pub last_seq: Option<u64>,
+    /// The session whose thread the batch came from.
+    pub session: Option<String>,
 }
 
 /// The answer of a memory search.
@@ -64,38 +68,86 @@ impl Ops {
         top_k: Option<usize>,
     ) -> OpResult<SearchView> {
         let scope = self.scope(who, address)?;
-        let query = query.trim();
-        if query.is_empty() {
-            return Err(OpError::invalid("the search query is empty"));
-        }
-        let top_k = top_k.unwrap_or(DEFAULT_SEARCH_TOP_K);
-        if top_k == 0 || top_k > MAX_SEARCH_TOP_K {
-            return Err(OpError::invalid(format!(
-                "`top_k` must be between 1 and {MAX_SEARCH_TOP_K}"
-            )));
-        }
-        let Some(block) = self.vector_block() else {
-            return Err(OpError::new(ErrorCode::Unsupported, SEARCH_UNAVAILABLE));
+        let (query, top_k) = checked(query, top_k)?;
+        let block = self.searchable()?;
+        Ok(view(block.search(&scope, query, top_k).await?))
+    }
+
+    /// The `top_k` batches of a user's memory across all their sessions (their threads' flushed
+    /// messages) that best match `query`, best first, each naming its session: the user is a
+    /// user-bound token's, or `user` for a tenant token; `agent` narrows to one agent's
+    /// sessions.
+    ///
+    /// # Errors
+    /// As [`search_memory`](Self::search_memory); [`ErrorCode::InvalidInput`] when no user is
+    /// known (a tenant token naming none); [`ErrorCode::Forbidden`] for another user than a
+    /// user-bound token's.
+    pub async fn search_user_memory(
+        &self,
+        who: &Principal,
+        user: Option<&str>,
+        agent: Option<&str>,
+        query: &str,
+        top_k: Option<usize>,
+    ) -> OpResult<SearchView> {
+        let Some(user) = who.user_for(user)? else {
+            return Err(OpError::invalid(
+                "a search across sessions needs a user: use a user-bound token, or name `user`",
+            ));
         };
-        let found = block.search(&scope, query, top_k).await?;
-        let seq = |payload: &serde_json::Map<String, Value>, key: &str| {
-            payload.get(key).and_then(Value::as_u64)
-        };
-        Ok(SearchView {
-            results: found
-                .into_iter()
-                .map(|hit| SearchHitView {
-                    text: hit
-                        .payload
-                        .get("text")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_owned(),
-                    score: hit.score,
-                    first_seq: seq(&hit.payload, "first_seq"),
-                    last_seq: seq(&hit.payload, "last_seq"),
-                })
-                .collect(),
-        })
+        let mut filter = ScopeFilter::tenant(who.tenant.clone()).with_user(user);
+        if let Some(agent) = agent {
+            let agent = AgentId::new(agent).map_err(|e| {
+                OpError::new(ErrorCode::InvalidInput, crate::error::library_detail(&e))
+            })?;
+            filter = filter.with_agent(agent);
+        }
+        let (query, top_k) = checked(query, top_k)?;
+        let block = self.searchable()?;
+        Ok(view(block.search_across(filter, query, top_k).await?))
+    }
+
+    /// The memory block, or the error a search answers without one.
+    fn searchable(&self) -> OpResult<&VectorMemoryBlock> {
+        self.vector_block()
+            .ok_or_else(|| OpError::new(ErrorCode::Unsupported, SEARCH_UNAVAILABLE))
+    }
+}
+
+/// The query, trimmed, and the `top_k` (the default when none), checked.
+fn checked(query: &str, top_k: Option<usize>) -> OpResult<(&str, usize)> {
+    let query = query.trim();
+    if query.is_empty() {
+        return Err(OpError::invalid("the search query is empty"));
+    }
+    let top_k = top_k.unwrap_or(DEFAULT_SEARCH_TOP_K);
+    if top_k == 0 || top_k > MAX_SEARCH_TOP_K {
+        return Err(OpError::invalid(format!(
+            "`top_k` must be between 1 and {MAX_SEARCH_TOP_K}"
+        )));
+    }
+    Ok((query, top_k))
+}
+
+/// A block's search results as the answer shows them.
+fn view(found: Vec<Retrieved>) -> SearchView {
+    let seq = |payload: &serde_json::Map<String, Value>, key: &str| {
+        payload.get(key).and_then(Value::as_u64)
+    };
+    SearchView {
+        results: found
+            .into_iter()
+            .map(|hit| SearchHitView {
+                text: hit.text().unwrap_or_default().to_owned(),
+                score: hit.score,
+                first_seq: seq(&hit.payload, "first_seq"),
+                last_seq: seq(&hit.payload, "last_seq"),
+                session: hit
+                    .payload
+                    .get(SESSION_KEY)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            })
+            .collect(),
     }
 }

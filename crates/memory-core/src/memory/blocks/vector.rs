@@ -10,6 +10,7 @@ use uuid::Uuid;
 
 use crate::error::Result;
 use crate::history::StoredMessage;
+use crate::id::SourceId;
 use crate::memory::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, Recall,
     block_name, render_recalled, truncate_lines,
@@ -17,7 +18,7 @@ use crate::memory::{
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
 use crate::retrieval::{DenseRetriever, MemoryItem, RetrievalQuery, Retrieved, Retriever};
-use crate::scope::{Scope, ScopedHit};
+use crate::scope::{Scope, ScopeFilter, ScopedHit};
 use crate::tokens::TokenCounter;
 use crate::vector::{ScoredPoint, VectorStore};
 
@@ -213,15 +214,37 @@ impl VectorMemoryBlock {
     /// The retriever's errors; [`InvalidInput`](crate::ErrorKind::InvalidInput) when the
     /// scope cannot take the block's source, or lacks the user or agent its recall level needs.
     pub async fn search(&self, scope: &Scope, query: &str, top_k: usize) -> Result<Vec<Retrieved>> {
-        let mut found = self
+        let found = self
             .recalled(scope, &RetrievalQuery::new(query, top_k))
             .await?;
-        for hit in &mut found {
-            let shown = render_recalled(&hit.payload).unwrap_or_default();
-            hit.payload
-                .insert(crate::retrieval::TEXT_KEY.to_owned(), Value::String(shown));
-        }
-        Ok(found)
+        Ok(shown(found))
+    }
+
+    /// The `top_k` best batches for `query` across the scopes `filter` selects (a user's
+    /// sessions: the tenant and user), whatever the block's [`Recall`], as
+    /// [`search`](Self::search) returns them (`"text"` rendered and escaped, `"session_id"`
+    /// naming each batch's session). The filter's source is the block's own: the block never
+    /// searches another source's items.
+    ///
+    /// # Errors
+    /// The retriever's errors ([`Unsupported`](crate::ErrorKind::Unsupported) when its
+    /// indexes cannot search across scopes); [`InvalidInput`](crate::ErrorKind::InvalidInput)
+    /// when the block's name makes no valid source.
+    pub async fn search_across(
+        &self,
+        filter: ScopeFilter,
+        query: &str,
+        top_k: usize,
+    ) -> Result<Vec<Retrieved>> {
+        let source = SourceId::new(format!("memory.vector.{}", self.name))?;
+        let found = self
+            .retriever
+            .retrieve_matching(
+                &filter.with_source(source),
+                &RetrievalQuery::new(query, top_k),
+            )
+            .await?;
+        Ok(shown(with_sessions(found)))
     }
 
     /// The batches `scope` recalls for `query` at the block's level, each payload with the
@@ -238,16 +261,7 @@ impl VectorMemoryBlock {
                 .collect(),
             Some(filter) => self.retriever.retrieve_matching(&filter, query).await?,
         };
-        Ok(found
-            .into_iter()
-            .map(|found| {
-                let mut hit = found.hit;
-                let session = found.scope.session_id().as_str().to_owned();
-                hit.payload
-                    .insert(SESSION_KEY.to_owned(), Value::String(session));
-                hit
-            })
-            .collect())
+        Ok(with_sessions(found))
     }
 
     fn vector_scope(&self, scope: &Scope) -> Result<Scope> {
@@ -255,6 +269,31 @@ impl VectorMemoryBlock {
             .clone()
             .with_source(format!("memory.vector.{}", self.name))
     }
+}
+
+/// The hits, each payload with the session it came from under [`SESSION_KEY`].
+fn with_sessions(found: Vec<ScopedHit<Retrieved>>) -> Vec<Retrieved> {
+    found
+        .into_iter()
+        .map(|found| {
+            let mut hit = found.hit;
+            let session = found.scope.session_id().as_str().to_owned();
+            hit.payload
+                .insert(SESSION_KEY.to_owned(), Value::String(session));
+            hit
+        })
+        .collect()
+}
+
+/// The hits, each payload's `"text"` the transcript as the block shows it (rendered and
+/// escaped from the raw lines, whatever the stored payload says).
+fn shown(mut found: Vec<Retrieved>) -> Vec<Retrieved> {
+    for hit in &mut found {
+        let shown = render_recalled(&hit.payload).unwrap_or_default();
+        hit.payload
+            .insert(crate::retrieval::TEXT_KEY.to_owned(), Value::String(shown));
+    }
+    found
 }
 
 /// The payload key of the session a recalled batch came from.
