@@ -14,13 +14,14 @@ use std::time::Instant;
 
 use clap::Parser;
 use memory_core::history::StoredMessage;
-use memory_core::memory::blocks::{DEFAULT_CONTEXT_MESSAGES, VectorMemoryBlock};
+use memory_core::memory::blocks::{DEFAULT_CONTEXT_MESSAGES, SESSION_KEY, VectorMemoryBlock};
 use memory_core::memory::{BlockPutContext, MemoryBlock};
 use memory_core::retrieval::{
     DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, Retrieved, Retriever,
 };
 use memory_core::{
-    ChatMessage, Embedder, InMemoryVectorStore, Scope, SessionId, TenantId, TextIndex,
+    ChatMessage, Embedder, InMemoryVectorStore, Scope, ScopeFilter, SessionId, TenantId, TextIndex,
+    UserId, VectorStore,
 };
 use memory_lexical::{Analyzer, TantivyTextIndex};
 use memory_vector::BertEmbedder;
@@ -76,6 +77,13 @@ struct QualityCli {
     /// block's, `DEFAULT_CONTEXT_MESSAGES`; 0 indexes each turn alone).
     #[arg(long)]
     context: Option<usize>,
+    /// How a conversation reaches memory: `one` (all its sessions in one thread, searched in
+    /// it) or `per-session` (each LoCoMo session its own thread of the conversation's user,
+    /// flushed into the embedded default store's vector store and text index, and each
+    /// question asked of the user's memory across sessions, as an agent would; needs
+    /// `--lexical sqlite`).
+    #[arg(long, default_value = "one")]
+    threads: String,
 }
 
 /// One turn of a conversation.
@@ -301,6 +309,17 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         "sqlite" => Some(TempSqlite::open().await?),
         other => return Err(format!("unknown lexical index {other:?} (tantivy, sqlite)").into()),
     };
+    let per_session = match cli.threads.as_str() {
+        "one" => false,
+        "per-session" if sqlite.is_some() => true,
+        "per-session" => {
+            return Err(
+                "--threads per-session searches across threads: add --lexical sqlite".into(),
+            );
+        }
+        other => return Err(format!("unknown --threads {other:?} (one, per-session)").into()),
+    };
+    let tenant = TenantId::new("locomo")?;
     let mut fusions: Vec<(String, Fusion)> = Vec::new();
     if cli.fusions.is_empty() {
         fusions.push(("default".to_owned(), Fusion::default()));
@@ -322,7 +341,11 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             Some(db) => db.text.clone(),
             None => Arc::new(TantivyTextIndex::in_memory_with(analyzer(&cli.analyzer)?)?),
         };
-        let store = Arc::new(InMemoryVectorStore::new());
+        // Per session: the vectors in the store too, as the embedded default keeps them.
+        let store: Arc<dyn VectorStore> = match (&sqlite, per_session) {
+            (Some(db), true) => db.vectors.clone(),
+            _ => Arc::new(InMemoryVectorStore::new()),
+        };
         let lexical: Arc<dyn Retriever> = Arc::new(LexicalRetriever::new(text_index));
         let mut blocks: Vec<(String, VectorMemoryBlock)> = vec![(
             "lexical".to_owned(),
@@ -333,7 +356,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
                 let dense: Arc<dyn Retriever> =
                     Arc::new(DenseRetriever::new(embedder.clone(), store.clone()));
                 let dense_only: Arc<dyn Retriever> =
-                    Arc::new(DenseRetriever::new(remembered.clone(), store));
+                    Arc::new(DenseRetriever::new(remembered.clone(), store.clone()));
                 let hybrid = |dense: &Arc<dyn Retriever>, f: Fusion| {
                     let h = HybridRetriever::new(dense.clone(), lexical.clone()).with_fusion(f);
                     match cli.candidates {
@@ -369,27 +392,37 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             Some(n) => writer.with_context_messages(n),
             None => writer,
         };
-        let scope = Scope::new(
-            TenantId::new("locomo")?,
-            SessionId::new(format!("conversation-{c}"))?,
-        );
-        let mut state = Value::Null;
+        let user = UserId::new(format!("conversation-{c}"))?;
+        // Where each turn was stored: its thread's session id and seq, and back.
+        let mut placed: Vec<(String, u64)> = Vec::with_capacity(turns.len());
+        let mut states: BTreeMap<String, Value> = BTreeMap::new();
         let started = Instant::now();
-        for (i, turn) in turns.iter().enumerate() {
-            let message = StoredMessage::new(
-                (i + 1) as u64,
-                0,
-                false,
-                ChatMessage::user(turn.text.clone()),
-            );
+        for turn in &turns {
+            let session = if per_session {
+                format!("{user}-{}", turn.session)
+            } else {
+                user.to_string()
+            };
+            let seq = placed.iter().filter(|(s, _)| *s == session).count() as u64 + 1;
+            let scope = Scope::new(tenant.clone(), SessionId::new(session.clone())?)
+                .with_user_id(user.clone());
+            let message = StoredMessage::new(seq, 0, false, ChatMessage::user(turn.text.clone()));
             writer
                 .put(BlockPutContext {
                     scope: &scope,
                     messages: &[message],
-                    state: &mut state,
+                    state: states.entry(session.clone()).or_default(),
                 })
                 .await?;
+            placed.push((session, seq));
         }
+        let turn_at: BTreeMap<(String, u64), usize> = placed
+            .into_iter()
+            .enumerate()
+            .map(|(i, place)| (place, i))
+            .collect();
+        let scope = Scope::new(tenant.clone(), SessionId::new(user.to_string())?)
+            .with_user_id(user.clone());
         index_seconds += started.elapsed().as_secs_f64();
         turns_indexed += turns.len();
         if let (Some(embedder), Some(remembered)) = (&embedder, &remembered) {
@@ -408,24 +441,26 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         for (name, block) in &blocks {
             for q in &questions {
                 let started = Instant::now();
-                let found: Vec<Retrieved> = block.search(&scope, &q.text, 50).await?;
+                let found: Vec<Retrieved> = if per_session {
+                    let mine = ScopeFilter::tenant(tenant.clone()).with_user(user.clone());
+                    block.search_across(mine, &q.text, 50).await?
+                } else {
+                    block.search(&scope, &q.text, 50).await?
+                };
                 latencies
                     .entry(name.clone())
                     .or_default()
                     .push(started.elapsed().as_secs_f64() * 1e3);
-                let seqs: Vec<usize> = found
+                let found_turns: Vec<&Turn> = found
                     .iter()
-                    .filter_map(|r| r.payload.get("first_seq")?.as_u64())
-                    .map(|s| s as usize)
+                    .filter_map(|r| {
+                        let seq = r.payload.get("first_seq")?.as_u64()?;
+                        let session = r.payload.get(SESSION_KEY)?.as_str()?.to_owned();
+                        turns.get(*turn_at.get(&(session, seq))?)
+                    })
                     .collect();
-                let ranked: Vec<&str> = seqs
-                    .iter()
-                    .filter_map(|s| turns.get(s.checked_sub(1)?).map(|t| t.dia_id.as_str()))
-                    .collect();
-                let sessions: Vec<String> = seqs
-                    .iter()
-                    .filter_map(|s| turns.get(s.checked_sub(1)?).map(|t| t.session.clone()))
-                    .collect();
+                let ranked: Vec<&str> = found_turns.iter().map(|t| t.dia_id.as_str()).collect();
+                let sessions: Vec<String> = found_turns.iter().map(|t| t.session.clone()).collect();
                 if !name.ends_with(SEARCH_ONLY) {
                     results
                         .entry(name.clone())
@@ -457,6 +492,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         "lexical": cli.lexical, "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
         "candidates": cli.candidates,
         "context": cli.context.unwrap_or(DEFAULT_CONTEXT_MESSAGES),
+        "threads": cli.threads,
     });
     for (name, scored) in &results {
         let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
@@ -493,7 +529,9 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
     println!(
         "{}",
         json!({
-            "workload": "quality", "split": cli.split, "index": match (cli.dense, cli.lexical.as_str()) {
+            "workload": "quality", "split": cli.split, "threads": cli.threads,
+            "index": match (cli.dense, cli.lexical.as_str()) {
+                (true, "sqlite") if per_session => "hybrid (SQLite FTS5 + SQLite vectors, MiniLM)",
                 (true, "sqlite") => "hybrid (SQLite FTS5 + in-memory vectors, MiniLM)",
                 (true, _) => "hybrid (tantivy + in-memory vectors, MiniLM)",
                 (false, "sqlite") => "lexical (SQLite FTS5)",
@@ -509,10 +547,11 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
 /// from memory); they are not scored again.
 const SEARCH_ONLY: &str = " (search only)";
 
-/// The embedded default store in a temporary directory, for its text index.
+/// The embedded default store in a temporary directory, for its text index and vector store.
 struct TempSqlite {
     dir: PathBuf,
     text: Arc<dyn TextIndex>,
+    vectors: Arc<dyn VectorStore>,
 }
 
 impl TempSqlite {
@@ -530,11 +569,15 @@ impl TempSqlite {
         let text = stores
             .text_index()
             .ok_or("the SQLite store opened without a text index")?;
-        Ok(Self { dir, text })
+        let vectors = stores
+            .vector_store()
+            .ok_or("the SQLite store opened without a vector store")?;
+        Ok(Self { dir, text, vectors })
     }
 
     fn remove(self) {
         drop(self.text);
+        drop(self.vectors);
         if let Err(e) = std::fs::remove_dir_all(&self.dir) {
             eprintln!("quality: cannot remove {}: {e}", self.dir.display());
         }
