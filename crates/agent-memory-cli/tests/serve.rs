@@ -367,3 +367,75 @@ fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
     let rest = served.rest_of_stderr();
     assert!(rest.contains("stopped"), "{rest}");
 }
+
+/// The server's vector memory lives in the store: what a search found before the server was
+/// killed with `-9` (SIGKILL: nothing flushed or closed on the way out), it finds after a
+/// restart on the same database, session by session and across the user's sessions.
+#[test]
+#[cfg(unix)]
+fn memory_survives_kill_9() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("server.toml");
+    let db = dir.path().join("served.db");
+    std::fs::write(
+        &config,
+        format!(
+            "listen = \"127.0.0.1:0\"\nstore_url = \"sqlite://{}\"\n[embedder]\nkind = \"hashing\"\ndimensions = 256\n",
+            db.display()
+        ),
+    )
+    .unwrap();
+    let command = || {
+        let mut command = serve(&["--config"]);
+        command
+            .arg(&config)
+            .env_remove(agent_memory::URL_ENV)
+            .env("AGENT_MEMORY_SERVER_TOKENS", format!("acme:alice={TOKEN}"));
+        command
+    };
+    let mut served = start(&mut command());
+    let facts = r#"{"messages":[{"id":"f1","role":"user","text":"The lighthouse keeper feeds the seagulls at dawn"},{"id":"f2","role":"assistant","text":"Noted: lighthouse, seagulls, dawn"}]}"#;
+    let (status, body) = request(
+        &served.addr,
+        "POST",
+        "/v1/memory/monday/messages",
+        Some(facts),
+    );
+    assert_eq!(status, 200, "{body}");
+    let filler: Vec<String> = (0..30)
+        .map(|i| format!(r#"{{"id":"q{i}","role":"user","text":"several plain words in every filler message"}}"#))
+        .collect();
+    let filler = format!(r#"{{"messages":[{}]}}"#, filler.join(","));
+    let (status, body) = request(
+        &served.addr,
+        "POST",
+        "/v1/memory/monday/messages?token_limit=100",
+        Some(&filler),
+    );
+    assert_eq!(status, 200, "{body}");
+    let query = r#"{"query":"where does the lighthouse keeper feed seagulls","top_k":3}"#;
+    let searches = ["/v1/memory/monday/search", "/v1/memory/search"];
+    let before: Vec<String> = searches
+        .iter()
+        .map(|path| {
+            let (status, body) = request(&served.addr, "POST", path, Some(query));
+            assert_eq!(status, 200, "{path}: {body}");
+            assert!(body.contains("lighthouse"), "{path}: {body}");
+            body
+        })
+        .collect();
+
+    served.child.kill().unwrap();
+    served.child.wait().unwrap();
+    let mut restarted = start(&mut command());
+    for (path, before) in searches.iter().zip(&before) {
+        let (status, after) = request(&restarted.addr, "POST", path, Some(query));
+        assert_eq!(status, 200, "{path}: {after}");
+        assert_eq!(
+            &after, before,
+            "{path}: the same results after kill -9 and a restart"
+        );
+    }
+    restarted.sigterm();
+    assert!(restarted.child.wait().unwrap().success());
+}

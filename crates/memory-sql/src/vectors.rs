@@ -103,8 +103,16 @@ impl SqlVectorStore {
         self.rows.store()
     }
 
-    /// The dimension recorded in the database, if any vector was ever written.
+    /// The dimension recorded in the database, if any vector was ever written (as `tx` sees
+    /// it: a read's snapshot caches it, a write caches it after its commit).
     async fn recorded_dimensions(&self, tx: &mut Tx<'_>, ctx: &str) -> Result<Option<usize>> {
+        self.read_dimensions(tx, ctx)
+            .await
+            .map(|read| read.map(|d| *self.dimensions.get_or_init(|| d)))
+    }
+
+    /// The dimension known or recorded, not cached.
+    async fn read_dimensions(&self, tx: &mut Tx<'_>, ctx: &str) -> Result<Option<usize>> {
         if let Some(known) = self.dimensions.get() {
             return Ok(Some(*known));
         }
@@ -124,10 +132,11 @@ impl SqlVectorStore {
                     self.store().inner.prefix.as_str()
                 ))
             })?;
-        Ok(Some(*self.dimensions.get_or_init(|| dimensions)))
+        Ok(Some(dimensions))
     }
 
-    /// Records `dimensions` as the store's when none is, and checks that it is the store's.
+    /// Records `dimensions` as the store's when none is, and checks that it is the store's
+    /// (nothing is cached: the transaction may yet roll back).
     async fn claim_dimensions(&self, tx: &mut Tx<'_>, ctx: &str, dimensions: usize) -> Result<()> {
         if self.dimensions.get().is_none() {
             let wanted = i64::try_from(dimensions)
@@ -135,7 +144,7 @@ impl SqlVectorStore {
             tx.execute(ctx, Query::shared(&self.sql.record_dimensions).int(wanted))
                 .await?;
         }
-        match self.recorded_dimensions(tx, ctx).await? {
+        match self.read_dimensions(tx, ctx).await? {
             Some(recorded) if recorded != dimensions => Err(Error::invalid_input(format!(
                 "a vector has {dimensions} dimensions; this store holds {recorded}"
             ))),
@@ -176,7 +185,10 @@ impl SqlVectorStore {
             }
             tx.execute(CTX, q).await?;
         }
-        tx.commit(CTX).await
+        tx.commit(CTX).await?;
+        // Committed: the dimension is the store's for good.
+        self.dimensions.get_or_init(|| first.vector.len());
+        Ok(())
     }
 
     /// The best `top_k` points within `within`, each with its scope key.
