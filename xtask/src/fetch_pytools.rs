@@ -10,7 +10,7 @@
 
 use std::{ffi::OsStr, fs, path::PathBuf};
 
-use crate::{util::Result, venv};
+use crate::{cache, util::Result, venv};
 
 /// The pinned requirements (`pip install -r`): the two tools and their dependencies.
 pub(crate) const REQUIREMENTS: &str = include_str!("../pytools/requirements.txt");
@@ -35,7 +35,7 @@ fn fnv1a(text: &str) -> u64 {
 /// (installing it once) and returns its `python`.
 pub(crate) fn ensure(explicit_cache_dir: Option<PathBuf>) -> Result<PathBuf> {
     let dir_name = format!("pytools-{:016x}", fnv1a(REQUIREMENTS));
-    let py_dir = venv::cache_root(explicit_cache_dir.clone())?.join("py");
+    let py_dir = cache::cache_root(explicit_cache_dir.clone())?.join("py");
     fs::create_dir_all(&py_dir)?;
     // pip reads the requirements from a file: the compiled-in copy, beside the virtualenvs.
     let requirements = py_dir.join(format!("{dir_name}-requirements.txt"));

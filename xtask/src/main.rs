@@ -27,6 +27,7 @@
 #![cfg_attr(test, allow(clippy::arithmetic_side_effects, clippy::indexing_slicing))]
 
 mod bench;
+mod cache;
 mod ci;
 mod cycles;
 mod faults;

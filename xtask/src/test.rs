@@ -23,11 +23,10 @@ use std::{
 };
 
 use crate::{
-    fetch_mem0, fetch_model, fetch_pytools, services,
+    cache, fetch_mem0, fetch_model, fetch_pytools, services,
     test_binaries::{self, TestBinary},
     test_pool::{self, Finished, Job, Totals},
     util::{self, Result},
-    venv,
 };
 
 /// The environment variable the local-model tests read the model directory from.
@@ -79,7 +78,7 @@ pub(crate) fn run(extra: &[String]) -> Result {
     }
 
     // Kept beside the fetched tools, so a fresh clone on this machine orders its jobs well too.
-    let durations_path = venv::cache_root(None)?.join(DURATIONS_FILE);
+    let durations_path = cache::cache_root(None)?.join(DURATIONS_FILE);
     let recorded = read_durations(&durations_path);
     let mut jobs = Vec::with_capacity(binaries.len().saturating_add(1));
     let mut doctests = util::cargo(["test", "--all-features", "--doc"])?;

@@ -4,12 +4,13 @@
 //! and a completed one is never repeated.
 
 use std::{
-    env, fs,
+    fs,
     path::{Path, PathBuf},
     process::{Command, Stdio},
     time::Instant,
 };
 
+use crate::cache;
 use crate::util::{self, Result, run_checked};
 
 /// The file in a virtualenv that records a completed install (its content: the spec's
@@ -30,23 +31,6 @@ pub(crate) struct Spec<'a> {
     pub(crate) python_env: &'a str,
 }
 
-/// The cache's root: `--cache-dir`, else `$AGENT_MEMORY_CACHE_DIR`, else
-/// `$XDG_CACHE_HOME/agent-memory`, else `~/.cache/agent-memory`.
-pub(crate) fn cache_root(explicit: Option<PathBuf>) -> Result<PathBuf> {
-    if let Some(dir) = explicit {
-        return Ok(dir);
-    }
-    if let Some(dir) = env::var_os("AGENT_MEMORY_CACHE_DIR").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir));
-    }
-    let base = match env::var_os("XDG_CACHE_HOME").filter(|d| !d.is_empty()) {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env::var_os("HOME").ok_or("neither XDG_CACHE_HOME nor HOME is set")?)
-            .join(".cache"),
-    };
-    Ok(base.join("agent-memory"))
-}
-
 /// The virtualenv's `python`.
 pub(crate) fn python_in(venv: &Path) -> PathBuf {
     venv.join("bin").join("python")
@@ -61,7 +45,7 @@ fn is_complete(venv: &Path, marker: &str) -> bool {
 /// them once) and returns its `python`.
 pub(crate) fn ensure(explicit_cache_dir: Option<PathBuf>, spec: &Spec<'_>) -> Result<PathBuf> {
     let label = spec.label;
-    let venv = cache_root(explicit_cache_dir)?
+    let venv = cache::cache_root(explicit_cache_dir)?
         .join("py")
         .join(spec.dir_name);
     if is_complete(&venv, spec.marker) {

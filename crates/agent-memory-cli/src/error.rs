@@ -65,21 +65,8 @@ where
 }
 
 /// The error and its causes as a person reads them: `error: …`, then one `caused by: …` line
-/// per source (a cause that only repeats the line above it is left out).
-pub(crate) fn error_lines(error: &(dyn StdError + 'static)) -> Vec<String> {
-    let mut lines = vec![format!("error: {error}")];
-    let mut above = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !above.contains(&text) {
-            lines.push(format!("caused by: {text}"));
-        }
-        above = text;
-        source = cause.source();
-    }
-    lines
-}
+/// per source (the library's own, which applications share).
+pub(crate) use agent_memory::error_lines;
 
 #[cfg(test)]
 mod tests {

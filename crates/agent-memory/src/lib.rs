@@ -5,6 +5,7 @@
 
 /// Health checks of a backend: [`doctor`](crate::doctor()) and its findings.
 pub mod doctor;
+mod error_lines;
 mod open;
 /// The OpenTelemetry pipeline (feature `otel`): [`install`](telemetry::install) for
 /// applications, [`build`](telemetry::build) with given exporters for tests.
@@ -60,6 +61,7 @@ pub use memory_rig as rig;
 pub use memory_swiftide as swiftide;
 
 pub use doctor::doctor;
+pub use error_lines::error_lines;
 /// Conversions to and from the JSON of Microsoft Agent Framework and LlamaIndex (features
 /// `agent-framework`, `llamaindex`).
 #[cfg(any(feature = "agent-framework", feature = "llamaindex"))]

@@ -38,6 +38,22 @@ impl DataMessage {
     }
 }
 
+/// `len` messages for the tests, user and assistant in turn, the `i`-th saying `text(i)`.
+#[cfg(test)]
+pub(crate) fn test_messages(len: usize, text: impl Fn(usize) -> String) -> Vec<DataMessage> {
+    (0..len)
+        .map(|i| DataMessage {
+            i,
+            role: if i % 2 == 0 {
+                DataRole::User
+            } else {
+                DataRole::Assistant
+            },
+            text: text(i),
+        })
+        .collect()
+}
+
 /// Reads the data set at `path`.
 ///
 /// # Errors

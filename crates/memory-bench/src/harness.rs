@@ -66,6 +66,15 @@ impl Recorder {
         self.samples.push(elapsed);
     }
 
+    /// Runs `op` as one timed operation and returns what it returned (dropped, if the caller
+    /// drops it, after the clock stopped).
+    pub(crate) fn time<T>(&mut self, op: impl FnOnce() -> T) -> T {
+        let started = std::time::Instant::now();
+        let output = op();
+        self.push(started.elapsed());
+        output
+    }
+
     /// Computes the statistics.
     pub(crate) fn finish(self) -> Stats {
         let total = self.samples.iter().sum();
@@ -158,6 +167,15 @@ fn status_mb(key: &str) -> Option<f64> {
 pub(crate) fn round(x: f64, digits: i32) -> f64 {
     let scale = 10f64.powi(digits);
     (x * scale).round() / scale
+}
+
+/// The average of `total` over `count` items, rounded to 0.1.
+pub(crate) fn average(total: usize, count: usize) -> f64 {
+    if count == 0 {
+        0.0
+    } else {
+        round(total as f64 / count as f64, 1)
+    }
 }
 
 /// Microseconds of `d`, rounded to 0.01 µs.

@@ -73,29 +73,13 @@ async fn main() -> ExitCode {
     match run().await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            for line in error_lines(error.as_ref()) {
+            // `error: …`, then one `caused by: …` line per cause.
+            for line in agent_memory::error_lines(error.as_ref()) {
                 eprintln!("{line}");
             }
             ExitCode::FAILURE
         }
     }
-}
-
-/// The error and its causes as a person reads them: `error: …`, then one `caused by: …` line
-/// per source (a cause that only repeats the line above it is left out).
-fn error_lines(error: &(dyn StdError + 'static)) -> Vec<String> {
-    let mut lines = vec![format!("error: {error}")];
-    let mut above = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !above.contains(&text) {
-            lines.push(format!("caused by: {text}"));
-        }
-        above = text;
-        source = cause.source();
-    }
-    lines
 }
 
 /// An error with a sentence saying what was being done, and the error that stopped it.
@@ -235,18 +219,14 @@ async fn play(
     };
     let (first_half, second_half) = CONVERSATION.split_at(RESTORE_AFTER);
     let mut transcript = Transcript::default();
+    let mut play_turns = async |session: &mut AgentSession, texts: &[&str]| {
+        for text in texts {
+            turn(&agent, stores, session, text, &counter, &mut transcript).await?;
+        }
+        Ok::<_, agent_memory::Error>(())
+    };
 
-    for text in first_half {
-        turn(
-            &agent,
-            stores,
-            &mut session,
-            text,
-            &counter,
-            &mut transcript,
-        )
-        .await?;
-    }
+    play_turns(&mut session, first_half).await?;
 
     // Save the session as JSON, restore it into a fresh session object, and carry on: what an
     // application does between two requests, or two processes.
@@ -264,17 +244,7 @@ async fn play(
     );
     let mut session = AgentSession::deserialize_at(&serde_json::from_str(&state)?, scope)?;
 
-    for text in second_half {
-        turn(
-            &agent,
-            stores,
-            &mut session,
-            text,
-            &counter,
-            &mut transcript,
-        )
-        .await?;
-    }
+    play_turns(&mut session, second_half).await?;
     stores
         .sessions
         .save(scope, &session.serialize()?, version)
@@ -380,8 +350,8 @@ fn preview(message: &ChatMessage) -> String {
 
 #[cfg(test)]
 mod tests {
-    use agent_memory::ErrorKind;
     use agent_memory::memory::BLOCK_STATE_SOURCE;
+    use agent_memory::{ErrorKind, error_lines};
 
     use super::*;
 

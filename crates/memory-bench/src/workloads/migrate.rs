@@ -2,7 +2,7 @@
 //! into the backend under test (phase `in`) and back out of it into a fresh in-memory store
 //! (phase `out`), each with its verification.
 //!
-//! A child module of [`workloads`](super), so it shares its helpers (`Trips`, ...).
+//! A child module of [`workloads`](super), so it shares its constants (`IMPORT_BATCH`).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -282,7 +282,7 @@ async fn forget(backend: &Endpoint, tenant: &TenantId, n: u64) -> BenchResult<()
 mod tests {
     use super::*;
     use crate::Case;
-    use crate::data::DataRole;
+    use crate::data::test_messages;
     use crate::workloads::{Workload, run};
 
     #[test]
@@ -299,17 +299,7 @@ mod tests {
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 1)]
     async fn migrate_cycles_the_data_set_past_its_end() {
-        let data: Vec<DataMessage> = (0..7)
-            .map(|i| DataMessage {
-                i,
-                role: if i % 2 == 0 {
-                    DataRole::User
-                } else {
-                    DataRole::Assistant
-                },
-                text: format!("message {i} of a tiny data set"),
-            })
-            .collect();
+        let data = test_messages(7, |i| format!("message {i} of a tiny data set"));
         let case = Case {
             workload: Workload::Migrate,
             backend: "in-memory".to_owned(),

@@ -21,7 +21,8 @@ use std::time::{Duration, Instant};
 
 use memory_server::ops::{Address, MessageInput};
 
-use super::{Trips, check_len, preload};
+use super::threads::{check_len, preload};
+use super::timer::Trips;
 use crate::BenchResult;
 use crate::backends::Stores;
 use crate::data::{DataMessage, DataRole};
