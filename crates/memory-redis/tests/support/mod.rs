@@ -485,7 +485,9 @@ impl Cluster {
         self.nodes.iter().map(RedisServer::port).collect()
     }
 
-    fn start() -> Result<Self, String> {
+    /// Starts a cluster of three masters of its own (stopped when dropped): for a test that
+    /// takes a node down, which would break the other tests on the shared [`cluster`].
+    pub fn start() -> Result<Self, String> {
         let nodes: Vec<RedisServer> = (0..3)
             .map(|_| {
                 let bus = free_port().to_string();
