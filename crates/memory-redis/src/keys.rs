@@ -37,13 +37,13 @@
 //!
 //! | key | type | holds |
 //! |-----|------|-------|
-//! | `{prefix}:{|vectors}:vdims` | string | the dimension of every vector of the store, set once by the first upsert ([`vector_dimensions`]) |
+//! | `{prefix}:{\|vectors}:vdims` | string | the dimension of every vector of the store, set once by the first upsert ([`vector_dimensions`]) |
 //! | `{prefix}:{<tenant>}:vusers` | set | the user parts (`<user>` or `~`) of the tenant's users that may hold points: added before their points are written, removed by `delete_matching` once a user holds none ([`vector_users`]) |
-//! | `{prefix}:{<tenant>|<user>}:vscopes` | set | the scope keys of the user's scopes that hold points |
-//! | `{prefix}:{<tenant>|<user>}:vvec:<scope key>` | hash | point id (hyphenated UUID) → its vector, `4 × dimension` bytes of f32 little-endian |
-//! | `{prefix}:{<tenant>|<user>}:vpay:<scope key>` | hash | point id → its payload (a JSON object) |
-//! | `{prefix}:{<tenant>|<user>}:vack:<scope key>` | string | `<nonce> <reply>` of the scope's last point delete or clear, for 5 minutes |
-//! | `{prefix}:{<tenant>|<user>}:vack` | string | `<nonce> <reply>` of the user's last `delete_matching` step, for 5 minutes |
+//! | `{prefix}:{<tenant>\|<user>}:vscopes` | set | the scope keys of the user's scopes that hold points |
+//! | `{prefix}:{<tenant>\|<user>}:vvec:<scope key>` | hash | point id (hyphenated UUID) → its vector, `4 × dimension` bytes of f32 little-endian |
+//! | `{prefix}:{<tenant>\|<user>}:vpay:<scope key>` | hash | point id → its payload (a JSON object) |
+//! | `{prefix}:{<tenant>\|<user>}:vack:<scope key>` | string | `<nonce> <reply>` of the scope's last point delete or clear, for 5 minutes |
+//! | `{prefix}:{<tenant>\|<user>}:vack` | string | `<nonce> <reply>` of the user's last `delete_matching` step, for 5 minutes |
 
 use memory_core::{Error, Result, Scope, ScopeFilter};
 
