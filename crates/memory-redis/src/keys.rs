@@ -28,6 +28,22 @@
 //! | `{prefix}:{<tenant>}:threads` | sorted set | the tenant's thread index: scope keys, score 0 ([`thread_index`]) |
 //! | `{prefix}:{|expiring}:threads` | sorted set | threads with an expiry record, scored by a time before which they have not expired ([`expiry_index`]) |
 //! | `{prefix}:{|expiring}:complete` | string | set for 24 hours after a scan added every expiry record to the expiry index |
+//!
+//! The vector store ([`RedisVectorStore`](crate::RedisVectorStore)) keeps the points of one
+//! *user* (tenant and user, `~` for none) in one cluster slot, under the hash tag
+//! `{<tenant>|<user or ~>}` ([`VectorKeys`]), so a later step can read all of a user's scopes in
+//! one call. That tag holds exactly one `|`: it is never a scope's tag (four) nor a tenant's
+//! (none), and `{|vectors}` has an empty tenant, which no scope has.
+//!
+//! | key | type | holds |
+//! |-----|------|-------|
+//! | `{prefix}:{\|vectors}:vdims` | string | the dimension of every vector of the store, set once by the first upsert ([`vector_dimensions`]) |
+//! | `{prefix}:{<tenant>}:vusers` | set | the user parts (`<user>` or `~`) of the tenant's users that may hold points: added before their points are written, removed by `delete_matching` once a user holds none ([`vector_users`]) |
+//! | `{prefix}:{<tenant>\|<user>}:vscopes` | set | the scope keys of the user's scopes that hold points |
+//! | `{prefix}:{<tenant>\|<user>}:vvec:<scope key>` | hash | point id (hyphenated UUID) → its vector, `4 × dimension` bytes of f32 little-endian |
+//! | `{prefix}:{<tenant>\|<user>}:vpay:<scope key>` | hash | point id → its payload (a JSON object) |
+//! | `{prefix}:{<tenant>\|<user>}:vack:<scope key>` | string | `<nonce> <reply>` of the scope's last point delete or clear, for 5 minutes |
+//! | `{prefix}:{<tenant>\|<user>}:vack` | string | `<nonce> <reply>` of the user's last `delete_matching` step, for 5 minutes |
 
 use memory_core::{Error, Result, Scope, ScopeFilter};
 
@@ -164,6 +180,70 @@ pub(crate) fn index_range(filter: &ScopeFilter, cursor: Option<&str>) -> (String
         _ => format!("[{prefix}"),
     };
     (min, max)
+}
+
+/// The user part of a vector hash tag for a scope without a user.
+pub(crate) const NO_USER: &str = "~";
+
+/// The user part of `scope`'s vector hash tag: its user, or [`NO_USER`].
+pub(crate) fn user_part(scope: &Scope) -> &str {
+    scope.user().map_or(NO_USER, |user| user.as_str())
+}
+
+/// `{prefix}:{<tenant>|<user>}:<suffix>`: a key in the slot of one user's vector points.
+fn user_key(prefix: &str, tenant: &str, user: &str, suffix: &str) -> String {
+    format!("{prefix}:{{{tenant}|{user}}}:{suffix}")
+}
+
+/// `{prefix}:{<tenant>|<user>}:vscopes`: the set of the scope keys of the user's scopes that
+/// hold points (`user` is a user id or [`NO_USER`]).
+pub(crate) fn vector_scopes(prefix: &str, tenant: &str, user: &str) -> String {
+    user_key(prefix, tenant, user, "vscopes")
+}
+
+/// `{prefix}:{<tenant>|<user>}:vack`: the acknowledgement of the user's last
+/// `delete_matching` step.
+pub(crate) fn vector_user_ack(prefix: &str, tenant: &str, user: &str) -> String {
+    user_key(prefix, tenant, user, "vack")
+}
+
+/// `{prefix}:{<tenant>}:vusers`: the set of the user parts of the tenant's users that may hold
+/// points. Its hash tag is the tenant alone, as the tenant's thread index.
+pub(crate) fn vector_users(prefix: &str, tenant: &str) -> String {
+    format!("{prefix}:{{{tenant}}}:vusers")
+}
+
+/// `{prefix}:{|vectors}:vdims`: the dimension of the store's vectors. No tenant is empty, so
+/// no user or scope has this tag.
+pub(crate) fn vector_dimensions(prefix: &str) -> String {
+    format!("{prefix}:{{|vectors}}:vdims")
+}
+
+/// The keys of one scope's vector points, all in the slot of the scope's user.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct VectorKeys {
+    /// The user's set of scope keys holding points ([`vector_scopes`]).
+    pub(crate) scopes: String,
+    /// Point id → vector bytes.
+    pub(crate) vectors: String,
+    /// Point id → payload JSON.
+    pub(crate) payloads: String,
+    /// The acknowledgement of the scope's last delete or clear.
+    pub(crate) ack: String,
+}
+
+impl VectorKeys {
+    pub(crate) fn new(prefix: &str, scope: &Scope) -> Self {
+        let tenant = scope.tenant().as_str();
+        let user = user_part(scope);
+        let scope_key = scope.key();
+        Self {
+            scopes: vector_scopes(prefix, tenant, user),
+            vectors: user_key(prefix, tenant, user, &format!("vvec:{scope_key}")),
+            payloads: user_key(prefix, tenant, user, &format!("vpay:{scope_key}")),
+            ack: user_key(prefix, tenant, user, &format!("vack:{scope_key}")),
+        }
+    }
 }
 
 /// The keys of one session: its hash, its expiry record and the scope's acknowledgement.
@@ -341,6 +421,104 @@ mod tests {
         // A cursor below the range starts at the range.
         assert_eq!(index_range(&user, Some("t-1|a")).0, "[t-1|u|");
         assert_eq!(thread_index("am", "t-1"), "am:{t-1}:threads");
+    }
+
+    /// The hash tag of a key: between its first `{` and the first `}` after it (Redis
+    /// Cluster's rule).
+    fn hash_tag(key: &str) -> &str {
+        let open = key.find('{').unwrap();
+        let close = open + key[open..].find('}').unwrap();
+        &key[open + 1..close]
+    }
+
+    #[test]
+    fn vector_keys_of_a_user_share_one_tag_and_scopes_never_share_a_key() {
+        let base = scope();
+        let scopes = [
+            base.clone(),
+            base.clone().with_agent("a").unwrap(),
+            base.clone().with_source("memory.blocks").unwrap(),
+            Scope::session("s-2")
+                .unwrap()
+                .with_tenant("t-1")
+                .unwrap()
+                .with_user("u@x")
+                .unwrap(),
+        ];
+        let keys: Vec<VectorKeys> = scopes.iter().map(|s| VectorKeys::new("am", s)).collect();
+        assert_eq!(keys[0].vectors, "am:{t-1|u@x}:vvec:t-1|u@x|~|history|s-1");
+        assert_eq!(keys[0].payloads, "am:{t-1|u@x}:vpay:t-1|u@x|~|history|s-1");
+        assert_eq!(keys[0].scopes, "am:{t-1|u@x}:vscopes");
+        for k in &keys {
+            for key in [&k.scopes, &k.vectors, &k.payloads, &k.ack] {
+                assert_eq!(hash_tag(key), "t-1|u@x", "{key}: one slot per user");
+            }
+            assert_eq!(
+                hash_tag(&vector_user_ack("am", "t-1", "u@x")),
+                "t-1|u@x",
+                "the user's acknowledgement is in the user's slot"
+            );
+        }
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                for (x, y) in [(&a.vectors, &b.vectors), (&a.payloads, &b.payloads)] {
+                    assert_ne!(x, y, "two scopes never share a key");
+                }
+                assert_ne!(a.ack, b.ack);
+            }
+        }
+    }
+
+    #[test]
+    fn vector_tags_of_users_tenants_and_scopes_never_meet() {
+        let with_user = scope();
+        let no_user = Scope::session("s-1").unwrap().with_tenant("t-1").unwrap();
+        let other_tenant = scope().with_tenant("t-2").unwrap();
+        let other_user = scope().with_user("u@y").unwrap();
+        let tag = |s: &Scope| hash_tag(&VectorKeys::new("am", s).vectors).to_owned();
+        assert_eq!(tag(&no_user), "t-1|~");
+        assert_ne!(tag(&with_user), tag(&no_user));
+        assert_ne!(tag(&with_user), tag(&other_tenant));
+        assert_ne!(tag(&with_user), tag(&other_user));
+        // One `|` in a user tag, four in a scope's, none in a tenant's: never the same tag.
+        assert_eq!(tag(&with_user).matches('|').count(), 1);
+        let thread = ThreadKeys::new("am", &with_user);
+        assert_eq!(hash_tag(&thread.meta).matches('|').count(), 4);
+        assert_eq!(hash_tag(&vector_users("am", "t-1")), "t-1");
+        assert_eq!(hash_tag(&vector_dimensions("am")), "|vectors");
+        assert_ne!(
+            vector_users("am", "t-1"),
+            thread_index("am", "t-1"),
+            "the tenant's vector users are not its thread index"
+        );
+        // The dimension's tag has an empty tenant: no scope and no user has it.
+        assert!(!with_user.tenant().as_str().is_empty());
+    }
+
+    #[test]
+    fn vector_keys_are_not_found_by_the_history_scans() {
+        // A session named after a history suffix still does not make a history key.
+        let meta = Scope::session("meta")
+            .unwrap()
+            .with_tenant("t-1")
+            .unwrap()
+            .with_user("u")
+            .unwrap();
+        let keys = VectorKeys::new("am", &meta);
+        for key in [&keys.scopes, &keys.vectors, &keys.payloads, &keys.ack] {
+            for what in [
+                Listed::Threads,
+                Listed::Sessions,
+                Listed::ThreadExpiries,
+                Listed::SessionExpiries,
+            ] {
+                assert_eq!(
+                    scope_of("am", key, what),
+                    None,
+                    "{key} is not a {what:?} key"
+                );
+            }
+        }
     }
 
     #[test]

@@ -14,6 +14,7 @@ mod keys;
 mod scripts;
 mod session;
 mod store;
+mod vectors;
 
 #[cfg(test)]
 mod resend_tests;
@@ -27,6 +28,7 @@ pub use config::{
 pub use doctor::{RedisInspection, RedisNode, inspect};
 pub use keys::MAX_PREFIX_LEN;
 pub use store::{RedisStore, RedisStoreBuilder};
+pub use vectors::RedisVectorStore;
 
 /// The `redis` crate this store is built on, to build a
 /// [`ConnectionManager`](redis::aio::ConnectionManager) or a cluster connection of the same

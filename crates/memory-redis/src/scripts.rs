@@ -1,6 +1,7 @@
 //! The Lua scripts: each multi-key step of the stores runs as one script, so it is atomic and
 //! one round trip. Sources are in `src/lua/` (those of `AfRedisHistory`,
-//! feature `agent-framework`, start with `af_`); every script starts with `prelude.lua`.
+//! feature `agent-framework`, start with `af_`; those of `RedisVectorStore` with `vector_`);
+//! every script starts with `prelude.lua`.
 
 use std::sync::LazyLock;
 
@@ -45,6 +46,11 @@ pub(crate) struct Scripts {
     pub(crate) save_session: LuaScript,
     pub(crate) delete_session: LuaScript,
     pub(crate) purge: LuaScript,
+    pub(crate) vector_dims: LuaScript,
+    pub(crate) vector_upsert: LuaScript,
+    pub(crate) vector_get: LuaScript,
+    pub(crate) vector_delete: LuaScript,
+    pub(crate) vector_purge: LuaScript,
     #[cfg(feature = "agent-framework")]
     pub(crate) af_append: LuaScript,
     #[cfg(feature = "agent-framework")]
@@ -66,6 +72,11 @@ pub(crate) static SCRIPTS: LazyLock<Scripts> = LazyLock::new(|| Scripts {
     save_session: lua!("save_session"),
     delete_session: lua!("delete_session"),
     purge: lua!("purge"),
+    vector_dims: lua!("vector_dims"),
+    vector_upsert: lua!("vector_upsert"),
+    vector_get: lua!("vector_get"),
+    vector_delete: lua!("vector_delete"),
+    vector_purge: lua!("vector_purge"),
     #[cfg(feature = "agent-framework")]
     af_append: lua!("af_append"),
     #[cfg(feature = "agent-framework")]

@@ -17,6 +17,10 @@ memory_testkit::session_store_tests!(
     mod redis_store_on_redis_cluster_session,
     async { support::cluster_store().await }
 );
+memory_testkit::vector_store_tests!(
+    mod redis_vector_store_on_redis_cluster,
+    async { support::cluster_vectors().await }
+);
 memory_testkit::memory_suite_tests!(mod redis_store_on_redis_cluster_memory, async {
     // One store holds the messages and the session states, as an application would use it.
     let store = std::sync::Arc::new(support::cluster_store().await);

@@ -170,7 +170,9 @@ async fn a_dead_port_and_a_refused_password_are_sentences_without_the_url() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_cluster_master_is_checked_and_one_down_is_an_error() {
-    let cluster = support::cluster();
+    // A cluster of its own: this test shuts a master down, and the other tests of the binary
+    // share `support::cluster()`.
+    let cluster = support::Cluster::start().unwrap();
     let found = inspect(&cluster.url(), &quick()).await.unwrap();
     assert!(found.cluster);
     let mut addresses: Vec<String> = found
@@ -200,7 +202,7 @@ async fn every_cluster_master_is_checked_and_one_down_is_an_error() {
         check(&checks, &format!("maxmemory-policy {address}"));
     }
 
-    // One master goes down (this binary's cluster: no other test uses it).
+    // One master goes down.
     let down = cluster.ports()[2];
     let _ = support::command_reply(down, &["SHUTDOWN", "NOSAVE"]);
     for _ in 0..50 {

@@ -24,3 +24,4 @@ mod fault_proxy;
 mod paged;
 mod redaction;
 mod standalone;
+mod vectors;

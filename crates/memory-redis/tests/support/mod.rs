@@ -99,6 +99,111 @@ pub async fn raw() -> memory_redis::redis::aio::MultiplexedConnection {
         .unwrap()
 }
 
+/// The vector store on the machine's Redis under this process's prefix ([`prefix`]): vectors
+/// of 4 dimensions, as the testkit's suite writes.
+pub async fn standalone_vectors() -> memory_redis::RedisVectorStore {
+    standalone_vectors_under(prefix()).await
+}
+
+/// A vector store on the machine's Redis under `prefix`, which must start with this process's
+/// [`prefix`] (a store fixes one dimension per prefix, so a test with vectors of other
+/// dimensions takes a prefix of its own).
+///
+/// Vector points have no TTL: the prefix is marked alive for [`VECTOR_MARK_TTL`] first, and
+/// the first call of a process deletes the data of test prefixes whose mark has expired (their
+/// process ended long ago), so the shared server does not collect test data.
+pub async fn standalone_vectors_under(prefix: &str) -> memory_redis::RedisVectorStore {
+    standalone_store_for_vectors(prefix).await.vector_store()
+}
+
+/// The store (no TTL) whose [`vector_store`](RedisStore::vector_store)
+/// [`standalone_vectors_under`] returns, for tests that count its round trips.
+pub async fn standalone_store_for_vectors(prefix: &str) -> RedisStore {
+    assert!(prefix.starts_with(self::prefix()), "{prefix}");
+    let mut conn = raw().await;
+    let mut mark = redis::cmd("SET");
+    mark.arg(vector_mark(prefix))
+        .arg(1)
+        .arg("EX")
+        .arg(VECTOR_MARK_TTL.as_secs());
+    let () = mark.query_async(&mut conn).await.unwrap();
+    static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if !SWEPT.swap(true, std::sync::atomic::Ordering::SeqCst) {
+        sweep_dead_vector_prefixes(&mut conn).await;
+    }
+    RedisStore::builder(&standalone_url())
+        .key_prefix(prefix)
+        .connect()
+        .await
+        .unwrap()
+}
+
+/// A prefix of its own under this process's ([`prefix`]): for a test that fixes another
+/// dimension, or that looks at every key it wrote.
+pub fn fresh_prefix() -> String {
+    format!(
+        "{}-{}",
+        prefix(),
+        &uuid::Uuid::new_v4().simple().to_string()[..8]
+    )
+}
+
+/// How long a test prefix's vector data is kept after its process started using it.
+pub const VECTOR_MARK_TTL: Duration = Duration::from_secs(3 * 3600);
+
+/// The key that says a test prefix's vector data is in use.
+fn vector_mark(prefix: &str) -> String {
+    format!("{prefix}:{{|vectors}}:test-alive")
+}
+
+/// Deletes every key of the `amtest-` prefixes that hold a vector dimension and whose mark
+/// ([`vector_mark`]) has expired.
+async fn sweep_dead_vector_prefixes(conn: &mut redis::aio::MultiplexedConnection) {
+    let suffix = ":{|vectors}:vdims";
+    let dims: Vec<String> = scan_all(conn, &format!("amtest-*{suffix}")).await;
+    for key in dims {
+        let Some(dead) = key.strip_suffix(suffix) else {
+            continue;
+        };
+        let mut exists = redis::cmd("EXISTS");
+        exists.arg(vector_mark(dead));
+        let alive: i64 = exists.query_async(conn).await.unwrap();
+        if alive > 0 || dead.contains(['*', '?', '[', ']']) {
+            continue;
+        }
+        for chunk in scan_all(conn, &format!("{dead}:*")).await.chunks(500) {
+            let mut unlink = redis::cmd("UNLINK");
+            unlink.arg(chunk);
+            let _: i64 = unlink.query_async(conn).await.unwrap();
+        }
+    }
+}
+
+/// Every key matching `pattern` on the machine's Redis.
+pub async fn scan_all(conn: &mut redis::aio::MultiplexedConnection, pattern: &str) -> Vec<String> {
+    let mut keys = Vec::new();
+    let mut cursor = 0u64;
+    loop {
+        let mut scan = redis::cmd("SCAN");
+        scan.arg(cursor)
+            .arg("MATCH")
+            .arg(pattern)
+            .arg("COUNT")
+            .arg(10_000);
+        let (next, batch): (u64, Vec<String>) = scan.query_async(conn).await.unwrap();
+        keys.extend(batch);
+        if next == 0 {
+            return keys;
+        }
+        cursor = next;
+    }
+}
+
+/// The vector store on the test cluster (started on first use) under this process's prefix.
+pub async fn cluster_vectors() -> memory_redis::RedisVectorStore {
+    cluster_store().await.vector_store()
+}
+
 /// A store on the test cluster (started on first use), with the default options.
 pub async fn cluster_store() -> RedisStore {
     let cluster = cluster();
@@ -380,7 +485,9 @@ impl Cluster {
         self.nodes.iter().map(RedisServer::port).collect()
     }
 
-    fn start() -> Result<Self, String> {
+    /// Starts a cluster of three masters of its own (stopped when dropped): for a test that
+    /// takes a node down, which would break the other tests on the shared [`cluster`].
+    pub fn start() -> Result<Self, String> {
         let nodes: Vec<RedisServer> = (0..3)
             .map(|_| {
                 let bus = free_port().to_string();
