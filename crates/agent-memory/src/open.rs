@@ -33,7 +33,7 @@ pub struct Stores {
     pub sessions: Arc<dyn SessionStore>,
     /// The backend's text index (SQL URLs), see [`Stores::text_index`].
     text: Option<Arc<dyn TextIndex>>,
-    /// The backend's vector store (SQL URLs), see [`Stores::vector_store`].
+    /// The backend's vector store, see [`Stores::vector_store`].
     vectors: Option<Arc<dyn VectorStore>>,
 }
 
@@ -109,9 +109,10 @@ impl Stores {
     }
 
     /// The backend's own [`VectorStore`] (exact cosine search over scoped points), in the same
-    /// database and under the same table prefix, so long-term memory lasts as long as the
-    /// history: `memory_sql::SqlVectorStore` for SQL URLs, `memory_core::InMemoryVectorStore`
-    /// for `memory:` (it lives as long as the process, as that history does).
+    /// database (or Redis) and under the same prefix, so long-term memory lasts as long as the
+    /// history: `memory_sql::SqlVectorStore` for SQL URLs, `memory_redis::RedisVectorStore` for
+    /// Redis, `memory_core::InMemoryVectorStore` for `memory:` (it lives as long as the
+    /// process, as that history does).
     pub fn vector_store(&self) -> Option<Arc<dyn VectorStore>> {
         self.vectors.clone()
     }
@@ -327,7 +328,9 @@ async fn open_backend(url: &str, existing_only: bool) -> Result<Stores> {
             if existing_only {
                 builder = builder.existing_only();
             }
-            Ok(Stores::from_one(builder.connect().await?))
+            let store = builder.connect().await?;
+            let vectors: Arc<dyn VectorStore> = Arc::new(store.vector_store());
+            Ok(Stores::from_one(store).with_vector_store(vectors))
         }
         other => Err(not_in_this_build(other)),
     }

@@ -17,8 +17,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use async_trait::async_trait;
 use memory_core::vector::check_vectors;
 use memory_core::{
-    Result, Scope, ScopeFilter, ScoredPoint, VectorCapabilities, VectorPoint, VectorQuery,
-    VectorStore,
+    Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorCapabilities, VectorPoint,
+    VectorQuery, VectorStore,
 };
 use redis::Value;
 use uuid::Uuid;
@@ -68,6 +68,9 @@ use crate::store::{RedisStore, request_nonce};
 ///   and `clear` one script each, which remember their reply for five minutes so a request
 ///   re-sent by the cluster client returns it rather than 0 (see "Re-sent requests" on
 ///   [`RedisStore`]).
+/// - `search_matching` is supported: the users of the filter as below, then each selected
+///   scope searched as `search` does, the hits merged (best `top_k`, ties by id then scope
+///   key). A user's memory across their sessions is one `SMEMBERS` and two reads a session.
 /// - `delete_matching` and `count_matching` are supported: the users of the filter (its user,
 ///   or every user in the tenant's set, read with `SSCAN`), then per user one `SMEMBERS` of
 ///   its scopes and one script over those the filter selects, several users at a time. A user
@@ -289,7 +292,9 @@ impl RedisVectorStore {
 #[async_trait]
 impl VectorStore for RedisVectorStore {
     fn capabilities(&self) -> VectorCapabilities {
-        VectorCapabilities::none().with_deletes_matching(true)
+        VectorCapabilities::none()
+            .with_deletes_matching(true)
+            .with_searches_matching(true)
     }
 
     async fn upsert(&self, scope: &Scope, points: &[VectorPoint]) -> Result<()> {
@@ -326,5 +331,15 @@ impl VectorStore for RedisVectorStore {
         self.purge_matching(filter, Purge::Count)
             .await
             .during("count_matching")
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        self.search_matching_points(filter, query)
+            .await
+            .during("search_matching")
     }
 }

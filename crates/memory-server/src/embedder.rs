@@ -10,7 +10,7 @@
 //! api_key_env = "OPENAI_API_KEY"  # the variable holding the key: never the key itself
 //!
 //! [memory]
-//! vector_store = "store"     # the store's own (SQL, memory:): durable, shared by replicas
+//! vector_store = "store"     # the store's own (SQL, Redis, memory:): durable, shared by replicas
 //!                            # "memory": in the server's process, lost on restart
 //! ```
 //!
@@ -196,8 +196,8 @@ impl MemoryConfig {
         match (kind, own) {
             (VectorStoreKind::Store, Some(store)) => Ok((store, false)),
             (VectorStoreKind::Store, None) => Err(ConfigError(
-                "memory.vector_store = \"store\" needs a store with a vector store (SQL and \
-                 memory: URLs have one): use vector_store = \"memory\" with this store"
+                "memory.vector_store = \"store\" needs a store with a vector store (every URL \
+                 agent_memory::open takes has one): use vector_store = \"memory\" with this store"
                     .to_owned(),
             )),
             (VectorStoreKind::Memory, _) => Ok((Arc::new(InMemoryVectorStore::new()), true)),

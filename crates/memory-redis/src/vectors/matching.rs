@@ -97,15 +97,11 @@ impl RedisVectorStore {
     /// `delete_matching` (`Purge::Delete`) or `count_matching` (`Purge::Count`): the filter's
     /// user, or every user of the tenant's set, several at a time.
     pub(super) async fn purge_matching(&self, filter: &ScopeFilter, mode: Purge) -> Result<u64> {
-        let tenant = filter.tenant.as_str();
         let what = match mode {
             Purge::Count => format!("count the points matching {filter}"),
             Purge::Delete => format!("delete the points matching {filter}"),
         };
-        let users: Vec<String> = match &filter.user {
-            Some(user) => vec![user.as_str().to_owned()],
-            None => self.tenant_users(&what, tenant).await?,
-        };
+        let users = self.users_of(&what, filter).await?;
         futures::stream::iter(users)
             .map(|user| {
                 let what = &what;
@@ -116,6 +112,38 @@ impl RedisVectorStore {
                 Ok::<u64, memory_core::Error>(sum.saturating_add(n))
             })
             .await
+    }
+
+    /// The user parts a filter selects: its user, or every user in the tenant's set.
+    pub(super) async fn users_of(&self, what: &str, filter: &ScopeFilter) -> Result<Vec<String>> {
+        match &filter.user {
+            Some(user) => Ok(vec![user.as_str().to_owned()]),
+            None => self.tenant_users(what, filter.tenant.as_str()).await,
+        }
+    }
+
+    /// The scopes of `user` holding points that `filter` selects, and whether the user has
+    /// none at all (`SMEMBERS` of the user's scope set). Only scopes whose keys are in this
+    /// user's slot count (a member written by another program could name another user's).
+    pub(super) async fn selected_scopes(
+        &self,
+        what: &str,
+        filter: &ScopeFilter,
+        user: &str,
+    ) -> Result<(Vec<Scope>, bool)> {
+        let user_scopes = keys::vector_scopes(self.prefix(), filter.tenant.as_str(), user);
+        let mut members = redis::cmd("SMEMBERS");
+        members.arg(&user_scopes);
+        let members = array(what, self.store.query(what, &members).await?, "SMEMBERS")?;
+        let selected = members
+            .iter()
+            .filter_map(text)
+            .filter_map(|key| keys::scope_from_key(&key))
+            .filter(|scope| {
+                filter.matches(scope) && VectorKeys::new(self.prefix(), scope).scopes == user_scopes
+            })
+            .collect();
+        Ok((selected, members.is_empty()))
     }
 
     /// The user parts in the tenant's set (`SSCAN`, so no step holds the server long).
@@ -150,21 +178,9 @@ impl RedisVectorStore {
     ) -> Result<u64> {
         let tenant = filter.tenant.as_str();
         let user_scopes = keys::vector_scopes(self.prefix(), tenant, user);
-        let mut members = redis::cmd("SMEMBERS");
-        members.arg(&user_scopes);
-        let members = array(what, self.store.query(what, &members).await?, "SMEMBERS")?;
-        // Only scopes whose keys are in this user's slot (a member written by another program
-        // could name another user's).
-        let selected: Vec<Scope> = members
-            .iter()
-            .filter_map(text)
-            .filter_map(|key| keys::scope_from_key(&key))
-            .filter(|scope| {
-                filter.matches(scope) && VectorKeys::new(self.prefix(), scope).scopes == user_scopes
-            })
-            .collect();
+        let (selected, no_scopes) = self.selected_scopes(what, filter, user).await?;
         let (n, emptied) = if selected.is_empty() {
-            (0, members.is_empty())
+            (0, no_scopes)
         } else {
             let ack = keys::vector_user_ack(self.prefix(), tenant, user);
             let selected: Vec<&Scope> = selected.iter().collect();

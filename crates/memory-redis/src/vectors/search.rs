@@ -3,8 +3,8 @@
 
 use std::cmp::Ordering;
 
-use memory_core::vector::{check_vectors, cosine_similarity};
-use memory_core::{Result, Scope, ScoredPoint, VectorQuery};
+use memory_core::vector::{check_vectors, cosine_similarity, keep_best_by};
+use memory_core::{Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorQuery};
 use uuid::Uuid;
 
 use super::RedisVectorStore;
@@ -41,6 +41,43 @@ impl RedisVectorStore {
         let keys = VectorKeys::new(self.prefix(), scope);
         let ranked = self.ranked(&what, &keys, query, dimensions).await?;
         self.with_payloads(&what, &keys, query, &ranked).await
+    }
+
+    /// `search` over every scope `filter` selects: each selected scope of each of its users
+    /// searched as `search` does (its vectors, then the payloads of its best), the hits merged
+    /// and the best `top_k` kept (ties by id, then scope key).
+    pub(super) async fn search_matching_points(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        let what = format!("search the points matching {filter}");
+        let dimensions = self.dimensions(&what).await?;
+        check_vectors([query.vector.as_slice()], dimensions)?;
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let mut found = Vec::new();
+        for user in self.users_of(&what, filter).await? {
+            let (scopes, _) = self.selected_scopes(&what, filter, &user).await?;
+            for scope in scopes {
+                let keys = VectorKeys::new(self.prefix(), &scope);
+                let ranked = self.ranked(&what, &keys, query, dimensions).await?;
+                let best = self.with_payloads(&what, &keys, query, &ranked).await?;
+                found.extend(
+                    best.into_iter()
+                        .map(|hit| ScopedHit::new(scope.clone(), hit)),
+                );
+            }
+        }
+        keep_best_by(&mut found, query.top_k, |a, b| {
+            b.hit
+                .score
+                .total_cmp(&a.hit.score)
+                .then(a.hit.id.cmp(&b.hit.id))
+                .then(a.scope.key().cmp(&b.scope.key()))
+        });
+        Ok(found)
     }
 
     /// Every point of the scope scoring at least the query's `min_score`, best first.

@@ -24,4 +24,5 @@ mod fault_proxy;
 mod paged;
 mod redaction;
 mod standalone;
+mod user_memory;
 mod vectors;
