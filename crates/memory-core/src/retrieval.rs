@@ -21,8 +21,9 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
+use crate::lexical::ScoredDocument;
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
-use crate::vector::PayloadFilter;
+use crate::vector::{PayloadFilter, ScoredPoint};
 
 pub use dense::DenseRetriever;
 pub use fusion::{DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT, DEFAULT_RRF_K, Fusion};
@@ -139,6 +140,30 @@ impl Retrieved {
     /// The item's text (the payload's `"text"`), if it has one.
     pub fn text(&self) -> Option<&str> {
         self.payload.get(TEXT_KEY).and_then(Value::as_str)
+    }
+}
+
+/// A text index's result is the retrieved item of a lexical search: the same id, payload and
+/// score (the engine's relevance).
+impl From<ScoredDocument> for Retrieved {
+    fn from(document: ScoredDocument) -> Self {
+        Self {
+            id: document.id,
+            score: document.score,
+            payload: document.payload,
+        }
+    }
+}
+
+/// A vector store's result is the retrieved item of a dense search: the same id, payload and
+/// score (the cosine similarity).
+impl From<ScoredPoint> for Retrieved {
+    fn from(point: ScoredPoint) -> Self {
+        Self {
+            id: point.id,
+            score: point.score,
+            payload: point.payload,
+        }
     }
 }
 

@@ -59,11 +59,7 @@ impl Retriever for LiteralQueries {
             .search(scope, &search)
             .await?
             .into_iter()
-            .map(|d| Retrieved {
-                id: d.id,
-                score: d.score,
-                payload: d.payload,
-            })
+            .map(Retrieved::from)
             .collect())
     }
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {

@@ -9,7 +9,7 @@ use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Embedder;
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
-use crate::vector::{ScoredPoint, VectorPoint, VectorQuery, VectorStore};
+use crate::vector::{VectorPoint, VectorQuery, VectorStore};
 
 /// Embeds each item's [indexed text](MemoryItem::indexed_text) (its context and text) with an
 /// [`Embedder`] and keeps it as a point of a [`VectorStore`]; a query is embedded the same way
@@ -90,7 +90,7 @@ impl Retriever for DenseRetriever {
             .store
             .search(scope, &self.vector_query(query).await?)
             .await?;
-        Ok(points.into_iter().map(retrieved).collect())
+        Ok(points.into_iter().map(Retrieved::from).collect())
     }
 
     async fn retrieve_matching(
@@ -105,7 +105,7 @@ impl Retriever for DenseRetriever {
         let hits = self.store.search_matching(filter, &search).await?;
         Ok(hits
             .into_iter()
-            .map(|h| ScopedHit::new(h.scope, retrieved(h.hit)))
+            .map(|h| ScopedHit::new(h.scope, Retrieved::from(h.hit)))
             .collect())
     }
 
@@ -115,14 +115,5 @@ impl Retriever for DenseRetriever {
 
     async fn clear(&self, scope: &Scope) -> Result<u64> {
         self.store.clear(scope).await
-    }
-}
-
-/// A point found as a retrieved item.
-fn retrieved(point: ScoredPoint) -> Retrieved {
-    Retrieved {
-        id: point.id,
-        score: point.score,
-        payload: point.payload,
     }
 }

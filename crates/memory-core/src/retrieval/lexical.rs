@@ -7,9 +7,7 @@ use uuid::Uuid;
 
 use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
 use crate::error::Result;
-use crate::lexical::{
-    MAX_QUERY_BYTES, MAX_TEXT_BYTES, ScoredDocument, TextDocument, TextIndex, TextQuery,
-};
+use crate::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES, TextDocument, TextIndex, TextQuery};
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
 
 /// Keeps each item as a document of a [`TextIndex`] and answers a query with the documents
@@ -77,7 +75,7 @@ impl Retriever for LexicalRetriever {
             return Ok(Vec::new());
         }
         let documents = self.index.search(scope, &text_query(query)).await?;
-        Ok(documents.into_iter().map(retrieved).collect())
+        Ok(documents.into_iter().map(Retrieved::from).collect())
     }
 
     async fn retrieve_matching(
@@ -94,7 +92,7 @@ impl Retriever for LexicalRetriever {
             .await?;
         Ok(hits
             .into_iter()
-            .map(|h| ScopedHit::new(h.scope, retrieved(h.hit)))
+            .map(|h| ScopedHit::new(h.scope, Retrieved::from(h.hit)))
             .collect())
     }
 
@@ -112,15 +110,6 @@ fn text_query(query: &RetrievalQuery) -> TextQuery {
     let mut search = TextQuery::new(indexable(&query.text, MAX_QUERY_BYTES, true), query.top_k);
     search.filter.clone_from(&query.filter);
     search
-}
-
-/// A document found as a retrieved item.
-fn retrieved(document: ScoredDocument) -> Retrieved {
-    Retrieved {
-        id: document.id,
-        score: document.score,
-        payload: document.payload,
-    }
 }
 
 #[cfg(test)]
