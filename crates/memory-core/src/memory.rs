@@ -14,6 +14,7 @@
 //! contents, never the stored history.
 
 mod block;
+mod block_fields;
 pub mod blocks;
 mod provider;
 mod recall;

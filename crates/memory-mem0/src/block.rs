@@ -2,7 +2,7 @@
 
 use async_trait::async_trait;
 use memory_core::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, block_name, truncate_lines,
+    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, truncate_lines,
 };
 use memory_core::{Result, Scope, TokenCounter};
 use serde_json::{Value, json};
@@ -14,6 +14,7 @@ use crate::provider::DEFAULT_TOP_K;
 use crate::render::{block_lines, query_text};
 use crate::request::{AddRequest, Mem0Message, SearchRequest};
 use crate::scope::Mem0Scope;
+use crate::search_builders::search_builders;
 use crate::state::Mem0SessionState;
 
 /// The block's name by default.
@@ -91,49 +92,14 @@ impl Mem0MemoryBlock {
         }
     }
 
-    /// Limits searches to `scope` (without it, nothing is searched).
-    pub fn with_search_scope(mut self, scope: Mem0Scope) -> Self {
-        self.defaults.search_scope = Some(scope);
-        self
-    }
+    search_builders!();
 
-    /// Renames the block.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](memory_core::ErrorKind::InvalidInput) for an invalid block
-    /// name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        self.name = block_name(name)?;
-        Ok(self)
-    }
-
-    /// Sets the truncation priority (0: never truncated).
-    pub fn with_priority(mut self, priority: u32) -> Self {
-        self.priority = priority;
-        self
-    }
-
-    /// Sets how many memories a search recalls at most (at least 1).
-    pub fn with_top_k(mut self, top_k: u32) -> Self {
-        self.top_k = top_k.max(1);
-        self
-    }
-
-    /// Sets what a Mem0 failure does (default [`OnError::Degrade`]).
-    pub fn with_on_error(mut self, on_error: OnError) -> Self {
-        self.on_error = on_error;
-        self
-    }
+    memory_core::__memory_block_builders!();
 
     /// Sets how many recent messages form the search query (at least 1; default 5).
     pub fn with_retrieval_context_window(mut self, messages: usize) -> Self {
         self.retrieval_context_window = messages.max(1);
         self
-    }
-
-    /// The scopes a session without Mem0 state starts with.
-    pub fn default_state(&self) -> &Mem0SessionState {
-        &self.defaults
     }
 
     /// Deletes every memory this block stored for a session: the storage scope of the block's
@@ -159,9 +125,7 @@ impl Mem0MemoryBlock {
 
 #[async_trait]
 impl MemoryBlock for Mem0MemoryBlock {
-    fn name(&self) -> &str {
-        &self.name
-    }
+    memory_core::__memory_block_name_and_priority!();
 
     /// [`Memory::reset`](memory_core::memory::Memory::reset) deletes what the block stored
     /// for this session only: when the session's storage scope names a run (`run_id`), its
@@ -179,10 +143,6 @@ impl MemoryBlock for Mem0MemoryBlock {
             return Ok(());
         }
         Mem0MemoryBlock::forget(self, scope, state).await
-    }
-
-    fn priority(&self) -> u32 {
-        self.priority
     }
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {

@@ -20,6 +20,7 @@ mod render;
 mod request;
 mod response;
 mod scope;
+mod search_builders;
 mod self_hosted;
 mod state;
 

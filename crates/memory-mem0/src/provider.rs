@@ -9,6 +9,7 @@ use crate::on_error::OnError;
 use crate::render::{DEFAULT_CONTEXT_PROMPT, memory_lines, query_text};
 use crate::request::{AddRequest, Mem0Message, SearchRequest};
 use crate::scope::Mem0Scope;
+use crate::search_builders::search_builders;
 use crate::state::Mem0SessionState;
 
 /// The source id the provider's state is kept under by default.
@@ -75,23 +76,7 @@ impl Mem0Provider {
         }
     }
 
-    /// Limits searches to `scope` (without it, nothing is searched).
-    pub fn with_search_scope(mut self, scope: Mem0Scope) -> Self {
-        self.defaults.search_scope = Some(scope);
-        self
-    }
-
-    /// Sets how many memories a search recalls at most (at least 1; default 10).
-    pub fn with_top_k(mut self, top_k: u32) -> Self {
-        self.top_k = top_k.max(1);
-        self
-    }
-
-    /// Sets what a Mem0 failure does to the run (default [`OnError::Degrade`]).
-    pub fn with_on_error(mut self, on_error: OnError) -> Self {
-        self.on_error = on_error;
-        self
-    }
+    search_builders!();
 
     /// Sets the source id the state is kept under (default `mem0`).
     ///
@@ -106,11 +91,6 @@ impl Mem0Provider {
     pub fn with_context_prompt(mut self, prompt: impl Into<String>) -> Self {
         self.context_prompt = prompt.into();
         self
-    }
-
-    /// The scopes a session without Mem0 state starts with.
-    pub fn default_state(&self) -> &Mem0SessionState {
-        &self.defaults
     }
 }
 

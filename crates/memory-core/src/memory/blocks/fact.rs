@@ -7,9 +7,7 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::memory::render::unescape_memory_text;
-use crate::memory::{
-    BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, block_name, render_fact,
-};
+use crate::memory::{BlockContent, BlockGetContext, BlockPutContext, MemoryBlock, render_fact};
 use crate::message::{ChatMessage, tagged_transcript};
 use crate::model::{ChatModel, ChatRequest};
 use crate::tokens::TokenCounter;
@@ -47,24 +45,11 @@ impl FactExtractionMemoryBlock {
         }
     }
 
-    /// Renames the block.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`] for an invalid name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        self.name = block_name(name)?;
-        Ok(self)
-    }
+    crate::__memory_block_builders!();
 
     /// Sets the most facts kept.
     pub fn with_max_facts(mut self, max_facts: usize) -> Self {
         self.max_facts = max_facts.max(1);
-        self
-    }
-
-    /// Sets the truncation priority.
-    pub fn with_priority(mut self, priority: u32) -> Self {
-        self.priority = priority;
         self
     }
 
@@ -127,13 +112,7 @@ fn render(facts: &[String]) -> String {
 
 #[async_trait]
 impl MemoryBlock for FactExtractionMemoryBlock {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn priority(&self) -> u32 {
-        self.priority
-    }
+    crate::__memory_block_name_and_priority!();
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
         Ok(BlockContent::Text(render(&facts_of(context.state))))

@@ -52,13 +52,7 @@ impl StaticMemoryBlock {
 
 #[async_trait]
 impl MemoryBlock for StaticMemoryBlock {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn priority(&self) -> u32 {
-        self.priority
-    }
+    crate::__memory_block_name_and_priority!();
 
     async fn get(&self, _context: BlockGetContext<'_>) -> Result<BlockContent> {
         Ok(match &self.content {

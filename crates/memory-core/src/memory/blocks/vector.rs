@@ -13,7 +13,7 @@ use crate::history::StoredMessage;
 use crate::id::SourceId;
 use crate::memory::{
     BlockContent, BlockDiscardContext, BlockGetContext, BlockPutContext, MemoryBlock, Recall,
-    block_name, render_recalled, truncate_lines,
+    render_recalled, truncate_lines,
 };
 use crate::message::tagged_transcript;
 use crate::model::Embedder;
@@ -137,20 +137,7 @@ impl VectorMemoryBlock {
         }
     }
 
-    /// Renames the block.
-    ///
-    /// # Errors
-    /// [`ErrorKind::InvalidInput`](crate::ErrorKind::InvalidInput) for an invalid name.
-    pub fn with_name(mut self, name: impl Into<String>) -> Result<Self> {
-        self.name = block_name(name)?;
-        Ok(self)
-    }
-
-    /// Sets the truncation priority.
-    pub fn with_priority(mut self, priority: u32) -> Self {
-        self.priority = priority;
-        self
-    }
+    crate::__memory_block_builders!();
 
     /// Sets how many batches are recalled.
     pub fn with_similarity_top_k(mut self, k: usize) -> Self {
@@ -433,13 +420,7 @@ fn cut(text: &str, max: usize) -> &str {
 
 #[async_trait]
 impl MemoryBlock for VectorMemoryBlock {
-    fn name(&self) -> &str {
-        &self.name
-    }
-
-    fn priority(&self) -> u32 {
-        self.priority
-    }
+    crate::__memory_block_name_and_priority!();
 
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
         // A session that flushed nothing has nothing of its own to recall; above the session,
