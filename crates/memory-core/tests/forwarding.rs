@@ -26,6 +26,7 @@ use memory_core::{
     StoredSession, TextCapabilities, TextDocument, TextIndex, TextQuery, ThreadCount, TokenCounter,
     VectorCapabilities, VectorPoint, VectorQuery, VectorStore, Window, async_trait,
 };
+use memory_testkit::doubles::RequiredOnlySessions;
 use memory_testkit::text_reference::ReferenceTextIndex;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -331,29 +332,6 @@ async fn session_store_through_arc_and_box() {
     sessions_through(Box::new(InMemorySessionStore::new()) as Box<dyn SessionStore>).await;
     sessions_through(Traced::new(InMemorySessionStore::new(), "memory")).await;
     sessions_through(Bare(InMemorySessionStore::new())).await;
-}
-
-/// A session store with the required methods only.
-#[derive(Debug, Default)]
-struct RequiredOnlySessions(InMemorySessionStore);
-
-#[async_trait]
-impl SessionStore for RequiredOnlySessions {
-    fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::none()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.0.load(scope).await
-    }
-    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
-        self.0.save(scope, state, expected).await
-    }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.0.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list(filter, page).await
-    }
 }
 
 #[tokio::test]

@@ -19,28 +19,13 @@ use memory_core::retrieval::{
     Retriever,
 };
 use memory_core::{
-    ChatMessage, Embedder, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Result,
-    Scope, async_trait,
+    ChatMessage, Embedder, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Scope,
 };
+use memory_testkit::doubles::FlatEmbedder;
 use memory_testkit::fixtures::random_scope;
 use memory_testkit::memory::WordHashEmbedder;
 use memory_testkit::text_reference::ReferenceTextIndex;
 use uuid::Uuid;
-
-/// An embedder that knows nothing: every text gets the same vector, so a dense ranking is no
-/// better than the store's order.
-#[derive(Debug)]
-struct FlatEmbedder;
-
-#[async_trait]
-impl Embedder for FlatEmbedder {
-    fn dimensions(&self) -> usize {
-        4
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|_| vec![0.5; 4]).collect())
-    }
-}
 
 fn dense(embedder: Arc<dyn Embedder>) -> Arc<dyn Retriever> {
     Arc::new(DenseRetriever::new(

@@ -11,19 +11,19 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use memory_core::ScopeFilter;
 use memory_core::forget::{ForgetMode, Forgetter};
 use memory_core::memory::FlushReport;
 use memory_core::memory::blocks::VectorMemoryBlock;
 use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever};
 use memory_core::{
-    ChatMessage, Embedder, HistoryStore, InMemoryVectorStore, Memory, Result, Role, Scope,
-    SessionStore, TextIndex, VectorQuery, VectorStore,
+    ChatMessage, HistoryStore, InMemoryVectorStore, Memory, Role, Scope, SessionStore, TextIndex,
+    VectorQuery, VectorStore,
 };
 use serde_json::Value;
 use uuid::Uuid;
 
+use crate::doubles::FlatEmbedder;
 use crate::fixtures::{ExpectOk, random_scope, random_session_id};
 use crate::memory::support::archived_seqs;
 
@@ -48,21 +48,6 @@ const RARE: [&str; 12] = [
 const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
 deploys rollbacks pagers runbooks owners timelines graphs latency errors saturation traffic \
 capacity incidents reviews tickets";
-
-/// An embedder that tells no text from another (every vector the same): the dense side ranks
-/// every batch alike, so what the block recalls is the engine's lexical ranking.
-#[derive(Debug)]
-struct FlatEmbedder;
-
-#[async_trait]
-impl Embedder for FlatEmbedder {
-    fn dimensions(&self) -> usize {
-        4
-    }
-    async fn embed(&self, texts: &[String]) -> Result<Vec<Vec<f32>>> {
-        Ok(texts.iter().map(|_| vec![0.5; 4]).collect())
-    }
-}
 
 /// The message carrying `RARE[i]`.
 fn message(i: usize) -> ChatMessage {

@@ -23,11 +23,11 @@ use memory_core::{
     AppendOutcome, ChatMessage, CursorRead, Delta, Error, ErrorKind, HistoryCapabilities,
     HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, MessageId,
     NO_EPOCH, Page, PageRequest, Result, Scope, ScopeFilter, ScoredPoint, SessionCapabilities,
-    SessionId, SessionStore, StoredMessage, StoredSession, TenantId, ThreadCursor, VectorPoint,
-    VectorQuery, VectorStore, Window,
+    SessionId, SessionStore, StoredMessage, TenantId, ThreadCursor, VectorPoint, VectorQuery,
+    VectorStore, Window,
 };
 use memory_testkit::__private::block_on;
-use memory_testkit::doubles::DeclaredHistory;
+use memory_testkit::doubles::{DeclaredHistory, RequiredOnlySessions};
 use memory_testkit::{history, session, vector};
 use serde_json::Value;
 
@@ -570,30 +570,6 @@ impl memory_core::LayeredSessions for BrokenSessions {
     }
 }
 
-/// A session store without TTL that says so, and answers `set_ttl` and `purge_expired` with
-/// the trait's default bodies (`Unsupported`).
-#[derive(Debug, Default)]
-struct NoTtlSessions(InMemorySessionStore);
-
-#[memory_core::async_trait]
-impl SessionStore for NoTtlSessions {
-    fn capabilities(&self) -> SessionCapabilities {
-        SessionCapabilities::none()
-    }
-    async fn load(&self, scope: &Scope) -> Result<Option<StoredSession>> {
-        self.0.load(scope).await
-    }
-    async fn save(&self, scope: &Scope, state: &Value, expected: Option<u64>) -> Result<u64> {
-        self.0.save(scope, state, expected).await
-    }
-    async fn delete(&self, scope: &Scope) -> Result<bool> {
-        self.0.delete(scope).await
-    }
-    async fn list(&self, filter: &ScopeFilter, page: PageRequest) -> Result<Page<Scope>> {
-        self.0.list(filter, page).await
-    }
-}
-
 /// A session check, its future boxed.
 type SessionCheck = for<'a> fn(&'a dyn SessionStore) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
 
@@ -627,7 +603,7 @@ fn session_check_fails(store: &dyn SessionStore, check: SessionCheck) -> bool {
 fn session_ttl_checks_pass_on_a_store_without_ttl() {
     for (name, check) in every_session_ttl_check() {
         assert!(
-            !session_check_fails(&NoTtlSessions::default(), check),
+            !session_check_fails(&RequiredOnlySessions::default(), check),
             "{name} must pass on a session store that honestly has no TTL"
         );
     }
