@@ -195,13 +195,8 @@ impl SqlStore {
             // The budget had room after the span and older active messages may exist.
             return self.whole_budget(scope, &key, tokens, since).await;
         }
-        let delta = if current {
-            Delta::Appended
-        } else {
-            Delta::Whole
-        };
         Ok(CursorRead::new(
-            delta,
+            Delta::for_cursor(current),
             decode_messages(&key, message_rows),
             ThreadCursor::new(scope, head.epoch, head.count.last_seq),
             head.count,

@@ -787,13 +787,8 @@ impl memory_core::LayeredHistory for BrokenCursor {
                     .into_iter()
                     .filter(|m| m.seq > after)
                     .collect();
-                let delta = if current {
-                    Delta::Appended
-                } else {
-                    Delta::Whole
-                };
                 Ok(CursorRead::new(
-                    delta,
+                    Delta::for_cursor(current),
                     messages,
                     ThreadCursor::new(scope, epoch, count.last_seq),
                     count,

@@ -111,6 +111,14 @@ pub enum Delta {
     Whole,
 }
 
+impl Delta {
+    /// The delta of an answer to a cursor that is `current` (or not): [`Appended`](Self::Appended)
+    /// when it is, else [`Whole`](Self::Whole).
+    pub const fn for_cursor(current: bool) -> Self {
+        if current { Self::Appended } else { Self::Whole }
+    }
+}
+
 /// The answer of [`HistoryStore::read_since`](super::HistoryStore::read_since).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]

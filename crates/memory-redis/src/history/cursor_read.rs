@@ -136,11 +136,7 @@ impl RedisStore {
                 Some(cursor) => cursor.check(scope, epoch, count.last_seq)?,
                 None => false,
             };
-            let delta = if current {
-                Delta::Appended
-            } else {
-                Delta::Whole
-            };
+            let delta = Delta::for_cursor(current);
             let cursor = ThreadCursor::new(scope, epoch, count.last_seq);
             let expected = if current { "appended" } else { "whole" };
             let messages = match state.as_str() {
