@@ -32,6 +32,7 @@ pub mod scripted_model;
 mod search_matching;
 pub mod session;
 pub mod text_reference;
+mod ttl;
 pub mod user_memory;
 pub mod vector;
 

@@ -25,21 +25,16 @@ use std::time::Duration;
 
 use memory_core::{
     AgentId, AgentSession, ChatMessage, ErrorKind, PageRequest, Scope, ScopeFilter, SessionStore,
-    SourceId, StoredSession, UserId,
+    SourceId, StoredSession, TenantId, UserId,
 };
 use serde_json::{Value, json};
 
 use crate::fixtures::{
-    ExpectOk, assert_one_page_lists_all, assert_out_of_range_ttls_refused,
-    assert_ttl_of_unknown_not_found, assert_ttl_unsupported, every_page, expect_error_kind,
+    ExpectOk, assert_one_page_lists_all, assert_ttl_unsupported, every_page, expect_error_kind,
     random_scope, random_tenant, scope_in, scope_keys, scope_of, scope_variants, tenant_filter,
-    text_of_bytes, tricky_messages, tricky_texts, ttl_refresh_scenario,
+    text_of_bytes, tricky_messages, tricky_texts,
 };
-
-/// A short TTL the expiry checks wait out.
-const SHORT_TTL: Duration = Duration::from_millis(300);
-/// How long the expiry checks sleep to be past [`SHORT_TTL`].
-const PAST_SHORT_TTL: Duration = Duration::from_millis(600);
+use crate::ttl::{self, ExpiringRecords, PAST_SHORT_TTL, SHORT_TTL};
 
 /// A JSON document that storage layers commonly change: unicode (with a NUL), nested objects
 /// and arrays, empty containers, an empty key, integers at the edges of `u64` and `i64`, and
@@ -617,130 +612,108 @@ pub async fn a_state_copied_to_another_scope_is_refused(store: &dyn SessionStore
     assert_eq!(restored.scope(), &a, "A's state restores at A");
 }
 
+/// A session store's sessions, as the TTL checks see them: a session is created with
+/// `{"n": 1}` at version 1 and written again with `{"n": 2}` at version 2.
+struct Sessions<'a>(&'a dyn SessionStore);
+
+impl ExpiringRecords for Sessions<'_> {
+    type Written = ();
+    const RECORD: &'static str = "session";
+    const WRITE: &'static str = "a save";
+
+    async fn ttl_supported(&self) -> bool {
+        ttl_supported(self.0).await
+    }
+
+    async fn set_ttl(&self, scope: &Scope, ttl: Option<Duration>) -> memory_core::Result<()> {
+        self.0.set_ttl(scope, ttl).await
+    }
+
+    async fn purge_expired(&self) -> memory_core::Result<u64> {
+        self.0.purge_expired().await
+    }
+
+    /// Every session store counts the sessions `purge_expired` removed.
+    fn counts_purged(&self) -> bool {
+        true
+    }
+
+    async fn listed(&self, tenant: &TenantId) -> Vec<Scope> {
+        list_all(self.0, &tenant_filter(tenant), 10).await
+    }
+
+    async fn create(&self, scope: &Scope) {
+        create(self.0, scope, &json!({"n": 1})).await;
+    }
+
+    async fn assert_created(&self, scope: &Scope, why: &str) {
+        assert!(load(self.0, scope).await.is_some(), "{why}");
+    }
+
+    async fn write_again(&self, scope: &Scope, what: &str) {
+        let version = self
+            .0
+            .save(scope, &json!({"n": 2}), Some(1))
+            .await
+            .expect_ok(what);
+        assert_eq!(version, 2, "{what} returns the next version");
+    }
+
+    async fn assert_written_again(&self, scope: &Scope, why: &str) {
+        let alive = load(self.0, scope).await.map(|s| (s.state, s.version));
+        assert_eq!(alive, Some((json!({"n": 2}), 2)), "{why}");
+    }
+
+    async fn assert_gone(&self, scope: &Scope, what: &str) {
+        assert_eq!(load(self.0, scope).await, None, "{what} loads as None");
+    }
+
+    /// A save expecting the expired session's version conflicts; the session can be created
+    /// again, above its last version.
+    async fn assert_written_anew(&self, scope: &Scope, (): ()) {
+        expect_error_kind(
+            self.0.save(scope, &json!({"n": 2}), Some(1)).await,
+            ErrorKind::Conflict,
+            "saving over an expired session expecting its old version",
+        );
+        let version = create_again(self.0, scope, &json!({"n": "new"}), 1).await;
+        assert_eq!(
+            load(self.0, scope).await,
+            Some(StoredSession {
+                state: json!({"n": "new"}),
+                version
+            }),
+            "an expired session can be created again, above its last version"
+        );
+    }
+}
+
 /// Contract: TTL. `set_ttl` makes the session expire; an expired session loads as `None`, is
 /// not listed and can be created again (above its last version). Stores without TTL answer
 /// `Unsupported`.
 pub async fn ttl_expires_a_session(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let scope = random_scope();
-    create(store, &scope, &json!({"n": 1})).await;
-    store
-        .set_ttl(&scope, Some(SHORT_TTL))
-        .await
-        .expect_ok("set_ttl");
-    assert!(
-        load(store, &scope).await.is_some(),
-        "a session with a TTL loads until it expires"
-    );
-    tokio::time::sleep(PAST_SHORT_TTL).await;
-    assert_eq!(
-        load(store, &scope).await,
-        None,
-        "an expired session loads as None"
-    );
-    assert!(
-        !is_listed(store, &scope).await,
-        "an expired session is not listed"
-    );
-    expect_error_kind(
-        store.save(&scope, &json!({"n": 2}), Some(1)).await,
-        ErrorKind::Conflict,
-        "saving over an expired session expecting its old version",
-    );
-    let version = create_again(store, &scope, &json!({"n": "new"}), 1).await;
-    assert_eq!(
-        load(store, &scope).await,
-        Some(StoredSession {
-            state: json!({"n": "new"}),
-            version
-        }),
-        "an expired session can be created again, above its last version"
-    );
+    ttl::ttl_expires_a_record(&Sessions(store)).await;
 }
 
 /// Contract: `set_ttl(None)` removes the expiry.
 pub async fn ttl_none_removes_the_expiry(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let scope = random_scope();
-    create(store, &scope, &json!({"n": 1})).await;
-    store
-        .set_ttl(&scope, Some(SHORT_TTL))
-        .await
-        .expect_ok("set_ttl");
-    store.set_ttl(&scope, None).await.expect_ok("set_ttl(None)");
-    tokio::time::sleep(PAST_SHORT_TTL).await;
-    assert!(
-        load(store, &scope).await.is_some(),
-        "after set_ttl(None) the session does not expire"
-    );
-    assert!(is_listed(store, &scope).await, "and it is still listed");
+    ttl::ttl_none_removes_the_expiry(&Sessions(store)).await;
 }
 
 /// Contract: the session expires `ttl` after its last save: each save restarts the clock.
 pub async fn ttl_is_refreshed_by_save(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let scope = random_scope();
-    create(store, &scope, &json!({"n": 1})).await;
-    ttl_refresh_scenario(
-        async |ttl| store.set_ttl(&scope, Some(ttl)).await.expect_ok("set_ttl"),
-        async || {
-            store
-                .save(&scope, &json!({"n": 2}), Some(1))
-                .await
-                .expect_ok("save");
-        },
-        async |when| {
-            let alive = load(store, &scope).await.map(|s| (s.state, s.version));
-            assert_eq!(
-                alive,
-                Some((json!({"n": 2}), 2)),
-                "{when} (a save) the session is alive"
-            );
-        },
-    )
-    .await;
+    ttl::ttl_is_refreshed_by_a_write(&Sessions(store)).await;
 }
 
 /// Contract: `set_ttl` on an unknown session is `NotFound`.
 pub async fn ttl_on_unknown_session_is_not_found(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let scope = random_scope();
-    assert_ttl_of_unknown_not_found(
-        store.set_ttl(&scope, Some(Duration::from_secs(60))).await,
-        "session",
-    );
-    assert_eq!(
-        load(store, &scope).await,
-        None,
-        "a refused set_ttl creates nothing"
-    );
+    ttl::ttl_on_unknown_record_is_not_found(&Sessions(store)).await;
 }
 
 /// Contract: a TTL under 1 ms or over `MAX_TTL` is `InvalidInput`, and the session stays as it
 /// was.
 pub async fn ttl_out_of_range_is_refused(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let scope = random_scope();
-    let version = store
-        .save(&scope, &json!({"n": 1}), None)
-        .await
-        .expect("create");
-    assert_out_of_range_ttls_refused(async |ttl| store.set_ttl(&scope, Some(ttl)).await).await;
-    let next = store
-        .save(&scope, &json!({"n": 2}), Some(version))
-        .await
-        .expect("the session stays writable after a refused set_ttl");
-    assert_eq!(next, version + 1);
+    ttl::ttl_out_of_range_is_refused(&Sessions(store)).await;
 }
 
 /// Contract: `purge_expired` deletes expired sessions now and returns how many it removed;
@@ -749,49 +722,7 @@ pub async fn ttl_out_of_range_is_refused(store: &dyn SessionStore) {
 /// On a store shared with other running checks, other expired sessions may be purged too, so
 /// the check asserts at least the two sessions it let expire.
 pub async fn purge_expired_removes_expired_sessions(store: &dyn SessionStore) {
-    if !ttl_supported(store).await {
-        return;
-    }
-    let tenant = random_tenant();
-    let expiring = [
-        scope_in(&tenant, "expiring-1"),
-        scope_in(&tenant, "expiring-2"),
-    ];
-    let kept = scope_in(&tenant, "kept");
-    let long_lived = scope_in(&tenant, "long-lived");
-    for scope in expiring.iter().chain([&kept, &long_lived]) {
-        create(store, scope, &json!({"k": scope.key()})).await;
-    }
-    for scope in &expiring {
-        store
-            .set_ttl(scope, Some(SHORT_TTL))
-            .await
-            .expect_ok("set_ttl");
-    }
-    store
-        .set_ttl(&long_lived, Some(Duration::from_secs(3600)))
-        .await
-        .expect_ok("set_ttl long");
-    tokio::time::sleep(PAST_SHORT_TTL).await;
-    let purged = store.purge_expired().await.expect_ok("purge_expired");
-    assert!(
-        purged >= 2,
-        "purge_expired must count the 2 expired sessions it removed, returned {purged}"
-    );
-    assert_eq!(
-        scope_keys(&list_all(store, &tenant_filter(&tenant), 10).await),
-        scope_keys(&[kept.clone(), long_lived.clone()]),
-        "after the purge only the sessions that did not expire are listed"
-    );
-    for scope in [&kept, &long_lived] {
-        assert!(
-            load(store, scope).await.is_some(),
-            "a session that did not expire stays"
-        );
-    }
-    for scope in &expiring {
-        assert_eq!(load(store, scope).await, None, "a purged session is gone");
-    }
+    ttl::purge_expired_removes_expired_records(&Sessions(store)).await;
 }
 
 /// Contract: optimistic concurrency loses no update: 8 tasks (spawned with `tokio::spawn`)

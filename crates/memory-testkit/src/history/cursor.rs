@@ -25,14 +25,12 @@ use memory_core::{
     ThreadCount, ThreadCursor, Window,
 };
 
-use super::support::{
-    PAST_SHORT_TTL, SHORT_TTL, append_new, archive_if_capable, count, is_listed, join, read,
-    ttl_supported,
-};
+use super::support::{append_new, archive_if_capable, count, is_listed, join, read, ttl_supported};
 use crate::fixtures::{
     ExpectOk, expect_error_kind, numbered_messages, random_scope, scope_in, seqs, text_message,
     text_of_bytes,
 };
+use crate::ttl::{PAST_SHORT_TTL, SHORT_TTL};
 
 /// What a reader that held `cached`, the window `window` read at the cursor `since`, holds once
 /// it applies `read`, the answer of `read_since(scope, window, since)`: the window now.

@@ -16,12 +16,6 @@ use crate::fixtures::{
     random_scope, tenant_filter,
 };
 
-/// A short TTL the expiry checks wait out.
-pub(super) const SHORT_TTL: Duration = Duration::from_millis(300);
-
-/// How long the expiry checks sleep to be past [`SHORT_TTL`].
-pub(super) const PAST_SHORT_TTL: Duration = Duration::from_millis(600);
-
 /// Appends `messages` and checks every one was new.
 pub(super) async fn append_new(
     store: &dyn HistoryStore,
