@@ -103,6 +103,15 @@ use std::sync::Arc;
 
 use memory_core::HistoryStore;
 
+use crate::SharedCheck;
+
+/// Every check of the suite that takes `&dyn HistoryStore` (all but the few that spawn tasks
+/// on an `Arc`), each with its name, in the order [`run_all_history_checks`] runs them: for
+/// tests that pick checks by name and run them on stores of their own.
+pub fn every_shared_check() -> Vec<(&'static str, SharedCheck<dyn HistoryStore>)> {
+    crate::__history_checks!(named(memory_core::HistoryStore))
+}
+
 /// Runs every check of the suite, one after the other, on `store`.
 pub async fn run_all_history_checks(store: Arc<dyn HistoryStore>) {
     crate::__history_checks!(run_all(store));

@@ -46,6 +46,11 @@ pub use scripted_model::{ScriptedChatModel, ScriptedReply};
 pub use session::run_all_session_checks;
 pub use vector::run_all_vector_checks;
 
+/// A check of a suite that takes the store under test by reference (`&dyn HistoryStore`, say),
+/// its future boxed: what `every_shared_check` of the history and session suites lists.
+pub type SharedCheck<S> =
+    for<'a> fn(&'a S) -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + 'a>>;
+
 /// What the macros expand to. Not a public API: it may change in any release.
 #[doc(hidden)]
 pub mod __private {

@@ -595,10 +595,29 @@ macro_rules! __retriever_checks {
     };
 }
 
-/// Expands a list of checks either into tests or into sequential calls.
+/// Expands a list of checks into tests, into sequential calls, or into the list of the checks
+/// that take `&dyn $store`, each with its name (a `Vec<(&str, SharedCheck<dyn $store>)>`).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __checks {
+    (
+        mode [named($store:path)]
+        suite $suite:ident
+        shared [$($shared:ident),* $(,)?]
+        owned [$($owned:ident),* $(,)?]
+    ) => {{
+        $(
+            fn $shared(
+                store: &dyn $store,
+            ) -> ::std::pin::Pin<::std::boxed::Box<dyn ::std::future::Future<Output = ()> + '_>> {
+                ::std::boxed::Box::pin($crate::$suite::$shared(store))
+            }
+        )*
+        ::std::vec![$((
+            ::std::stringify!($shared),
+            $shared as $crate::SharedCheck<dyn $store>,
+        )),*]
+    }};
     (
         mode [tests($into_arc:path, $make:expr)]
         suite $suite:ident

@@ -29,6 +29,7 @@ use memory_core::{
 };
 use serde_json::{Value, json};
 
+use crate::SharedCheck;
 use crate::fixtures::{
     ExpectOk, assert_one_page_lists_all, assert_ttl_unsupported, every_page, expect_error_kind,
     random_scope, random_tenant, scope_in, scope_keys, scope_of, scope_variants, tenant_filter,
@@ -847,6 +848,13 @@ pub async fn list_tenants_pages_each_tenant_once(store: &dyn SessionStore) {
         async |page| store.list_tenants(page).await.expect_ok("list_tenants"),
     )
     .await;
+}
+
+/// Every check of the suite that takes `&dyn SessionStore` (all but the one that spawns tasks
+/// on an `Arc`), each with its name, in the order [`run_all_session_checks`] runs them: for
+/// tests that pick checks by name and run them on stores of their own.
+pub fn every_shared_check() -> Vec<(&'static str, SharedCheck<dyn SessionStore>)> {
+    crate::__session_checks!(named(memory_core::SessionStore))
 }
 
 /// Runs every check of the suite, one after the other, on `store`.

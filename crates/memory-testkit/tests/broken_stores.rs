@@ -28,7 +28,7 @@ use memory_core::{
 };
 use memory_testkit::__private::block_on;
 use memory_testkit::doubles::{DeclaredHistory, RequiredOnlySessions};
-use memory_testkit::{history, session, vector};
+use memory_testkit::{SharedCheck, history, session, vector};
 use serde_json::Value;
 
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -226,7 +226,22 @@ impl memory_core::LayeredHistory for BrokenHistory {
 }
 
 /// A history check, its future boxed.
-type Check = for<'a> fn(&'a dyn HistoryStore) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+type Check = SharedCheck<dyn HistoryStore>;
+
+/// The checks of a suite's list whose names `pick` selects (at least one).
+fn picked<S: ?Sized>(
+    every: Vec<(&'static str, SharedCheck<S>)>,
+    pick: impl Fn(&str) -> bool,
+) -> Vec<(&'static str, SharedCheck<S>)> {
+    let picked: Vec<_> = every.into_iter().filter(|(name, _)| pick(name)).collect();
+    assert!(!picked.is_empty(), "no check of the suite was picked");
+    picked
+}
+
+/// Whether a check is one of the TTL capability's (`set_ttl`, `purge_expired`), by its name.
+fn is_ttl_check(name: &str) -> bool {
+    name.starts_with("ttl_") || name.starts_with("purge_expired_")
+}
 
 /// The named history checks, each with its name.
 macro_rules! checks {
@@ -378,14 +393,7 @@ fn ttl_catches_a_store_that_claims_ttl_but_refuses() {
 
 #[test]
 fn every_ttl_check_catches_a_store_that_lies_about_ttl() {
-    let every_ttl_check = checks![
-        ttl_expires_a_thread,
-        ttl_none_removes_the_expiry,
-        ttl_is_refreshed_by_append,
-        ttl_on_unknown_thread_is_not_found,
-        ttl_out_of_range_is_refused,
-        purge_expired_removes_expired_threads,
-    ];
+    let every_ttl_check = picked(history::every_shared_check(), is_ttl_check);
     for (name, check) in every_ttl_check {
         for flaw in [Flaw::TtlButRefuses, Flaw::NoTtlButAccepts] {
             assert!(
@@ -571,28 +579,11 @@ impl memory_core::LayeredSessions for BrokenSessions {
 }
 
 /// A session check, its future boxed.
-type SessionCheck = for<'a> fn(&'a dyn SessionStore) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
+type SessionCheck = SharedCheck<dyn SessionStore>;
 
 /// Every session check of the TTL capability, each with its name.
 fn every_session_ttl_check() -> Vec<(&'static str, SessionCheck)> {
-    macro_rules! session_checks {
-        ($($check:ident),* $(,)?) => {{
-            $(
-                fn $check(store: &dyn SessionStore) -> Pin<Box<dyn Future<Output = ()> + '_>> {
-                    Box::pin(session::$check(store))
-                }
-            )*
-            vec![$((stringify!($check), $check as SessionCheck)),*]
-        }};
-    }
-    session_checks![
-        ttl_expires_a_session,
-        ttl_none_removes_the_expiry,
-        ttl_is_refreshed_by_save,
-        ttl_on_unknown_session_is_not_found,
-        ttl_out_of_range_is_refused,
-        purge_expired_removes_expired_sessions,
-    ]
+    picked(session::every_shared_check(), is_ttl_check)
 }
 
 fn session_check_fails(store: &dyn SessionStore, check: SessionCheck) -> bool {
@@ -811,16 +802,9 @@ impl memory_core::LayeredHistory for BrokenCursor {
 
 /// Every cursor-read check that takes a shared store.
 fn every_cursor_check() -> Vec<(&'static str, Check)> {
-    checks![
-        cursor_read_without_cursor_is_the_whole_window,
-        cursor_read_returns_what_was_appended,
-        cursor_read_after_archive_is_whole,
-        cursor_read_after_clear_is_whole,
-        cursor_read_after_expiry_is_whole,
-        cursor_of_another_scope_is_refused,
-        cursor_from_the_future_is_refused,
-        cursor_read_of_unknown_thread_is_whole_and_empty,
-    ]
+    picked(history::every_shared_check(), |name| {
+        name.starts_with("cursor_")
+    })
 }
 
 /// Whether the racing cursor check fails (panics) on `store`.
