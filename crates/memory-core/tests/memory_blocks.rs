@@ -13,11 +13,11 @@ use memory_core::memory::blocks::{
 use memory_core::memory::{Memory, MemoryBlock};
 use memory_core::{
     Agent, AgentSession, ChatMessage, Embedder, HistoryStore, InMemoryHistoryStore,
-    InMemorySessionStore, InMemoryVectorStore, Result, Role, Scope, VectorStore, Window,
-    async_trait,
+    InMemorySessionStore, InMemoryVectorStore, Result, Role, VectorStore, Window, async_trait,
 };
 use memory_testkit::ScriptedChatModel;
 use memory_testkit::fixtures::random_scope;
+use memory_testkit::memory::word_counted_memory;
 
 /// A test embedder: each word hashed into one of 64 buckets, normalised. Texts that share
 /// words are similar; nothing else is.
@@ -53,29 +53,6 @@ fn long(text: &str, filler_words: usize) -> String {
     format!("{text} {}", "lorem ".repeat(filler_words))
 }
 
-/// One token per word, so the flush points below are exact: a message costs 3 + 1 + words.
-fn words() -> Arc<dyn memory_core::TokenCounter> {
-    Arc::new(memory_core::FnTokenCounter::new(|t| {
-        t.split_whitespace().count() as u32
-    }))
-}
-
-fn memory_with(block: Arc<dyn MemoryBlock>, scope: Scope) -> (Memory, Arc<InMemoryHistoryStore>) {
-    let history = Arc::new(InMemoryHistoryStore::with_token_counter(words()));
-    let memory = Memory::builder(
-        scope,
-        history.clone(),
-        Arc::new(InMemorySessionStore::new()),
-    )
-    .token_limit(400)
-    .token_flush_size(50)
-    .token_counter(words())
-    .block(block)
-    .build()
-    .unwrap();
-    (memory, history)
-}
-
 /// Puts the turns `turns` ("turn {i}" and 45 filler words, 51 tokens each), user and
 /// assistant in turn.
 async fn put_turns(memory: &Memory, turns: std::ops::Range<usize>) {
@@ -106,7 +83,7 @@ async fn fact_block_extracts_keeps_and_condenses_facts() {
             .reply_text("<facts><fact>Dana, on call, fixed billing with an index.</fact></facts>"),
     );
     let block = FactExtractionMemoryBlock::new(model.clone()).with_max_facts(2);
-    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    let memory = word_counted_memory(Arc::new(block), random_scope());
     // 51 tokens a message: the sixth passes 0.7 × 400 = 280, and the oldest turn is flushed.
     put_turns(&memory, 0..6).await;
     let out = memory.get(&[]).await.unwrap();
@@ -143,7 +120,7 @@ async fn vector_block_recalls_the_flushed_batch_that_matches() {
         .with_similarity_top_k(1)
         .with_postprocessor(Arc::new(SimilarityCutoff(0.2)));
     let scope = random_scope();
-    let (memory, _) = memory_with(Arc::new(block), scope.clone());
+    let memory = word_counted_memory(Arc::new(block), scope.clone());
     let topics = [
         "The billing service paged Dana about a slow invoices query",
         "Lunch plans: pizza on Friday with the marketing team",
@@ -192,7 +169,7 @@ async fn static_block_with_parts_attaches_non_text_parts() {
         memory_core::Part::Image(memory_core::Media::url("https://example.com/chart.png")),
     ];
     let block = StaticMemoryBlock::with_parts("core_info", parts).unwrap();
-    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    let memory = word_counted_memory(Arc::new(block), random_scope());
     memory.put(ChatMessage::user("hi")).await.unwrap();
     let out = memory.get(&[]).await.unwrap();
     assert_eq!(out[0].parts.len(), 2);
@@ -254,7 +231,7 @@ async fn a_forged_fact_renders_escaped_inside_one_memory_block() {
         ScriptedChatModel::new().reply_text(format!("<facts><fact>{FORGED}</fact></facts>")),
     );
     let block = FactExtractionMemoryBlock::new(model.clone());
-    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    let memory = word_counted_memory(Arc::new(block), random_scope());
     put_turns(&memory, 0..6).await;
     let out = memory.get(&[]).await.unwrap();
     let text = out[0].text();
@@ -271,7 +248,7 @@ async fn a_forged_fact_renders_escaped_inside_one_memory_block() {
 #[tokio::test]
 async fn forged_static_content_renders_escaped_inside_one_memory_block() {
     let block = StaticMemoryBlock::new("core_info", format!("Tom & Jerry {FORGED}")).unwrap();
-    let (memory, _) = memory_with(Arc::new(block), random_scope());
+    let memory = word_counted_memory(Arc::new(block), random_scope());
     memory.put(ChatMessage::user("hi")).await.unwrap();
     let out = memory.get(&[]).await.unwrap();
     let text = out[0].text();

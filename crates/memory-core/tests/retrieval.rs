@@ -12,18 +12,15 @@
 
 use std::sync::Arc;
 
-use memory_core::memory::Memory;
 use memory_core::memory::blocks::VectorMemoryBlock;
 use memory_core::retrieval::{
     DenseRetriever, Fusion, HybridRetriever, LexicalRetriever, MemoryItem, RetrievalQuery,
     Retriever,
 };
-use memory_core::{
-    ChatMessage, Embedder, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, Scope,
-};
+use memory_core::{ChatMessage, Embedder, InMemoryVectorStore, Scope};
 use memory_testkit::doubles::FlatEmbedder;
 use memory_testkit::fixtures::random_scope;
-use memory_testkit::memory::WordHashEmbedder;
+use memory_testkit::memory::{WordHashEmbedder, word_counted_memory};
 use memory_testkit::text_reference::ReferenceTextIndex;
 use uuid::Uuid;
 
@@ -90,27 +87,6 @@ async fn hybrid_finds_what_only_one_retriever_ranks() {
     assert!((got[0].score - got[1].score).abs() < 1e-9);
 }
 
-/// One token per word, so the flush points are exact.
-fn words() -> Arc<dyn memory_core::TokenCounter> {
-    Arc::new(memory_core::FnTokenCounter::new(|t: &str| {
-        t.split_whitespace().count() as u32
-    }))
-}
-
-fn memory_with(block: Arc<VectorMemoryBlock>, scope: Scope) -> Memory {
-    Memory::builder(
-        scope,
-        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
-        Arc::new(InMemorySessionStore::new()),
-    )
-    .token_limit(400)
-    .token_flush_size(50)
-    .token_counter(words())
-    .block(block)
-    .build()
-    .unwrap()
-}
-
 #[tokio::test]
 async fn the_block_recalls_through_a_hybrid_retriever_after_a_flush() {
     // Dense alone (flat vectors) cannot tell the batches apart; the hybrid block recalls the
@@ -125,7 +101,7 @@ async fn the_block_recalls_through_a_hybrid_retriever_after_a_flush() {
             .with_retrieval_context_window(1),
     );
     let scope = random_scope();
-    let memory = memory_with(block.clone(), scope.clone());
+    let memory = word_counted_memory(block.clone(), scope.clone());
     let topics = [
         "Lunch plans for friday with the marketing team",
         "Okonkwo repaired the greenhouse irrigation pump",

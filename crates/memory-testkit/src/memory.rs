@@ -46,7 +46,7 @@ pub use reducers::{
 pub use resume::{
     agent_chat_resumes_like_an_uninterrupted_run, team_session_resumes_like_an_uninterrupted_run,
 };
-pub use support::conversation;
+pub use support::{conversation, word_counted_memory};
 pub(crate) use support::{memory_over, recorders};
 pub use tool_loop::{
     agent_reducer_between_iterations_keeps_groups, agent_tool_loop_stores_whole_groups,

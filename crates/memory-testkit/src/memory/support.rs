@@ -5,8 +5,9 @@ use std::sync::Arc;
 
 use memory_core::memory::{FlushReport, MemoryBlock};
 use memory_core::{
-    ChatMessage, HistoryStore, InMemoryVectorStore, Memory, Role, Scope, SessionStore,
-    StoredMessage, VectorStore, Window,
+    ChatMessage, FnTokenCounter, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
+    InMemoryVectorStore, Memory, Role, Scope, SessionStore, StoredMessage, TokenCounter,
+    VectorStore, Window,
 };
 use serde_json::Value;
 
@@ -41,6 +42,29 @@ pub fn conversation(prefix: &str, n: usize) -> Vec<ChatMessage> {
             ChatMessage::text_message(role, text)
         })
         .collect()
+}
+
+/// A memory of `scope` with `block`, over new in-memory stores that count one token per
+/// whitespace-separated word (a message costs 3 + 1 for its role + its words): a token limit
+/// of 400 and flushes of 50 tokens, so that a test's few turns of known sizes flush where it
+/// expects.
+pub fn word_counted_memory(block: Arc<dyn MemoryBlock>, scope: Scope) -> Memory {
+    let words = || -> Arc<dyn TokenCounter> {
+        Arc::new(FnTokenCounter::new(|text| {
+            u32::try_from(text.split_whitespace().count()).unwrap_or(u32::MAX)
+        }))
+    };
+    Memory::builder(
+        scope,
+        Arc::new(InMemoryHistoryStore::with_token_counter(words())),
+        Arc::new(InMemorySessionStore::new()),
+    )
+    .token_limit(400)
+    .token_flush_size(50)
+    .token_counter(words())
+    .block(block)
+    .build()
+    .expect_ok("build a memory")
 }
 
 /// A memory over the stores with the suite's numbers (flush past 500 tokens, at least 100)
