@@ -113,18 +113,32 @@ pub(crate) struct ThreadsArgs {
     pub(crate) agent: Option<String>,
 }
 
-/// The flags that address one thread or session.
+/// Whose data: a tenant, and a user and an agent of it (`forget`; `show`, whose help says it
+/// of the thread).
 #[derive(Debug, Args)]
-pub(crate) struct ScopeArgs {
+pub(crate) struct OwnerArgs {
     /// The tenant.
     #[arg(long, default_value = agent_memory::scope::DEFAULT_TENANT)]
     pub(crate) tenant: String,
-    /// The user, if the thread has one.
+    /// Only this user's data.
     #[arg(long)]
     pub(crate) user: Option<String>,
-    /// The agent, if the thread has one.
+    /// Only this agent's data.
     #[arg(long)]
     pub(crate) agent: Option<String>,
+}
+
+/// The flags that address one thread or session. The user and agent flags say what they are
+/// of a thread (help written as clap writes a doc comment's: without its final period).
+#[derive(Debug, Args)]
+#[command(
+    mut_arg("user", |arg| arg.help("The user, if the thread has one")),
+    mut_arg("agent", |arg| arg.help("The agent, if the thread has one"))
+)]
+pub(crate) struct ScopeArgs {
+    /// The tenant, and the thread's user and agent if it has them.
+    #[command(flatten)]
+    pub(crate) owner: OwnerArgs,
     /// The session.
     #[arg(long)]
     pub(crate) session: String,
@@ -214,15 +228,9 @@ pub(crate) struct MigrateArgs {
 /// `forget`.
 #[derive(Debug, Args)]
 pub(crate) struct ForgetArgs {
-    /// The tenant.
-    #[arg(long, default_value = agent_memory::scope::DEFAULT_TENANT)]
-    pub(crate) tenant: String,
-    /// Only this user's data.
-    #[arg(long)]
-    pub(crate) user: Option<String>,
-    /// Only this agent's data.
-    #[arg(long)]
-    pub(crate) agent: Option<String>,
+    /// The tenant, and only this user's or agent's data.
+    #[command(flatten)]
+    pub(crate) owner: OwnerArgs,
     /// Only this session's data.
     #[arg(long)]
     pub(crate) session: Option<String>,

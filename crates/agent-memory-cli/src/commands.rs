@@ -68,13 +68,14 @@ pub(crate) fn session_id(session: &str) -> CliResult<SessionId> {
 
 /// The scope the flags address.
 pub(crate) fn scope_of(args: &ScopeArgs) -> CliResult<Scope> {
-    let mut scope = Scope::new(tenant_id(&args.tenant)?, session_id(&args.session)?);
-    if let Some(user) = &args.user {
+    let owner = &args.owner;
+    let mut scope = Scope::new(tenant_id(&owner.tenant)?, session_id(&args.session)?);
+    if let Some(user) = &owner.user {
         scope = scope
             .with_user(user.as_str())
             .doing(|| format!("the user {user:?} is not a valid id"))?;
     }
-    if let Some(agent) = &args.agent {
+    if let Some(agent) = &owner.agent {
         scope = scope.with_agent_id(agent_id(agent)?);
     }
     scope
@@ -318,11 +319,12 @@ pub(crate) async fn stats(stores: &Stores, args: &TenantsArgs, json: bool) -> Cl
 
 /// The forget filter of the flags.
 fn forget_filter(args: &ForgetArgs) -> CliResult<ScopeFilter> {
-    let mut filter = ScopeFilter::tenant(tenant_id(&args.tenant)?);
-    if let Some(user) = &args.user {
+    let owner = &args.owner;
+    let mut filter = ScopeFilter::tenant(tenant_id(&owner.tenant)?);
+    if let Some(user) = &owner.user {
         filter = filter.with_user(user_id(user)?);
     }
-    if let Some(agent) = &args.agent {
+    if let Some(agent) = &owner.agent {
         filter = filter.with_agent(agent_id(agent)?);
     }
     if let Some(session) = &args.session {

@@ -11,7 +11,7 @@ use agent_memory::{AgentSession, ChatMessage, Scope, StoredMessage, Stores, Wind
 use indicatif::ProgressBar;
 use serde_json::{Value, json};
 
-use crate::cli::{ExportArgs, ExportFormat, ImportArgs, MigrateArgs, ScopeArgs};
+use crate::cli::{ExportArgs, ExportFormat, ImportArgs, MigrateArgs, OwnerArgs, ScopeArgs};
 use crate::commands::{agent_id, scope_of, session_id, tenant_id, user_id};
 use crate::error::{CliResult, Doing, Failed};
 use crate::output::{print, print_json, progress};
@@ -53,9 +53,11 @@ async fn export_thread(stores: &Stores, args: &ExportArgs) -> CliResult<()> {
         ));
     }
     let scope = scope_of(&ScopeArgs {
-        tenant: args.tenant.clone(),
-        user: args.user.clone(),
-        agent: args.agent.clone(),
+        owner: OwnerArgs {
+            tenant: args.tenant.clone(),
+            user: args.user.clone(),
+            agent: args.agent.clone(),
+        },
         session: session.clone(),
         source: agent_memory::scope::DEFAULT_SOURCE.to_owned(),
     })?;

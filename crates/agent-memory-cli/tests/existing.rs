@@ -193,68 +193,67 @@ async fn an_old_schema_is_refused_left_as_it_is_and_upgraded_on_request() {
 /// content (hash fields, sorted-set members with scores, list elements, string value), each
 /// sorted where Redis keeps no order.
 async fn redis_state(prefix: &str) -> std::collections::BTreeMap<String, String> {
+    use redis::AsyncCommands;
+
     let client = redis::Client::open(memory_testkit::engines::redis_url()).unwrap();
     let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let mut keys = Vec::new();
+    let keys_of_the_prefix = redis::ScanOptions::default()
+        .with_pattern(format!("{prefix}*"))
+        .with_count(1000);
+    let mut scan = conn
+        .scan_options::<String>(keys_of_the_prefix)
+        .await
+        .unwrap();
+    while let Some(key) = scan.next_item().await {
+        keys.push(key.unwrap());
+    }
+    drop(scan);
     let mut state = std::collections::BTreeMap::new();
-    let mut cursor = 0u64;
-    loop {
-        let (next, keys): (u64, Vec<String>) = redis::cmd("SCAN")
-            .arg(cursor)
-            .arg("MATCH")
-            .arg(format!("{prefix}*"))
-            .arg("COUNT")
-            .arg(1000)
+    for key in keys {
+        let kind: String = redis::cmd("TYPE")
+            .arg(&key)
             .query_async(&mut conn)
             .await
             .unwrap();
-        for key in keys {
-            let kind: String = redis::cmd("TYPE")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            let ttl: i64 = redis::cmd("PTTL")
-                .arg(&key)
-                .query_async(&mut conn)
-                .await
-                .unwrap();
-            let (command, args): (&str, &[&str]) = match kind.as_str() {
-                "hash" => ("HGETALL", &[]),
-                "zset" => ("ZRANGE", &["0", "-1", "WITHSCORES"]),
-                "list" => ("LRANGE", &["0", "-1"]),
-                "set" => ("SMEMBERS", &[]),
-                _ => ("GET", &[]),
-            };
-            let mut items: Vec<Vec<u8>> = match kind.as_str() {
-                "string" => {
-                    let value: Vec<u8> = redis::cmd(command)
-                        .arg(&key)
-                        .query_async(&mut conn)
-                        .await
-                        .unwrap();
-                    vec![value]
-                }
-                _ => redis::cmd(command)
+        let ttl: i64 = redis::cmd("PTTL")
+            .arg(&key)
+            .query_async(&mut conn)
+            .await
+            .unwrap();
+        let (command, args): (&str, &[&str]) = match kind.as_str() {
+            "hash" => ("HGETALL", &[]),
+            "zset" => ("ZRANGE", &["0", "-1", "WITHSCORES"]),
+            "list" => ("LRANGE", &["0", "-1"]),
+            "set" => ("SMEMBERS", &[]),
+            _ => ("GET", &[]),
+        };
+        let mut items: Vec<Vec<u8>> = match kind.as_str() {
+            "string" => {
+                let value: Vec<u8> = redis::cmd(command)
                     .arg(&key)
-                    .arg(args)
                     .query_async(&mut conn)
                     .await
-                    .unwrap(),
-            };
-            if kind == "hash" {
-                let mut pairs: Vec<Vec<u8>> = items.chunks(2).map(|pair| pair.concat()).collect();
-                pairs.sort();
-                items = pairs;
-            } else if kind == "set" {
-                items.sort();
+                    .unwrap();
+                vec![value]
             }
-            state.insert(key, format!("{kind} ttl:{} {items:?}", ttl >= 0));
+            _ => redis::cmd(command)
+                .arg(&key)
+                .arg(args)
+                .query_async(&mut conn)
+                .await
+                .unwrap(),
+        };
+        if kind == "hash" {
+            let mut pairs: Vec<Vec<u8>> = items.chunks(2).map(|pair| pair.concat()).collect();
+            pairs.sort();
+            items = pairs;
+        } else if kind == "set" {
+            items.sort();
         }
-        if next == 0 {
-            return state;
-        }
-        cursor = next;
+        state.insert(key, format!("{kind} ttl:{} {items:?}", ttl >= 0));
     }
+    state
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -31,22 +31,16 @@ fn af_element(role: &str, text: &str) -> String {
 }
 
 /// Python's provider (`RedisHistoryProvider(application_id=…)`) after a user said "ok" three
-/// times and the assistant answered "Sure." twice, no message with a `message_id`: the store,
-/// its list's key, and a connection that deletes the list when the test is done.
+/// times and the assistant answered "Sure." each time (six messages), no message with a
+/// `message_id`: the store and its list's key.
 async fn python_thread(application: &str, scope: &Scope) -> (AfRedisHistory, String) {
     let af = AfRedisHistory::builder(&redis_url(), AfKeyFormat::scoped(application))
         .connect()
         .await
         .unwrap();
     let key = af.key_for(scope).unwrap();
-    let elements = [
-        af_element("user", "ok"),
-        af_element("assistant", "Sure."),
-        af_element("user", "ok"),
-        af_element("assistant", "Sure."),
-        af_element("user", "ok"),
-        af_element("assistant", "Sure."),
-    ];
+    let turn = [af_element("user", "ok"), af_element("assistant", "Sure.")];
+    let elements: Vec<String> = std::iter::repeat_n(turn, 3).flatten().collect();
     let mut conn = redis_conn().await;
     let _: i64 = conn.rpush(&key, &elements).await.unwrap();
     let _: bool = conn.expire(&key, 7200).await.unwrap();

@@ -192,9 +192,9 @@ fn http_get_status(port: u16, path: &str) -> Option<u16> {
     line.strip_prefix("HTTP/1.1 ")?.get(..3)?.parse().ok()
 }
 
-/// Runs `cmd` (with a time limit) and returns its output; the panic message carries both
-/// streams and the server's log.
-fn run(mut cmd: Command, limit: Duration, server: &Server, what: &str) -> Output {
+/// Runs `cmd` (with a time limit) and returns its standard output; the panic message carries
+/// both streams and the server's log.
+fn run(mut cmd: Command, limit: Duration, server: &Server, what: &str) -> String {
     let mut child = cmd
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -243,7 +243,7 @@ fn run(mut cmd: Command, limit: Duration, server: &Server, what: &str) -> Output
         String::from_utf8_lossy(&output.stderr),
         server.log()
     );
-    output
+    String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
 /// A command running `python` with the environment of a Python tool (no colours, UTF-8, no
@@ -288,8 +288,7 @@ fn schemathesis_finds_no_server_error_and_no_schema_mismatch() {
             "--suppress-health-check",
             "all",
         ]);
-    let output = run(cmd, Duration::from_secs(420), &server, "schemathesis");
-    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stdout = run(cmd, Duration::from_secs(420), &server, "schemathesis");
     // A run that tested nothing would pass too: every operation of the document was tested.
     let selected = summary_number(&stdout, "Selected:");
     let tested = summary_number(&stdout, "Tested:");
@@ -333,25 +332,12 @@ fn mcp_sdk_calls_every_tool_over_stdio() {
     // `agent-memory mcp` opens the HTTP server's SQLite file through the same configuration
     // file; the HTTP server only shares it (and its log goes into failure messages).
     let server = Server::start();
-    let mut cmd = python_command(&python);
-    cmd.current_dir(server.dir.path())
-        .arg(mcp_script())
-        .arg("stdio")
-        .arg(env!("CARGO_BIN_EXE_agent-memory"))
-        .args(["mcp", "--tenant", TENANT, "--config"])
-        .arg(server.config_path())
-        .env_remove("AGENT_MEMORY_URL");
-    let output = run(
-        cmd,
-        Duration::from_secs(120),
-        &server,
-        "the MCP client over stdio",
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        stdout.contains("mcp client ok: 5 tools called over stdio"),
-        "{stdout}"
-    );
+    run_mcp_client(&python, &server, "stdio", |cmd| {
+        cmd.arg(env!("CARGO_BIN_EXE_agent-memory"))
+            .args(["mcp", "--tenant", TENANT, "--config"])
+            .arg(server.config_path())
+            .env_remove("AGENT_MEMORY_URL");
+    });
 }
 
 #[test]
@@ -360,21 +346,33 @@ fn mcp_sdk_calls_every_tool_over_streamable_http() {
         return;
     };
     let server = Server::start();
-    let mut cmd = python_command(&python);
+    run_mcp_client(&python, &server, "http", |cmd| {
+        cmd.arg(format!("{}/mcp", server.url()))
+            .env("MCP_TOKEN", &server.token);
+    });
+}
+
+/// Runs `tests/python/mcp_client.py` over `transport` (`stdio` or `http`), its further
+/// arguments and environment given by `connect`, and checks it called every tool.
+fn run_mcp_client(
+    python: &Path,
+    server: &Server,
+    transport: &str,
+    connect: impl FnOnce(&mut Command),
+) {
+    let mut cmd = python_command(python);
     cmd.current_dir(server.dir.path())
         .arg(mcp_script())
-        .arg("http")
-        .arg(format!("{}/mcp", server.url()))
-        .env("MCP_TOKEN", &server.token);
-    let output = run(
+        .arg(transport);
+    connect(&mut cmd);
+    let stdout = run(
         cmd,
         Duration::from_secs(120),
-        &server,
-        "the MCP client over HTTP",
+        server,
+        &format!("the MCP client over {transport}"),
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("mcp client ok: 5 tools called over http"),
+        stdout.contains(&format!("mcp client ok: 5 tools called over {transport}")),
         "{stdout}"
     );
 }
@@ -393,13 +391,12 @@ fn python_http_example_runs() {
         .arg(&script)
         .env("AGENT_MEMORY_SERVER", server.url())
         .env("AGENT_MEMORY_TOKEN", &server.token);
-    let output = run(
+    let stdout = run(
         cmd,
         Duration::from_secs(60),
         &server,
         "examples/python/http_api.py",
     );
-    let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("stale write refused: 412"), "{stdout}");
     assert!(stdout.trim_end().ends_with("ok"), "{stdout}");
 }

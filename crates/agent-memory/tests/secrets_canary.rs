@@ -17,7 +17,7 @@
 
 use std::error::Error as StdError;
 use std::io::Write;
-use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use agent_memory::mem0::{Mem0Client, Mem0Config, Mem0Provider, Mem0Scope, OnError};
@@ -27,8 +27,9 @@ use agent_memory::{
     Agent, AgentSession, ChatMessage, ChatModel, ChatRequest, Embedder, HistoryStore, Scope,
     SessionStore, Stores, Window,
 };
+use memory_http::testing::CapturedLogs;
 use serde_json::json;
-use sqlx::{AssertSqlSafe, Row};
+use sqlx::AssertSqlSafe;
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
@@ -38,32 +39,8 @@ const CANARY: &str = "canary-7f3a9c4e2b81d6f0";
 // ---------------------------------------------------------------------------------------------
 // Where the canary must never appear.
 
-/// Every `tracing` event and span of the test binary, at TRACE level, formatted.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Logs {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
-
-impl Logs {
-    fn text(&self) -> String {
-        String::from_utf8_lossy(&self.0.lock().unwrap_or_else(PoisonError::into_inner)).into_owned()
-    }
-}
-
 /// The records of dependencies that log through the `log` crate rather than `tracing`.
-struct LogRecords(Logs);
+struct LogRecords(CapturedLogs);
 
 impl log::Log for LogRecords {
     fn enabled(&self, _: &log::Metadata<'_>) -> bool {
@@ -78,12 +55,13 @@ impl log::Log for LogRecords {
     fn flush(&self) {}
 }
 
-/// The process-wide capture, installed once: the stores' pools and the HTTP clients log from
-/// their own tasks, so a thread-local subscriber would miss them.
-fn logs() -> &'static Logs {
-    static LOGS: OnceLock<Logs> = OnceLock::new();
+/// The process-wide capture of every `tracing` event and span of the test binary (at TRACE
+/// level, formatted) and of every `log` record, installed once: the stores' pools and the
+/// HTTP clients log from their own tasks, so a thread-local subscriber would miss them.
+fn logs() -> &'static CapturedLogs {
+    static LOGS: OnceLock<CapturedLogs> = OnceLock::new();
     LOGS.get_or_init(|| {
-        let logs = Logs::default();
+        let logs = CapturedLogs::default();
         log::set_boxed_logger(Box::new(LogRecords(logs.clone()))).expect("install the log capture");
         log::set_max_level(log::LevelFilter::Trace);
         let writer = logs.clone();
@@ -410,95 +388,94 @@ async fn sql_store(url: &str) -> Stores {
     Stores::new(Arc::new(store.clone()), Arc::new(store))
 }
 
+/// Every row of the tables `$tables` lists that `$keep` keeps, each as the text the query
+/// `$row` makes of the table and its columns (those `$columns` lists, the table bound)
+/// selects; one row a line. `$engine` names the server when nothing was read back. A macro:
+/// sqlx's pools and queries are of one type per database.
+macro_rules! dump_tables {
+    (
+        $pool:expr, $engine:literal,
+        tables: $tables:expr,
+        keep: $keep:expr,
+        columns: $columns:expr,
+        row: $row:expr $(,)?
+    ) => {{
+        let pool = $pool;
+        let tables: Vec<String> = sqlx::query_scalar($tables).fetch_all(&pool).await.unwrap();
+        let keep: fn(&str) -> bool = $keep;
+        let row: fn(&str, &[String]) -> String = $row;
+        let mut rows: Vec<String> = Vec::new();
+        for table in tables.iter().filter(|t| keep(t)) {
+            let columns: Vec<String> = sqlx::query_scalar($columns)
+                .bind(table)
+                .fetch_all(&pool)
+                .await
+                .unwrap();
+            let sql = AssertSqlSafe(row(table, &columns));
+            rows.extend(
+                sqlx::query_scalar::<_, String>(sql)
+                    .fetch_all(&pool)
+                    .await
+                    .unwrap(),
+            );
+        }
+        let out = rows.join("\n");
+        assert!(!out.is_empty(), concat!("no rows read back from ", $engine));
+        out
+    }};
+}
+
 /// Every row of every table this test's prefix names, as text.
 async fn dump_postgres(url: &str) -> String {
-    let pool = sqlx::PgPool::connect(url).await.unwrap();
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT table_name::text FROM information_schema.tables WHERE table_schema = current_schema()",
+    dump_tables!(
+        sqlx::PgPool::connect(url).await.unwrap(),
+        "PostgreSQL",
+        tables: "SELECT table_name::text FROM information_schema.tables \
+                 WHERE table_schema = current_schema()",
+        keep: |table| table.starts_with(PREFIX),
+        columns: "SELECT column_name::text FROM information_schema.columns \
+                  WHERE table_schema = current_schema() AND table_name::text = $1",
+        row: |table, _| format!("SELECT row_to_json(t)::text FROM \"{table}\" t"),
     )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let mut out = String::new();
-    for table in tables.iter().filter(|t| t.starts_with(PREFIX)) {
-        let rows: Vec<String> = sqlx::query_scalar(AssertSqlSafe(format!(
-            "SELECT row_to_json(t)::text FROM \"{table}\" t"
-        )))
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-        out.push_str(&rows.join("\n"));
-    }
-    assert!(!out.is_empty(), "no rows read back from PostgreSQL");
-    out
 }
 
 async fn dump_mysql(url: &str) -> String {
-    let pool = sqlx::MySqlPool::connect(url).await.unwrap();
-    let tables: Vec<String> = sqlx::query_scalar(
-        "SELECT CAST(table_name AS CHAR) FROM information_schema.tables WHERE table_schema = DATABASE()",
+    dump_tables!(
+        sqlx::MySqlPool::connect(url).await.unwrap(),
+        "MariaDB",
+        tables: "SELECT CAST(table_name AS CHAR) FROM information_schema.tables \
+                 WHERE table_schema = DATABASE()",
+        keep: |table| table.starts_with(PREFIX),
+        columns: "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
+                  WHERE table_schema = DATABASE() AND table_name = ?",
+        row: |table, columns| {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| format!("COALESCE(CAST(`{c}` AS CHAR), '')"))
+                .collect();
+            format!(
+                "SELECT CONVERT(CONCAT_WS('|', {}) USING utf8mb4) FROM `{table}`",
+                cells.join(", ")
+            )
+        },
     )
-    .fetch_all(&pool)
-    .await
-    .unwrap();
-    let mut out = String::new();
-    for table in tables.iter().filter(|t| t.starts_with(PREFIX)) {
-        let columns: Vec<String> = sqlx::query_scalar(
-            "SELECT CAST(column_name AS CHAR) FROM information_schema.columns \
-             WHERE table_schema = DATABASE() AND table_name = ?",
-        )
-        .bind(table)
-        .fetch_all(&pool)
-        .await
-        .unwrap();
-        let cells: Vec<String> = columns
-            .iter()
-            .map(|c| format!("COALESCE(CAST(`{c}` AS CHAR), '')"))
-            .collect();
-        let sql = format!(
-            "SELECT CONVERT(CONCAT_WS('|', {}) USING utf8mb4) FROM `{table}`",
-            cells.join(", ")
-        );
-        for row in sqlx::query(AssertSqlSafe(sql))
-            .fetch_all(&pool)
-            .await
-            .unwrap()
-        {
-            out.push_str(&row.get::<String, _>(0));
-            out.push('\n');
-        }
-    }
-    assert!(!out.is_empty(), "no rows read back from MariaDB");
-    out
 }
 
 async fn dump_sqlite(url: &str) -> String {
-    let pool = sqlx::SqlitePool::connect(url).await.unwrap();
-    let tables: Vec<String> =
-        sqlx::query_scalar("SELECT name FROM sqlite_master WHERE type = 'table'")
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-    let mut out = String::new();
-    for table in &tables {
-        let columns: Vec<String> = sqlx::query_scalar("SELECT name FROM pragma_table_info(?)")
-            .bind(table)
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-        let cells: Vec<String> = columns
-            .iter()
-            .map(|c| format!("COALESCE(CAST(\"{c}\" AS TEXT), '')"))
-            .collect();
-        let sql = format!("SELECT {} FROM \"{table}\"", cells.join(" || '|' || "));
-        let rows: Vec<String> = sqlx::query_scalar(AssertSqlSafe(sql))
-            .fetch_all(&pool)
-            .await
-            .unwrap();
-        out.push_str(&rows.join("\n"));
-    }
-    assert!(!out.is_empty(), "no rows read back from SQLite");
-    out
+    dump_tables!(
+        sqlx::SqlitePool::connect(url).await.unwrap(),
+        "SQLite",
+        tables: "SELECT name FROM sqlite_master WHERE type = 'table'",
+        keep: |_| true,
+        columns: "SELECT name FROM pragma_table_info(?)",
+        row: |table, columns| {
+            let cells: Vec<String> = columns
+                .iter()
+                .map(|c| format!("COALESCE(CAST(\"{c}\" AS TEXT), '')"))
+                .collect();
+            format!("SELECT {} FROM \"{table}\"", cells.join(" || '|' || "))
+        },
+    )
 }
 
 /// Every key of the Redis server and every value, whatever its type.

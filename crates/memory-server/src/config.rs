@@ -53,7 +53,7 @@ use serde::Deserialize;
 
 use crate::auth::{Authenticator, Principal, TokenEntry};
 use crate::embedder::EmbedderConfig;
-use crate::ops::OpsLimits;
+use crate::ops::{Ops, OpsLimits};
 use crate::retrieval::MemoryConfig;
 
 pub use http::{AllowedHosts, HttpConfig, Transport};
@@ -325,6 +325,27 @@ impl ServerConfig {
     pub fn check_memory(&self) -> Result<(), ConfigError> {
         let embedder = self.embedder.embedder(|name| std::env::var(name).ok())?;
         self.memory.validate(embedder.is_some())
+    }
+
+    /// Opens the store and the searchable memory this configuration names, as operations
+    /// within `limits` (the memory settings are checked before the store is opened). For the
+    /// servers, whose errors each say these two failures their own way.
+    ///
+    /// # Errors
+    /// A [`ConfigError`] as [`check_memory`](Self::check_memory) and
+    /// [`vector_memory`](Self::vector_memory), or the store's error when it cannot be opened.
+    pub(crate) async fn open_ops<E>(&self, limits: OpsLimits) -> Result<Ops, E>
+    where
+        E: From<ConfigError> + From<agent_memory::Error>,
+    {
+        self.check_memory()?;
+        let stores = agent_memory::open(self.store_url()).await?;
+        let vector = self.vector_memory(&stores).await?;
+        let ops = Ops::new(stores, limits);
+        Ok(match vector {
+            Some(memory) => ops.with_vector_memory(memory),
+            None => ops,
+        })
     }
 
     /// The listen address.

@@ -20,6 +20,7 @@ mod memory;
 mod openapi;
 mod openapi_request_id;
 mod problem;
+mod refusals;
 mod server;
 mod sessions;
 mod threads;

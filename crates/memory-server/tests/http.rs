@@ -12,24 +12,10 @@ mod support;
 
 use reqwest::Method;
 use serde_json::{Value, json};
-use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem};
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, assert_problem, texts};
 
 fn msgs(ids: &[&str]) -> Value {
     json!({ "messages": ids.iter().map(|id| json!({"id": id, "role": "user", "text": format!("text of {id}")})).collect::<Vec<_>>() })
-}
-
-fn texts(body: &Value) -> Vec<String> {
-    body["messages"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            m["message"]["parts"][0]["text"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
 }
 
 fn seqs(body: &Value) -> Vec<u64> {
@@ -55,7 +41,7 @@ async fn threads_round_trip(kind: Kind) {
     let (status, body) = srv.get(path, TOKEN_A).await;
     assert_eq!(status, 200);
     assert_eq!(seqs(&body), vec![1, 2, 3, 4]);
-    assert_eq!(texts(&body)[0], "text of m1");
+    assert_eq!(texts(&body["messages"])[0], "text of m1");
     assert_eq!(body["messages"][0]["message"]["id"], "m1");
     assert_eq!(body["messages"][0]["message"]["role"], "user");
     let (_, body) = srv.get(&format!("{path}?last=2"), TOKEN_A).await;
@@ -638,7 +624,6 @@ async fn graceful_shutdown(kind: Kind) {
 /// token limit flushes (archives) the oldest; another tenant sees none of it.
 async fn memory_context_and_put(kind: Kind) {
     use agent_memory::memory::blocks::StaticMemoryBlock;
-    use memory_server::http::Server;
     use memory_server::ops::Ops;
     use std::sync::Arc;
 
@@ -648,15 +633,7 @@ async fn memory_context_and_put(kind: Kind) {
     let block = StaticMemoryBlock::new("core_info", "The user is Dana, an SRE.").unwrap();
     let ops =
         Ops::new(stores, config.ops_limits().unwrap()).with_memory_blocks(vec![Arc::new(block)]);
-    let server = Server::bind_with(
-        "127.0.0.1:0".parse().unwrap(),
-        ops,
-        config.authenticator().unwrap(),
-        config.max_body_bytes().unwrap(),
-    )
-    .await
-    .unwrap();
-    let mut srv = TestServer::start_server(server, store);
+    let mut srv = TestServer::start_with_ops(ops, &config, store).await;
 
     let (s, b) = srv
         .post(
@@ -818,15 +795,12 @@ async fn concurrent_puts_report_what_they_flushed(kind: Kind) {
     srv.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_puts_report_what_they_flushed_on_sqlite() {
-    concurrent_puts_report_what_they_flushed(Kind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn concurrent_puts_report_what_they_flushed_on_postgres() {
-    concurrent_puts_report_what_they_flushed(Kind::Postgres).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    concurrent_puts_report_what_they_flushed:
+        concurrent_puts_report_what_they_flushed_on_sqlite => Sqlite,
+        concurrent_puts_report_what_they_flushed_on_postgres => Postgres,
+);
 
 /// A message over the library's `MAX_MESSAGE_BYTES` in a body under the server's limit is
 /// refused by the store's check: 413 with `limit_exceeded`, nothing stored.

@@ -49,22 +49,11 @@ async fn sixteen_clients_on_one_thread(kind: Kind) {
     srv.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_clients_on_one_thread_on_sqlite() {
-    sixteen_clients_on_one_thread(Kind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_clients_on_one_thread_on_postgres() {
-    sixteen_clients_on_one_thread(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_clients_on_one_thread_on_mariadb() {
-    sixteen_clients_on_one_thread(Kind::Mysql).await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn sixteen_clients_on_one_thread_on_redis() {
-    sixteen_clients_on_one_thread(Kind::Redis).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    sixteen_clients_on_one_thread:
+        sixteen_clients_on_one_thread_on_sqlite => Sqlite,
+        sixteen_clients_on_one_thread_on_postgres => Postgres,
+        sixteen_clients_on_one_thread_on_mariadb => Mysql,
+        sixteen_clients_on_one_thread_on_redis => Redis,
+);

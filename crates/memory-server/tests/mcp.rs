@@ -24,7 +24,7 @@ use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
-use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore};
+use support::{Kind, TOKEN_A, TOKEN_ALICE, TOKEN_B, TestServer, TestStore, texts};
 
 async fn open_ops(store: &TestStore) -> Ops {
     let stores = OpenOptions::new()
@@ -119,20 +119,6 @@ async fn read_thread(client: &Client, uri: &str) -> Value {
     };
     assert_eq!(mime_type.as_deref(), Some("application/json"));
     serde_json::from_str(text).unwrap()
-}
-
-fn texts(messages: &Value) -> Vec<String> {
-    messages
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|m| {
-            m["message"]["parts"][0]["text"]
-                .as_str()
-                .unwrap()
-                .to_owned()
-        })
-        .collect()
 }
 
 fn sessions(page: &Value) -> Vec<(String, String)> {
@@ -411,35 +397,21 @@ async fn every_tool_over_streamable_http(kind: Kind) {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_a_byte_stream_on_sqlite() {
-    every_tool_over_a_byte_stream(Kind::Sqlite).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread")]
+    every_tool_over_a_byte_stream:
+        every_tool_over_a_byte_stream_on_sqlite => Sqlite,
+        every_tool_over_a_byte_stream_on_postgres => Postgres,
+);
 
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_a_byte_stream_on_postgres() {
-    every_tool_over_a_byte_stream(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_streamable_http_on_sqlite() {
-    every_tool_over_streamable_http(Kind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_streamable_http_on_postgres() {
-    every_tool_over_streamable_http(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_streamable_http_on_mariadb() {
-    every_tool_over_streamable_http(Kind::Mysql).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn every_tool_over_streamable_http_on_redis() {
-    every_tool_over_streamable_http(Kind::Redis).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread")]
+    every_tool_over_streamable_http:
+        every_tool_over_streamable_http_on_sqlite => Sqlite,
+        every_tool_over_streamable_http_on_postgres => Postgres,
+        every_tool_over_streamable_http_on_mariadb => Mysql,
+        every_tool_over_streamable_http_on_redis => Redis,
+);
 
 /// Tenant A's data, seen through tenant B's token and a token bound to another user of A.
 async fn isolation(kind: Kind) {
@@ -575,25 +547,14 @@ async fn isolation(kind: Kind) {
     server.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_token_reaches_only_its_tenant_on_sqlite() {
-    isolation(Kind::Sqlite).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_token_reaches_only_its_tenant_on_postgres() {
-    isolation(Kind::Postgres).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_token_reaches_only_its_tenant_on_mariadb() {
-    isolation(Kind::Mysql).await;
-}
-
-#[tokio::test(flavor = "multi_thread")]
-async fn a_token_reaches_only_its_tenant_on_redis() {
-    isolation(Kind::Redis).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread")]
+    isolation:
+        a_token_reaches_only_its_tenant_on_sqlite => Sqlite,
+        a_token_reaches_only_its_tenant_on_postgres => Postgres,
+        a_token_reaches_only_its_tenant_on_mariadb => Mysql,
+        a_token_reaches_only_its_tenant_on_redis => Redis,
+);
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_without_a_valid_token_are_refused_before_mcp() {

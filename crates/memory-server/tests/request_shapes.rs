@@ -60,10 +60,25 @@ async fn active(client: &reqwest::Client, url: &str) -> u64 {
     body["active"].as_u64().unwrap()
 }
 
+/// The thread the tests write to holds no active message.
+async fn assert_nothing_stored(url: &str) {
+    assert_eq!(active(&client(), url).await, 0, "nothing is stored");
+}
+
+/// A client as the API clients build theirs.
+fn client() -> reqwest::Client {
+    memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap()
+}
+
+/// The `host:port` of the server at `url`.
+fn authority_of(url: &str) -> String {
+    url.trim_start_matches("http://").to_owned()
+}
+
 #[tokio::test]
 async fn a_json_array_body_is_refused_and_forgets_nothing() {
     let (url, _stop) = start().await;
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    let client = client();
     seed(&client, &url).await;
     for body in ["[null, null]", "[]", " [\"s1\"]", "null", "\"s1\"", "3"] {
         let (status, problem) = send(
@@ -107,7 +122,7 @@ async fn a_json_array_body_is_refused_and_forgets_nothing() {
 #[tokio::test]
 async fn integers_past_int64_are_refused() {
     let (url, _stop) = start().await;
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    let client = client();
     seed(&client, &url).await;
     let past = u64::try_from(i64::MAX).unwrap() + 1;
     for query in [format!("token_budget={past}"), format!("after={past}")] {
@@ -149,7 +164,7 @@ async fn integers_past_int64_are_refused() {
 #[tokio::test]
 async fn a_session_state_is_any_json_value_as_documented() {
     let (url, _stop) = start().await;
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
+    let client = client();
     // The document promised an object while the server kept any value: a number saved, then
     // loaded, was a response outside the document. It now says "any JSON value".
     let (status, doc) = send(client.get(format!("{url}/openapi.json"))).await;
@@ -260,10 +275,10 @@ fn every_operation_declares_the_request_id() {
 /// that takes a body, `/mcp` included (as a JSON-RPC error there); and nothing is stored.
 #[tokio::test]
 async fn an_oversized_body_that_expects_100_continue_is_refused_first() {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::AsyncWriteExt;
 
     let (url, _stop) = start().await;
-    let authority = url.trim_start_matches("http://").to_owned();
+    let authority = authority_of(&url);
     for path in ["/v1/threads/s1/messages", "/v1/forget", "/mcp"] {
         let mut socket = tokio::net::TcpStream::connect(&authority).await.unwrap();
         socket
@@ -275,15 +290,8 @@ async fn an_oversized_body_that_expects_100_continue_is_refused_first() {
             )
             .await
             .unwrap();
-        let mut answer = Vec::new();
         // The server closes the connection after its answer (the body is never read).
-        tokio::time::timeout(
-            std::time::Duration::from_secs(15),
-            socket.read_to_end(&mut answer),
-        )
-        .await
-        .expect("an answer within 15 s")
-        .unwrap();
+        let answer = read_until_closed(&mut socket).await;
         let answer = String::from_utf8_lossy(&answer);
         assert!(answer.starts_with("HTTP/1.1 413"), "{path}: {answer}");
         assert!(!answer.contains("100 Continue"), "{path}: {answer}");
@@ -302,10 +310,7 @@ async fn an_oversized_body_that_expects_100_continue_is_refused_first() {
             );
         }
     }
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
-    let (status, body) = send(client.get(format!("{url}/v1/threads/s1/count"))).await;
-    assert_eq!(status, 200, "{body}");
-    assert_eq!(body["active"], 0);
+    assert_nothing_stored(&url).await;
 }
 
 /// Sends `request` on a new connection to `authority` and reads the answer until the server
@@ -330,6 +335,31 @@ async fn raw_exchange(authority: &str, request: Vec<u8>) -> Vec<u8> {
     assert!(read.is_ok(), "no answer within 15 s");
     drop(writing.await);
     answer
+}
+
+/// What the server sends on `socket` until it closes it (within 15 s).
+async fn read_until_closed(socket: &mut tokio::net::TcpStream) -> Vec<u8> {
+    use tokio::io::AsyncReadExt;
+
+    let mut answer = Vec::new();
+    tokio::time::timeout(
+        std::time::Duration::from_secs(15),
+        socket.read_to_end(&mut answer),
+    )
+    .await
+    .expect("an answer within 15 s")
+    .unwrap();
+    answer
+}
+
+/// A JSON `POST` of `body` to `path` on `authority` that accepts what `/mcp` answers, with
+/// the header lines `extra_headers` (each ending in CRLF).
+fn json_post(authority: &str, path: &str, extra_headers: &str, body: &str) -> Vec<u8> {
+    format!(
+        "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{extra_headers}Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
 }
 
 /// A raw HTTP/1.1 answer: its status, its headers (names in lower case) and its body.
@@ -435,16 +465,10 @@ fn assert_jsonrpc_error(answer: &RawAnswer, status: u16, what: &str) {
 #[tokio::test]
 async fn a_uri_too_long_is_answered_414_with_a_document() {
     let (url, _stop) = start().await;
-    let authority = url.trim_start_matches("http://").to_owned();
+    let authority = authority_of(&url);
     let pad = "a".repeat(70_000);
     let append = r#"{"messages":[{"id":"m1","role":"user","text":"never stored"}]}"#;
-    let request = |path: String, body: &str| {
-        format!(
-            "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n{body}",
-            body.len()
-        )
-        .into_bytes()
-    };
+    let request = |path: String, body: &str| json_post(&authority, &path, "", body);
     let answer = raw_exchange(
         &authority,
         request(format!("/v1/threads/s1/messages?pad={pad}"), append),
@@ -460,8 +484,7 @@ async fn a_uri_too_long_is_answered_414_with_a_document() {
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     let answer = raw_exchange(&authority, request(format!("/mcp?pad={pad}"), call)).await;
     assert_jsonrpc_error(&RawAnswer::parse(&answer), 414, "a long /mcp URI");
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
-    assert_eq!(active(&client, &url).await, 0, "nothing is stored");
+    assert_nothing_stored(&url).await;
 }
 
 /// Issue 29 (8): a head with too many headers (150, hyper takes 100) or over hyper's buffer
@@ -469,18 +492,15 @@ async fn a_uri_too_long_is_answered_414_with_a_document() {
 #[tokio::test]
 async fn a_head_too_large_is_answered_431_with_a_document() {
     let (url, _stop) = start().await;
-    let authority = url.trim_start_matches("http://").to_owned();
+    let authority = authority_of(&url);
     let many: String = (0..150).map(|i| format!("x-pad-{i}: {i}\r\n")).collect();
     let huge = format!("x-pad: {}\r\n", "a".repeat(500 * 1024));
     let append = r#"{"messages":[{"id":"m1","role":"user","text":"never stored"}]}"#;
     let call = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#;
     for (headers, what) in [(&many, "150 headers"), (&huge, "a 500 KiB header")] {
         for (path, body) in [("/v1/threads/s1/messages", append), ("/mcp", call)] {
-            let request = format!(
-                "POST {path} HTTP/1.1\r\nHost: {authority}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n{headers}Content-Length: {}\r\n\r\n{body}",
-                body.len()
-            );
-            let answer = RawAnswer::parse(&raw_exchange(&authority, request.into_bytes()).await);
+            let request = json_post(&authority, path, headers, body);
+            let answer = RawAnswer::parse(&raw_exchange(&authority, request).await);
             let what = format!("{what} on {path}");
             if path == "/mcp" {
                 assert_jsonrpc_error(&answer, 431, &what);
@@ -489,8 +509,7 @@ async fn a_head_too_large_is_answered_431_with_a_document() {
             }
         }
     }
-    let client = memory_http::build_client(memory_http::http_client_builder().unwrap()).unwrap();
-    assert_eq!(active(&client, &url).await, 0, "nothing is stored");
+    assert_nothing_stored(&url).await;
 }
 
 /// Issue 29 (8): a head hyper cannot parse (a header line without a colon) is answered 400
@@ -499,7 +518,7 @@ async fn a_head_too_large_is_answered_431_with_a_document() {
 #[tokio::test]
 async fn a_malformed_head_is_answered_400_with_a_document() {
     let (url, _stop) = start().await;
-    let authority = url.trim_start_matches("http://").to_owned();
+    let authority = authority_of(&url);
     let bad = |path: &str| {
         format!(
             "POST {path} HTTP/1.1\r\nHost: {authority}\r\nno colon here\r\nContent-Length: 2\r\n\r\n{{}}"
@@ -525,14 +544,7 @@ async fn a_malformed_head_is_answered_400_with_a_document() {
     let first = String::from_utf8_lossy(&first[..n]).into_owned();
     assert!(first.starts_with("HTTP/1.1 200 "), "{first}");
     socket.write_all(bad("/mcp").as_bytes()).await.unwrap();
-    let mut answer = Vec::new();
-    tokio::time::timeout(
-        std::time::Duration::from_secs(15),
-        socket.read_to_end(&mut answer),
-    )
-    .await
-    .expect("an answer within 15 s")
-    .unwrap();
+    let answer = read_until_closed(&mut socket).await;
     assert_jsonrpc_error(
         &RawAnswer::parse(&answer),
         400,

@@ -68,15 +68,13 @@ async fn start(
         _ => memory.text_index.clone().expect("the server's own index"),
     };
     let ops = Ops::new(stores, config.ops_limits().unwrap()).with_vector_memory(memory);
-    let server = Server::bind_with(
-        "127.0.0.1:0".parse().unwrap(),
-        ops,
-        config.authenticator().unwrap(),
-        config.max_body_bytes().unwrap(),
-    )
-    .await
-    .unwrap();
-    (TestServer::start_server(server, store), index)
+    (TestServer::start_with_ops(ops, &config, store).await, index)
+}
+
+/// Tenant A's search of the session `sea` for "lighthouse" (which [`fill_memory`] put there).
+async fn search_the_lighthouse(srv: &TestServer) -> (u16, Value) {
+    let query = json!({"query": "lighthouse"});
+    srv.post("/v1/memory/sea/search", TOKEN_A, &query).await
 }
 
 fn results(body: &Value) -> &Vec<Value> {
@@ -161,39 +159,34 @@ async fn search_and_forget(srv: &TestServer, index: &Arc<dyn TextIndex>) {
     assert_eq!((s, b["results"].clone()), (200, json!([])), "{b}");
 }
 
-async fn lexical_on_the_store_index(kind: Kind) {
-    let (mut srv, index) = start(
-        kind,
-        "lexical_store",
-        RetrievalKind::Lexical,
-        TextIndexKind::Store,
-    )
-    .await;
+/// [`search_and_forget`] on a server of its own (see [`start`]), stopped after.
+async fn search_and_forget_on(
+    kind: Kind,
+    tag: &str,
+    retrieval: RetrievalKind,
+    text_index: TextIndexKind,
+) {
+    let (mut srv, index) = start(kind, tag, retrieval, text_index).await;
     search_and_forget(&srv, &index).await;
     srv.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lexical_search_without_an_embedder_on_sqlite_s_own_index() {
-    lexical_on_the_store_index(Kind::Sqlite).await;
+async fn lexical_on_the_store_index(kind: Kind) {
+    let (retrieval, text_index) = (RetrievalKind::Lexical, TextIndexKind::Store);
+    search_and_forget_on(kind, "lexical_store", retrieval, text_index).await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn lexical_search_without_an_embedder_on_postgres_s_own_index() {
-    lexical_on_the_store_index(Kind::Postgres).await;
-}
+support::on_each_kind!(
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    lexical_on_the_store_index:
+        lexical_search_without_an_embedder_on_sqlite_s_own_index => Sqlite,
+        lexical_search_without_an_embedder_on_postgres_s_own_index => Postgres,
+);
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hybrid_search_with_tantivy_in_memory() {
-    let (mut srv, index) = start(
-        Kind::Sqlite,
-        "hybrid_tantivy",
-        RetrievalKind::Hybrid,
-        TextIndexKind::Memory,
-    )
-    .await;
-    search_and_forget(&srv, &index).await;
-    srv.stop().await;
+    let (retrieval, text_index) = (RetrievalKind::Hybrid, TextIndexKind::Memory);
+    search_and_forget_on(Kind::Sqlite, "hybrid_tantivy", retrieval, text_index).await;
 }
 
 /// The whole configuration path (`Server::bind` from a TOML file's `[memory]`), lexical with
@@ -246,13 +239,7 @@ async fn a_store_index_on_redis_is_a_config_error() {
     config.memory.text_index = None;
     let mut srv = TestServer::start_with(config, store).await;
     fill_memory(&srv, TOKEN_A, "sea").await;
-    let (s, b) = srv
-        .post(
-            "/v1/memory/sea/search",
-            TOKEN_A,
-            &json!({"query": "lighthouse"}),
-        )
-        .await;
+    let (s, b) = search_the_lighthouse(&srv).await;
     assert!(s == 200 && !results(&b).is_empty(), "{b}");
     srv.stop().await;
 }
@@ -276,13 +263,7 @@ async fn a_directory_text_index_survives_a_restart() {
     srv.stop().await;
     let TestServer { store, .. } = srv;
     let mut srv = TestServer::start_with(config, store).await;
-    let (s, b) = srv
-        .post(
-            "/v1/memory/sea/search",
-            TOKEN_A,
-            &json!({"query": "lighthouse"}),
-        )
-        .await;
+    let (s, b) = search_the_lighthouse(&srv).await;
     assert_eq!(s, 200, "{b}");
     assert!(
         results(&b)[0]["text"]

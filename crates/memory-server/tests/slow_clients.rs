@@ -17,6 +17,7 @@ use std::time::Duration;
 use memory_server::config::ServerConfig;
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
+use tokio::net::TcpStream;
 
 use support::{TestServer, read_response, read_until_closed, start_in_memory};
 
@@ -36,21 +37,35 @@ fn get(srv: &TestServer, path: &str) -> String {
     format!("GET {path} HTTP/1.1\r\nHost: {}\r\n\r\n", srv.authority())
 }
 
+/// The start of a head that never ends (no blank line).
+const PARTIAL_HEAD: &[u8] = b"GET /v1/threads HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+
+/// A connection of its own that has sent `bytes` and sends nothing more.
+async fn connection_that_sent(srv: &TestServer, bytes: &[u8]) -> TcpStream {
+    let mut socket = srv.connect().await;
+    socket.write_all(bytes).await.unwrap();
+    socket
+}
+
+/// A connection that sent an append's whole head (a body of 1000 bytes announced) and the
+/// first 12 bytes of its body, then stalls.
+async fn stalled_append(srv: &TestServer) -> TcpStream {
+    let head = format!(
+        "POST /v1/threads/s/messages HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"messages\":",
+        srv.authority()
+    );
+    connection_that_sent(srv, head.as_bytes()).await
+}
+
 /// One request on a connection of its own (`Connection: close`); the whole response.
 async fn request(srv: &TestServer, method: &str, path: &str, body: Option<&str>) -> String {
-    let mut socket = srv.connect().await;
     let body = body.unwrap_or("");
-    socket
-        .write_all(
-            format!(
-                "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
-                srv.authority(),
-                body.len()
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
+    let request = format!(
+        "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        srv.authority(),
+        body.len()
+    );
+    let mut socket = connection_that_sent(srv, request.as_bytes()).await;
     read_until_closed(&mut socket, HANG).await.unwrap()
 }
 
@@ -63,11 +78,7 @@ async fn assert_served(srv: &TestServer) {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_partial_header_is_cut_after_the_header_timeout() {
     let mut srv = start_in_memory(short_timeouts).await;
-    let mut partial = srv.connect().await;
-    partial
-        .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-        .await
-        .unwrap();
+    let mut partial = connection_that_sent(&srv, PARTIAL_HEAD).await;
     // A connection that never sends a byte is cut the same way.
     let mut silent = srv.connect().await;
     assert_served(&srv).await;
@@ -84,17 +95,7 @@ async fn a_partial_header_is_cut_after_the_header_timeout() {
 #[tokio::test(flavor = "multi_thread")]
 async fn a_stalled_body_is_answered_408_and_closed() {
     let mut srv = start_in_memory(short_timeouts).await;
-    let mut stalled = srv.connect().await;
-    stalled
-        .write_all(
-            format!(
-                "POST /v1/threads/s/messages HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"messages\":",
-                srv.authority()
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
+    let mut stalled = stalled_append(&srv).await;
     assert_served(&srv).await;
     let answer = read_until_closed(&mut stalled, HANG)
         .await
@@ -119,10 +120,7 @@ async fn idle_and_silent_connections_are_closed() {
     })
     .await;
     // A keep-alive connection after its request.
-    let mut idle = srv.connect().await;
-    idle.write_all(get(&srv, "/healthz").as_bytes())
-        .await
-        .unwrap();
+    let mut idle = connection_that_sent(&srv, get(&srv, "/healthz").as_bytes()).await;
     let answer = read_response(&mut idle, HANG).await.unwrap();
     assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
     // Fifty connections that never send anything.
@@ -155,21 +153,13 @@ async fn connections_over_the_cap_wait_until_one_closes() {
     .await;
     let mut held = Vec::new();
     for _ in 0..3 {
-        let mut socket = srv.connect().await;
-        socket
-            .write_all(get(&srv, "/healthz").as_bytes())
-            .await
-            .unwrap();
+        let mut socket = connection_that_sent(&srv, get(&srv, "/healthz").as_bytes()).await;
         let answer = read_response(&mut socket, HANG).await.unwrap();
         assert!(answer.starts_with("HTTP/1.1 200"), "{answer}");
         held.push(socket);
     }
     // The fourth connection is not served while three are open…
-    let mut fourth = srv.connect().await;
-    fourth
-        .write_all(get(&srv, "/v1/threads").as_bytes())
-        .await
-        .unwrap();
+    let mut fourth = connection_that_sent(&srv, get(&srv, "/v1/threads").as_bytes()).await;
     assert!(
         read_response(&mut fourth, Duration::from_millis(500))
             .await
@@ -195,38 +185,19 @@ async fn a_shutdown_completes_within_its_deadline_under_slow_clients() {
         config.http.shutdown_timeout = Duration::from_millis(500);
     })
     .await;
-    let mut partial = srv.connect().await;
-    partial
-        .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\nX-Slow: ")
-        .await
-        .unwrap();
-    let mut stalled = srv.connect().await;
-    stalled
-        .write_all(
-            format!(
-                "POST /v1/threads/s/messages HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{{\"messages\":",
-                srv.authority()
-            )
-            .as_bytes(),
-        )
-        .await
-        .unwrap();
-    let mut idle = srv.connect().await;
-    idle.write_all(get(&srv, "/healthz").as_bytes())
-        .await
-        .unwrap();
+    let mut partial = connection_that_sent(&srv, PARTIAL_HEAD).await;
+    let mut stalled = stalled_append(&srv).await;
+    let mut idle = connection_that_sent(&srv, get(&srv, "/healthz").as_bytes()).await;
     assert!(read_response(&mut idle, HANG).await.is_some());
     // Many connections that sent nothing, or half a head, hold on too.
     let mut many = Vec::new();
     for i in 0..50 {
-        let mut socket = srv.connect().await;
-        if i % 2 == 1 {
-            socket
-                .write_all(b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n")
-                .await
-                .unwrap();
-        }
-        many.push(socket);
+        let sent: &[u8] = if i % 2 == 1 {
+            b"GET /v1/threads HTTP/1.1\r\nHost: x\r\n"
+        } else {
+            b""
+        };
+        many.push(connection_that_sent(&srv, sent).await);
     }
     let body = json!({"messages": [{"id": "m1", "role": "user", "text": "served"}]});
     let answer = request(

@@ -5,7 +5,8 @@ use axum::extract::State;
 
 use super::AppState;
 use super::extract::Body;
-use super::problem::{ApiResult, Problem};
+use super::problem::ApiResult;
+use super::refusals::ScopeRefusals;
 use crate::auth::Principal;
 use crate::ops::{ForgetReceiptView, ForgetRequest};
 
@@ -14,9 +15,7 @@ use crate::ops::{ForgetReceiptView, ForgetRequest};
     request_body = ForgetRequest,
     responses(
         (status = 200, description = "The receipt", body = ForgetReceiptView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn forget(

@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::extract::{Body, P, Q, ScopeQuery};
 use super::problem::{ApiResult, Problem};
+use super::refusals::ScopeRefusals;
 use super::threads::AppendBody;
 use crate::auth::Principal;
 use crate::error::{ErrorCode, OpError};
@@ -46,9 +47,7 @@ impl MemoryQuery {
     params(("session" = String, Path, description = "The session id"), MemoryQuery),
     responses(
         (status = 200, description = "The messages to send a model", body = MemoryContextView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn memory_context(
@@ -67,9 +66,7 @@ pub(super) async fn memory_context(
     request_body = AppendBody,
     responses(
         (status = 200, description = "Put", body = MemoryPutView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 413, description = "Too large", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
@@ -113,9 +110,7 @@ pub struct SearchBody {
     request_body = SearchBody,
     responses(
         (status = 200, description = "The results, best first", body = SearchView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 501, description = "Search unavailable: no embedder and no lexical retrieval configured", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]

@@ -59,13 +59,7 @@ impl Server {
         let addr = config.listen_addr()?;
         let transport = config.transport()?;
         let hosts = config.allowed_hosts()?;
-        config.check_memory()?;
-        let stores = agent_memory::open(config.store_url()).await?;
-        let vector = config.vector_memory(&stores).await?;
-        let mut ops = Ops::new(stores, limits);
-        if let Some(memory) = vector {
-            ops = ops.with_vector_memory(memory);
-        }
+        let ops = config.open_ops::<ServeError>(limits).await?;
         let router = super::router_with(ops, auth, max_body, &config.mcp, &hosts);
         Self::bind_router(addr, router, transport).await
     }

@@ -12,6 +12,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::extract::{Body, P, Q, ScopeQuery};
 use super::problem::{ApiResult, Problem};
+use super::refusals::ScopeRefusals;
 use super::threads::ListQuery;
 use crate::auth::Principal;
 use crate::error::OpError;
@@ -63,9 +64,7 @@ pub(super) fn if_match(headers: &HeaderMap) -> Result<Option<u64>, OpError> {
     responses(
         (status = 200, description = "The session", body = SessionView,
             headers(("ETag" = String, description = "The version, quoted"))),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 404, description = "No such session", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
@@ -98,9 +97,7 @@ pub(super) async fn load_session(
     responses(
         (status = 200, description = "Saved", body = VersionView,
             headers(("ETag" = String, description = "The new version, quoted"))),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 412, description = "Stale version, or the session exists", body = Problem, content_type = "application/problem+json"),
         (status = 413, description = "Too large", body = Problem, content_type = "application/problem+json"),
     ),
@@ -128,9 +125,7 @@ pub(super) async fn save_session(
     params(("session" = String, Path, description = "The session id"), ScopeQuery),
     responses(
         (status = 200, description = "Deleted (or not found)", body = DeletedView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn delete_session(
@@ -151,9 +146,7 @@ pub(super) async fn delete_session(
     params(ListQuery),
     responses(
         (status = 200, description = "A page of sessions", body = ScopePage),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn list_sessions(

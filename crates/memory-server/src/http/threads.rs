@@ -8,6 +8,7 @@ use utoipa::{IntoParams, ToSchema};
 use super::AppState;
 use super::extract::{Body, P, Q, ScopeQuery, at_most_int64};
 use super::problem::{ApiResult, Problem};
+use super::refusals::ScopeRefusals;
 use crate::auth::Principal;
 use crate::error::{ErrorCode, OpError};
 use crate::ops::{
@@ -129,9 +130,7 @@ pub struct AffectedView {
     request_body = AppendBody,
     responses(
         (status = 200, description = "Appended", body = AppendView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 413, description = "Too large", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
@@ -158,9 +157,7 @@ pub(super) async fn append(
     params(("session" = String, Path, description = "The session id"), ReadQuery),
     responses(
         (status = 200, description = "The messages", body = MessagesView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn read(
@@ -185,9 +182,7 @@ pub(super) async fn read(
     params(("session" = String, Path, description = "The session id"), ScopeQuery),
     responses(
         (status = 200, description = "The counts", body = CountView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn count(
@@ -205,9 +200,7 @@ pub(super) async fn count(
     request_body = ArchiveBody,
     responses(
         (status = 200, description = "Archived", body = AffectedView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 501, description = "The store cannot archive", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
@@ -232,9 +225,7 @@ pub(super) async fn archive(
     params(("session" = String, Path, description = "The session id"), ScopeQuery),
     responses(
         (status = 200, description = "Cleared", body = AffectedView),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn clear(
@@ -252,9 +243,7 @@ pub(super) async fn clear(
     params(ListQuery),
     responses(
         (status = 200, description = "A page of threads", body = ScopePage),
-        (status = 400, description = "Invalid input", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's scope", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
     ),
     security(("bearer" = [])))]
 pub(super) async fn list_threads(

@@ -70,13 +70,7 @@ pub enum StdioError {
 pub async fn serve_stdio(config: &ServerConfig, principal: Principal) -> Result<(), StdioError> {
     let limits = config.ops_limits()?;
     let max_line_bytes = config.max_body_bytes()?;
-    config.check_memory()?;
-    let stores = agent_memory::open(config.store_url()).await?;
-    let vector = config.vector_memory(&stores).await?;
-    let mut ops = Ops::new(stores, limits);
-    if let Some(memory) = vector {
-        ops = ops.with_vector_memory(memory);
-    }
+    let ops = config.open_ops::<StdioError>(limits).await?;
     let server =
         MemoryMcp::for_principal(ops, principal).with_settings(Arc::new(config.mcp.clone()));
     serve_lines(

@@ -13,6 +13,7 @@
 use memory_server::auth::Principal;
 use memory_server::config::ServerConfig;
 use memory_server::http::{ServeError, Server};
+use memory_server::ops::Ops;
 pub use memory_testkit::engines::{Engine as Kind, TestStore};
 use rmcp::model::{CallToolRequestParams, CallToolResult};
 use rmcp::service::RunningService;
@@ -22,6 +23,37 @@ use rmcp::{RoleClient, ServiceExt};
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+
+/// One test per engine, each running `$check` (an `async fn(Kind)`) on its [`Kind`] under the
+/// name given.
+///
+/// ```ignore
+/// support::on_each_kind!(
+///     #[tokio::test(flavor = "multi_thread")]
+///     isolation:
+///         a_token_reaches_only_its_tenant_on_sqlite => Sqlite,
+///         a_token_reaches_only_its_tenant_on_postgres => Postgres,
+/// );
+/// ```
+#[allow(
+    unused_macros,
+    reason = "only some test files run a check on several engines"
+)]
+macro_rules! on_each_kind {
+    (#[$attr:meta] $check:ident: $($test:ident => $kind:ident),+ $(,)?) => {
+        $(
+            #[$attr]
+            async fn $test() {
+                $check($crate::support::Kind::$kind).await;
+            }
+        )+
+    };
+}
+#[allow(
+    unused_imports,
+    reason = "only some test files run a check on several engines"
+)]
+pub(crate) use on_each_kind;
 
 /// The token of tenant A (unbound), tenant B, and tenant A's user-bound token for `alice`.
 pub const TOKEN_A: &str = "token-of-tenant-a-0123456789";
@@ -96,6 +128,20 @@ impl TestServer {
         let mut replica = Self::start_server(server, std::sync::Arc::clone(&self.store));
         replica.client = self.client.clone();
         replica
+    }
+
+    /// A server on `store` with operations the test opened itself (`ops`), and the tokens and
+    /// body limit of `config`.
+    pub async fn start_with_ops(ops: Ops, config: &ServerConfig, store: TestStore) -> Self {
+        let server = Server::bind_with(
+            "127.0.0.1:0".parse().unwrap(),
+            ops,
+            config.authenticator().unwrap(),
+            config.max_body_bytes().unwrap(),
+        )
+        .await
+        .unwrap();
+        Self::start_server(server, store)
     }
 
     pub fn start_server(server: Server, store: impl Into<std::sync::Arc<TestStore>>) -> Self {
@@ -218,6 +264,22 @@ pub fn assert_problem(
     );
     assert!(!body["title"].as_str().unwrap().is_empty());
     assert!(!body["detail"].as_str().unwrap().is_empty());
+}
+
+/// The text of each stored message in `messages` (a JSON array of the API's and the MCP
+/// tools' message views), in order.
+pub fn texts(messages: &Value) -> Vec<String> {
+    messages
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            m["message"]["parts"][0]["text"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect()
 }
 
 /// An MCP client of rmcp's own.
