@@ -143,16 +143,14 @@ pub struct UserQuery {
 
 /// Searches a user's memory across all their sessions: the batches every session's `Memory`
 /// flushed to its memory block, best first, ranked as `[memory] retrieval` says, each naming
-/// the session it came from. What Dana said last week is found today. 501 when neither an
-/// embedder nor lexical retrieval is configured.
+/// the session it came from. What Dana said last week is found today. 400 for a tenant token
+/// that names no user; 501 when neither an embedder nor lexical retrieval is configured.
 #[utoipa::path(post, path = "/v1/memory/search", tag = "memory",
     params(UserQuery),
     request_body = SearchBody,
     responses(
         (status = 200, description = "The results, best first", body = SearchView),
-        (status = 400, description = "Invalid input, or no user named with a tenant token", body = Problem, content_type = "application/problem+json"),
-        (status = 401, description = "No valid token", body = Problem, content_type = "application/problem+json"),
-        (status = 403, description = "Another user's memory", body = Problem, content_type = "application/problem+json"),
+        ScopeRefusals,
         (status = 501, description = "Search unavailable: no embedder and no lexical retrieval configured", body = Problem, content_type = "application/problem+json"),
     ),
     security(("bearer" = [])))]
