@@ -110,6 +110,17 @@ impl Served {
     }
 }
 
+/// A temporary directory holding `server.toml`, written with what `contents` gives for the
+/// directory; the directory (removed when dropped) and the file's path.
+fn config_file(
+    contents: impl FnOnce(&std::path::Path) -> String,
+) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("server.toml");
+    std::fs::write(&config, contents(dir.path())).unwrap();
+    (dir, config)
+}
+
 /// The access log line of `log` (`what` names the case when there is none).
 fn access_line<'a>(log: &'a str, what: &str) -> &'a str {
     log.lines()
@@ -324,13 +335,9 @@ fn serve_takes_the_log_format_from_its_configuration() {
 #[test]
 #[cfg(unix)]
 fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("server.toml");
-    std::fs::write(
-        &config,
-        "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[http]\nheader_timeout_secs = 600\nbody_timeout_secs = 600\nidle_timeout_secs = 600\nshutdown_timeout_secs = 1\n",
-    )
-    .unwrap();
+    let (_dir, config) = config_file(|_| {
+        "listen = \"127.0.0.1:0\"\nstore_url = \"memory:\"\n[http]\nheader_timeout_secs = 600\nbody_timeout_secs = 600\nidle_timeout_secs = 600\nshutdown_timeout_secs = 1\n".to_owned()
+    });
     let mut served = start(
         serve(&["--config"])
             .arg(&config)
@@ -374,17 +381,12 @@ fn sigterm_stops_the_server_while_slow_clients_hold_connections() {
 #[test]
 #[cfg(unix)]
 fn memory_survives_kill_9() {
-    let dir = tempfile::tempdir().unwrap();
-    let config = dir.path().join("server.toml");
-    let db = dir.path().join("served.db");
-    std::fs::write(
-        &config,
+    let (_dir, config) = config_file(|dir| {
         format!(
             "listen = \"127.0.0.1:0\"\nstore_url = \"sqlite://{}\"\n[embedder]\nkind = \"hashing\"\ndimensions = 256\n",
-            db.display()
-        ),
-    )
-    .unwrap();
+            dir.join("served.db").display()
+        )
+    });
     let command = || {
         let mut command = serve(&["--config"]);
         command

@@ -569,73 +569,45 @@ mod tests {
         }
     }
 
+    /// A SQL URL has a text index and a vector store in its database: what they hold is there
+    /// when the database is opened again (a restarted process), and one forget reaches both.
     #[cfg(feature = "sqlite")]
     #[tokio::test]
-    async fn sql_urls_have_a_text_index_that_forget_reaches() {
-        use memory_core::ScopeFilter;
+    async fn sql_urls_keep_texts_and_vectors_that_forget_reaches() {
         use memory_core::forget::ForgetMode;
         use memory_core::lexical::{TextDocument, TextQuery};
-        use memory_core::{Scope, TenantId};
-        assert!(open("memory:").await.unwrap().text_index().is_none());
-        let stores = open("sqlite::memory:").await.unwrap();
-        let text = stores.text_index().expect("a SQL URL has a text index");
-        let scope = Scope::session("facade")
-            .unwrap()
-            .with_tenant("acme")
-            .unwrap();
-        let doc: TextDocument = serde_json::from_value(serde_json::json!({
-            "id": "00000000-0000-0000-0000-000000000007",
-            "text": "Caroline took a pottery class",
-            "payload": {},
-        }))
-        .unwrap();
-        text.upsert(&scope, &[doc]).await.unwrap();
-        let found = text
-            .search(&scope, &TextQuery::new("pottery", 3))
-            .await
-            .unwrap();
-        assert_eq!(found.len(), 1);
-        let forgetter = stores.forgetter();
-        assert_eq!(
-            forgetter.store_names(),
-            ["history", "sessions", "vectors", "texts"]
-        );
-        let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
-        let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
-        assert_eq!(receipt.total_items(), 1, "{receipt}");
-        assert_eq!(text.count(&scope).await.unwrap(), 0);
-    }
-
-    #[cfg(feature = "sqlite")]
-    #[tokio::test]
-    async fn sql_urls_have_a_vector_store_that_lasts_and_forget_reaches() {
-        use memory_core::forget::ForgetMode;
         use memory_core::{Scope, ScopeFilter, TenantId, VectorPoint, VectorQuery};
-        assert!(open("memory:").await.unwrap().vector_store().is_some());
+        let in_memory = open("memory:").await.unwrap();
+        assert!(in_memory.text_index().is_none() && in_memory.vector_store().is_some());
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("memory.db").display());
         let scope = Scope::session("facade")
             .unwrap()
             .with_tenant("acme")
             .unwrap();
-        let point = VectorPoint {
-            id: uuid::Uuid::from_u128(7),
-            vector: vec![0.6, 0.8],
-            payload: serde_json::Map::new(),
-        };
         {
             let stores = open(&url).await.unwrap();
+            let text = stores.text_index().expect("a SQL URL has a text index");
+            let document = TextDocument {
+                id: uuid::Uuid::from_u128(7),
+                text: "Caroline took a pottery class".to_owned(),
+                payload: serde_json::Map::new(),
+            };
+            text.upsert(&scope, &[document]).await.unwrap();
             let vectors = stores.vector_store().expect("a SQL URL has a vector store");
+            let point = VectorPoint {
+                id: uuid::Uuid::from_u128(7),
+                vector: vec![0.6, 0.8],
+                payload: serde_json::Map::new(),
+            };
             vectors.upsert(&scope, &[point]).await.unwrap();
         }
-        // Opened again (a restarted process): the point is there, and forget reaches it.
         let stores = open(&url).await.unwrap();
-        let vectors = stores.vector_store().unwrap();
-        let found = vectors
-            .search(&scope, &VectorQuery::new(vec![0.6, 0.8], 3))
-            .await
-            .unwrap();
-        assert_eq!(found.len(), 1);
+        let (text, vectors) = (stores.text_index().unwrap(), stores.vector_store().unwrap());
+        let words = TextQuery::new("pottery", 3);
+        assert_eq!(text.search(&scope, &words).await.unwrap().len(), 1);
+        let near = VectorQuery::new(vec![0.6, 0.8], 3);
+        assert_eq!(vectors.search(&scope, &near).await.unwrap().len(), 1);
         let forgetter = stores.forgetter();
         assert_eq!(
             forgetter.store_names(),
@@ -643,7 +615,8 @@ mod tests {
         );
         let acme = ScopeFilter::tenant(TenantId::new("acme").unwrap());
         let receipt = forgetter.forget(&acme, ForgetMode::Delete).await.unwrap();
-        assert_eq!(receipt.total_items(), 1, "{receipt}");
+        assert_eq!(receipt.total_items(), 2, "{receipt}");
+        assert_eq!(text.count(&scope).await.unwrap(), 0);
         assert_eq!(vectors.count(&scope).await.unwrap(), 0);
     }
 

@@ -224,6 +224,25 @@ pub trait Retriever: Send + Sync + fmt::Debug + 'static {
     }
 }
 
+/// The hits of a search across scopes as retrieved items; nothing, without running `search`
+/// (an async block is run only when awaited), when the query asks for none (`top_k` 0).
+pub(crate) async fn retrieved_across<H>(
+    query: &RetrievalQuery,
+    search: impl Future<Output = Result<Vec<ScopedHit<H>>>>,
+) -> Result<Vec<ScopedHit<Retrieved>>>
+where
+    Retrieved: From<H>,
+{
+    if query.top_k == 0 {
+        return Ok(Vec::new());
+    }
+    Ok(search
+        .await?
+        .into_iter()
+        .map(|found| found.map(Retrieved::from))
+        .collect())
+}
+
 /// Forwards [`Retriever`] through smart pointers, so `Arc<dyn Retriever>` and
 /// `Box<dyn Retriever>` are retrievers too. `clippy::missing_trait_methods` is denied: a
 /// method added to the trait must be forwarded here.

@@ -7,7 +7,7 @@ use memory_core::{
     AgentId, ErrorKind, Result, Scope, ScopeFilter, SessionId, SourceId, TenantId, UserId,
 };
 
-use crate::fixtures::{ExpectOk, expect_error_kind, random_tenant, scope_in};
+use crate::fixtures::{ExpectOk, expect_error_kind, random_tenant, scope_owned_by};
 
 /// A store of items kept per scope and deleted by [`ScopeFilter`], as the check sees it.
 #[async_trait]
@@ -32,6 +32,22 @@ pub(crate) trait ScopedItems: Sync {
     async fn count_matching(&self, filter: &ScopeFilter) -> Result<u64>;
 }
 
+/// Six scopes over two tenants, for the checks of the operations across scopes: in `tenant`,
+/// u1's session s1 with agent g1, u1's s2, u2's s1 with g1, and s3 of no user with the source
+/// `memory.blocks`; in `other`, u1's s1 with g1 and s3 of no user.
+pub(crate) fn six_scopes(tenant: &TenantId, other: &TenantId) -> [Scope; 6] {
+    [
+        scope_owned_by(tenant, Some("u1"), Some("g1"), "s1"),
+        scope_owned_by(tenant, Some("u1"), None, "s2"),
+        scope_owned_by(tenant, Some("u2"), Some("g1"), "s1"),
+        scope_owned_by(tenant, None, None, "s3")
+            .with_source("memory.blocks")
+            .expect("a valid source"),
+        scope_owned_by(other, Some("u1"), Some("g1"), "s1"),
+        scope_owned_by(other, None, None, "s3"),
+    ]
+}
+
 /// Contract: `delete_matching` (optional: `deletes_matching`) removes every item of every scope
 /// a filter selects (its tenant, and its user, agent, session and source when it names them)
 /// and no other, and returns how many; `count_matching` returns that number beforehand and
@@ -43,27 +59,8 @@ pub(crate) async fn delete_matching_removes_the_selected_scopes<S: ScopedItems +
 ) {
     let (item, holder) = (S::ITEM, S::HOLDER);
     let (tenant, other) = (random_tenant(), random_tenant());
-    let in_tenant = |tenant: &TenantId, user: Option<&str>, agent: Option<&str>, session: &str| {
-        let mut scope = scope_in(tenant, session);
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
-    };
     // Scope i holds i + 1 items.
-    let scopes = [
-        in_tenant(&tenant, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&tenant, Some("u1"), None, "s2"),
-        in_tenant(&tenant, Some("u2"), Some("g1"), "s1"),
-        in_tenant(&tenant, None, None, "s3")
-            .with_source("memory.blocks")
-            .unwrap(),
-        in_tenant(&other, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&other, None, None, "s3"),
-    ];
+    let scopes = six_scopes(&tenant, &other);
     let seed = async || {
         for (i, scope) in scopes.iter().enumerate() {
             store.reseed(scope, i + 1).await;

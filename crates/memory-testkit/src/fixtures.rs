@@ -49,6 +49,28 @@ pub fn scope_in(tenant: &TenantId, session: &str) -> Scope {
     )
 }
 
+/// A scope of `tenant` and `session`, with the user and the agent when given.
+///
+/// # Panics
+/// When a user or agent id is invalid (fixtures use valid ones).
+pub fn scope_owned_by(
+    tenant: &TenantId,
+    user: Option<&str>,
+    agent: Option<&str>,
+    session: &str,
+) -> Scope {
+    let mut scope = scope_in(tenant, session);
+    if let Some(user) = user {
+        scope = scope.with_user(user).expect("fixture user ids are valid");
+    }
+    if let Some(agent) = agent {
+        scope = scope
+            .with_agent(agent)
+            .expect("fixture agent ids are valid");
+    }
+    scope
+}
+
 /// The scope of `session` in `tenant` with the parts named: `user`, `agent`, `source`.
 ///
 /// # Panics

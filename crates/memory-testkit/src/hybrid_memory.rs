@@ -13,11 +13,11 @@ use std::sync::Arc;
 
 use memory_core::ScopeFilter;
 use memory_core::forget::{ForgetMode, Forgetter};
-use memory_core::memory::FlushReport;
 use memory_core::memory::blocks::VectorMemoryBlock;
+use memory_core::memory::{FlushReport, MemoryBlock};
 use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever};
 use memory_core::{
-    ChatMessage, HistoryStore, InMemoryVectorStore, Memory, Role, Scope, SessionStore, TextIndex,
+    ChatMessage, HistoryStore, InMemoryVectorStore, Memory, Scope, SessionStore, TextIndex,
     VectorQuery, VectorStore,
 };
 use serde_json::Value;
@@ -25,7 +25,7 @@ use uuid::Uuid;
 
 use crate::doubles::FlatEmbedder;
 use crate::fixtures::{ExpectOk, random_scope, random_session_id};
-use crate::memory::support::archived_seqs;
+use crate::memory::support::{archived_seqs, memory_over, shown_for, tagged_message};
 
 /// One rare word per message (four letters or more, no stop word, no two alike after
 /// stemming): a query naming one finds that message's batch by its words alone.
@@ -44,19 +44,9 @@ const RARE: [&str; 12] = [
     "origami",
 ];
 
-/// About 40 words shared by every message, so each costs 40 to 100 tokens.
-const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
-deploys rollbacks pagers runbooks owners timelines graphs latency errors saturation traffic \
-capacity incidents reviews tickets";
-
 /// The message carrying `RARE[i]`.
 fn message(i: usize) -> ChatMessage {
-    let role = if i.is_multiple_of(2) {
-        Role::User
-    } else {
-        Role::Assistant
-    };
-    ChatMessage::text_message(role, format!("{} {FILLER} number{i}", RARE[i]))
+    tagged_message(i, RARE[i])
 }
 
 /// One session's memory and its block's scope.
@@ -73,13 +63,8 @@ fn session(
     sessions: &Arc<dyn SessionStore>,
     block: &Arc<VectorMemoryBlock>,
 ) -> Session {
-    let memory = Memory::builder(scope.clone(), history.clone(), sessions.clone())
-        .token_limit(400)
-        .chat_history_token_ratio(0.5)
-        .token_flush_size(100)
-        .block(block.clone())
-        .build()
-        .expect_ok("build a memory");
+    let blocks = [block.clone() as Arc<dyn MemoryBlock>];
+    let memory = memory_over(&scope, history.clone(), sessions.clone(), &blocks, 400);
     Session {
         block_scope: scope
             .clone()
@@ -132,18 +117,7 @@ async fn text_ranges(text: &dyn TextIndex, block_scope: &Scope, ids: &BTreeSet<U
 
 /// What the memory shows for a question naming `RARE[i]`.
 async fn recall(s: &Session, i: usize) -> String {
-    let out = s
-        .memory
-        .get(&[ChatMessage::user(format!(
-            "what did we say about {}?",
-            RARE[i]
-        ))])
-        .await
-        .expect_ok("get");
-    out.first()
-        .filter(|m| m.role == Role::System)
-        .map(ChatMessage::text)
-        .unwrap_or_default()
+    shown_for(&s.memory, &format!("what did we say about {}?", RARE[i])).await
 }
 
 /// Two sessions of one tenant put the same twelve messages, one at a time, through memories

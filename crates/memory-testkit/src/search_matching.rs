@@ -5,12 +5,11 @@
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
-use memory_core::{
-    AgentId, ErrorKind, Result, Scope, ScopeFilter, SessionId, SourceId, TenantId, UserId,
-};
+use memory_core::{AgentId, ErrorKind, Result, Scope, ScopeFilter, SessionId, SourceId, UserId};
 use uuid::Uuid;
 
-use crate::fixtures::{expect_error_kind, random_tenant, scope_in};
+use crate::delete_matching::six_scopes;
+use crate::fixtures::{expect_error_kind, random_tenant};
 
 /// A store of items kept per scope and searched across the scopes a [`ScopeFilter`] selects,
 /// as the check sees it.
@@ -42,26 +41,7 @@ pub(crate) async fn search_matching_finds_exactly_the_selected_scopes<S: ScopedS
 ) {
     let item = S::ITEM;
     let (tenant, other) = (random_tenant(), random_tenant());
-    let in_tenant = |tenant: &TenantId, user: Option<&str>, agent: Option<&str>, session: &str| {
-        let mut scope = scope_in(tenant, session);
-        if let Some(user) = user {
-            scope = scope.with_user(user).unwrap();
-        }
-        if let Some(agent) = agent {
-            scope = scope.with_agent(agent).unwrap();
-        }
-        scope
-    };
-    let scopes = [
-        in_tenant(&tenant, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&tenant, Some("u1"), None, "s2"),
-        in_tenant(&tenant, Some("u2"), Some("g1"), "s1"),
-        in_tenant(&tenant, Some("u1"), None, "s3")
-            .with_source("memory.blocks")
-            .unwrap(),
-        in_tenant(&other, Some("u1"), Some("g1"), "s1"),
-        in_tenant(&other, None, None, "s3"),
-    ];
+    let scopes = six_scopes(&tenant, &other);
     if !store.searches_matching() {
         let filter = ScopeFilter::tenant(tenant.clone());
         expect_error_kind(
@@ -92,10 +72,14 @@ pub(crate) async fn search_matching_finds_exactly_the_selected_scopes<S: ScopedS
             base().with_session(SessionId::new("s1").unwrap()),
         ),
         (
-            "a user and a source",
+            "a source",
+            base().with_source(SourceId::new("memory.blocks").unwrap()),
+        ),
+        (
+            "a user and a session id",
             base()
                 .with_user(UserId::new("u1").unwrap())
-                .with_source(SourceId::new("memory.blocks").unwrap()),
+                .with_session(SessionId::new("s2").unwrap()),
         ),
         (
             "a user of no scope",

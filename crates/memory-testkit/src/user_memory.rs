@@ -11,23 +11,18 @@
 use std::sync::Arc;
 
 use memory_core::forget::{ForgetMode, Forgetter};
-use memory_core::memory::Recall;
 use memory_core::memory::blocks::{SESSION_KEY, VectorMemoryBlock};
+use memory_core::memory::{MemoryBlock, Recall};
 use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever, Retriever};
 use memory_core::{
-    ChatMessage, HistoryStore, Memory, Role, Scope, ScopeFilter, SessionStore, TenantId, TextIndex,
+    ChatMessage, HistoryStore, Memory, Scope, ScopeFilter, SessionStore, TenantId, TextIndex,
     UserId, VectorStore,
 };
 use serde_json::Value;
 
 use crate::doubles::WordHashEmbedder;
 use crate::fixtures::{ExpectOk, random_tenant, scope_in};
-
-/// About 40 words every message shares, so each costs 40 to 100 tokens and the small window
-/// below flushes every few messages.
-const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
-deploys rollbacks pagers runbooks owners timelines graphs latency errors saturation traffic \
-capacity incidents reviews tickets";
+use crate::memory::support::{memory_over, shown_for, tagged_message};
 
 /// What Dana says on Monday (one rare word a message) and what Ravi says: no word in common.
 const DANA: [&str; 8] = [
@@ -44,42 +39,19 @@ const RAVI: [&str; 8] = [
     "gondola", "nebula", "origami", "pelican", "saffron", "trombone", "yodeling", "zeppelin",
 ];
 
-fn message(i: usize, word: &str) -> ChatMessage {
-    let role = if i.is_multiple_of(2) {
-        Role::User
-    } else {
-        Role::Assistant
-    };
-    ChatMessage::text_message(role, format!("{word} {FILLER} number{i}"))
-}
-
 fn memory(
     scope: &Scope,
     history: &Arc<dyn HistoryStore>,
     sessions: &Arc<dyn SessionStore>,
     block: &Arc<VectorMemoryBlock>,
 ) -> Memory {
-    Memory::builder(scope.clone(), history.clone(), sessions.clone())
-        .token_limit(400)
-        .chat_history_token_ratio(0.5)
-        .token_flush_size(100)
-        .block(block.clone())
-        .build()
-        .expect_ok("build a memory")
+    let blocks = [block.clone() as Arc<dyn MemoryBlock>];
+    memory_over(scope, history.clone(), sessions.clone(), &blocks, 400)
 }
 
 /// What `memory` shows a model asked about `word`: its `<memory>` system text.
 async fn shown(memory: &Memory, word: &str) -> String {
-    let out = memory
-        .get(&[ChatMessage::user(format!(
-            "what did we say about the {word}?"
-        ))])
-        .await
-        .expect_ok("get");
-    out.first()
-        .filter(|m| m.role == Role::System)
-        .map(ChatMessage::text)
-        .unwrap_or_default()
+    shown_for(memory, &format!("what did we say about the {word}?")).await
 }
 
 /// Dana's Monday session and Ravi's session of one tenant, and Dana's session of another
@@ -139,7 +111,7 @@ pub async fn user_memory_recalls_across_sessions_never_across_users(
         let mut deliveries = 0;
         for (i, word) in words.iter().enumerate() {
             deliveries += memory
-                .put(message(i, word))
+                .put(tagged_message(i, word))
                 .await
                 .expect_ok("put a message")
                 .deliveries;

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
+use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever, retrieved_across};
 use crate::error::{Error, ErrorKind, Result};
 use crate::model::Embedder;
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
@@ -98,15 +98,11 @@ impl Retriever for DenseRetriever {
         filter: &ScopeFilter,
         query: &RetrievalQuery,
     ) -> Result<Vec<ScopedHit<Retrieved>>> {
-        if query.top_k == 0 {
-            return Ok(Vec::new());
-        }
-        let search = self.vector_query(query).await?;
-        let hits = self.store.search_matching(filter, &search).await?;
-        Ok(hits
-            .into_iter()
-            .map(|h| ScopedHit::new(h.scope, Retrieved::from(h.hit)))
-            .collect())
+        retrieved_across(query, async {
+            let search = self.vector_query(query).await?;
+            self.store.search_matching(filter, &search).await
+        })
+        .await
     }
 
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use uuid::Uuid;
 
-use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever};
+use super::{MemoryItem, RetrievalQuery, Retrieved, Retriever, retrieved_across};
 use crate::error::Result;
 use crate::lexical::{MAX_QUERY_BYTES, MAX_TEXT_BYTES, TextDocument, TextIndex, TextQuery};
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
@@ -83,17 +83,8 @@ impl Retriever for LexicalRetriever {
         filter: &ScopeFilter,
         query: &RetrievalQuery,
     ) -> Result<Vec<ScopedHit<Retrieved>>> {
-        if query.top_k == 0 {
-            return Ok(Vec::new());
-        }
-        let hits = self
-            .index
-            .search_matching(filter, &text_query(query))
-            .await?;
-        Ok(hits
-            .into_iter()
-            .map(|h| ScopedHit::new(h.scope, Retrieved::from(h.hit)))
-            .collect())
+        let search = text_query(query);
+        retrieved_across(query, self.index.search_matching(filter, &search)).await
     }
 
     async fn delete(&self, scope: &Scope, ids: &[Uuid]) -> Result<u64> {

@@ -18,4 +18,9 @@ impl<H> ScopedHit<H> {
     pub fn new(scope: Scope, hit: H) -> Self {
         Self { scope, hit }
     }
+
+    /// The same scope with `f` of the hit.
+    pub fn map<U>(self, f: impl FnOnce(H) -> U) -> ScopedHit<U> {
+        ScopedHit::new(self.scope, f(self.hit))
+    }
 }

@@ -29,12 +29,8 @@ fn databases() -> Vec<(String, String)> {
 }
 
 fn scope(tenant: &str, user: &str, session: &str) -> Scope {
-    Scope::session(session)
-        .unwrap()
-        .with_tenant(tenant)
-        .unwrap()
-        .with_user(user)
-        .unwrap()
+    let tenant = TenantId::new(tenant).unwrap();
+    memory_testkit::fixtures::scope_owned_by(&tenant, Some(user), None, session)
 }
 
 fn point(n: u128, vector: Vec<f32>) -> VectorPoint {

@@ -15,7 +15,7 @@ use crate::doubles::{RecordingBlock, WordHashEmbedder};
 use crate::fixtures::ExpectOk;
 
 /// Filler that gives each message about 40 words.
-pub(super) const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
+pub(crate) const FILLER: &str = "and the notes go on about dashboards alerts queues retries budgets \
 deploys rollbacks pagers runbooks owners timelines graphs latency errors saturation traffic \
 capacity incidents reviews tickets";
 
@@ -84,6 +84,29 @@ pub(crate) fn memory_over(
         builder = builder.block(block.clone());
     }
     builder.build().expect_ok("build a memory")
+}
+
+/// Message `i` of a conversation: `word`, the [`FILLER`] and `number{i}` (about 40 to 100
+/// tokens), from the user for an even `i`, else from the assistant.
+pub(crate) fn tagged_message(i: usize, word: &str) -> ChatMessage {
+    let role = if i.is_multiple_of(2) {
+        Role::User
+    } else {
+        Role::Assistant
+    };
+    ChatMessage::text_message(role, format!("{word} {FILLER} number{i}"))
+}
+
+/// What `memory` shows a model asked `question`: its system text (empty without one).
+pub(crate) async fn shown_for(memory: &Memory, question: &str) -> String {
+    let out = memory
+        .get(&[ChatMessage::user(question)])
+        .await
+        .expect_ok("get");
+    out.first()
+        .filter(|m| m.role == Role::System)
+        .map(ChatMessage::text)
+        .unwrap_or_default()
 }
 
 /// The section `name` of the `<memory>` text, if there.
