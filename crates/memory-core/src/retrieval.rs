@@ -21,9 +21,9 @@ use serde_json::{Map, Value};
 use uuid::Uuid;
 
 use crate::error::{Error, Result};
-use crate::lexical::ScoredDocument;
+use crate::lexical::{ScoredDocument, TextQuery};
 use crate::scope::{Scope, ScopeFilter, ScopedHit};
-use crate::vector::{PayloadFilter, ScoredPoint};
+use crate::vector::ScoredPoint;
 
 pub use dense::DenseRetriever;
 pub use fusion::{DEFAULT_DENSE_WEIGHT, DEFAULT_LEXICAL_WEIGHT, DEFAULT_RRF_K, Fusion};
@@ -93,34 +93,11 @@ impl MemoryItem {
     }
 }
 
-/// A search of memory.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RetrievalQuery {
-    /// What is looked for, in words.
-    pub text: String,
-    /// How many results at most.
-    pub top_k: usize,
-    /// Only items whose payload matches.
-    pub filter: Option<PayloadFilter>,
-}
-
-impl RetrievalQuery {
-    /// The `top_k` best items for `text`.
-    pub fn new(text: impl Into<String>, top_k: usize) -> Self {
-        Self {
-            text: text.into(),
-            top_k,
-            filter: None,
-        }
-    }
-
-    /// Restricts the search to items whose payload matches `filter`.
-    #[must_use]
-    pub fn with_filter(mut self, filter: PayloadFilter) -> Self {
-        self.filter = Some(filter);
-        self
-    }
-}
+/// A search of memory: its text (what is looked for, in words), how many results at most,
+/// and the payload filter items must match. It is a [`TextQuery`] (the lexical index's query
+/// has exactly these parts): `RetrievalQuery::new(text, top_k)` and
+/// [`with_filter`](TextQuery::with_filter) build one.
+pub type RetrievalQuery = TextQuery;
 
 /// A retrieved item.
 #[derive(Debug, Clone, PartialEq)]

@@ -25,24 +25,7 @@ use uuid::Uuid;
 
 use crate::doubles::FlatEmbedder;
 use crate::fixtures::{ExpectOk, random_scope, random_session_id};
-use crate::memory::support::{archived_seqs, memory_over, shown_for, tagged_message};
-
-/// One rare word per message (four letters or more, no stop word, no two alike after
-/// stemming): a query naming one finds that message's batch by its words alone.
-const RARE: [&str; 12] = [
-    "okonkwo",
-    "greyhound",
-    "zanzibar",
-    "marimba",
-    "quokka",
-    "tamarind",
-    "xylophone",
-    "kumquat",
-    "wombat",
-    "gondola",
-    "nebula",
-    "origami",
-];
+use crate::memory::support::{RARE, archived_seqs, memory_over, shown_for, tagged_message};
 
 /// The message carrying `RARE[i]`.
 fn message(i: usize) -> ChatMessage {

@@ -22,22 +22,11 @@ use serde_json::Value;
 
 use crate::doubles::WordHashEmbedder;
 use crate::fixtures::{ExpectOk, random_tenant, scope_in};
-use crate::memory::support::{memory_over, shown_for, tagged_message};
+use crate::memory::support::{RARE, memory_over, shown_for, tagged_message};
 
 /// What Dana says on Monday (one rare word a message) and what Ravi says: no word in common.
-const DANA: [&str; 8] = [
-    "greyhound",
-    "zanzibar",
-    "marimba",
-    "quokka",
-    "tamarind",
-    "xylophone",
-    "kumquat",
-    "wombat",
-];
-const RAVI: [&str; 8] = [
-    "gondola", "nebula", "origami", "pelican", "saffron", "trombone", "yodeling", "zeppelin",
-];
+const DANA: &[&str] = RARE.split_at(6).0;
+const RAVI: &[&str] = RARE.split_at(6).1;
 
 fn memory(
     scope: &Scope,

@@ -86,6 +86,23 @@ pub(crate) fn memory_over(
     builder.build().expect_ok("build a memory")
 }
 
+/// One rare word per message (four letters or more, no stop word, no two alike after
+/// stemming): a query naming one finds that message's batch by its words alone.
+pub(crate) const RARE: [&str; 12] = [
+    "okonkwo",
+    "greyhound",
+    "zanzibar",
+    "marimba",
+    "quokka",
+    "tamarind",
+    "xylophone",
+    "kumquat",
+    "wombat",
+    "gondola",
+    "nebula",
+    "origami",
+];
+
 /// Message `i` of a conversation: `word`, the [`FILLER`] and `number{i}` (about 40 to 100
 /// tokens), from the user for an even `i`, else from the assistant.
 pub(crate) fn tagged_message(i: usize, word: &str) -> ChatMessage {
