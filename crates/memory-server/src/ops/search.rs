@@ -97,9 +97,7 @@ impl Ops {
         };
         let mut filter = ScopeFilter::tenant(who.tenant.clone()).with_user(user);
         if let Some(agent) = agent {
-            let agent = AgentId::new(agent).map_err(|e| {
-                OpError::new(ErrorCode::InvalidInput, crate::error::library_detail(&e))
-            })?;
+            let agent = AgentId::new(agent).map_err(super::invalid)?;
             filter = filter.with_agent(agent);
         }
         let (query, top_k) = checked(query, top_k)?;
