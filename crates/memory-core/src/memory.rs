@@ -371,9 +371,58 @@ impl Memory {
         messages: &[ChatMessage],
     ) -> Result<(AppendOutcome, FlushReport)> {
         let outcome = self.history.append(scope, messages).await?;
-        let report = self.flush_in(scope).await?;
+        let mut report = self.flush_in(scope).await?;
+        let appended_through = outcome.seqs.iter().copied().max().unwrap_or(0);
+        let delivered = self.deliver_appended(scope, appended_through).await?;
+        report.deliveries = report.deliveries.saturating_add(delivered);
         self.touch_states_after_append(scope, &report).await?;
         Ok((outcome, report))
+    }
+
+    /// Hands the blocks that [take messages on append](MemoryBlock::takes_messages_on_append)
+    /// the active messages they have not taken yet (after an append that reached seq
+    /// `appended_through`), in the batches a flush would cut, without archiving them. Returns
+    /// the deliveries made. Reads only the messages after the lowest of their watermarks.
+    async fn deliver_appended(&self, scope: &Scope, appended_through: u64) -> Result<usize> {
+        if !self.blocks.iter().any(|b| b.takes_messages_on_append()) {
+            return Ok(0);
+        }
+        let states = state::load(self.states.as_ref(), scope).await?;
+        let mut from = self
+            .blocks
+            .iter()
+            .filter(|b| b.takes_messages_on_append())
+            .map(|b| states.record(b.name()).watermark)
+            .min()
+            .unwrap_or(0);
+        if appended_through <= from {
+            // Nothing new past the watermark, unless the thread was re-created (its seqs
+            // restarted below the watermark): then it is delivered from its first message.
+            if self.history.count(scope).await?.last_seq >= from {
+                return Ok(0);
+            }
+            from = 0;
+        }
+        // From the watermark's own message, so the incarnation check sees its id.
+        let window = self
+            .history
+            .read(scope, Window::After(from.saturating_sub(1)))
+            .await?;
+        let fresh_from = window.partition_point(|m| m.seq <= from);
+        let fresh = window.get(fresh_from..).unwrap_or_default();
+        let mut deliveries = 0usize;
+        for batch in flush_batches(fresh, fresh.len(), self.config.token_flush_size) {
+            deliveries = deliveries.saturating_add(
+                self.deliver(
+                    scope,
+                    &window,
+                    fresh.get(batch).unwrap_or_default(),
+                    |block| block.takes_messages_on_append(),
+                )
+                .await?,
+            );
+        }
+        Ok(deliveries)
     }
 
     /// After an append: the thread's clock restarted with it; the block states' restarts with
@@ -492,6 +541,44 @@ impl Memory {
             return Ok(FlushReport::default());
         };
         let (first_seq, last_seq) = (first.seq, last.seq);
+        let deliveries = self.deliver(scope, window, flushed, |_| true).await?;
+        let moved = self.history.archive(scope, first_seq..=last_seq).await?;
+        let moved = usize::try_from(moved)
+            .unwrap_or(usize::MAX)
+            .min(flushed.len());
+        // A concurrent flush moves batches from the oldest, so what is left for this one to
+        // move is the newest of the batch.
+        let tokens = flushed
+            .iter()
+            .skip(flushed.len().saturating_sub(moved))
+            .map(|m| u64::from(m.tokens))
+            .sum();
+        tracing::info!(
+            messages = moved,
+            tokens,
+            first_seq,
+            last_seq,
+            deliveries,
+            "flushed short-term messages to the memory blocks and archived them"
+        );
+        Ok(FlushReport {
+            messages: moved,
+            tokens,
+            deliveries,
+        })
+    }
+
+    /// Hands `batch` (messages of `window`, oldest first) to every block `chosen` picks that
+    /// has not taken them (exactly once per block: the durable watermark, saved with the
+    /// block's state in one write; a save that loses a race is discarded and redone from the
+    /// winner's state). Returns the deliveries made.
+    async fn deliver(
+        &self,
+        scope: &Scope,
+        window: &[StoredMessage],
+        batch: &[StoredMessage],
+        chosen: impl Fn(&dyn MemoryBlock) -> bool,
+    ) -> Result<usize> {
         let mut deliveries = 0usize;
         let mut attempt = 0usize;
         'retry: loop {
@@ -508,9 +595,9 @@ impl Memory {
                 .last_seq
                 .max(window.last().map_or(0, |m| m.seq));
             check_incarnation(&mut states, window, thread_last_seq);
-            for block in &self.blocks {
+            for block in self.blocks.iter().filter(|b| chosen(b.as_ref())) {
                 let mut record = states.record(block.name());
-                let fresh: Vec<StoredMessage> = flushed
+                let fresh: Vec<StoredMessage> = batch
                     .iter()
                     .filter(|m| m.seq > record.watermark)
                     .cloned()
@@ -556,30 +643,7 @@ impl Memory {
             }
             break;
         }
-        let moved = self.history.archive(scope, first_seq..=last_seq).await?;
-        let moved = usize::try_from(moved)
-            .unwrap_or(usize::MAX)
-            .min(flushed.len());
-        // A concurrent flush moves batches from the oldest, so what is left for this one to
-        // move is the newest of the batch.
-        let tokens = flushed
-            .iter()
-            .skip(flushed.len().saturating_sub(moved))
-            .map(|m| u64::from(m.tokens))
-            .sum();
-        tracing::info!(
-            messages = moved,
-            tokens,
-            first_seq,
-            last_seq,
-            deliveries,
-            "flushed short-term messages to the memory blocks and archived them"
-        );
-        Ok(FlushReport {
-            messages: moved,
-            tokens,
-            deliveries,
-        })
+        Ok(deliveries)
     }
 
     /// The blocks' contents for `scope`, truncated by priority to fit `budget` tokens.
@@ -587,6 +651,7 @@ impl Memory {
         &self,
         scope: &Scope,
         context: &[ChatMessage],
+        window_from_seq: Option<u64>,
         budget: u64,
     ) -> Result<Vec<(usize, BlockContent)>> {
         let states = state::load(self.states.as_ref(), scope).await?;
@@ -598,6 +663,7 @@ impl Memory {
                     scope,
                     messages: context,
                     state: &record.state,
+                    window_from_seq,
                 })
                 .instrument(tracing::debug_span!(
                     "memory.block.get",
@@ -671,7 +737,12 @@ impl Memory {
         context.extend(input.iter().cloned());
         let limit = self.config.token_limit;
         let contents = self
-            .block_contents(scope, &context, limit.saturating_sub(history_tokens))
+            .block_contents(
+                scope,
+                &context,
+                window.first().map(|m| m.seq),
+                limit.saturating_sub(history_tokens),
+            )
             .await?;
         let memory_tokens = self.render_tokens(&contents);
         if memory_tokens.saturating_add(history_tokens) > limit {

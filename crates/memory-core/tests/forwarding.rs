@@ -691,6 +691,7 @@ async fn block_through<B: MemoryBlock>(block: B) {
             scope: &s,
             messages: &[ChatMessage::user("x")],
             state: &Value::Null,
+            window_from_seq: None,
         })
         .await
         .unwrap();

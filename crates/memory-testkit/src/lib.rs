@@ -24,6 +24,7 @@ pub mod hostile;
 #[cfg(feature = "http-load")]
 pub mod http_load;
 pub mod hybrid_memory;
+pub mod indexed_on_append;
 pub mod lexical;
 mod macros;
 pub mod memory;
@@ -33,6 +34,7 @@ mod search_matching;
 pub mod session;
 pub mod text_reference;
 mod ttl;
+pub mod user_facts;
 pub mod user_memory;
 pub mod vector;
 

@@ -75,3 +75,29 @@ async fn in_memory_user_memory() {
     )
     .await;
 }
+
+/// Memory searchable as soon as it is stored, on the in-memory stores (the reference for the
+/// engines' runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_indexed_on_append() {
+    use std::sync::Arc;
+    memory_testkit::indexed_on_append::appended_messages_are_found_at_once_and_indexed_once(
+        Arc::new(memory_core::InMemoryHistoryStore::new()),
+        Arc::new(memory_core::InMemorySessionStore::new()),
+        Arc::new(memory_core::InMemoryVectorStore::new()),
+        None,
+    )
+    .await;
+}
+
+/// Facts shared by a user's sessions, on the in-memory stores (the reference for the engines'
+/// runs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn in_memory_user_facts() {
+    use std::sync::Arc;
+    memory_testkit::user_facts::user_facts_are_shared_by_a_users_sessions_only(
+        Arc::new(memory_core::InMemoryHistoryStore::new()),
+        Arc::new(memory_core::InMemorySessionStore::new()),
+    )
+    .await;
+}

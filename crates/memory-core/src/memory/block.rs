@@ -66,6 +66,11 @@ pub struct BlockGetContext<'a> {
     pub messages: &'a [ChatMessage],
     /// The block's state in this session (`Value::Null` before its first flush).
     pub state: &'a Value,
+    /// The seq of the oldest short-term message this call shows the model, if it shows any:
+    /// what a block would recall from this session at or after it is already in the window
+    /// (a block that [takes messages on append](MemoryBlock::takes_messages_on_append) leaves
+    /// it out, so the model is not shown it twice).
+    pub window_from_seq: Option<u64>,
 }
 
 /// What a block sees when messages are flushed to it.
@@ -119,6 +124,14 @@ pub struct BlockDiscardContext<'a> {
 ///   flush stops, its state change is dropped and the same messages come again at the next
 ///   flush. Side effects outside `state` are idempotent, keyed by the messages' sequence
 ///   numbers and ids, because a `put` may be redone (see below).
+/// - [`takes_messages_on_append`](MemoryBlock::takes_messages_on_append) is constant for a
+///   block object. When it is `true`, every `put_messages` hands the block the messages it has
+///   not taken yet right after appending them, while they are still in the short-term window
+///   (in batches of whole turns bounded by the memory's `token_flush_size`, as a flush cuts
+///   them); the later flush that archives them hands them to the other blocks only. Each
+///   message still reaches the block once. A block that indexes for search (the vector block)
+///   makes what was said a moment ago findable; a block whose `put` is costly (a model call)
+///   keeps the default, `false`: it takes messages when they are flushed.
 /// - [`truncate`](MemoryBlock::truncate) is called, for blocks of priority above 0 in priority
 ///   order, while the rendered `<memory>` is over its token budget: it returns content shorter
 ///   by at least `excess_tokens` (as `counter` counts), or `None` (or empty content) to leave
@@ -205,6 +218,13 @@ pub trait MemoryBlock: Send + Sync + fmt::Debug + 'static {
         Ok(None)
     }
 
+    /// Whether the block takes messages as soon as they are appended, not when they are
+    /// flushed out of the short-term window (see the `# Behavior` list). The default is
+    /// `false`.
+    fn takes_messages_on_append(&self) -> bool {
+        false
+    }
+
     /// Undoes the side effects of a `put` whose state was not saved (see the `# Behavior`
     /// list). The default does nothing.
     async fn discard(&self, context: BlockDiscardContext<'_>) -> Result<()> {
@@ -251,6 +271,9 @@ macro_rules! forward_memory_block {
                 counter: &dyn TokenCounter,
             ) -> Result<Option<BlockContent>> {
                 (**self).truncate(content, excess_tokens, counter).await
+            }
+            fn takes_messages_on_append(&self) -> bool {
+                (**self).takes_messages_on_append()
             }
             async fn discard(&self, context: BlockDiscardContext<'_>) -> Result<()> {
                 (**self).discard(context).await

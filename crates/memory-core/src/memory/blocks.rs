@@ -2,6 +2,7 @@
 
 mod fact;
 mod static_block;
+mod user_facts;
 mod vector;
 
 pub use fact::FactExtractionMemoryBlock;

@@ -60,7 +60,14 @@ impl ContextProvider for Memory {
         };
         let budget = self.config.token_limit.saturating_sub(active_tokens);
         recent.extend(context.input.iter().cloned());
-        let contents = self.block_contents(context.scope, &recent, budget).await?;
+        // The oldest message of the window the agent shows the model, when it read it here.
+        let window_from_seq = context
+            .window
+            .filter(|window| window.is_from(&self.history))
+            .and_then(|window| window.messages.first().map(|m| m.seq));
+        let contents = self
+            .block_contents(context.scope, &recent, window_from_seq, budget)
+            .await?;
         Ok(AiContext {
             instructions: self.render(&contents).into_iter().collect(),
             ..AiContext::default()
@@ -94,25 +101,31 @@ impl ContextProvider for Memory {
                     .map(|m| u64::from(self.counter.count_message(m)))
                     .fold(before, u64::saturating_add)
             });
-        self.after_stored(context.scope, active_tokens).await?;
+        let appended_through = stored.outcome.seqs.iter().copied().max().unwrap_or(0);
+        self.after_stored(context.scope, active_tokens, appended_through)
+            .await?;
         Ok(())
     }
 }
 
 impl Memory {
     /// What [`put_messages_in`](Memory::put_messages_in) does after its append, for a batch
-    /// the agent already stored: flushes (counting first unless `active_tokens` is known) and
-    /// keeps the block states alive as long as the thread.
+    /// the agent already stored (up to seq `appended_through`): flushes (counting first unless
+    /// `active_tokens` is known), hands the blocks that take messages on append what they have
+    /// not taken, and keeps the block states alive as long as the thread.
     async fn after_stored(
         &self,
         scope: &crate::Scope,
         active_tokens: Option<u64>,
+        appended_through: u64,
     ) -> Result<FlushReport> {
-        let report = match active_tokens {
+        let mut report = match active_tokens {
             Some(tokens) if tokens <= self.config.flush_threshold() => FlushReport::default(),
             Some(tokens) => self.flush_over(scope, tokens).await?,
             None => self.flush_in(scope).await?,
         };
+        let delivered = self.deliver_appended(scope, appended_through).await?;
+        report.deliveries = report.deliveries.saturating_add(delivered);
         self.touch_states_after_append(scope, &report).await?;
         Ok(report)
     }

@@ -44,7 +44,7 @@ async fn get_from_the_whole_window(m: &Memory, history: &dyn HistoryStore) -> Ve
     let history_tokens: u64 = window.iter().map(|m| u64::from(m.tokens)).sum();
     let limit = m.config.token_limit;
     let contents = m
-        .block_contents(m.scope(), &[], limit.saturating_sub(history_tokens))
+        .block_contents(m.scope(), &[], None, limit.saturating_sub(history_tokens))
         .await
         .unwrap();
     let memory_tokens = m.render_tokens(&contents);

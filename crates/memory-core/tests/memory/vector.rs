@@ -90,6 +90,7 @@ async fn vector_block_state_stays_small_and_old_states_still_read() {
             scope: m.scope(),
             messages: &[ChatMessage::user("u1")],
             state: &old,
+            window_from_seq: None,
         })
         .await
         .unwrap();
@@ -125,6 +126,7 @@ async fn a_forged_vector_payload_is_escaped_at_read_time() {
             scope: &scope,
             messages: &[ChatMessage::user("what did I say")],
             state: &json!({ "points": 2, "recent": [] }),
+            window_from_seq: None,
         })
         .await
         .unwrap()

@@ -1,6 +1,7 @@
 //! Long-term memory at the user's level on Redis (`memory_testkit::user_memory`): the store's
 //! history, sessions and vector store under a `Memory` per session whose vector block recalls
-//! across the user's sessions, on a standalone Redis and on the test cluster (where a user's
+//! across the user's sessions (and `memory_testkit::indexed_on_append`: searchable as soon as
+//! stored; `memory_testkit::user_facts`: facts shared by the user's sessions), on a standalone Redis and on the test cluster (where a user's
 //! sessions are in one slot). Each run has a prefix of its own (the vector store records one
 //! dimension per prefix).
 
@@ -16,6 +17,18 @@ async fn user_memory(store: RedisStore) {
         Arc::new(store.clone()),
         Arc::new(store.vector_store()),
         None,
+    )
+    .await;
+    memory_testkit::indexed_on_append::appended_messages_are_found_at_once_and_indexed_once(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        Arc::new(store.vector_store()),
+        None,
+    )
+    .await;
+    memory_testkit::user_facts::user_facts_are_shared_by_a_users_sessions_only(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
     )
     .await;
 }

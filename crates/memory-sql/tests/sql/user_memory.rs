@@ -1,6 +1,8 @@
-//! Long-term memory at the user's level on each engine (`memory_testkit::user_memory`): the
-//! engine's history, session, vector and text stores under a `Memory` per session whose vector
-//! block recalls across the user's sessions. Each run has tables of its own prefix (the vector
+//! Long-term memory at the user's level on each engine (`memory_testkit::user_memory`;
+//! `memory_testkit::indexed_on_append`: searchable as soon as stored;
+//! `memory_testkit::user_facts`: facts shared by the user's sessions): the engine's history,
+//! session, vector and text stores under a `Memory` per session whose vector block recalls
+//! across the user's sessions. Each run has tables of its own prefix (the vector
 //! store records one dimension per prefix; the suites' shared tables hold 4-dimension points),
 //! dropped afterwards.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -27,9 +29,23 @@ async fn user_memory(url: &str, hybrid: bool) {
         Arc::new(store.clone()),
         Arc::new(store.clone()),
         Arc::new(store.vector_store().unwrap()),
+        text.clone(),
+    )
+    .await;
+    memory_testkit::indexed_on_append::appended_messages_are_found_at_once_and_indexed_once(
+        Arc::new(store.clone()),
+        Arc::new(store.clone()),
+        Arc::new(store.vector_store().unwrap()),
         text,
     )
     .await;
+    if !hybrid {
+        memory_testkit::user_facts::user_facts_are_shared_by_a_users_sessions_only(
+            Arc::new(store.clone()),
+            Arc::new(store.clone()),
+        )
+        .await;
+    }
     store.close().await;
     let raw = Raw::connect(url).await;
     raw.drop_tables(&prefix).await;

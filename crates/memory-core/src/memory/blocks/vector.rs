@@ -104,6 +104,7 @@ pub struct VectorMemoryBlock {
     retrieval_context_window: usize,
     context_messages: usize,
     recall: Recall,
+    index_on_append: bool,
     postprocessors: Vec<Arc<dyn RetrievalPostprocessor>>,
 }
 
@@ -133,6 +134,7 @@ impl VectorMemoryBlock {
             retrieval_context_window: 5,
             context_messages: DEFAULT_CONTEXT_MESSAGES,
             recall: Recall::Session,
+            index_on_append: false,
             postprocessors: Vec::new(),
         }
     }
@@ -176,6 +178,20 @@ impl VectorMemoryBlock {
         self.recall
     }
 
+    /// Sets whether the block indexes messages as soon as they are appended (`true`), so a
+    /// search finds what was said a moment ago, or when a flush moves them out of the
+    /// short-term window (`false`, the default, as LlamaIndex's block). Appended messages are
+    /// indexed in the batches a flush would cut (each `put_messages` call's new messages, in
+    /// whole turns of at most about the memory's `token_flush_size`), each message once; it
+    /// costs an embedding and an index write in every `put_messages`. A recalled batch that
+    /// is still in the window `get` shows is left out of the `<memory>` text (the block asks
+    /// the retriever for 16 more than `similarity_top_k` to make up for them).
+    #[must_use]
+    pub fn with_index_on_append(mut self, on_append: bool) -> Self {
+        self.index_on_append = on_append;
+        self
+    }
+
     /// Adds a post-processor (applied in the order added).
     pub fn with_postprocessor(mut self, p: Arc<dyn RetrievalPostprocessor>) -> Self {
         self.postprocessors.push(p);
@@ -204,7 +220,7 @@ impl VectorMemoryBlock {
         let found = self
             .recalled(scope, &RetrievalQuery::new(query, top_k))
             .await?;
-        Ok(shown(found))
+        Ok(shown(with_sessions(found)))
     }
 
     /// The `top_k` best batches for `query` across the scopes `filter` selects (a user's
@@ -234,9 +250,13 @@ impl VectorMemoryBlock {
         Ok(shown(with_sessions(found)))
     }
 
-    /// The batches `scope` recalls for `query` at the block's level, each payload with the
-    /// session it came from under `"session_id"`.
-    async fn recalled(&self, scope: &Scope, query: &RetrievalQuery) -> Result<Vec<Retrieved>> {
+    /// The batches `scope` recalls for `query` at the block's level, each with the scope it
+    /// came from.
+    async fn recalled(
+        &self,
+        scope: &Scope,
+        query: &RetrievalQuery,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
         let own = self.vector_scope(scope)?;
         let found = match self.recall.filter(&own)? {
             None => self
@@ -248,7 +268,28 @@ impl VectorMemoryBlock {
                 .collect(),
             Some(filter) => self.retriever.retrieve_matching(&filter, query).await?,
         };
-        Ok(with_sessions(found))
+        Ok(found)
+    }
+
+    /// `found` without the batches of the session `scope` that start at or after
+    /// `window_from_seq`: the window shown beside the `<memory>` text holds them already.
+    fn not_in_window(
+        &self,
+        found: Vec<ScopedHit<Retrieved>>,
+        scope: &Scope,
+        window_from_seq: Option<u64>,
+    ) -> Result<Vec<ScopedHit<Retrieved>>> {
+        let Some(from) = window_from_seq else {
+            return Ok(found);
+        };
+        let own = self.vector_scope(scope)?;
+        Ok(found
+            .into_iter()
+            .filter(|found| {
+                let first_seq = found.hit.payload.get("first_seq").and_then(Value::as_u64);
+                found.scope != own || first_seq.is_none_or(|seq| seq < from)
+            })
+            .collect())
     }
 
     fn vector_scope(&self, scope: &Scope) -> Result<Scope> {
@@ -282,6 +323,12 @@ fn shown(mut found: Vec<Retrieved>) -> Vec<Retrieved> {
     }
     found
 }
+
+/// How many more batches than `similarity_top_k` a block that indexes on append asks for when
+/// `get` shows a window: the best matches of a query made of the window's messages are those
+/// messages' own batches, which are left out. With more of them among the best, `get` recalls
+/// fewer than `similarity_top_k`.
+const IN_WINDOW_SLACK: usize = 16;
 
 /// The payload key of the session a recalled batch came from.
 pub const SESSION_KEY: &str = "session_id";
@@ -422,6 +469,10 @@ fn cut(text: &str, max: usize) -> &str {
 impl MemoryBlock for VectorMemoryBlock {
     crate::__memory_block_name_and_priority!();
 
+    fn takes_messages_on_append(&self) -> bool {
+        self.index_on_append
+    }
+
     async fn get(&self, context: BlockGetContext<'_>) -> Result<BlockContent> {
         // A session that flushed nothing has nothing of its own to recall; above the session,
         // other sessions may have.
@@ -454,12 +505,20 @@ impl MemoryBlock for VectorMemoryBlock {
             agent_memory.retrieval.top_score = tracing::field::Empty,
             error.type = tracing::field::Empty,
         );
+        // A block that indexes on append finds the window's own messages first (the query is
+        // made of them): it asks for more, and leaves those out.
+        let window_from_seq = context.window_from_seq.filter(|_| self.index_on_append);
+        let asked = match window_from_seq {
+            Some(_) => self.similarity_top_k.saturating_add(IN_WINDOW_SLACK),
+            None => self.similarity_top_k,
+        };
         let searched = async {
-            self.recalled(
-                context.scope,
-                &RetrievalQuery::new(query.join("\n"), self.similarity_top_k),
-            )
-            .await
+            let found = self
+                .recalled(context.scope, &RetrievalQuery::new(query.join("\n"), asked))
+                .await?;
+            let mut found = self.not_in_window(found, context.scope, window_from_seq)?;
+            found.truncate(self.similarity_top_k);
+            Ok::<_, crate::Error>(with_sessions(found))
         }
         .instrument(span.clone())
         .await;
