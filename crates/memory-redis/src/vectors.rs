@@ -70,7 +70,8 @@ use crate::store::{RedisStore, request_nonce};
 ///   [`RedisStore`]).
 /// - `search_matching` is supported: the users of the filter as below, then each selected
 ///   scope searched as `search` does, the hits merged (best `top_k`, ties by id then scope
-///   key). A user's memory across their sessions is one `SMEMBERS` and two reads a session.
+///   key). A user's memory across their sessions is one `SMEMBERS` and two reads a session,
+///   several sessions at a time.
 /// - `delete_matching` and `count_matching` are supported: the users of the filter (its user,
 ///   or every user in the tenant's set, read with `SSCAN`), then per user one `SMEMBERS` of
 ///   its scopes and one script over those the filter selects, several users at a time. A user

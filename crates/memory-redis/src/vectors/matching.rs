@@ -25,8 +25,9 @@ use crate::keys::{self, VectorKeys};
 use crate::scripts::SCRIPTS;
 use crate::store::request_nonce;
 
-/// How many users `delete_matching` and `count_matching` work on at a time.
-const USERS_AT_ONCE: usize = 16;
+/// How many users `delete_matching`, `count_matching` and `search_matching` work on at a
+/// time.
+pub(super) const USERS_AT_ONCE: usize = 16;
 /// How many members one `SSCAN` step of a tenant's user set asks for.
 const SSCAN_COUNT: usize = 1000;
 

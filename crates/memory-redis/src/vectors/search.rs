@@ -3,6 +3,7 @@
 
 use std::cmp::Ordering;
 
+use futures::{StreamExt, TryStreamExt};
 use memory_core::vector::{check_vectors, cosine_similarity, keep_best_by};
 use memory_core::{Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorQuery};
 use uuid::Uuid;
@@ -17,6 +18,9 @@ use crate::keys::VectorKeys;
 const FILTER_PAGE_MIN: usize = 64;
 /// The most.
 const FILTER_PAGE_MAX: usize = 1024;
+
+/// How many scopes (sessions) a search across scopes reads at a time.
+const SCOPES_AT_ONCE: usize = 16;
 
 /// A point's score and id, before its payload is read.
 type Ranked = (f32, Uuid);
@@ -44,8 +48,8 @@ impl RedisVectorStore {
     }
 
     /// `search` over every scope `filter` selects: each selected scope of each of its users
-    /// searched as `search` does (its vectors, then the payloads of its best), the hits merged
-    /// and the best `top_k` kept (ties by id, then scope key).
+    /// searched as `search` does (its vectors, then the payloads of its best), several scopes
+    /// at a time, the hits merged and the best `top_k` kept (ties by id, then scope key).
     pub(super) async fn search_matching_points(
         &self,
         filter: &ScopeFilter,
@@ -57,19 +61,32 @@ impl RedisVectorStore {
         if query.top_k == 0 {
             return Ok(Vec::new());
         }
-        let mut found = Vec::new();
-        for user in self.users_of(&what, filter).await? {
-            let (scopes, _) = self.selected_scopes(&what, filter, &user).await?;
-            for scope in scopes {
-                let keys = VectorKeys::new(self.prefix(), &scope);
-                let ranked = self.ranked(&what, &keys, query, dimensions).await?;
-                let best = self.with_payloads(&what, &keys, query, &ranked).await?;
-                found.extend(
-                    best.into_iter()
-                        .map(|hit| ScopedHit::new(scope.clone(), hit)),
-                );
-            }
-        }
+        let what = &what;
+        let users = self.users_of(what, filter).await?;
+        let scopes: Vec<Vec<Scope>> = futures::stream::iter(users)
+            .map(|user| async move {
+                let (scopes, _) = self.selected_scopes(what, filter, &user).await?;
+                Ok::<_, memory_core::Error>(scopes)
+            })
+            .buffer_unordered(super::matching::USERS_AT_ONCE)
+            .try_collect()
+            .await?;
+        let found: Vec<Vec<ScopedHit<ScoredPoint>>> =
+            futures::stream::iter(scopes.into_iter().flatten())
+                .map(|scope| async move {
+                    let keys = VectorKeys::new(self.prefix(), &scope);
+                    let ranked = self.ranked(what, &keys, query, dimensions).await?;
+                    let best = self.with_payloads(what, &keys, query, &ranked).await?;
+                    Ok::<_, memory_core::Error>(
+                        best.into_iter()
+                            .map(|hit| ScopedHit::new(scope.clone(), hit))
+                            .collect(),
+                    )
+                })
+                .buffer_unordered(SCOPES_AT_ONCE)
+                .try_collect()
+                .await?;
+        let mut found: Vec<ScopedHit<ScoredPoint>> = found.into_iter().flatten().collect();
         keep_best_by(&mut found, query.top_k, |a, b| {
             b.hit
                 .score
