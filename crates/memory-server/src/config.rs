@@ -314,17 +314,11 @@ impl ServerConfig {
         &self,
         stores: &agent_memory::Stores,
     ) -> Result<Option<crate::embedder::VectorMemory>, ConfigError> {
-        let embedder = self.embedder.embedder(|name| std::env::var(name).ok())?;
+        let embedder = self
+            .embedder
+            .embedder(|name| std::env::var(name).ok())
+            .await?;
         self.memory.memory(embedder, stores).await
-    }
-
-    /// Checks the embedder and retrieval settings before any store is opened.
-    ///
-    /// # Errors
-    /// As [`vector_memory`](Self::vector_memory), for what needs no store.
-    pub fn check_memory(&self) -> Result<(), ConfigError> {
-        let embedder = self.embedder.embedder(|name| std::env::var(name).ok())?;
-        self.memory.validate(embedder.is_some())
     }
 
     /// Opens the store and the searchable memory this configuration names, as operations
@@ -332,15 +326,19 @@ impl ServerConfig {
     /// servers, whose errors each say these two failures their own way.
     ///
     /// # Errors
-    /// A [`ConfigError`] as [`check_memory`](Self::check_memory) and
-    /// [`vector_memory`](Self::vector_memory), or the store's error when it cannot be opened.
+    /// A [`ConfigError`] as [`vector_memory`](Self::vector_memory), or the store's error when
+    /// it cannot be opened.
     pub(crate) async fn open_ops<E>(&self, limits: OpsLimits) -> Result<Ops, E>
     where
         E: From<ConfigError> + From<agent_memory::Error>,
     {
-        self.check_memory()?;
+        let embedder = self
+            .embedder
+            .embedder(|name| std::env::var(name).ok())
+            .await?;
+        self.memory.validate(embedder.is_some())?;
         let stores = agent_memory::open(self.store_url()).await?;
-        let vector = self.vector_memory(&stores).await?;
+        let vector = self.memory.memory(embedder, &stores).await?;
         let ops = Ops::new(stores, limits);
         Ok(match vector {
             Some(memory) => ops.with_vector_memory(memory),

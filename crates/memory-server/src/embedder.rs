@@ -3,15 +3,17 @@
 //!
 //! ```toml
 //! [embedder]
-//! kind = "openai"            # "none" (default), "hashing" or "openai"
+//! kind = "openai"            # "none" (default), "hashing", "openai" or "local"
 //! model = "text-embedding-3-small"
 //! base_url = "https://api.openai.com/v1"
 //! dimensions = 1536          # "hashing": required; "openai": optional
 //! api_key_env = "OPENAI_API_KEY"  # the variable holding the key: never the key itself
+//! # model_dir = "/var/lib/agent-memory/all-MiniLM-L6-v2"  # "local": the model's directory
 //!
 //! [memory]
 //! vector_store = "store"     # the store's own (SQL, Redis, memory:): durable, shared by replicas
 //!                            # "memory": in the server's process, lost on restart
+//! index_on_append = true     # every put is searchable at once (default); false: at a flush
 //! ```
 //!
 //! Without `vector_store`, the vector memory lives in the store when the store has a vector
@@ -21,8 +23,14 @@
 //! (`unsupported`) unless `[memory] retrieval = "lexical"` ([`crate::retrieval`]) searches by
 //! words alone. Overrides: `AGENT_MEMORY_SERVER_EMBEDDER` (`kind`),
 //! `AGENT_MEMORY_SERVER_EMBEDDER_MODEL`, `AGENT_MEMORY_SERVER_EMBEDDER_BASE_URL`,
-//! `AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS`.
+//! `AGENT_MEMORY_SERVER_EMBEDDER_DIMENSIONS`, `AGENT_MEMORY_SERVER_EMBEDDER_MODEL_DIR`.
+//!
+//! `kind = "local"` runs a sentence-transformers BERT model (all-MiniLM-L6-v2, 384 dimensions)
+//! in the server's process, offline, from `model_dir` (else `AGENT_MEMORY_MODEL_DIR`): a
+//! directory with `config.json`, `tokenizer.json` and `model.safetensors`. It needs a build with
+//! the `local-embedder` feature (candle); the server's README says how to fetch the model.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use agent_memory::memory::blocks::VectorMemoryBlock;
@@ -47,6 +55,9 @@ pub enum EmbedderKind {
     Hashing,
     /// An OpenAI-compatible `/embeddings` endpoint (its key from the environment only).
     Openai,
+    /// A sentence-transformers BERT model run in the server's process (`model_dir`; a build
+    /// with the `local-embedder` feature).
+    Local,
 }
 
 impl EmbedderKind {
@@ -55,8 +66,9 @@ impl EmbedderKind {
             "none" => Ok(Self::None),
             "hashing" => Ok(Self::Hashing),
             "openai" => Ok(Self::Openai),
+            "local" => Ok(Self::Local),
             other => Err(ConfigError(format!(
-                "the embedder kind `{other}` is not one of none, hashing, openai"
+                "the embedder kind `{other}` is not one of none, hashing, openai, local"
             ))),
         }
     }
@@ -72,11 +84,14 @@ pub struct EmbedderConfig {
     pub model: Option<String>,
     /// The endpoint (`openai`; default `OPENAI_BASE_URL`, else OpenAI's).
     pub base_url: Option<String>,
-    /// The vector size (`hashing`: required; `openai`: asks the model for this size).
+    /// The vector size (`hashing`: required; `openai`: asks the model for this size; `local`:
+    /// checked against the model's).
     pub dimensions: Option<usize>,
     /// The environment variable holding the API key (`openai`; default `OPENAI_API_KEY`).
     /// The key is read from the environment only, and never logged.
     pub api_key_env: Option<String>,
+    /// The model's directory (`local`; default `AGENT_MEMORY_MODEL_DIR`).
+    pub model_dir: Option<PathBuf>,
 }
 
 /// The largest `dimensions` accepted.
@@ -97,6 +112,9 @@ impl EmbedderConfig {
         if let Some(url) = var("EMBEDDER_BASE_URL") {
             self.base_url = Some(url.trim().to_owned());
         }
+        if let Some(dir) = var("EMBEDDER_MODEL_DIR") {
+            self.model_dir = Some(PathBuf::from(dir.trim()));
+        }
         if let Some(d) = var("EMBEDDER_DIMENSIONS") {
             self.dimensions = Some(d.trim().parse().map_err(|_| {
                 ConfigError(
@@ -116,15 +134,38 @@ impl EmbedderConfig {
         }
     }
 
-    /// The embedder, or `None` for `kind = "none"`; `env` reads the API key's variable.
+    /// The embedder, or `None` for `kind = "none"`; `env` reads the API key's variable (and
+    /// `AGENT_MEMORY_MODEL_DIR` for `local`). A local model is loaded here, off the async
+    /// threads.
     ///
     /// # Errors
-    /// A [`ConfigError`] for missing or invalid settings (the message never holds the key).
-    pub fn embedder(
+    /// A [`ConfigError`] for missing or invalid settings (the message never holds the key), or
+    /// a local model that cannot be loaded.
+    pub async fn embedder(
         &self,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Arc<dyn Embedder>>, ConfigError> {
         match self.kind {
+            EmbedderKind::Local => {
+                let dir = self
+                    .model_dir
+                    .clone()
+                    .or_else(|| env(MODEL_DIR_ENV).map(PathBuf::from))
+                    .ok_or_else(|| {
+                        ConfigError(format!(
+                            "the local embedder needs embedder.model_dir (or {MODEL_DIR_ENV}): \
+                             the directory of a sentence-transformers model"
+                        ))
+                    })?;
+                let embedder = load_local(dir).await?;
+                match self.dimensions()? {
+                    Some(d) if d != embedder.dimensions() => Err(ConfigError(format!(
+                        "embedder.dimensions is {d}, but the local model's vectors have {}",
+                        embedder.dimensions()
+                    ))),
+                    _ => Ok(Some(embedder)),
+                }
+            }
             EmbedderKind::None => Ok(None),
             EmbedderKind::Hashing => {
                 let dimensions = self.dimensions()?.ok_or_else(|| {
@@ -161,6 +202,30 @@ impl EmbedderConfig {
             }
         }
     }
+}
+
+/// The environment variable a local embedder's model directory is read from when
+/// `embedder.model_dir` is not set (the library's and the tests' own).
+pub const MODEL_DIR_ENV: &str = "AGENT_MEMORY_MODEL_DIR";
+
+/// Loads the local model in `dir`.
+#[cfg(feature = "local-embedder")]
+async fn load_local(dir: PathBuf) -> Result<Arc<dyn Embedder>, ConfigError> {
+    let embedder = memory_vector::BertEmbedder::load_async(dir)
+        .await
+        .map_err(|e| ConfigError(format!("the local embedder cannot load its model: {e}")))?;
+    Ok(Arc::new(embedder))
+}
+
+/// A build without candle has no local embedder.
+#[cfg(not(feature = "local-embedder"))]
+async fn load_local(dir: PathBuf) -> Result<Arc<dyn Embedder>, ConfigError> {
+    let _ = dir;
+    Err(ConfigError(
+        "embedder.kind = \"local\" needs a server built with the `local-embedder` feature \
+         (cargo install agent-memory-cli --features local-embedder)"
+            .to_owned(),
+    ))
 }
 
 /// The server's searchable memory: the block every session's `Memory` flushes into and
@@ -231,7 +296,10 @@ impl MemoryConfig {
             return Ok(None);
         };
         Ok(Some(VectorMemory {
-            block: Arc::new(VectorMemoryBlock::with_retriever(built.retriever)),
+            block: Arc::new(
+                VectorMemoryBlock::with_retriever(built.retriever)
+                    .with_index_on_append(self.index_on_append.unwrap_or(true)),
+            ),
             retrieval: built.kind,
             store: built.vectors.filter(|_| own),
             text_index: built.own_text_index,
@@ -243,16 +311,16 @@ impl MemoryConfig {
 mod tests {
     use super::*;
 
-    #[test]
-    fn kinds_and_overrides() {
+    #[tokio::test]
+    async fn kinds_and_overrides() {
         let mut config: EmbedderConfig =
             toml::from_str("kind = \"hashing\"\ndimensions = 64").unwrap();
         assert_eq!(config.kind, EmbedderKind::Hashing);
-        assert!(config.embedder(|_| None).unwrap().is_some());
+        assert!(config.embedder(|_| None).await.unwrap().is_some());
         config
             .apply_env(|s| (s == "EMBEDDER").then(|| "none".to_owned()))
             .unwrap();
-        assert!(config.embedder(|_| None).unwrap().is_none());
+        assert!(config.embedder(|_| None).await.unwrap().is_none());
         assert!(
             config
                 .apply_env(|s| (s == "EMBEDDER").then(|| "word2vec".to_owned()))
@@ -260,30 +328,53 @@ mod tests {
         );
     }
 
-    #[test]
-    fn hashing_needs_sane_dimensions() {
+    /// The vector block indexes every put at once unless `index_on_append = false`.
+    #[tokio::test]
+    async fn the_block_indexes_on_append_unless_told_not_to() {
+        use agent_memory::memory::MemoryBlock;
+        let stores = agent_memory::open("memory:").await.unwrap();
+        let embedder: Arc<dyn Embedder> = Arc::new(HashingEmbedder::new(16));
+        for (toml, on_append) in [("", true), ("index_on_append = false", false)] {
+            let config: MemoryConfig = toml::from_str(toml).unwrap();
+            let memory = config
+                .memory(Some(Arc::clone(&embedder)), &stores)
+                .await
+                .unwrap()
+                .unwrap();
+            assert_eq!(
+                memory.block.takes_messages_on_append(),
+                on_append,
+                "{toml:?}"
+            );
+        }
+    }
+
+    #[tokio::test]
+    async fn hashing_needs_sane_dimensions() {
         let config = EmbedderConfig {
             kind: EmbedderKind::Hashing,
             ..EmbedderConfig::default()
         };
-        assert!(config.embedder(|_| None).is_err());
+        assert!(config.embedder(|_| None).await.is_err());
         let config = EmbedderConfig {
             dimensions: Some(0),
             ..config
         };
-        assert!(config.embedder(|_| None).is_err());
+        assert!(config.embedder(|_| None).await.is_err());
     }
 
-    #[test]
-    fn a_missing_key_variable_is_named_and_no_key_is_shown() {
+    #[tokio::test]
+    async fn a_missing_key_variable_is_named_and_no_key_is_shown() {
         let config = EmbedderConfig {
             kind: EmbedderKind::Openai,
             api_key_env: Some("MY_KEY".to_owned()),
             ..EmbedderConfig::default()
         };
-        let error = config.embedder(|_| None).err().unwrap();
+        let error = config.embedder(|_| None).await.err().unwrap();
         assert!(error.0.contains("MY_KEY"), "{error}");
-        let built = config.embedder(|n| (n == "MY_KEY").then(|| "sk-secret".to_owned()));
+        let built = config
+            .embedder(|n| (n == "MY_KEY").then(|| "sk-secret".to_owned()))
+            .await;
         assert!(built.unwrap().is_some());
     }
 }

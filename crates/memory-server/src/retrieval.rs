@@ -9,6 +9,7 @@
 //! text_index = "store"        # "store" | "memory" | "directory"; default: "store" when the
 //!                             # store has one (SQL URLs), else "memory"
 //! # text_index_dir = "/var/lib/agent-memory/text"   # with text_index = "directory" only
+//! index_on_append = true      # index each put at once (default), not only at a flush
 //!
 //! [memory.fusion]             # hybrid only
 //! method = "score"            # "score" (weighted min-max scores, default) | "rrf"
@@ -29,7 +30,8 @@
 //! asked for by name.
 //!
 //! Overrides: `AGENT_MEMORY_SERVER_RETRIEVAL`, `AGENT_MEMORY_SERVER_TEXT_INDEX`,
-//! `AGENT_MEMORY_SERVER_TEXT_INDEX_DIR`, `AGENT_MEMORY_SERVER_FUSION` (`method`),
+//! `AGENT_MEMORY_SERVER_TEXT_INDEX_DIR`, `AGENT_MEMORY_SERVER_INDEX_ON_APPEND`,
+//! `AGENT_MEMORY_SERVER_FUSION` (`method`),
 //! `AGENT_MEMORY_SERVER_FUSION_DENSE_WEIGHT`, `..._FUSION_LEXICAL_WEIGHT`,
 //! `..._FUSION_RRF_K`, `..._FUSION_CANDIDATES`.
 
@@ -94,6 +96,10 @@ pub struct MemoryConfig {
     pub text_index: Option<TextIndexKind>,
     /// The directory of `text_index = "directory"`.
     pub text_index_dir: Option<PathBuf>,
+    /// Whether the memory block indexes messages as soon as they are put (`None`: yes), so a
+    /// search finds what was said a moment ago, or only when a `Memory` flush moves them out
+    /// of the short-term window (`false`: a put costs no embedding until a flush).
+    pub index_on_append: Option<bool>,
     /// How a hybrid search fuses its rankings (`[memory.fusion]`).
     pub fusion: FusionConfig,
 }
@@ -474,6 +480,17 @@ impl MemoryConfig {
         }
         if let Some(v) = var("TEXT_INDEX_DIR") {
             self.text_index_dir = Some(PathBuf::from(v.trim()));
+        }
+        if let Some(v) = var("INDEX_ON_APPEND") {
+            self.index_on_append = Some(match v.trim() {
+                "true" => true,
+                "false" => false,
+                _ => {
+                    return Err(ConfigError(format!(
+                        "{ENV_PREFIX}INDEX_ON_APPEND must be true or false"
+                    )));
+                }
+            });
         }
         self.fusion.apply_env(var)
     }

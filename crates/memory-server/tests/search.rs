@@ -289,8 +289,11 @@ async fn assert_tools_escape(what: &str, client: &McpClient) {
 /// message text in raw.) Lexical retrieval on the store's own text index, so the stdio server
 /// (operations of its own over the same store) finds what the HTTP server flushed.
 async fn hostile_text_is_escaped_on_every_path(kind: Kind) {
+    // Batches as flushes cut them (the hostile message with the filler after it), so the
+    // context's recall, asked by the window's filler, finds the hostile one.
     let lexical = |config: &mut memory_server::config::ServerConfig| {
         config.memory.retrieval = Some(RetrievalKind::Lexical);
+        config.memory.index_on_append = Some(false);
     };
     let mut srv = TestServer::start_configured(kind, "hostile", lexical).await;
     let first = json!({"messages": [{"id": "h1", "role": "user", "text": HOSTILE}]});
@@ -474,7 +477,8 @@ async fn memory_lasts_across_restarts_and_replicas(kind: Kind) {
 /// A user's memory is searched across all their sessions (`POST /v1/memory/search`, and MCP
 /// `search_memory` by default for a thread with a user): what Alice's Monday session flushed is
 /// found from anywhere, naming its session; another user, another tenant and a tenant token
-/// naming no user are refused or find nothing.
+/// naming no user are refused or find nothing; and what is put (over HTTP, or MCP's
+/// `remember`) is found at once, with nothing flushed (the default `index_on_append`).
 async fn user_memory_is_searched_across_sessions(kind: Kind) {
     let mut srv = start(kind, "search_user", true).await;
     fill(&srv, TOKEN_ALICE, "monday").await;
@@ -528,6 +532,36 @@ async fn user_memory_is_searched_across_sessions(kind: Kind) {
         here["results"],
         json!([]),
         "this session alone holds nothing: {here}"
+    );
+    // Searchable as soon as stored, with the default token limit (nothing flushed): a put
+    // over HTTP, and MCP's `remember`.
+    let put = json!({"messages": [
+        {"id": "t1", "role": "user", "text": "The quartermaster keeps the brass compass in the attic"},
+    ]});
+    let (s, b) = srv
+        .post("/v1/memory/tuesday/messages", TOKEN_ALICE, &put)
+        .await;
+    assert_eq!((s, b["flushed_messages"].clone()), (200, json!(0)), "{b}");
+    let compass = json!({"query": "quartermaster brass compass attic", "top_k": 3});
+    let (s, b) = srv.post("/v1/memory/search", TOKEN_ALICE, &compass).await;
+    assert_eq!(s, 200, "{b}");
+    assert_eq!(b["results"][0]["session"], "tuesday", "found at once: {b}");
+    assert!(
+        b["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("compass"),
+        "{b}"
+    );
+    let remembered = json!({"session": "wednesday", "messages": [
+        {"id": "w1", "role": "user", "text": "Juniper the falconer trains a kestrel named Pip"},
+    ]});
+    support::tool_ok(&alice, "remember", remembered).await;
+    let kestrel = json!({"session": "friday", "query": "falconer kestrel Pip", "limit": 3});
+    let found = support::tool_ok(&alice, "search_memory", kestrel).await;
+    assert_eq!(
+        found["results"][0]["session"], "wednesday",
+        "found at once: {found}"
     );
     alice.cancel().await.unwrap();
     srv.stop().await;
@@ -637,4 +671,65 @@ fn toml_config() -> memory_server::config::ServerConfig {
         "[mcp]\nname = \"team-memory\"\ninstructions = \"Remember the team's decisions.\"\n",
     )
     .unwrap()
+}
+
+/// `[embedder] kind = "local"`: the BERT model from `AGENT_MEMORY_MODEL_DIR` ranks by meaning
+/// (a question that shares no word with the answer finds it), in the store's own vectors; a
+/// `dimensions` the model does not have, and a directory without a model, are refused at
+/// start with a sentence.
+#[cfg(feature = "local-embedder")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_local_embedder_finds_by_meaning() {
+    let Some(dir) = std::env::var_os(memory_server::embedder::MODEL_DIR_ENV) else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "AGENT_MEMORY_MODEL_DIR must be set in CI: run `cargo xtask fetch-model` first"
+        );
+        eprintln!("AGENT_MEMORY_MODEL_DIR is not set: skipping the local model test outside CI");
+        return;
+    };
+    let local = |dimensions| EmbedderConfig {
+        kind: EmbedderKind::Local,
+        model_dir: Some(dir.clone().into()),
+        dimensions,
+        ..EmbedderConfig::default()
+    };
+    let mut srv = TestServer::start_configured(Kind::Sqlite, "local_embedder", |config| {
+        config.embedder = local(None);
+    })
+    .await;
+    let put = json!({"messages": [
+        {"id": "d1", "role": "user", "text": "We adopted a beagle puppy last spring and named him Biscuit."},
+        {"id": "d2", "role": "user", "text": "The quarterly budget review moved to Thursday afternoon."},
+        {"id": "d3", "role": "user", "text": "My sister teaches chemistry at a school in Porto."},
+    ]});
+    let (s, b) = srv
+        .post("/v1/memory/pets/messages", TOKEN_ALICE, &put)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let question = json!({"query": "What kind of dog does the family own?", "top_k": 1});
+    let (s, b) = srv.post("/v1/memory/search", TOKEN_ALICE, &question).await;
+    assert_eq!(s, 200, "{b}");
+    let best = b["results"][0]["text"].as_str().unwrap_or_default();
+    assert!(best.contains("beagle"), "found by meaning: {b}");
+    srv.stop().await;
+
+    for (embedder, expected) in [
+        (local(Some(12)), "the local model's vectors have 384"),
+        (
+            EmbedderConfig {
+                model_dir: Some(std::env::temp_dir().join("no-model-here")),
+                ..local(None)
+            },
+            "cannot load its model",
+        ),
+    ] {
+        let store = TestStore::new(Kind::Sqlite, "local_embedder_refused");
+        let mut config = support::config(&store);
+        config.embedder = embedder;
+        let Err(error) = memory_server::Server::bind(&config).await else {
+            panic!("refused at start: {expected}");
+        };
+        assert!(error.to_string().contains(expected), "{error}");
+    }
 }

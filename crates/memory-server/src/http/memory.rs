@@ -60,7 +60,8 @@ pub(super) async fn memory_context(
     Ok(Json(state.ops.memory_context(&who, &address, limit).await?))
 }
 
-/// Puts messages into the session's `Memory` (appended, then flushed past its threshold).
+/// Puts messages into the session's `Memory`: appended, indexed for search at once (unless
+/// `[memory] index_on_append = false`), then flushed past its threshold.
 #[utoipa::path(post, path = "/v1/memory/{session}/messages", tag = "memory",
     params(("session" = String, Path, description = "The session id"), MemoryQuery),
     request_body = AppendBody,
@@ -101,8 +102,8 @@ pub struct SearchBody {
     pub top_k: Option<usize>,
 }
 
-/// Searches the session's memory: the batches of the addressed thread its `Memory` flushed to
-/// its memory block, best first, ranked as `[memory] retrieval` says (dense: by meaning, with
+/// Searches the session's memory: the batches of the addressed thread its `Memory` indexed
+/// (as soon as they were put, by default; else when flushed), best first, ranked as `[memory] retrieval` says (dense: by meaning, with
 /// an embedder; lexical: by words, with a text index; hybrid: both fused). 501 when neither an
 /// embedder nor lexical retrieval is configured.
 #[utoipa::path(post, path = "/v1/memory/{session}/search", tag = "memory",
@@ -142,7 +143,7 @@ pub struct UserQuery {
 }
 
 /// Searches a user's memory across all their sessions: the batches every session's `Memory`
-/// flushed to its memory block, best first, ranked as `[memory] retrieval` says, each naming
+/// indexed (as soon as they were put, by default), best first, ranked as `[memory] retrieval` says, each naming
 /// the session it came from. What Dana said last week is found today. 400 for a tenant token
 /// that names no user; 501 when neither an embedder nor lexical retrieval is configured.
 #[utoipa::path(post, path = "/v1/memory/search", tag = "memory",

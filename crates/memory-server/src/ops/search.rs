@@ -17,7 +17,8 @@ pub const MAX_SEARCH_TOP_K: usize = 100;
 /// The results a search that names no `top_k` returns.
 pub const DEFAULT_SEARCH_TOP_K: usize = 5;
 
-/// One result of a memory search: a batch of messages the memory flushed to its vector block.
+/// One result of a memory search: a batch of messages the memory indexed in its vector block
+/// (as soon as they were put, or when flushed: `[memory] index_on_append`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct SearchHitView {
     /// The batch's transcript as the memory shows it to a model: one
@@ -52,7 +53,7 @@ impl Ops {
         self.vector.as_deref()
     }
 
-    /// The `top_k` batches of the session's memory (the addressed thread's flushed messages)
+    /// The `top_k` batches of the session's memory (the addressed thread's indexed messages)
     /// that best match `query`, best first.
     ///
     /// # Errors
@@ -73,7 +74,7 @@ impl Ops {
         Ok(view(block.search(&scope, query, top_k).await?))
     }
 
-    /// The `top_k` batches of a user's memory across all their sessions (their threads' flushed
+    /// The `top_k` batches of a user's memory across all their sessions (their threads' indexed
     /// messages) that best match `query`, best first, each naming its session: the user is a
     /// user-bound token's, or `user` for a tenant token; `agent` narrows to one agent's
     /// sessions.
