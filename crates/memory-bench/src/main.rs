@@ -18,6 +18,7 @@ mod data;
 mod harness;
 mod load;
 mod quality;
+mod quality_server;
 mod remembered;
 mod server;
 mod text_index;

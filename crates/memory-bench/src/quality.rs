@@ -28,6 +28,7 @@ use memory_vector::BertEmbedder;
 use serde_json::{Value, json};
 
 use crate::BenchResult;
+use crate::quality_server::{self, QualityServer};
 use crate::remembered::RememberedEmbedder;
 
 /// The cut-offs of turn-level recall.
@@ -84,6 +85,12 @@ struct QualityCli {
     /// `--lexical sqlite`).
     #[arg(long, default_value = "one")]
     threads: String,
+    /// Also ask through `agent-memory serve` over HTTP, searching with this retrieval
+    /// (`dense`, `lexical` or `hybrid`; repeatable): a server in process with its defaults,
+    /// the local embedder and a SQLite file of its own; each turn one put with the default
+    /// token limit, each question one user-level search (needs `--threads per-session`).
+    #[arg(long = "server")]
+    servers: Vec<String>,
 }
 
 /// One turn of a conversation.
@@ -319,6 +326,20 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         }
         other => return Err(format!("unknown --threads {other:?} (one, per-session)").into()),
     };
+    let mut servers = Vec::new();
+    for name in &cli.servers {
+        let retrieval = quality_server::retrieval(name)?;
+        let Some(db) = sqlite.as_ref().filter(|_| per_session) else {
+            return Err("--server asks at the user's level: add --threads per-session".into());
+        };
+        let dir = db.dir.join(name);
+        std::fs::create_dir_all(&dir)?;
+        servers.push((
+            format!("server:{name}"),
+            QualityServer::start(&dir, retrieval).await?,
+        ));
+    }
+    let mut server_index_seconds: BTreeMap<String, f64> = BTreeMap::new();
     let tenant = TenantId::new("locomo")?;
     let mut fusions: Vec<(String, Fusion)> = Vec::new();
     if cli.fusions.is_empty() {
@@ -469,6 +490,35 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
                 }
             }
         }
+        for (name, server) in &servers {
+            let started = Instant::now();
+            for (i, turn) in turns.iter().enumerate() {
+                let session = format!("{user}-{}", turn.session);
+                server
+                    .put(user.as_str(), &session, &format!("t{i}"), &turn.text)
+                    .await?;
+            }
+            *server_index_seconds.entry(name.clone()).or_default() +=
+                started.elapsed().as_secs_f64();
+            for q in &questions {
+                let started = Instant::now();
+                let found = server.search(user.as_str(), &q.text, 50).await?;
+                latencies
+                    .entry(name.clone())
+                    .or_default()
+                    .push(started.elapsed().as_secs_f64() * 1e3);
+                let found_turns: Vec<&Turn> = found
+                    .into_iter()
+                    .filter_map(|place| turns.get(*turn_at.get(&place)?))
+                    .collect();
+                let ranked: Vec<&str> = found_turns.iter().map(|t| t.dia_id.as_str()).collect();
+                let sessions: Vec<String> = found_turns.iter().map(|t| t.session.clone()).collect();
+                results
+                    .entry(name.clone())
+                    .or_default()
+                    .push((q.category, score(&ranked, &sessions, q)));
+            }
+        }
         if let Some(remembered) = &remembered {
             // Every search-only query was answered from memory.
             if remembered.misses() != embedded {
@@ -485,6 +535,9 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             questions.len()
         );
     }
+    for (_, server) in servers {
+        server.stop().await;
+    }
     if let Some(db) = sqlite {
         db.remove();
     }
@@ -492,7 +545,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
         "lexical": cli.lexical, "analyzer": cli.analyzer, "speaker": cli.speaker, "captions": cli.captions,
         "candidates": cli.candidates,
         "context": cli.context.unwrap_or(DEFAULT_CONTEXT_MESSAGES),
-        "threads": cli.threads,
+        "threads": cli.threads, "servers": cli.servers,
     });
     for (name, scored) in &results {
         let mut groups: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
@@ -540,6 +593,16 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / index_seconds.max(1e-9)),
         })
     );
+    for (name, seconds) in server_index_seconds {
+        println!(
+            "{}",
+            json!({
+                "workload": "quality", "split": cli.split, "threads": cli.threads,
+                "index": format!("{name} (HTTP puts, SQLite FTS5 + SQLite vectors, MiniLM)"),
+                "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / seconds.max(1e-9)),
+            })
+        );
+    }
     Ok(())
 }
 
