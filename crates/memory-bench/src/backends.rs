@@ -22,7 +22,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use memory_core::{HistoryStore, InMemoryHistoryStore, InMemorySessionStore, SessionStore};
+use memory_core::{
+    HistoryStore, InMemoryHistoryStore, InMemorySessionStore, InMemoryVectorStore, SessionStore,
+    VectorStore,
+};
 use memory_layers::WindowCache;
 use memory_redis::RedisStore;
 use memory_sql::SqlStore;
@@ -115,6 +118,9 @@ pub(crate) struct Stores {
     pub(crate) direct_history: Arc<dyn HistoryStore>,
     /// The session state store.
     pub(crate) sessions: Arc<dyn SessionStore>,
+    /// The backend's own vector store (in memory, or in the SQL database or Redis beside the
+    /// history): what a user's long-term memory is searched in.
+    pub(crate) vectors: Arc<dyn VectorStore>,
     counter: Counter,
     temp_db: Option<TempDb>,
     origin: Origin,
@@ -128,21 +134,23 @@ impl Stores {
             history: history(Arc::clone(&direct)),
             direct_history: direct,
             sessions: Arc::new(InMemorySessionStore::new()),
+            vectors: Arc::new(InMemoryVectorStore::new()),
             counter: Counter::None,
             temp_db: None,
             origin: Origin::Shared,
         }
     }
 
-    fn sql(store: SqlStore, temp_db: Option<TempDb>, origin: Origin) -> Self {
-        Self {
+    fn sql(store: SqlStore, temp_db: Option<TempDb>, origin: Origin) -> BenchResult<Self> {
+        Ok(Self {
             history: history(Arc::new(store.clone())),
             direct_history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
+            vectors: Arc::new(store.vector_store()?),
             counter: Counter::Sql(store),
             temp_db,
             origin,
-        }
+        })
     }
 
     fn redis(store: RedisStore, origin: Origin) -> Self {
@@ -150,6 +158,7 @@ impl Stores {
             history: history(Arc::new(store.clone())),
             direct_history: Arc::new(store.clone()),
             sessions: Arc::new(store.clone()),
+            vectors: Arc::new(store.vector_store()),
             counter: Counter::Redis(store),
             temp_db: None,
             origin,
@@ -173,11 +182,12 @@ impl Stores {
             history,
             direct_history,
             sessions,
+            vectors,
             counter,
             temp_db,
             origin,
         } = self;
-        drop((history, direct_history, sessions));
+        drop((history, direct_history, sessions, vectors));
         // A second handle on another's objects leaves their pool open.
         if let (Counter::Sql(store), false) = (counter, matches!(origin, Origin::SameObjects)) {
             store.close().await;
@@ -226,15 +236,12 @@ impl Stores {
                 history: Arc::clone(&self.history),
                 direct_history: Arc::clone(&self.direct_history),
                 sessions: Arc::clone(&self.sessions),
+                vectors: Arc::clone(&self.vectors),
                 counter: self.counter.clone(),
                 temp_db: None,
                 origin: Origin::SameObjects,
             }),
-            Origin::Sql(url) => Ok(Self::sql(
-                sql_store(url).await?,
-                None,
-                Origin::Sql(url.clone()),
-            )),
+            Origin::Sql(url) => Self::sql(sql_store(url).await?, None, Origin::Sql(url.clone())),
             Origin::Redis(url) => Ok(Self::redis(
                 redis_store(url).await?,
                 Origin::Redis(url.clone()),
@@ -484,7 +491,7 @@ fn sqlite_file() -> ConnectFuture {
         let url = format!("sqlite://{}", temp_db.path.display());
         let store = sql_store(&url).await?;
         let origin = Origin::Sql(url);
-        Ok(Stores::sql(store, Some(temp_db), origin))
+        Stores::sql(store, Some(temp_db), origin)
     })
 }
 
@@ -493,21 +500,21 @@ fn sqlite_memory() -> ConnectFuture {
     Box::pin(async {
         let store = sql_store("sqlite::memory:").await?;
         // A second connection to `sqlite::memory:` would be a database of its own.
-        Ok(Stores::sql(store, None, Origin::Shared))
+        Stores::sql(store, None, Origin::Shared)
     })
 }
 
 fn postgres() -> ConnectFuture {
     Box::pin(async {
         let url = url_from_env(POSTGRES_ENV, POSTGRES_DEFAULT);
-        Ok(Stores::sql(sql_store(&url).await?, None, Origin::Sql(url)))
+        Stores::sql(sql_store(&url).await?, None, Origin::Sql(url))
     })
 }
 
 fn mariadb() -> ConnectFuture {
     Box::pin(async {
         let url = url_from_env(MYSQL_ENV, MYSQL_DEFAULT).replacen("mariadb:", "mysql:", 1);
-        Ok(Stores::sql(sql_store(&url).await?, None, Origin::Sql(url)))
+        Stores::sql(sql_store(&url).await?, None, Origin::Sql(url))
     })
 }
 

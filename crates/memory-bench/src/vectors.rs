@@ -31,8 +31,8 @@ const TOP_K: usize = 10;
 /// Texts per timed `embed` call.
 const EMBED_BATCH: usize = 32;
 /// The seed of the points, and that of the queries.
-const POINT_SEED: u64 = 0x5EED_0384_0000_0001;
-const QUERY_SEED: u64 = 0x5EED_0384_0000_0002;
+pub(crate) const POINT_SEED: u64 = 0x5EED_0384_0000_0001;
+pub(crate) const QUERY_SEED: u64 = 0x5EED_0384_0000_0002;
 
 /// The vector store backends: name and description.
 pub(crate) const VECTOR_BACKENDS: [(&str, &str); 2] = [
@@ -110,7 +110,7 @@ impl XorShift {
     }
 
     /// `count` random points with empty payloads.
-    fn points(&mut self, count: usize) -> Vec<VectorPoint> {
+    pub(crate) fn points(&mut self, count: usize) -> Vec<VectorPoint> {
         (0..count)
             .map(|_| VectorPoint {
                 id: self.uuid(),

@@ -26,6 +26,7 @@ mod store_free;
 mod threads;
 mod timer;
 mod turns;
+mod user_search;
 
 /// The context window every workload reads: what the model would get.
 const WINDOW: Window = Window::TokenBudget(30_000);
@@ -74,6 +75,10 @@ pub(crate) enum Workload {
     /// Upsert one document, search after an upsert, and search, on a text index of N documents.
     #[value(alias = "text-index")]
     TextIndex,
+    /// Top-10 search across a user's sessions over N points of 384 dimensions in the backend's
+    /// vector store.
+    #[value(alias = "user-search")]
+    UserSearch,
 }
 
 /// What a workload runs on, and so which backends it takes.
@@ -93,7 +98,7 @@ pub(crate) enum BackendKind {
 
 impl Workload {
     /// Every workload, in the order they run.
-    pub(crate) const ALL: [Workload; 18] = [
+    pub(crate) const ALL: [Workload; 19] = [
         Workload::AgentTurn,
         Workload::AgentRun,
         Workload::MemoryGet,
@@ -112,6 +117,7 @@ impl Workload {
         Workload::Migrate,
         Workload::ServerCost,
         Workload::TextIndex,
+        Workload::UserSearch,
     ];
 
     /// The name used on the command line and in the JSON lines.
@@ -135,6 +141,7 @@ impl Workload {
             Workload::Migrate => "migrate",
             Workload::ServerCost => "server_cost",
             Workload::TextIndex => "text_index",
+            Workload::UserSearch => "user_search",
         }
     }
 
@@ -195,6 +202,11 @@ impl Workload {
                  (top 10) right after an upsert, both, five upserts then a search, and search alone (one line \
                  each, `op`)"
             }
+            Workload::UserSearch => {
+                "top-10 search across a user's sessions (20 points each) over N points of 384 \
+                 dimensions in the backend's own vector store, index throughput beside it \
+                 (N = points)"
+            }
         }
     }
 
@@ -217,13 +229,18 @@ impl Workload {
     /// Whether N counts messages of the data set (and so may not exceed it); the vector
     /// workloads' N counts generated points, and `migrate` cycles the data set's texts.
     pub(crate) fn n_is_messages(self) -> bool {
-        self.backend_kind() != BackendKind::Vector && self != Workload::Migrate
+        self.backend_kind() != BackendKind::Vector
+            && self != Workload::Migrate
+            && self != Workload::UserSearch
     }
 
     /// The sizes measured when `--n` is not given.
     pub(crate) fn default_ns(self) -> &'static [usize] {
         if self == Workload::Migrate {
             return &migrate::MIGRATE_NS;
+        }
+        if self == Workload::UserSearch {
+            return &user_search::USER_SEARCH_NS;
         }
         match self.backend_kind() {
             BackendKind::Vector => &vectors::VECTOR_NS,
@@ -279,6 +296,7 @@ pub(crate) async fn run(
             Workload::SessionRoundtrip => session::session_roundtrip(&ctx, &stores).await?,
             Workload::Migrate => migrate::migrate_workload(&ctx, &stores).await?,
             Workload::ServerCost => server_cost::server_cost(&ctx, &stores).await?,
+            Workload::UserSearch => user_search::user_search(&ctx, &stores).await?,
             Workload::CountTokens
             | Workload::VectorUpsert
             | Workload::VectorSearch
