@@ -12,13 +12,11 @@ use std::sync::Arc;
 
 use memory_core::memory::blocks::{SESSION_KEY, VectorMemoryBlock};
 use memory_core::memory::{MemoryBlock, Recall};
-use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever, Retriever};
 use memory_core::{HistoryStore, Scope, ScopeFilter, SessionStore, TextIndex, UserId, VectorStore};
 use serde_json::Value;
 
-use crate::doubles::WordHashEmbedder;
 use crate::fixtures::{ExpectOk, random_tenant, scope_in};
-use crate::memory::support::{RARE, memory_over, shown_for, tagged_message};
+use crate::memory::support::{RARE, memory_over, shown_for, tagged_message, word_hash_block};
 
 /// A token limit no put of this check reaches: nothing is flushed unless a check asks.
 const ROOMY: u64 = 1_000_000;
@@ -53,25 +51,8 @@ pub async fn appended_messages_are_found_at_once_and_indexed_once(
     vectors: Arc<dyn VectorStore>,
     text: Option<Arc<dyn TextIndex>>,
 ) {
-    let dense: Arc<dyn Retriever> = Arc::new(DenseRetriever::new(
-        Arc::new(WordHashEmbedder),
-        vectors.clone(),
-    ));
-    let retriever: Arc<dyn Retriever> = match &text {
-        Some(text) => Arc::new(HybridRetriever::new(
-            dense,
-            Arc::new(LexicalRetriever::new(text.clone())),
-        )),
-        None => dense,
-    };
     let block = |recall| {
-        Arc::new(
-            VectorMemoryBlock::with_retriever(retriever.clone())
-                .with_recall(recall)
-                .with_index_on_append(true)
-                .with_similarity_top_k(3)
-                .with_retrieval_context_window(1),
-        )
+        Arc::new(word_hash_block(&vectors, text.as_ref(), recall).with_index_on_append(true))
     };
     let user_level = block(Recall::User);
     let memory = |scope: &Scope, block: &Arc<VectorMemoryBlock>, limit: u64| {

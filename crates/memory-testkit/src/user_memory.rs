@@ -13,16 +13,14 @@ use std::sync::Arc;
 use memory_core::forget::{ForgetMode, Forgetter};
 use memory_core::memory::blocks::{SESSION_KEY, VectorMemoryBlock};
 use memory_core::memory::{MemoryBlock, Recall};
-use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever, Retriever};
 use memory_core::{
     ChatMessage, HistoryStore, Memory, Scope, ScopeFilter, SessionStore, TenantId, TextIndex,
     UserId, VectorStore,
 };
 use serde_json::Value;
 
-use crate::doubles::WordHashEmbedder;
 use crate::fixtures::{ExpectOk, random_tenant, scope_in};
-use crate::memory::support::{RARE, memory_over, shown_for, tagged_message};
+use crate::memory::support::{RARE, memory_over, shown_for, tagged_message, word_hash_block};
 
 /// What Dana says on Monday (one rare word a message) and what Ravi says: no word in common.
 const DANA: &[&str] = RARE.split_at(6).0;
@@ -63,25 +61,7 @@ pub async fn user_memory_recalls_across_sessions_never_across_users(
     vectors: Arc<dyn VectorStore>,
     text: Option<Arc<dyn TextIndex>>,
 ) {
-    let dense: Arc<dyn Retriever> = Arc::new(DenseRetriever::new(
-        Arc::new(WordHashEmbedder),
-        vectors.clone(),
-    ));
-    let retriever: Arc<dyn Retriever> = match &text {
-        Some(text) => Arc::new(HybridRetriever::new(
-            dense,
-            Arc::new(LexicalRetriever::new(text.clone())),
-        )),
-        None => dense,
-    };
-    let block = |recall| {
-        Arc::new(
-            VectorMemoryBlock::with_retriever(retriever.clone())
-                .with_recall(recall)
-                .with_similarity_top_k(3)
-                .with_retrieval_context_window(1),
-        )
-    };
+    let block = |recall| Arc::new(word_hash_block(&vectors, text.as_ref(), recall));
     let (user_level, session_level) = (block(Recall::User), block(Recall::Session));
     let (tenant, other_tenant) = (random_tenant(), random_tenant());
     let of = |tenant: &TenantId, user: &str, session: &str| {

@@ -63,41 +63,31 @@ async fn run_all_checks_on_one_store_each() {
 }
 
 /// Long-term memory at the user's level on the in-memory stores (the reference for the
-/// engines' runs).
+/// engines' runs): recall across sessions, memory searchable as soon as stored, and facts
+/// shared by a user's sessions.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn in_memory_user_memory() {
     use std::sync::Arc;
+    let history = || Arc::new(memory_core::InMemoryHistoryStore::new());
+    let sessions = || Arc::new(memory_core::InMemorySessionStore::new());
+    let vectors = || Arc::new(memory_core::InMemoryVectorStore::new());
     memory_testkit::user_memory::user_memory_recalls_across_sessions_never_across_users(
-        Arc::new(memory_core::InMemoryHistoryStore::new()),
-        Arc::new(memory_core::InMemorySessionStore::new()),
-        Arc::new(memory_core::InMemoryVectorStore::new()),
+        history(),
+        sessions(),
+        vectors(),
         None,
     )
     .await;
-}
-
-/// Memory searchable as soon as it is stored, on the in-memory stores (the reference for the
-/// engines' runs).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn in_memory_indexed_on_append() {
-    use std::sync::Arc;
     memory_testkit::indexed_on_append::appended_messages_are_found_at_once_and_indexed_once(
-        Arc::new(memory_core::InMemoryHistoryStore::new()),
-        Arc::new(memory_core::InMemorySessionStore::new()),
-        Arc::new(memory_core::InMemoryVectorStore::new()),
+        history(),
+        sessions(),
+        vectors(),
         None,
     )
     .await;
-}
-
-/// Facts shared by a user's sessions, on the in-memory stores (the reference for the engines'
-/// runs).
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn in_memory_user_facts() {
-    use std::sync::Arc;
     memory_testkit::user_facts::user_facts_are_shared_by_a_users_sessions_only(
-        Arc::new(memory_core::InMemoryHistoryStore::new()),
-        Arc::new(memory_core::InMemorySessionStore::new()),
+        history(),
+        sessions(),
     )
     .await;
 }

@@ -3,10 +3,12 @@
 
 use std::sync::Arc;
 
-use memory_core::memory::{FlushReport, MemoryBlock};
+use memory_core::memory::blocks::VectorMemoryBlock;
+use memory_core::memory::{FlushReport, MemoryBlock, Recall};
+use memory_core::retrieval::{DenseRetriever, HybridRetriever, LexicalRetriever, Retriever};
 use memory_core::{
     ChatMessage, FnTokenCounter, HistoryStore, InMemoryHistoryStore, InMemorySessionStore,
-    InMemoryVectorStore, Memory, Role, Scope, SessionStore, StoredMessage, TokenCounter,
+    InMemoryVectorStore, Memory, Role, Scope, SessionStore, StoredMessage, TextIndex, TokenCounter,
     VectorStore, Window,
 };
 use serde_json::Value;
@@ -260,4 +262,29 @@ pub(super) async fn everything(history: &dyn HistoryStore, scope: &Scope) -> Vec
         .read(scope, Window::Everything)
         .await
         .expect_ok("read everything")
+}
+
+/// A vector block that recalls at `recall` the top 3 batches for the last message, through a
+/// word-hashing dense retriever over `vectors` (64 dimensions), fused with a lexical one over
+/// `text` where given.
+pub(crate) fn word_hash_block(
+    vectors: &Arc<dyn VectorStore>,
+    text: Option<&Arc<dyn TextIndex>>,
+    recall: Recall,
+) -> VectorMemoryBlock {
+    let dense: Arc<dyn Retriever> = Arc::new(DenseRetriever::new(
+        Arc::new(WordHashEmbedder),
+        vectors.clone(),
+    ));
+    let retriever: Arc<dyn Retriever> = match text {
+        Some(text) => Arc::new(HybridRetriever::new(
+            dense,
+            Arc::new(LexicalRetriever::new(text.clone())),
+        )),
+        None => dense,
+    };
+    VectorMemoryBlock::with_retriever(retriever)
+        .with_recall(recall)
+        .with_similarity_top_k(3)
+        .with_retrieval_context_window(1)
 }
