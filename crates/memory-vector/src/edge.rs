@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use async_trait::async_trait;
 use memory_core::vector::{VectorCapabilities, check_vectors};
 use memory_core::{
-    Error, ErrorKind, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
+    Error, ErrorKind, Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorPoint, VectorQuery,
     VectorStore,
 };
 use qdrant_edge::{
@@ -23,8 +23,8 @@ use uuid::Uuid;
 
 use crate::error::{backend, join};
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, Round, check_norms, points_in_scope, qdrant_point_id,
-    scoped, scored_hit, settle, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, Ranked, Round, check_norms, matching, points_in_scope,
+    qdrant_point_id, scoped, scoped_hit, scored_hit, settle, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -54,6 +54,9 @@ const EDGE_CONFIG_FILE: &str = "edge_config.json";
 /// [`count_matching`](VectorStore::count_matching) are supported: a forget counts the points
 /// whose `tenant` (and `user`, `agent`, `session` when named) payload fields match, then
 /// deletes them with one delete-by-filter operation.
+/// [`search_matching`](VectorStore::search_matching) is supported too: one search on the shard
+/// over the points whose scope fields the filter selects (ties by id, then scope key), each hit
+/// with the scope it was stored in (a user's memory across their sessions).
 ///
 /// Only one process may open a directory at a time. Cloning shares the same shard.
 #[derive(Clone)]
@@ -309,8 +312,15 @@ fn delete_where(shard: &EdgeShard, cond: &Cond, action: &'static str) -> Result<
     Ok(n)
 }
 
-fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
-    let filter = to_filter(&scoped(scope_key, query.filter.as_ref())?)?;
+/// The best `query.top_k` points meeting `cond`, each read by `hit` (which leaves out a point
+/// it cannot read), ties at the boundary settled by fetching more.
+fn search_where<H: Ranked>(
+    shard: &EdgeShard,
+    cond: &Cond,
+    query: &VectorQuery,
+    hit: impl Fn(f32, Map<String, Value>) -> Option<H>,
+) -> Result<Vec<H>> {
+    let filter = to_filter(cond)?;
     let mut limit = query.top_k;
     loop {
         let found = shard
@@ -330,7 +340,7 @@ fn search(shard: &EdgeShard, scope_key: &str, query: &VectorQuery) -> Result<Vec
             .map_err(|e| backend(BACKEND, ErrorKind::Backend, "search", e))?;
         let hits = found
             .into_iter()
-            .map(|p| (p.score, scored_hit(scope_key, p.score, json_map(p.payload))))
+            .map(|p| (p.score, hit(p.score, json_map(p.payload))))
             .collect();
         match settle(hits, limit, query) {
             Round::Done(results) => return Ok(results),
@@ -378,7 +388,19 @@ impl VectorStore for QdrantEdgeStore {
     }
 
     fn capabilities(&self) -> VectorCapabilities {
-        VectorCapabilities::none().with_deletes_matching(true)
+        VectorCapabilities::none()
+            .with_deletes_matching(true)
+            .with_searches_matching(true)
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        self.search_matching_op(filter, query)
+            .await
+            .map_err(|e| e.with_backend(BACKEND).with_operation("search_matching"))
     }
 
     async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
@@ -461,9 +483,36 @@ impl QdrantEdgeStore {
             return Ok(Vec::new());
         }
         let key = scope.key();
+        let cond = scoped(&key, query.filter.as_ref())?;
         let query = query.clone();
         Ok(self
-            .with_shard("search", move |shard| search(shard, &key, &query))
+            .with_shard("search", move |shard| {
+                search_where(shard, &cond, &query, |score, payload| {
+                    scored_hit(&key, score, payload)
+                })
+            })
+            .await?
+            .unwrap_or_default())
+    }
+
+    async fn search_matching_op(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        check_vectors([query.vector.as_slice()], self.dimensions()?)?;
+        check_norms([query.vector.as_slice()])?;
+        if query.top_k == 0 {
+            return Ok(Vec::new());
+        }
+        let cond = matching(filter, query.filter.as_ref())?;
+        let (filter, query) = (filter.clone(), query.clone());
+        Ok(self
+            .with_shard("search_matching", move |shard| {
+                search_where(shard, &cond, &query, |score, payload| {
+                    scoped_hit(&filter, score, payload)
+                })
+            })
             .await?
             .unwrap_or_default())
     }

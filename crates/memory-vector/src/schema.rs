@@ -19,8 +19,11 @@
 //! The Qdrant point id is [`qdrant_point_id`]: a UUID v5 of the scope key and the caller's id,
 //! so the same id in two scopes is two points and a retried upsert rewrites the same point.
 
+use std::cmp::Ordering;
+
 use memory_core::{
-    Error, PayloadFilter, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
+    Error, PayloadFilter, Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorPoint,
+    VectorQuery,
 };
 use serde_json::{Map, Value};
 use uuid::Uuid;
@@ -177,6 +180,59 @@ pub(crate) fn scored_hit(
     })
 }
 
+/// A search hit across scopes with `score` when its payload decodes and its stored scope is
+/// one `filter` [matches](ScopeFilter::matches) (the search's condition selects those scopes;
+/// this checks it again).
+pub(crate) fn scoped_hit(
+    filter: &ScopeFilter,
+    score: f32,
+    payload: Map<String, Value>,
+) -> Option<ScopedHit<ScoredPoint>> {
+    let StoredPoint { scope_key, point } = decode_payload(payload)?;
+    let scope = Scope::from_key(&scope_key).ok()?;
+    filter.matches(&scope).then(|| {
+        ScopedHit::new(
+            scope,
+            ScoredPoint {
+                id: point.id,
+                score,
+                payload: point.payload,
+            },
+        )
+    })
+}
+
+/// A search hit as the results order it: by score, then the ties.
+pub(crate) trait Ranked {
+    /// The hit's score.
+    fn score(&self) -> f32;
+    /// The order of two hits of the same score: by ascending id (then scope key).
+    fn tie_order(&self, other: &Self) -> Ordering;
+}
+
+impl Ranked for ScoredPoint {
+    fn score(&self) -> f32 {
+        self.score
+    }
+
+    fn tie_order(&self, other: &Self) -> Ordering {
+        self.id.cmp(&other.id)
+    }
+}
+
+impl Ranked for ScopedHit<ScoredPoint> {
+    fn score(&self) -> f32 {
+        self.hit.score
+    }
+
+    fn tie_order(&self, other: &Self) -> Ordering {
+        self.hit
+            .id
+            .cmp(&other.hit.id)
+            .then_with(|| self.scope.key().cmp(&other.scope.key()))
+    }
+}
+
 /// A scalar a Qdrant `match` condition compares with.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum MatchScalar {
@@ -323,18 +379,27 @@ pub(crate) fn translate_filter(filter: &PayloadFilter) -> Result<Option<Cond>> {
 
 /// The full condition of a scoped read: the scope and, when given, the caller's filter.
 pub(crate) fn scoped(scope_key: &str, filter: Option<&PayloadFilter>) -> Result<Cond> {
-    let scope = Cond::scope(scope_key);
+    with_payload_filter(Cond::scope(scope_key), filter)
+}
+
+/// The full condition of a read across the scopes `scopes` selects and, when given, the
+/// caller's filter.
+pub(crate) fn matching(scopes: &ScopeFilter, filter: Option<&PayloadFilter>) -> Result<Cond> {
+    with_payload_filter(Cond::forget(scopes), filter)
+}
+
+fn with_payload_filter(cond: Cond, filter: Option<&PayloadFilter>) -> Result<Cond> {
     Ok(match filter.map(translate_filter).transpose()?.flatten() {
-        Some(c) => Cond::All(vec![scope, c]),
-        None => scope,
+        Some(c) => Cond::All(vec![cond, c]),
+        None => cond,
     })
 }
 
-/// Orders results as the contract says (decreasing score, ties by id), drops scores below
-/// `min_score` and keeps `top_k`. A NaN score (which no checked vector should produce) ranks
-/// last, never first.
-fn finish_results(mut results: Vec<ScoredPoint>, query: &VectorQuery) -> Vec<ScoredPoint> {
-    results.retain(|r| query.min_score.is_none_or(|min| r.score >= min));
+/// Orders results as the contract says (decreasing score, ties by id, then scope key), drops
+/// scores below `min_score` and keeps `top_k`. A NaN score (which no checked vector should
+/// produce) ranks last, never first.
+fn finish_results<H: Ranked>(mut results: Vec<H>, query: &VectorQuery) -> Vec<H> {
+    results.retain(|r| query.min_score.is_none_or(|min| r.score() >= min));
     let rank = |score: f32| {
         if score.is_nan() {
             f32::NEG_INFINITY
@@ -343,9 +408,9 @@ fn finish_results(mut results: Vec<ScoredPoint>, query: &VectorQuery) -> Vec<Sco
         }
     };
     results.sort_by(|a, b| {
-        rank(b.score)
-            .total_cmp(&rank(a.score))
-            .then(a.id.cmp(&b.id))
+        rank(b.score())
+            .total_cmp(&rank(a.score()))
+            .then_with(|| a.tie_order(b))
     });
     results.truncate(query.top_k);
     results
@@ -381,9 +446,9 @@ fn next_limit(got: &[f32], limit: usize, top_k: usize) -> Option<usize> {
 }
 
 /// What one search round decided: the results, or a larger limit to search again with.
-pub(crate) enum Round {
+pub(crate) enum Round<H> {
     /// The results, ordered and cut as [`finish_results`] does.
-    Done(Vec<ScoredPoint>),
+    Done(Vec<H>),
     /// Search again with this limit (a tie at the `top_k` boundary may have been cut).
     Again(usize),
 }
@@ -391,11 +456,11 @@ pub(crate) enum Round {
 /// Settles a search that asked for `limit` points and found `found`: per point in the engine's
 /// order, its score and its hit (`None` for a point this crate cannot read, which ranks but is
 /// not returned; see [`scored_hit`]).
-pub(crate) fn settle(
-    found: Vec<(f32, Option<ScoredPoint>)>,
+pub(crate) fn settle<H: Ranked>(
+    found: Vec<(f32, Option<H>)>,
     limit: usize,
     query: &VectorQuery,
-) -> Round {
+) -> Round<H> {
     let scores: Vec<f32> = found.iter().map(|(score, _)| *score).collect();
     match next_limit(&scores, limit, query.top_k) {
         Some(next) => Round::Again(next),

@@ -8,7 +8,7 @@ use memory_core::redact::scrub_error;
 use memory_core::vector::VectorCapabilities;
 use memory_core::vector::check_vectors;
 use memory_core::{
-    Error, ErrorKind, Result, Scope, ScopeFilter, ScoredPoint, VectorPoint, VectorQuery,
+    Error, ErrorKind, Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorPoint, VectorQuery,
     VectorStore, url_secrets,
 };
 use qdrant_client::qdrant::{
@@ -25,8 +25,8 @@ use uuid::Uuid;
 use crate::config::QdrantStoreConfig;
 use crate::error::backend;
 use crate::schema::{
-    Cond, INDEXED_FIELDS, MatchScalar, Round, check_norms, points_in_scope, qdrant_point_id,
-    scoped, scored_hit, settle, stored_payload,
+    Cond, INDEXED_FIELDS, MatchScalar, Ranked, Round, check_norms, matching, points_in_scope,
+    qdrant_point_id, scoped, scoped_hit, scored_hit, settle, stored_payload,
 };
 
 /// The backend name the errors of this store carry.
@@ -55,6 +55,9 @@ const BACKEND: &str = "qdrant";
 /// [`count_matching`](VectorStore::count_matching) are supported: a forget counts the points
 /// whose `tenant` (and `user`, `agent`, `session` when named) payload fields match, with one
 /// exact count, then deletes them with one delete-by-filter request that waits for the write.
+/// [`search_matching`](VectorStore::search_matching) is supported too: one search request
+/// over the points whose scope fields the filter selects (ties by id, then scope key), each hit
+/// with the scope it was stored in (a user's memory across their sessions).
 ///
 /// Cloning shares the client and its connection pool.
 #[derive(Clone)]
@@ -395,7 +398,19 @@ impl VectorStore for QdrantStore {
     }
 
     fn capabilities(&self) -> VectorCapabilities {
-        VectorCapabilities::none().with_deletes_matching(true)
+        VectorCapabilities::none()
+            .with_deletes_matching(true)
+            .with_searches_matching(true)
+    }
+
+    async fn search_matching(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        self.search_matching_op(filter, query)
+            .await
+            .map_err(|e| self.scrub(e.with_backend(BACKEND).with_operation("search_matching")))
     }
 
     async fn delete_matching(&self, filter: &ScopeFilter) -> Result<u64> {
@@ -454,14 +469,41 @@ impl QdrantStore {
     }
 
     async fn search_op(&self, scope: &Scope, query: &VectorQuery) -> Result<Vec<ScoredPoint>> {
+        let key = scope.key();
+        let cond = scoped(&key, query.filter.as_ref())?;
+        self.search_where(&cond, query, |score, payload| {
+            scored_hit(&key, score, payload)
+        })
+        .await
+    }
+
+    async fn search_matching_op(
+        &self,
+        filter: &ScopeFilter,
+        query: &VectorQuery,
+    ) -> Result<Vec<ScopedHit<ScoredPoint>>> {
+        let cond = matching(filter, query.filter.as_ref())?;
+        self.search_where(&cond, query, |score, payload| {
+            scoped_hit(filter, score, payload)
+        })
+        .await
+    }
+
+    /// The best `query.top_k` points meeting `cond`, each read by `hit` (which leaves out a
+    /// point it cannot read), ties at the boundary settled by fetching more.
+    async fn search_where<H: Ranked>(
+        &self,
+        cond: &Cond,
+        query: &VectorQuery,
+        hit: impl Fn(f32, Map<String, Value>) -> Option<H>,
+    ) -> Result<Vec<H>> {
         let known = self.known_dimensions().await?;
         check_vectors([query.vector.as_slice()], known)?;
         check_norms([query.vector.as_slice()])?;
         if query.top_k == 0 || known.is_none() {
             return Ok(Vec::new());
         }
-        let key = scope.key();
-        let filter = to_filter(&scoped(&key, query.filter.as_ref())?);
+        let filter = to_filter(cond);
         let mut limit = query.top_k;
         loop {
             let mut request =
@@ -480,9 +522,8 @@ impl QdrantStore {
             let hits = found
                 .into_iter()
                 .map(|p| {
-                    let hit = uuid_of(p.id)
-                        .and_then(|_| scored_hit(&key, p.score, json_payload(p.payload)));
-                    (p.score, hit)
+                    let found = uuid_of(p.id).and_then(|_| hit(p.score, json_payload(p.payload)));
+                    (p.score, found)
                 })
                 .collect();
             match settle(hits, limit, query) {

@@ -112,3 +112,27 @@ async fn forget_survives_a_reopen() {
     assert_eq!(store.count_matching(&gone).await.unwrap(), 0);
     assert_eq!(store.count(&kept).await.unwrap(), 1);
 }
+
+/// Long-term memory at the user's level with its vectors on the embedded engine
+/// (`memory_testkit::user_memory` and `indexed_on_append`: recall across a user's sessions,
+/// never another user's, and each put searchable at once).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn user_memory_on_the_embedded_engine() {
+    use std::sync::Arc;
+    let history = || Arc::new(memory_core::InMemoryHistoryStore::new());
+    let sessions = || Arc::new(memory_core::InMemorySessionStore::new());
+    memory_testkit::user_memory::user_memory_recalls_across_sessions_never_across_users(
+        history(),
+        sessions(),
+        Arc::new(fresh_store().await),
+        None,
+    )
+    .await;
+    memory_testkit::indexed_on_append::appended_messages_are_found_at_once_and_indexed_once(
+        history(),
+        sessions(),
+        Arc::new(fresh_store().await),
+        None,
+    )
+    .await;
+}
