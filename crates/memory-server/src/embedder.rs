@@ -246,12 +246,17 @@ pub struct VectorMemory {
 }
 
 impl MemoryConfig {
-    /// The vector store the configuration names (`stores`' own, or one in memory), and
+    /// The vector store the configuration names (`stores`' own, one in memory, or Qdrant), and
     /// whether it is the server's own (not the store's: `forget` must be given it).
     ///
     /// # Errors
-    /// A [`ConfigError`] for `vector_store = "store"` on a store without a vector store.
-    fn vector_store(&self, stores: &Stores) -> Result<(Arc<dyn VectorStore>, bool), ConfigError> {
+    /// A [`ConfigError`] for `vector_store = "store"` on a store without a vector store, or a
+    /// Qdrant store that cannot be opened.
+    async fn vector_store(
+        &self,
+        stores: &Stores,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<(Arc<dyn VectorStore>, bool), ConfigError> {
         let own = stores.vector_store();
         let kind = self.vector_store.unwrap_or(if own.is_some() {
             VectorStoreKind::Store
@@ -266,6 +271,9 @@ impl MemoryConfig {
                     .to_owned(),
             )),
             (VectorStoreKind::Memory, _) => Ok((Arc::new(InMemoryVectorStore::new()), true)),
+            (VectorStoreKind::Qdrant | VectorStoreKind::QdrantEdge, _) => {
+                Ok((crate::qdrant::open(self, kind, env).await?, true))
+            }
         }
     }
 
@@ -285,7 +293,8 @@ impl MemoryConfig {
             Some(RetrievalKind::Dense | RetrievalKind::Hybrid)
         );
         let (vectors, own) = if dense {
-            self.vector_store(stores)?
+            self.vector_store(stores, |name| std::env::var(name).ok())
+                .await?
         } else {
             (
                 Arc::new(InMemoryVectorStore::new()) as Arc<dyn VectorStore>,

@@ -29,6 +29,7 @@ pub mod error;
 pub mod http;
 pub mod mcp;
 pub mod ops;
+mod qdrant;
 pub mod retrieval;
 
 pub use error::{ErrorCode, OpError, OpResult};

@@ -10,6 +10,10 @@
 //!                             # store has one (SQL URLs), else "memory"
 //! # text_index_dir = "/var/lib/agent-memory/text"   # with text_index = "directory" only
 //! index_on_append = true      # index each put at once (default), not only at a flush
+//! # vector_store = "qdrant"   # or "qdrant-edge" (a build with the `qdrant` feature):
+//! # qdrant_url = "http://127.0.0.1:6334"   # default QDRANT_URL; qdrant_collection,
+//! #                                         # qdrant_api_key_env (the variable, never the key)
+//! # qdrant_dir = "/var/lib/agent-memory/qdrant"   # qdrant-edge
 //!
 //! [memory.fusion]             # hybrid only
 //! method = "score"            # "score" (weighted min-max scores, default) | "rrf"
@@ -31,6 +35,7 @@
 //!
 //! Overrides: `AGENT_MEMORY_SERVER_RETRIEVAL`, `AGENT_MEMORY_SERVER_TEXT_INDEX`,
 //! `AGENT_MEMORY_SERVER_TEXT_INDEX_DIR`, `AGENT_MEMORY_SERVER_INDEX_ON_APPEND`,
+//! `AGENT_MEMORY_SERVER_QDRANT_URL`, `..._QDRANT_COLLECTION`, `..._QDRANT_DIR`,
 //! `AGENT_MEMORY_SERVER_FUSION` (`method`),
 //! `AGENT_MEMORY_SERVER_FUSION_DENSE_WEIGHT`, `..._FUSION_LEXICAL_WEIGHT`,
 //! `..._FUSION_RRF_K`, `..._FUSION_CANDIDATES`.
@@ -67,6 +72,13 @@ pub enum VectorStoreKind {
     /// In the server's memory: lost on restart, and each replica has its own. The default
     /// where the store has no vector store.
     Memory,
+    /// A Qdrant server at `qdrant_url` (gRPC), in `qdrant_collection` (a build with the
+    /// `qdrant` feature): shared by the replicas, for collections larger than an exact scan
+    /// serves.
+    Qdrant,
+    /// Qdrant's embedded engine in the directory `qdrant_dir` (a build with the `qdrant`
+    /// feature): durable, one server per directory.
+    QdrantEdge,
 }
 
 impl VectorStoreKind {
@@ -74,8 +86,10 @@ impl VectorStoreKind {
         match text.trim() {
             "store" => Ok(Self::Store),
             "memory" => Ok(Self::Memory),
+            "qdrant" => Ok(Self::Qdrant),
+            "qdrant-edge" => Ok(Self::QdrantEdge),
             other => Err(ConfigError(format!(
-                "the vector store `{other}` is not one of store, memory"
+                "the vector store `{other}` is not one of store, memory, qdrant, qdrant-edge"
             ))),
         }
     }
@@ -96,6 +110,14 @@ pub struct MemoryConfig {
     pub text_index: Option<TextIndexKind>,
     /// The directory of `text_index = "directory"`.
     pub text_index_dir: Option<PathBuf>,
+    /// The gRPC URL of `vector_store = "qdrant"` (default `QDRANT_URL`).
+    pub qdrant_url: Option<String>,
+    /// The collection of `vector_store = "qdrant"` (default memory-vector's).
+    pub qdrant_collection: Option<String>,
+    /// The environment variable holding the Qdrant API key, if it needs one (never the key).
+    pub qdrant_api_key_env: Option<String>,
+    /// The directory of `vector_store = "qdrant-edge"`.
+    pub qdrant_dir: Option<PathBuf>,
     /// Whether the memory block indexes messages as soon as they are put (`None`: yes), so a
     /// search finds what was said a moment ago, or only when a `Memory` flush moves them out
     /// of the short-term window (`false`: a put costs no embedding until a flush).
@@ -480,6 +502,15 @@ impl MemoryConfig {
         }
         if let Some(v) = var("TEXT_INDEX_DIR") {
             self.text_index_dir = Some(PathBuf::from(v.trim()));
+        }
+        if let Some(v) = var("QDRANT_URL") {
+            self.qdrant_url = Some(v.trim().to_owned());
+        }
+        if let Some(v) = var("QDRANT_COLLECTION") {
+            self.qdrant_collection = Some(v.trim().to_owned());
+        }
+        if let Some(v) = var("QDRANT_DIR") {
+            self.qdrant_dir = Some(PathBuf::from(v.trim()));
         }
         if let Some(v) = var("INDEX_ON_APPEND") {
             self.index_on_append = Some(match v.trim() {

@@ -733,3 +733,69 @@ async fn the_local_embedder_finds_by_meaning() {
         assert!(error.to_string().contains(expected), "{error}");
     }
 }
+
+/// `[memory] vector_store = "qdrant-edge"`: the memory's vectors in Qdrant's engine in a
+/// directory: a put is found by the user-level search at once, a restarted server on the same
+/// directory finds it too, and forgetting the user removes it there (the receipt names the
+/// store). A directory-less configuration is refused at start with a sentence.
+#[cfg(feature = "qdrant")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_users_memory_lives_in_qdrant() {
+    let dir = std::env::temp_dir().join(format!("qdrant-edge-{}", uuid::Uuid::new_v4()));
+    let qdrant = |config: &mut memory_server::config::ServerConfig| {
+        config.embedder = EmbedderConfig {
+            kind: EmbedderKind::Hashing,
+            dimensions: Some(512),
+            ..EmbedderConfig::default()
+        };
+        config.memory.vector_store = Some(memory_server::retrieval::VectorStoreKind::QdrantEdge);
+        config.memory.qdrant_dir = Some(dir.clone());
+    };
+    let mut srv = TestServer::start_configured(Kind::Sqlite, "qdrant_edge", qdrant).await;
+    let put = json!({"messages": [
+        {"id": "q1", "role": "user", "text": "The quartermaster keeps the brass compass in the attic"},
+    ]});
+    let (s, b) = srv
+        .post("/v1/memory/monday/messages", TOKEN_ALICE, &put)
+        .await;
+    assert_eq!(s, 200, "{b}");
+    let query = json!({"query": "quartermaster brass compass attic", "top_k": 3});
+    let (s, before) = srv.post("/v1/memory/search", TOKEN_ALICE, &query).await;
+    assert_eq!(s, 200, "{before}");
+    assert_eq!(before["results"][0]["session"], "monday", "{before}");
+    let mut config = support::config(&srv.store);
+    qdrant(&mut config);
+    // One process per directory: the first server goes before the second opens it.
+    srv.stop().await;
+    let mut restarted = srv.start_replica(&config).await;
+    let (s, after) = restarted
+        .post("/v1/memory/search", TOKEN_ALICE, &query)
+        .await;
+    assert_eq!((s, &after["results"]), (200, &before["results"]), "{after}");
+    let (s, receipt) = restarted
+        .post("/v1/forget", TOKEN_A, &json!({"user": "alice"}))
+        .await;
+    assert_eq!(s, 200, "{receipt}");
+    let qdrant_points = receipt["stores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|store| store["store"] == "memory vectors")
+        .map(|store| store["items"].clone());
+    assert_eq!(qdrant_points, Some(json!(1)), "{receipt}");
+    let (s, gone) = restarted
+        .post("/v1/memory/search", TOKEN_ALICE, &query)
+        .await;
+    assert_eq!((s, gone["results"].clone()), (200, json!([])), "{gone}");
+    restarted.stop().await;
+
+    let store = TestStore::new(Kind::Sqlite, "qdrant_edge_refused");
+    let mut config = support::config(&store);
+    qdrant(&mut config);
+    config.memory.qdrant_dir = None;
+    let Err(error) = memory_server::Server::bind(&config).await else {
+        panic!("a qdrant-edge store without a directory is refused");
+    };
+    assert!(error.to_string().contains("qdrant_dir"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
