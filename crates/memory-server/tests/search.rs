@@ -154,7 +154,13 @@ async fn search_tool_and_recall(kind: Kind) {
 
     let args = json!({"session": "sea", "query": "lighthouse keeper seagulls", "limit": 2});
     let found = ok(&a, "search_memory", args.clone()).await;
-    assert_eq!(found["mode"], "vector", "{found}");
+    // An embedder alone searches hybrid where the store has a text index (SQL), else dense.
+    let mode = if kind == Kind::Redis {
+        "vector"
+    } else {
+        "hybrid"
+    };
+    assert_eq!(found["mode"], mode, "{found}");
     let results = found["results"].as_array().unwrap();
     assert!(!results.is_empty() && results.len() <= 2, "{found}");
     assert!(
