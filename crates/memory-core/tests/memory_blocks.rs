@@ -208,6 +208,87 @@ async fn an_agent_uses_memory_as_a_context_provider() {
     assert_eq!(history.count(session.scope()).await.unwrap().active, 4);
 }
 
+/// As an agent's context provider, a vector block that indexes on append indexes each run's
+/// turn as soon as the agent stored it (whether the agent's store is the memory's or not),
+/// once; over the agent's own store, what the agent's window shows is left out of the
+/// `<memory>` text.
+#[tokio::test]
+async fn an_agents_turn_is_indexed_on_append_through_the_provider() {
+    for shared_store in [true, false] {
+        let model = Arc::new(
+            ScriptedChatModel::new()
+                .reply_text("Noted.")
+                .reply_text("Zanzibar."),
+        );
+        let agent_history = Arc::new(InMemoryHistoryStore::new());
+        let memory_history: Arc<InMemoryHistoryStore> = if shared_store {
+            agent_history.clone()
+        } else {
+            Arc::new(InMemoryHistoryStore::new())
+        };
+        let block = Arc::new(
+            VectorMemoryBlock::new(
+                Arc::new(BagOfWordsTestEmbedder),
+                Arc::new(InMemoryVectorStore::new()),
+            )
+            .with_index_on_append(true),
+        );
+        let memory = Memory::builder(
+            random_scope(),
+            memory_history,
+            Arc::new(InMemorySessionStore::new()),
+        )
+        .block(block.clone())
+        .build()
+        .unwrap();
+        let agent = Agent::builder("helper", model.clone(), agent_history.clone())
+            .window(Window::All)
+            .context_provider(Arc::new(memory))
+            .build()
+            .unwrap();
+        let mut session = AgentSession::new(random_scope());
+        agent
+            .run("My parrot is called Zanzibar.", &mut session)
+            .await
+            .unwrap();
+        let found = block
+            .search(session.scope(), "parrot called Zanzibar", 5)
+            .await
+            .unwrap();
+        let holding: Vec<_> = found
+            .iter()
+            .filter(|hit| hit.text().is_some_and(|t| t.contains("Zanzibar")))
+            .collect();
+        assert_eq!(
+            holding.len(),
+            1,
+            "shared {shared_store}: indexed once: {found:?}"
+        );
+        agent
+            .run("What is my parrot called?", &mut session)
+            .await
+            .unwrap();
+        let sent = model.last_request().unwrap().messages;
+        let memory_text = sent
+            .iter()
+            .filter(|m| m.role == Role::System)
+            .map(ChatMessage::text)
+            .collect::<String>();
+        // Over the agent's own store the memory knows the window the agent shows; over
+        // another, it cannot tell, and recalls the batch.
+        assert_eq!(
+            memory_text.contains("Zanzibar"),
+            !shared_store,
+            "shared {shared_store}: {memory_text:?}"
+        );
+        assert!(
+            sent.iter()
+                .any(|m| m.text().contains("My parrot is called Zanzibar.")),
+            "shared {shared_store}: {sent:?}"
+        );
+    }
+}
+
 /// The text a user could smuggle into a fact or a static block to close the memory and forge
 /// a system message.
 const FORGED: &str =
