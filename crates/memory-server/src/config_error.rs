@@ -11,3 +11,20 @@ pub const ENV_PREFIX: &str = "AGENT_MEMORY_SERVER_";
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct ConfigError(pub String);
+
+/// The secret in the environment variable `name` that the setting `setting` names (an API key),
+/// trimmed, as `env` reads it.
+///
+/// # Errors
+/// A [`ConfigError`] naming the setting and the variable (never a value) when it is unset or
+/// blank.
+pub(crate) fn secret_from_env(
+    env: impl Fn(&str) -> Option<String>,
+    setting: &str,
+    name: &str,
+) -> Result<String, ConfigError> {
+    env(name)
+        .map(|value| value.trim().to_owned())
+        .filter(|value| !value.is_empty())
+        .ok_or_else(|| ConfigError(format!("{setting} names `{name}`, which is not set")))
+}

@@ -40,7 +40,7 @@ use agent_memory::{Embedder, InMemoryVectorStore, Stores, TextIndex, VectorStore
 use memory_vector::HashingEmbedder;
 use serde::Deserialize;
 
-use crate::config_error::ConfigError;
+use crate::config_error::{ConfigError, secret_from_env};
 use crate::retrieval::RetrievalKind;
 pub use crate::retrieval::{MemoryConfig, VectorStoreKind};
 
@@ -183,12 +183,8 @@ impl EmbedderConfig {
                     config = config.with_base_url(url.as_str());
                 }
                 if let Some(name) = &self.api_key_env {
-                    let key = env(name).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
-                        ConfigError(format!(
-                            "embedder.api_key_env names `{name}`, which is not set"
-                        ))
-                    })?;
-                    config = config.with_api_key(key.trim().to_owned());
+                    config =
+                        config.with_api_key(secret_from_env(&env, "embedder.api_key_env", name)?);
                 }
                 let mut builder = OpenAiEmbedder::builder(config);
                 if let Some(d) = self.dimensions()? {

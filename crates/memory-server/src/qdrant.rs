@@ -50,12 +50,11 @@ pub(crate) async fn open(
         store_config = store_config.with_collection(collection.as_str());
     }
     if let Some(name) = &config.qdrant_api_key_env {
-        let key = env(name).filter(|k| !k.trim().is_empty()).ok_or_else(|| {
-            ConfigError(format!(
-                "memory.qdrant_api_key_env names `{name}`, which is not set"
-            ))
-        })?;
-        store_config = store_config.with_api_key(key.trim().to_owned());
+        store_config = store_config.with_api_key(crate::config_error::secret_from_env(
+            &env,
+            "memory.qdrant_api_key_env",
+            name,
+        )?);
     }
     let store = QdrantStore::connect(store_config).map_err(|e| unusable("qdrant", e))?;
     Ok(Arc::new(store))
