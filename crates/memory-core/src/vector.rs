@@ -3,6 +3,7 @@
 mod filter;
 mod in_memory;
 mod layered;
+pub mod quantized;
 
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
