@@ -512,6 +512,7 @@ macro_rules! __vector_checks {
                 search_breaks_ties_by_id,
                 search_top_k_larger_than_count,
                 search_min_score_drops_lower_scores,
+                search_ranks_exactly_beyond_a_few_candidates,
                 filter_eq_matches_field_values,
                 filter_and_requires_every_condition,
                 filter_or_accepts_any_condition,

@@ -491,6 +491,106 @@ pub async fn scope_is_enforced_whatever_the_filter(store: &dyn VectorStore) {
     );
 }
 
+/// The points of [`search_ranks_exactly_beyond_a_few_candidates`]: `n` pseudo-random vectors
+/// (a fixed sequence, so a failure reproduces), with random ids.
+fn scattered_points(seed: u64, n: usize) -> Vec<VectorPoint> {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % 20_001) as f32 / 10_000.0 - 1.0
+    };
+    (0..n)
+        .map(|i| {
+            let v = [next(), next(), next(), next()];
+            point(Uuid::new_v4(), v, json!({"i": i}))
+        })
+        .collect()
+}
+
+/// The exact top `top_k` of `points` for `query` (decreasing cosine similarity, ties by id).
+fn brute_force(points: &[VectorPoint], query: &[f32], top_k: usize) -> Vec<(Uuid, f32)> {
+    let mut scored: Vec<(Uuid, f32)> = points
+        .iter()
+        .map(|p| {
+            (
+                p.id,
+                memory_core::vector::cosine_similarity(query, &p.vector),
+            )
+        })
+        .collect();
+    scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    scored.truncate(top_k);
+    scored
+}
+
+/// Contract: a search returns the exact top `top_k` by cosine similarity with exact scores,
+/// also when a scope holds many more points than `top_k` (a store may rank in two passes, an
+/// approximate one over every point and an exact one over the best candidates: what it
+/// returns is still the exact ranking); and so does `search_matching` over a user's scopes.
+pub async fn search_ranks_exactly_beyond_a_few_candidates(store: &dyn VectorStore) {
+    let tenant = random_scope().tenant().clone();
+    let scopes = ["first", "second", "third"].map(|session| {
+        Scope::session(session)
+            .and_then(|s| s.with_tenant(tenant.as_str()))
+            .and_then(|s| s.with_user("ranked"))
+            .expect("a valid scope")
+    });
+    let mut all = Vec::new();
+    for (i, scope) in scopes.iter().enumerate() {
+        let points = scattered_points(11 + i as u64, 150);
+        upsert(store, scope, &points).await;
+        all.push(points);
+    }
+    let check = |got: Vec<(Uuid, f32)>, expected: Vec<(Uuid, f32)>, what: &str| {
+        assert_eq!(
+            got.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            expected.iter().map(|(id, _)| *id).collect::<Vec<_>>(),
+            "{what}: the exact top points, best first"
+        );
+        for ((id, score), (_, exact)) in got.iter().zip(&expected) {
+            assert!(
+                (score - exact).abs() <= SCORE_TOLERANCE,
+                "{what}: point {id} scores {score}, its cosine similarity is {exact}"
+            );
+        }
+    };
+    for (q, query) in scattered_points(99, 8).iter().enumerate() {
+        for top_k in [1, 10, 40] {
+            let what = format!("query {q}, top {top_k}");
+            let found = search(
+                store,
+                &scopes[0],
+                VectorQuery::new(query.vector.clone(), top_k),
+            )
+            .await
+            .into_iter()
+            .map(|hit| (hit.id, hit.score))
+            .collect();
+            check(found, brute_force(&all[0], &query.vector, top_k), &what);
+            if !store.capabilities().searches_matching {
+                continue;
+            }
+            let user = ScopeFilter::tenant(tenant.clone())
+                .with_user(scopes[0].user().cloned().expect("the scope has a user"));
+            let found = store
+                .search_matching(&user, &VectorQuery::new(query.vector.clone(), top_k))
+                .await
+                .expect_ok("search_matching")
+                .into_iter()
+                .map(|hit| (hit.hit.id, hit.hit.score))
+                .collect();
+            let every: Vec<VectorPoint> = all.iter().flatten().cloned().collect();
+            check(
+                found,
+                brute_force(&every, &query.vector, top_k),
+                &format!("{what}, across the user's scopes"),
+            );
+        }
+    }
+}
+
 /// Contract: point ids are unique *within a scope*: the same id in two scopes is two points,
 /// with their own vectors and payloads.
 pub async fn same_point_id_in_two_scopes(store: &dyn VectorStore) {
