@@ -18,7 +18,7 @@ use crate::prefix::TablePrefix;
 use crate::rows::now_ms;
 
 /// The schema version this build creates and reads.
-pub const SCHEMA_VERSION: u32 = 7;
+pub const SCHEMA_VERSION: u32 = 8;
 
 struct Migration {
     version: u32,
@@ -49,6 +49,7 @@ const MIGRATIONS: &[Migration] = &[
     migration!(5, "thread_epoch", "0005_thread_epoch"),
     migration!(6, "text_index", "0006_text_index"),
     migration!(7, "vectors", "0007_vectors"),
+    migration!(8, "quantized_vectors", "0008_quantized_vectors"),
 ];
 
 impl Migration {

@@ -1,10 +1,12 @@
 //! [`SqlVectorStore`]: a [`VectorStore`] in the store's own database, in the table
-//! `{prefix}vectors` (schema v7), with exact cosine search.
+//! `{prefix}vectors` (schema v7; v8 adds the compact vectors), with exact cosine search.
 //!
 //! No vector extension is assumed (none is installable everywhere this runs): a vector is its
-//! `f32` values, little-endian, in a binary column ([`encoding`]), and a search reads the
-//! vectors of the scope, scores them in process and reads the payloads of the best `top_k`
-//! only, in one read snapshot. The statements are [`statements`].
+//! `f32` values, little-endian, in a binary column ([`encoding`]), beside its compact copy
+//! ([`quantized`](memory_core::vector::quantized)); a search reads the compact vectors of the
+//! scope, scores them in process, then reads the `f32` vectors and payloads of the best
+//! candidates only and scores those exactly, in one read snapshot. The statements are
+//! [`statements`].
 
 mod encoding;
 mod statements;
@@ -13,6 +15,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
+use memory_core::vector::quantized::{QueryScorer, quantize, rescoring_candidates};
 use memory_core::vector::{check_vectors, keep_best_by};
 use memory_core::{
     Error, Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorCapabilities, VectorPoint,
@@ -20,7 +23,7 @@ use memory_core::{
 };
 use uuid::Uuid;
 
-use self::encoding::{QueryVector, decode_vector, encode_vector};
+use self::encoding::{decode_vector, encode_vector};
 use self::statements::VectorSql;
 use crate::dialect::MAX_PARAMS;
 use crate::driver::{Col, Query, Row, Tx};
@@ -34,6 +37,8 @@ use crate::store::SqlStore;
 
 /// The schema version that created `{prefix}vectors`.
 const VECTOR_SCHEMA_VERSION: u32 = 7;
+/// The schema version that added the compact vectors (`quantized`).
+const QUANTIZED_SCHEMA_VERSION: u32 = 8;
 
 /// What one point is called in errors.
 const NOUN: &str = "vector point";
@@ -52,12 +57,18 @@ const NOUN: &str = "vector point";
 ///   prefix has one dimension, recorded in `{prefix}vector_dimensions` by the first upsert:
 ///   every process and replica on the database agrees on it, and a vector of another
 ///   dimension (an embedder changed under existing data, say) is refused with `InvalidInput`.
-/// - **Search** is exact: it reads the vectors of the scope (through the primary key), scores
-///   them by cosine similarity in process, keeps the best `top_k`, then reads only their
-///   payloads, all in one read snapshot; with a payload filter it reads the payloads with the
-///   vectors and evaluates [`PayloadFilter::matches`](memory_core::PayloadFilter::matches) on
-///   them, so every filter is supported. The cost grows with the scope's points (about
-///   1.5 KB a point at 384 dimensions); Qdrant stays the choice for collections of millions.
+/// - **Search** returns exact cosine similarities, in two passes in one read snapshot: it reads
+///   the compact vectors of the scope (one byte a dimension, written beside the `f32` values
+///   from schema v8; a row written before has only its `f32` values, which are read instead)
+///   and scores them in process, keeps the best
+///   [`rescoring_candidates`](memory_core::vector::quantized::rescoring_candidates) (at least
+///   four times `top_k`), then reads only those candidates' `f32` vectors and payloads, scores
+///   them exactly and keeps the best `top_k`. The ranking is exact unless a point of the true
+///   top `top_k` scores, approximately, below every candidate (the approximation errs by about
+///   0.01). With a payload filter the first pass also reads the payloads and evaluates
+///   [`PayloadFilter::matches`](memory_core::PayloadFilter::matches) on them, so every filter
+///   is supported. The cost grows with the scope's points (about 400 bytes a point at 384
+///   dimensions); Qdrant stays the choice for collections of millions.
 #[derive(Clone)]
 pub struct SqlVectorStore {
     rows: ScopedRows,
@@ -94,7 +105,7 @@ impl SqlVectorStore {
         }
         Ok(Self {
             rows: ScopedRows::new(store, "{prefix}vectors", "point_id", NOUN),
-            sql: Arc::new(VectorSql::new(store)),
+            sql: Arc::new(VectorSql::new(store, version >= QUANTIZED_SCHEMA_VERSION)),
             dimensions: Arc::new(OnceLock::new()),
         })
     }
@@ -157,15 +168,16 @@ impl SqlVectorStore {
         let Some(first) = points.first() else {
             return Ok(());
         };
-        let encoded: Vec<(String, Vec<u8>, String)> = points
+        let quantized = self.sql.writes_quantized();
+        let encoded: Vec<EncodedPoint> = points
             .iter()
             .map(|p| {
-                let payload = payload_text(&p.payload, NOUN, p.id)?;
-                Ok((
-                    p.id.hyphenated().to_string(),
-                    encode_vector(&p.vector),
-                    payload,
-                ))
+                Ok(EncodedPoint {
+                    id: p.id.hyphenated().to_string(),
+                    vector: encode_vector(&p.vector),
+                    quantized: quantized.then(|| quantize(&p.vector)),
+                    payload: payload_text(&p.payload, NOUN, p.id)?,
+                })
             })
             .collect::<Result<_>>()?;
         let key = scope.key();
@@ -174,14 +186,19 @@ impl SqlVectorStore {
             .await?;
         let mut rest = encoded.as_slice();
         while !rest.is_empty() {
-            let sizes = rest.iter().map(|(_, v, p)| v.len().saturating_add(p.len()));
-            let n = chunk_len(sizes, VectorSql::PARAMS_PER_ROW);
+            let n = chunk_len(
+                rest.iter().map(EncodedPoint::size),
+                self.sql.params_per_row(),
+            );
             let (chunk, after) = rest.split_at(n.min(rest.len()));
             rest = after;
             let mut q = Query::built(self.store().render(&self.sql.upsert(chunk.len())), true);
-            for (id, vector, payload) in chunk {
-                q = q.text(id).text(&key).args(scope_args(scope));
-                q = q.bytes(vector).text(payload);
+            for point in chunk {
+                q = q.text(&point.id).text(&key).args(scope_args(scope));
+                q = q.bytes(&point.vector).text(&point.payload);
+                if let Some(quantized) = &point.quantized {
+                    q = q.bytes(quantized);
+                }
             }
             tx.execute(CTX, q).await?;
         }
@@ -191,7 +208,8 @@ impl SqlVectorStore {
         Ok(())
     }
 
-    /// The best `top_k` points within `within`, each with its scope key.
+    /// The best `top_k` points within `within`, each with its scope key: the approximate pass
+    /// over every point, then the exact one over its best candidates (see [`SqlVectorStore`]).
     async fn search_rows(
         &self,
         within: Within<'_>,
@@ -206,57 +224,45 @@ impl SqlVectorStore {
             tx.commit(CTX).await?;
             return Ok(Vec::new());
         }
-        let query_vector = QueryVector::new(&query.vector);
-        let keep = |score: f32| query.min_score.is_none_or(|min| score >= min);
+        let scorer = QueryScorer::new(&query.vector);
         let with_payloads = query.filter.is_some();
         let scan = self.scan(within, with_payloads);
         let mut cols = vec![Col::Text, Col::Text, Col::Bytes];
         if with_payloads {
             cols.push(Col::Text);
         }
-        let mut scored = Vec::new();
+        let mut candidates = Vec::new();
         for mut row in tx.fetch(CTX, scan, &cols).await? {
             let key = row.take_text(0)?;
             let id = self.rows.parse_id(&row.take_text(1)?)?;
-            let payload = match &query.filter {
-                Some(filter) => {
-                    let payload = self.rows.parse_payload(&row.take_text(3)?, id)?;
-                    if !filter.matches(&payload) {
-                        continue;
-                    }
-                    Some(payload)
+            if let Some(filter) = &query.filter {
+                let payload = self.rows.parse_payload(&row.take_text(3)?, id)?;
+                if !filter.matches(&payload) {
+                    continue;
                 }
-                None => None,
-            };
-            let score = query_vector.score(&row.take_bytes(2)?, id)?;
-            if keep(score) {
-                scored.push((score, id, key, payload));
             }
+            let score = scorer.score(&row.take_bytes(2)?, &format_args!("{NOUN} {id}"))?;
+            candidates.push((score, id, key));
         }
-        keep_best_by(&mut scored, query.top_k, |a, b| {
-            b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2))
-        });
-        // Without a filter the scan read no payloads: read the best points' now.
-        let mut payloads = if with_payloads {
-            HashMap::new()
-        } else {
-            let wanted: Vec<(&str, String)> = scored
-                .iter()
-                .map(|(_, id, key, _)| (key.as_str(), id.hyphenated().to_string()))
-                .collect();
-            self.payloads(&mut tx, &wanted).await?
-        };
+        keep_best_by(
+            &mut candidates,
+            rescoring_candidates(query.top_k),
+            |a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)).then(a.2.cmp(&b.2)),
+        );
+        let wanted: Vec<(&str, String)> = candidates
+            .iter()
+            .map(|(_, id, key)| (key.as_str(), id.hyphenated().to_string()))
+            .collect();
+        let mut exact = self.rescore(&mut tx, &wanted, &scorer).await?;
         tx.commit(CTX).await?;
-        Ok(scored
-            .into_iter()
-            .filter_map(|(score, id, key, payload)| {
-                let payload = match payload {
-                    Some(payload) => payload,
-                    None => payloads.remove(&(key.clone(), id))?,
-                };
-                Some((key, ScoredPoint { id, score, payload }))
-            })
-            .collect())
+        exact.retain(|hit| query.min_score.is_none_or(|min| hit.1.score >= min));
+        keep_best_by(&mut exact, query.top_k, |a, b| {
+            b.1.score
+                .total_cmp(&a.1.score)
+                .then(a.1.id.cmp(&b.1.id))
+                .then(a.0.cmp(&b.0))
+        });
+        Ok(exact)
     }
 
     /// The scan of the points within `within`: scope key, id, vector (and payload).
@@ -267,7 +273,7 @@ impl SqlVectorStore {
             (Within::Scope(_), true) => Query::shared(&self.sql.scan_with_payloads),
             (Within::Matching(_), _) => {
                 let names: Vec<&str> = columns.iter().map(|(c, _)| *c).collect();
-                let sql = VectorSql::scan_where(&names, with_payloads);
+                let sql = self.sql.scan_where(&names, with_payloads);
                 Query::built(self.store().render(&sql), true)
             }
         };
@@ -277,31 +283,38 @@ impl SqlVectorStore {
         q
     }
 
-    /// The payloads of the points `wanted` names (scope key, stored id), by scope key and id.
-    async fn payloads(
+    /// The points `wanted` names (scope key, stored id) scored exactly from their `f32`
+    /// vectors, with their payloads and scope keys; a point deleted since the first pass is
+    /// not in the snapshot, so it is not here either.
+    async fn rescore(
         &self,
         tx: &mut Tx<'_>,
         wanted: &[(&str, String)],
-    ) -> Result<HashMap<(String, Uuid), serde_json::Map<String, serde_json::Value>>> {
-        const CTX: &str = "read the payloads of vector points";
-        let mut by_point = HashMap::with_capacity(wanted.len());
+        scorer: &QueryScorer<'_>,
+    ) -> Result<Vec<(String, ScoredPoint)>> {
+        const CTX: &str = "score the best vector points exactly";
+        let mut scored = Vec::with_capacity(wanted.len());
         let mut rest = wanted;
         while !rest.is_empty() {
             let n = power_of_two_at_most(rest.len().min(MAX_PARAMS / 2));
             let (chunk, after) = rest.split_at(n.min(rest.len()));
             rest = after;
-            let mut q = Query::built(self.store().render(&VectorSql::payloads(chunk.len())), true);
+            let sql = self.sql.candidates(chunk.len());
+            let mut q = Query::built(self.store().render(&sql), true);
             for (key, id) in chunk {
                 q = q.text(key).text(id);
             }
-            for mut row in tx.fetch(CTX, q, &[Col::Text, Col::Text, Col::Text]).await? {
+            let cols = [Col::Text, Col::Text, Col::Bytes, Col::Text];
+            for mut row in tx.fetch(CTX, q, &cols).await? {
                 let key = row.take_text(0)?;
                 let id = self.rows.parse_id(&row.take_text(1)?)?;
-                let payload = self.rows.parse_payload(&row.take_text(2)?, id)?;
-                by_point.insert((key, id), payload);
+                let vector = row.take_bytes(2)?;
+                let score = scorer.score_exactly(&vector, &format_args!("{NOUN} {id}"))?;
+                let payload = self.rows.parse_payload(&row.take_text(3)?, id)?;
+                scored.push((key, ScoredPoint { id, score, payload }));
             }
         }
-        Ok(by_point)
+        Ok(scored)
     }
 
     async fn get_rows(&self, scope: &Scope, ids: &[Uuid]) -> Result<Vec<VectorPoint>> {
@@ -336,6 +349,25 @@ impl SqlVectorStore {
             vector,
             payload,
         })
+    }
+}
+
+/// A point as an upsert binds it.
+struct EncodedPoint {
+    id: String,
+    vector: Vec<u8>,
+    /// The compact vector, when the schema has its column (v8).
+    quantized: Option<Vec<u8>>,
+    payload: String,
+}
+
+impl EncodedPoint {
+    /// The bytes it binds (for the statement size limit).
+    fn size(&self) -> usize {
+        self.vector
+            .len()
+            .saturating_add(self.payload.len())
+            .saturating_add(self.quantized.as_ref().map_or(0, Vec::len))
     }
 }
 

@@ -1,5 +1,5 @@
-//! Vectors as their rows store them: `f32` values, little-endian, 4 bytes a dimension; and
-//! the cosine similarity of a stored vector to a query, computed on the bytes.
+//! Vectors as their rows store them: `f32` values, little-endian, 4 bytes a dimension (a
+//! search scores the bytes with [`QueryScorer`](memory_core::vector::quantized::QueryScorer)).
 
 use memory_core::{Error, Result};
 use uuid::Uuid;
@@ -35,43 +35,6 @@ fn values(bytes: &[u8]) -> impl Iterator<Item = f32> + '_ {
     values.iter().map(|b| f32::from_le_bytes(*b))
 }
 
-/// A query vector with its norm, scoring stored vectors without decoding them into a `Vec`.
-pub(super) struct QueryVector<'q> {
-    values: &'q [f32],
-    norm: f32,
-}
-
-impl<'q> QueryVector<'q> {
-    pub(super) fn new(values: &'q [f32]) -> Self {
-        let norm = values.iter().map(|x| x * x).sum::<f32>().sqrt();
-        Self { values, norm }
-    }
-
-    /// The cosine similarity of the stored vector `bytes` to the query (0 when either is all
-    /// zeros).
-    ///
-    /// # Errors
-    /// `Serialization` naming the point when the bytes are not a vector of the query's
-    /// dimension.
-    pub(super) fn score(&self, bytes: &[u8], id: Uuid) -> Result<f32> {
-        check_length(bytes, id)?;
-        if bytes.len() / 4 != self.values.len() {
-            return Err(Error::serialization(format!(
-                "the stored vector of vector point {id} has {} dimensions; the store records {}",
-                bytes.len() / 4,
-                self.values.len()
-            )));
-        }
-        let (mut dot, mut stored_sq) = (0f32, 0f32);
-        for (q, v) in self.values.iter().zip(values(bytes)) {
-            dot += q * v;
-            stored_sq += v * v;
-        }
-        let denom = self.norm * stored_sq.sqrt();
-        Ok(if denom == 0.0 { 0.0 } else { dot / denom })
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -88,27 +51,12 @@ mod tests {
     }
 
     #[test]
-    fn scores_are_cosine_similarities() {
-        let q = [1.0, 0.0, 0.0];
-        let query = QueryVector::new(&q);
-        let id = Uuid::nil();
-        let score = |v: &[f32]| query.score(&encode_vector(v), id).unwrap();
-        assert!((score(&[2.0, 0.0, 0.0]) - 1.0).abs() < 1e-6);
-        assert!((score(&[1.0, 1.0, 0.0]) - std::f32::consts::FRAC_1_SQRT_2).abs() < 1e-6);
-        assert_eq!(score(&[0.0, 0.0, 0.0]), 0.0);
-        assert!((score(&[-1.0, 0.0, 0.0]) + 1.0).abs() < 1e-6);
-    }
-
-    #[test]
     fn corrupt_bytes_are_errors_naming_the_point() {
         let id = Uuid::from_u128(7);
-        for bytes in [&[][..], &[0u8, 0, 0][..], &[0u8; 8][..]] {
-            let err = QueryVector::new(&[1.0, 0.0, 0.0])
-                .score(bytes, id)
-                .unwrap_err();
+        for bytes in [&[][..], &[0u8, 0, 0][..], &[1, 2, 3, 4, 5][..]] {
+            let err = decode_vector(bytes, id).unwrap_err();
             assert_eq!(err.kind(), memory_core::ErrorKind::Serialization);
             assert!(err.message().contains(&id.to_string()), "{err}");
         }
-        assert!(decode_vector(&[1, 2, 3, 4, 5], id).is_err());
     }
 }

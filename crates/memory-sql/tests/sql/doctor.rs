@@ -102,7 +102,7 @@ async fn sqlite_file_at_an_old_version_reports_its_pending_migrations_and_stays_
     store.close().await;
     let found = inspect(&url, &config("old_")).await.unwrap();
     assert_eq!(found.schema_version, 3);
-    assert_eq!(pending_versions(&found), [4, 5, 6, 7]);
+    assert_eq!(pending_versions(&found), [4, 5, 6, 7, 8]);
     assert_eq!(found.pending[1].1, "thread_epoch");
     assert_eq!(status(&found, "schema version"), Some(CheckStatus::Ok));
     let pending = found
@@ -322,7 +322,7 @@ mod servers {
         assert!(!before.is_empty());
         let found = inspect(url, &config(&prefix)).await.unwrap();
         assert_eq!(found.schema_version, 2);
-        assert_eq!(pending_versions(&found), [3, 4, 5, 6, 7]);
+        assert_eq!(pending_versions(&found), [3, 4, 5, 6, 7, 8]);
         let store = SqlStore::builder(url)
             .config(config(&prefix).__schema_version(2))
             .connect()

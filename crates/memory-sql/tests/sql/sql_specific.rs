@@ -170,7 +170,7 @@ async fn upgrade_from_v1(target: Target) {
     .await;
     raw.exec(&format!("ALTER TABLE {prefix}threads DROP COLUMN epoch"))
         .await;
-    // v7: the vector tables.
+    // v7: the vector tables (and with them v8's compact vectors' column).
     raw.exec(&format!("DROP TABLE {prefix}vectors")).await;
     raw.exec(&format!("DROP TABLE {prefix}vector_dimensions"))
         .await;
@@ -187,7 +187,7 @@ async fn upgrade_from_v1(target: Target) {
     // Opening with this build upgrades it and keeps the data.
     let store = open(&url, &prefix).await;
     assert_eq!(store.schema_version().await.unwrap(), SCHEMA_VERSION);
-    assert_eq!(SCHEMA_VERSION, 7);
+    assert_eq!(SCHEMA_VERSION, 8);
     assert!(has_index(&raw, &messages_table, &index).await);
     let all = store.read(&scope, Window::Everything).await.unwrap();
     let got: Vec<&ChatMessage> = all.iter().map(|m| &*m.message).collect();
@@ -198,7 +198,7 @@ async fn upgrade_from_v1(target: Target) {
     let versions = raw
         .int(&format!("SELECT COUNT(*) FROM {prefix}schema_migrations"))
         .await;
-    assert_eq!(versions, 7, "one row per applied version");
+    assert_eq!(versions, 8, "one row per applied version");
     // v6 made the text table again, with its index.
     {
         use memory_core::lexical::{TextDocument, TextIndex, TextQuery};

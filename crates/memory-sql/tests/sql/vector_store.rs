@@ -137,6 +137,82 @@ async fn a_corrupt_stored_vector_is_an_error_naming_the_point() {
     }
 }
 
+/// Points written at schema v7 (no compact copy of their vector) are found with exact scores
+/// after the upgrade to v8, beside points written since; a store held at v7 searches its own
+/// tables too; a point written again after the upgrade gains its compact copy.
+#[tokio::test]
+async fn points_written_before_compact_vectors_are_still_found_exactly() {
+    for (url, prefix) in databases() {
+        // The prefix after the config, which carries a prefix of its own.
+        let old = SqlStore::builder(&url)
+            .config(SqlConfig::new().__schema_version(7))
+            .table_prefix(&prefix)
+            .connect()
+            .await
+            .unwrap();
+        let s = scope("t1", "dana", "monday");
+        let before: Vec<VectorPoint> = (0..40u8)
+            .map(|i| point(u128::from(i), vec![1.0, f32::from(i) / 10.0]))
+            .collect();
+        let vectors = old.vector_store().unwrap();
+        vectors.upsert(&s, &before).await.unwrap();
+        let query = VectorQuery::new(vec![1.0, 0.0], 3);
+        let ids = |hits: &[memory_core::ScoredPoint]| hits.iter().map(|h| h.id).collect::<Vec<_>>();
+        let at_v7 = vectors.search(&s, &query).await.unwrap();
+        assert_eq!(ids(&at_v7), [0, 1, 2].map(Uuid::from_u128), "{url}");
+        old.close().await;
+
+        let store = support::open(&url, &prefix).await;
+        assert_eq!(store.schema_version().await.unwrap(), 8, "{url}");
+        let vectors = store.vector_store().unwrap();
+        let raw = Raw::connect(&url).await;
+        let without = raw
+            .int(&format!(
+                "SELECT COUNT(*) FROM {prefix}vectors WHERE quantized IS NULL"
+            ))
+            .await;
+        assert_eq!(without, 40, "{url}: the old rows have no compact copy");
+        // A new point, closer to the query than any old one but the first.
+        let newer = point(100, vec![1.0, 0.05]);
+        vectors.upsert(&s, &[newer]).await.unwrap();
+        // An old point written again gains its compact copy.
+        vectors.upsert(&s, &before[39..]).await.unwrap();
+        assert_eq!(
+            raw.int(&format!(
+                "SELECT COUNT(*) FROM {prefix}vectors WHERE quantized IS NULL"
+            ))
+            .await,
+            39,
+            "{url}"
+        );
+        let found = vectors.search(&s, &query).await.unwrap();
+        assert_eq!(
+            ids(&found),
+            [0, 100, 1].map(Uuid::from_u128),
+            "{url}: old and new points ranked together"
+        );
+        let expected_new = 1.0 / (1.0f32 + 0.05 * 0.05).sqrt();
+        assert!(
+            (found[0].score - 1.0).abs() < 1e-6,
+            "{url}: {}",
+            found[0].score
+        );
+        assert!(
+            (found[1].score - expected_new).abs() < 1e-6,
+            "{url}: {} against {expected_new}",
+            found[1].score
+        );
+        assert_eq!(
+            found[0].score, at_v7[0].score,
+            "{url}: the same exact score as before"
+        );
+        assert_eq!(found[2].score, at_v7[1].score, "{url}");
+        store.close().await;
+        raw.drop_tables(&prefix).await;
+        raw.close().await;
+    }
+}
+
 /// A store held at schema version 6 has no vector table: asking for the store is a typed
 /// error; the default open upgrades the tables, and it works.
 #[tokio::test]
