@@ -227,14 +227,14 @@ impl Connection {
         }
     }
 
-    /// Sends a pipeline to one node (`route`: a slot of that node on a cluster) as one round
-    /// trip, within the call budget; returns one reply per command, a failed command's as
+    /// Sends a pipeline to one node (`route`: that node on a cluster, by a slot or a key of
+    /// it; any node without one) as one round trip, within the call budget; returns one reply per command, a failed command's as
     /// [`Value::ServerError`].
     pub(crate) async fn send_pipeline(
         &self,
         what: &str,
         pipe: &Pipeline,
-        route: Option<u16>,
+        route: Option<Route>,
     ) -> Result<Vec<Value>> {
         use redis::aio::ConnectionLike;
 
@@ -247,9 +247,7 @@ impl Connection {
                 }
                 (Conn::Cluster(conn), route) => {
                     let routing = match route {
-                        Some(slot) => {
-                            SingleNodeRoutingInfo::SpecificNode(Route::new(slot, SlotAddr::Master))
-                        }
+                        Some(route) => SingleNodeRoutingInfo::SpecificNode(route),
                         None => SingleNodeRoutingInfo::Random,
                     };
                     conn.clone()

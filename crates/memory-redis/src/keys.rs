@@ -42,6 +42,7 @@
 //! | `{prefix}:{<tenant>\|<user>}:vscopes` | set | the scope keys of the user's scopes that hold points |
 //! | `{prefix}:{<tenant>\|<user>}:vvec:<scope key>` | hash | point id (hyphenated UUID) → its vector, `4 × dimension` bytes of f32 little-endian |
 //! | `{prefix}:{<tenant>\|<user>}:vpay:<scope key>` | hash | point id → its payload (a JSON object) |
+//! | `{prefix}:{<tenant>\|<user>}:vq8:<scope key>` | hash | point id → its compact vector, `4 + dimension` bytes (an f32 scale, then one i8 a dimension of the unit vector: `memory_core::vector::quantized`), which a search scans |
 //! | `{prefix}:{<tenant>\|<user>}:vack:<scope key>` | string | `<nonce> <reply>` of the scope's last point delete or clear, for 5 minutes |
 //! | `{prefix}:{<tenant>\|<user>}:vack` | string | `<nonce> <reply>` of the user's last `delete_matching` step, for 5 minutes |
 
@@ -228,6 +229,9 @@ pub(crate) struct VectorKeys {
     pub(crate) vectors: String,
     /// Point id → payload JSON.
     pub(crate) payloads: String,
+    /// Point id → compact vector ([`quantized`](memory_core::vector::quantized)), which a
+    /// search scans before it reads the best points' vectors.
+    pub(crate) compact: String,
     /// The acknowledgement of the scope's last delete or clear.
     pub(crate) ack: String,
 }
@@ -241,6 +245,7 @@ impl VectorKeys {
             scopes: vector_scopes(prefix, tenant, user),
             vectors: user_key(prefix, tenant, user, &format!("vvec:{scope_key}")),
             payloads: user_key(prefix, tenant, user, &format!("vpay:{scope_key}")),
+            compact: user_key(prefix, tenant, user, &format!("vq8:{scope_key}")),
             ack: user_key(prefix, tenant, user, &format!("vack:{scope_key}")),
         }
     }
@@ -450,7 +455,7 @@ mod tests {
         assert_eq!(keys[0].payloads, "am:{t-1|u@x}:vpay:t-1|u@x|~|history|s-1");
         assert_eq!(keys[0].scopes, "am:{t-1|u@x}:vscopes");
         for k in &keys {
-            for key in [&k.scopes, &k.vectors, &k.payloads, &k.ack] {
+            for key in [&k.scopes, &k.vectors, &k.payloads, &k.compact, &k.ack] {
                 assert_eq!(hash_tag(key), "t-1|u@x", "{key}: one slot per user");
             }
             assert_eq!(
@@ -461,7 +466,11 @@ mod tests {
         }
         for (i, a) in keys.iter().enumerate() {
             for b in &keys[i + 1..] {
-                for (x, y) in [(&a.vectors, &b.vectors), (&a.payloads, &b.payloads)] {
+                for (x, y) in [
+                    (&a.vectors, &b.vectors),
+                    (&a.payloads, &b.payloads),
+                    (&a.compact, &b.compact),
+                ] {
                     assert_ne!(x, y, "two scopes never share a key");
                 }
                 assert_ne!(a.ack, b.ack);
@@ -505,7 +514,13 @@ mod tests {
             .with_user("u")
             .unwrap();
         let keys = VectorKeys::new("am", &meta);
-        for key in [&keys.scopes, &keys.vectors, &keys.payloads, &keys.ack] {
+        for key in [
+            &keys.scopes,
+            &keys.vectors,
+            &keys.payloads,
+            &keys.compact,
+            &keys.ack,
+        ] {
             for what in [
                 Listed::Threads,
                 Listed::Sessions,

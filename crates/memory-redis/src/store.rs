@@ -14,6 +14,7 @@ use redis::Cmd;
 use redis::Value;
 use redis::aio::ConnectionManager;
 use redis::cluster_async::ClusterConnection;
+use redis::cluster_routing::{Route, SlotAddr};
 
 use crate::config::{Endpoint, Overflow, RedisConfig};
 use crate::conn::{Connection, pipeline_integer};
@@ -298,6 +299,20 @@ impl RedisStore {
         self.inner.conn.send_pipeline(what, pipe, None).await
     }
 
+    /// Sends a pipeline whose keys all lie in the slot of `key` to the node that serves it (on
+    /// a single server: to the server), as one round trip.
+    pub(crate) async fn send_pipeline_in_slot_of(
+        &self,
+        what: &str,
+        pipe: &redis::Pipeline,
+        key: &str,
+    ) -> Result<Vec<Value>> {
+        let route = self
+            .is_cluster()
+            .then(|| Route::with_key(key, SlotAddr::Master));
+        self.inner.conn.send_pipeline(what, pipe, route).await
+    }
+
     /// Whether each of `keys` exists (see [`each`](Self::each)).
     pub(crate) async fn exist(&self, what: &str, keys: &[String]) -> Result<Vec<bool>> {
         self.each(what, "EXISTS", keys)
@@ -456,6 +471,7 @@ impl RedisStore {
         for (data, _, _) in batch {
             exists.cmd("EXISTS").arg(data);
         }
+        let node = node.map(|slot| Route::new(slot, SlotAddr::Master));
         let found = self.inner.conn.send_pipeline(what, &exists, node).await?;
         let mut gone = Vec::new();
         for (pair, reply) in batch.iter().zip(found) {

@@ -16,6 +16,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use memory_core::vector::check_vectors;
+use memory_core::vector::quantized::quantize;
 use memory_core::{
     Result, Scope, ScopeFilter, ScopedHit, ScoredPoint, VectorCapabilities, VectorPoint,
     VectorQuery, VectorStore,
@@ -39,22 +40,29 @@ use crate::store::{RedisStore, request_nonce};
 /// Every store object on the same server (or cluster) and prefix sees the same points.
 ///
 /// # Storage
-/// Each scope's points are two hashes, point id → vector (its f32 values as little-endian
-/// bytes: 4 bytes a dimension) and point id → payload (JSON); every key of one *user* (tenant
-/// and user) is in one cluster slot, under the hash tag `{<tenant>|<user or ~>}`, with a set
-/// of the user's scopes that hold points, and each tenant has a set of its users. See the
-/// crate's README, "Vector store", for the key layout.
+/// Each scope's points are three hashes, point id → vector (its f32 values as little-endian
+/// bytes: 4 bytes a dimension), point id → payload (JSON) and point id → compact vector (one
+/// byte a dimension: [`quantized`](memory_core::vector::quantized)); every key of one *user*
+/// (tenant and user) is in one cluster slot, under the hash tag `{<tenant>|<user or ~>}`,
+/// with a set of the user's scopes that hold points, and each tenant has a set of its users.
+/// See the crate's README, "Vector store", for the key layout.
 ///
 /// # Behavior
-/// - **Search is exact**: one `HGETALL` reads the scope's vectors, the client scores each by
-///   cosine similarity (Lua would block the server) and ranks them (ties by ascending id), then
-///   reads payloads only for the best points: the `top_k` (one `HMGET`), or, with a
-///   [`PayloadFilter`](memory_core::PayloadFilter), page after page of the ranking until
-///   `top_k` match. Every filter is supported (evaluated with `PayloadFilter::matches`). Its
-///   cost grows with the scope (vectors are transferred, not payloads): it suits the scopes
-///   of one user's memory, thousands of points, not millions. The two reads are not one
-///   snapshot: a point deleted between them is left out, one replaced between them is scored
-///   by its old vector.
+/// - **Search returns exact cosine similarities**, in two passes computed in the client (Lua
+///   would block the server): one pipeline reads the compact vectors (and point count) of
+///   every searched scope of a user, up to 256 scopes a pipeline (a scope with points stored
+///   before compact vectors were kept has its f32 vectors read instead), and scores them;
+///   then one pipeline per user reads the f32 vectors and payloads of the best
+///   [`rescoring_candidates`](memory_core::vector::quantized::rescoring_candidates) (at
+///   least four times `top_k`), which are scored exactly and ranked (ties by ascending id,
+///   then scope key); with a [`PayloadFilter`](memory_core::PayloadFilter), pages of further
+///   candidates follow until `top_k` match. Every filter is supported (evaluated with
+///   `PayloadFilter::matches`). The ranking is exact unless a point of the true top `top_k`
+///   scores, approximately, below every candidate (the approximation errs by about 0.01).
+///   Its cost grows with the scopes' points (a quarter of their f32 bytes are transferred,
+///   not payloads): it suits one user's memory, tens of thousands of points, not millions.
+///   The passes are not one snapshot: a point deleted between them is left out, one replaced
+///   between them is ranked by its old compact vector and scored by its new one.
 /// - **One dimension per store**, recorded in Redis by the first upsert (`SET` if absent, in a
 ///   script), so every process agrees: an upsert of another dimension is
 ///   [`InvalidInput`](memory_core::ErrorKind::InvalidInput), as is a search by another
@@ -68,10 +76,9 @@ use crate::store::{RedisStore, request_nonce};
 ///   and `clear` one script each, which remember their reply for five minutes so a request
 ///   re-sent by the cluster client returns it rather than 0 (see "Re-sent requests" on
 ///   [`RedisStore`]).
-/// - `search_matching` is supported: the users of the filter as below, then each selected
-///   scope searched as `search` does, the hits merged (best `top_k`, ties by id then scope
-///   key). A user's memory across their sessions is one `SMEMBERS` and two reads a session,
-///   several sessions at a time.
+/// - `search_matching` is supported: the users of the filter as below, then their selected
+///   scopes searched together as `search` searches one. A user's memory across their
+///   sessions is one `SMEMBERS` and two pipelines (one more for each 256 sessions).
 /// - `delete_matching` and `count_matching` are supported: the users of the filter (its user,
 ///   or every user in the tenant's set, read with `SSCAN`), then per user one `SMEMBERS` of
 ///   its scopes and one script over those the filter selects, several users at a time. A user
@@ -171,6 +178,7 @@ impl RedisVectorStore {
                 point.id.to_string(),
                 vector_bytes(&point.vector),
                 payload_json(&what, &point.payload)?,
+                quantize(&point.vector),
             ));
         }
         // The user joins the tenant's set before any point is written (a stale member is
@@ -183,17 +191,22 @@ impl RedisVectorStore {
         check_vectors(points.iter().map(|p| p.vector.as_slice()), Some(recorded))?;
         let scope_key = scope.key();
         let mut args: Vec<&[u8]> =
-            Vec::with_capacity(encoded.len().saturating_mul(3).saturating_add(1));
+            Vec::with_capacity(encoded.len().saturating_mul(4).saturating_add(1));
         args.push(scope_key.as_bytes());
-        for (id, vector, payload) in &encoded {
-            args.extend([id.as_bytes(), vector.as_slice(), payload.as_bytes()]);
+        for (id, vector, payload, compact) in &encoded {
+            args.extend([
+                id.as_bytes(),
+                vector.as_slice(),
+                payload.as_bytes(),
+                compact.as_slice(),
+            ]);
         }
         let reply = self
             .store
             .eval(
                 &what,
                 &SCRIPTS.vector_upsert,
-                &[&keys.scopes, &keys.vectors, &keys.payloads],
+                &[&keys.scopes, &keys.vectors, &keys.payloads, &keys.compact],
                 &args,
             )
             .await?;
@@ -265,7 +278,13 @@ impl RedisVectorStore {
             .eval(
                 &what,
                 &SCRIPTS.vector_delete,
-                &[&keys.scopes, &keys.vectors, &keys.payloads, &keys.ack],
+                &[
+                    &keys.scopes,
+                    &keys.vectors,
+                    &keys.payloads,
+                    &keys.ack,
+                    &keys.compact,
+                ],
                 &args,
             )
             .await?;

@@ -77,7 +77,7 @@ impl RedisVectorStore {
             .collect();
         let mut script_keys: Vec<&str> = vec![user_scopes, ack];
         for k in &scope_hashes {
-            script_keys.extend([k.vectors.as_str(), k.payloads.as_str()]);
+            script_keys.extend([k.vectors.as_str(), k.payloads.as_str(), k.compact.as_str()]);
         }
         let mut args: Vec<&[u8]> = vec![mode.arg().as_bytes(), nonce.as_bytes()];
         args.extend(scope_keys.iter().map(|k| k.as_bytes()));

@@ -397,6 +397,61 @@ async fn delete_matching_leaves_no_trace_of_the_user() {
     assert_eq!(vectors.count_matching(&whole).await.unwrap(), 1);
 }
 
+/// Points stored before the store kept compact vectors (a vector and a payload, no compact
+/// copy) are still found, with exact scores, beside points written since, by `search` and by
+/// `search_matching`.
+#[tokio::test]
+async fn points_without_a_compact_copy_are_still_found_exactly() {
+    // Vectors of 2 dimensions: a prefix of the test's own.
+    let prefix = fresh_prefix();
+    let vectors = standalone_store_for_vectors(&prefix).await.vector_store();
+    let tenant = tenant();
+    let scope = scope_of(&tenant, Some("u"), "s");
+    // The store records the dimension and the scope; then older points are written as a
+    // store of an earlier version wrote them.
+    vectors
+        .upsert(&scope, &[point(100, vec![1.0, 0.05])])
+        .await
+        .unwrap();
+    let mut conn = raw().await;
+    let base = format!("{prefix}:{{{tenant}|u}}");
+    for n in 0..40u8 {
+        let old = point(u128::from(n), vec![1.0, f32::from(n) / 10.0]);
+        let bytes: Vec<u8> = old.vector.iter().flat_map(|x| x.to_le_bytes()).collect();
+        let id = old.id.to_string();
+        let () = conn
+            .hset(format!("{base}:vvec:{}", scope.key()), &id, bytes)
+            .await
+            .unwrap();
+        let () = conn
+            .hset(
+                format!("{base}:vpay:{}", scope.key()),
+                &id,
+                serde_json::to_string(&old.payload).unwrap(),
+            )
+            .await
+            .unwrap();
+    }
+    let query = VectorQuery::new(vec![1.0, 0.0], 3);
+    let found = vectors.search(&scope, &query).await.unwrap();
+    let ids: Vec<Uuid> = found.iter().map(|p| p.id).collect();
+    assert_eq!(ids, [0, 100, 1].map(Uuid::from_u128));
+    let expected = [
+        1.0,
+        1.0 / (1.0f32 + 0.0025).sqrt(),
+        1.0 / (1.0f32 + 0.01).sqrt(),
+    ];
+    for (hit, score) in found.iter().zip(expected) {
+        assert!((hit.score - score).abs() < 1e-6, "{} vs {score}", hit.score);
+    }
+    assert_eq!(found[0].payload, point(0, vec![]).payload);
+    let user =
+        ScopeFilter::tenant(TenantId::new(&tenant).unwrap()).with_user(UserId::new("u").unwrap());
+    let across = vectors.search_matching(&user, &query).await.unwrap();
+    assert_eq!(across.iter().map(|h| h.hit.id).collect::<Vec<_>>(), ids);
+    assert_eq!(vectors.clear(&scope).await.unwrap(), 41);
+}
+
 /// Stored data the store did not write (a vector of the wrong length, a payload that is not
 /// an object) is `Serialization`, never a wrong answer; `clear` still removes it.
 #[tokio::test]
