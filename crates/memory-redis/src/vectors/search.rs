@@ -209,7 +209,7 @@ impl RedisVectorStore {
             };
             let pairs = hash_pairs(what, compact)?;
             let points = unsigned(&count).ok_or_else(|| bad_reply(what, "HLEN is no count"))?;
-            if u64::try_from(pairs.len()).map_or(true, |n| n != points) {
+            if u64::try_from(pairs.len()) != Ok(points) {
                 without_compact.push((*at, *keys));
                 continue;
             }
