@@ -26,6 +26,10 @@ const FILTER_PAGE_MAX: usize = 1024;
 const SCOPES_PER_PIPELINE: usize = 256;
 /// How many pipelines are in flight at once.
 const PIPELINES_AT_ONCE: usize = 4;
+/// How far below a query's `min_score` an approximate score may be and its point still be a
+/// candidate: five times the approximation's error, so no point that meets `min_score`
+/// exactly is dropped, and a search with `min_score` never pages through the points below.
+const MIN_SCORE_SLACK: f32 = 0.05;
 
 /// A point's score, id and the index of its scope among the searched ones.
 type Ranked = (f32, Uuid, usize);
@@ -139,7 +143,15 @@ impl RedisVectorStore {
             .buffer_unordered(PIPELINES_AT_ONCE)
             .try_collect()
             .await?;
-        let mut ranked: Vec<Ranked> = scored.into_iter().flatten().collect();
+        let mut ranked: Vec<Ranked> = scored
+            .into_iter()
+            .flatten()
+            .filter(|(score, _, _)| {
+                query
+                    .min_score
+                    .is_none_or(|min| *score >= min - MIN_SCORE_SLACK)
+            })
+            .collect();
         ranked.sort_unstable_by(rank_order);
         let first_page = rescoring_candidates(query.top_k);
         let later_pages = match query.filter {

@@ -242,6 +242,15 @@ async fn search_matches_the_exact_reference_on_600_points_of_384_dimensions() {
     let before = store.round_trips();
     redis.search(&scope, &query).await.unwrap();
     assert_eq!(store.round_trips() - before, 2);
+    // A minimum score no point nears ends the search after the first pass, rather than
+    // reading every point's f32 vector to find none.
+    let before = store.round_trips();
+    let none = redis
+        .search(&scope, &query.clone().with_min_score(0.99))
+        .await
+        .unwrap();
+    assert!(none.is_empty());
+    assert_eq!(store.round_trips() - before, 1);
     let runs = 20u32;
     let started = Instant::now();
     for _ in 0..runs {
