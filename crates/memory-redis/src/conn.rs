@@ -228,8 +228,8 @@ impl Connection {
     }
 
     /// Sends a pipeline to one node (`route`: that node on a cluster, by a slot or a key of
-    /// it; any node without one) as one round trip, within the call budget; returns one reply per command, a failed command's as
-    /// [`Value::ServerError`].
+    /// it; any node without one) as one round trip, within the call budget; returns one reply
+    /// per command, a failed command's as [`Value::ServerError`].
     pub(crate) async fn send_pipeline(
         &self,
         what: &str,

@@ -56,7 +56,8 @@ use crate::store::{RedisStore, request_nonce};
 ///   [`rescoring_candidates`](memory_core::vector::quantized::rescoring_candidates) (at
 ///   least four times `top_k`), which are scored exactly and ranked (ties by ascending id,
 ///   then scope key); with a [`PayloadFilter`](memory_core::PayloadFilter), pages of further
-///   candidates follow until `top_k` match. Every filter is supported (evaluated with
+///   candidates follow until `top_k` match (with a `min_score`, among the points whose
+///   approximate score is at most 0.05 below it). Every filter is supported (evaluated with
 ///   `PayloadFilter::matches`). The ranking is exact unless a point of the true top `top_k`
 ///   scores, approximately, below every candidate (the approximation errs by about 0.01).
 ///   Its cost grows with the scopes' points (a quarter of their f32 bytes are transferred,
